@@ -1,0 +1,1 @@
+"""Integrated gradients and the gradient family: the first-party ``ig`` explainer plugin."""

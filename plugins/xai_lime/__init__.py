@@ -1,0 +1,1 @@
+"""LIME attributions through the lime library: the first-party ``lime`` explainer plugin."""

@@ -1,0 +1,1 @@
+"""SHAP attributions through the shap library: the first-party ``shap`` explainer plugin."""

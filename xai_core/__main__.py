@@ -1,0 +1,7 @@
+"""``python -m xai_core`` is the ``xai`` command."""
+
+import sys
+
+from xai_core.cli import main
+
+sys.exit(main())

@@ -1,0 +1,146 @@
+"""The backend protocol: the few primitives a network needs, and what they cost.
+
+Layers own their forward and backward passes and call the backend for every matrix
+product, elementwise operation and reduction, so predictions *and* gradients run in the
+backend's numerics and are counted by it. The ``cpu`` backend is the reference; every
+other backend is tested against it (:func:`xai_core.testing.check_backend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = ["Backend"]
+
+
+class Backend:
+    """Base class of the simulated hardware backends.
+
+    Subclasses set :attr:`name`, implement :meth:`matmul` and may override
+    :meth:`elementwise`, :meth:`reduce` and :meth:`describe`. Counters are plain numbers
+    kept in ``self._counters``; :attr:`counters` returns a copy.
+
+    Attributes
+    ----------
+    name : str
+        The registry name (``"cpu"``, ``"tpu"``, ...).
+    supports_gradients : bool
+        Whether backward passes may run on this backend.
+    requires_quantized : bool
+        Whether the backend runs only int8-quantised models (the Edge TPU).
+    dtype : numpy.dtype
+        The floating-point dtype of activations and elementwise work.
+    """
+
+    name: ClassVar[str] = "abstract"
+    supports_gradients: ClassVar[bool] = True
+    requires_quantized: ClassVar[bool] = False
+
+    #: Counters every backend reports; backends add their own.
+    COMMON_COUNTERS: ClassVar[tuple[str, ...]] = (
+        "matmuls",
+        "macs",
+        "elementwise_ops",
+        "bytes_read",
+        "bytes_written",
+        "cycles",
+        "est_seconds",
+    )
+
+    def __init__(self, dtype: Any = np.float32) -> None:
+        self.dtype = np.dtype(dtype)
+        self._counters: dict[str, float] = {}
+        self.reset_counters()
+
+    # -- primitives -------------------------------------------------------------------
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Matrix product in the backend's numerics.
+
+        Parameters
+        ----------
+        a : ndarray of shape (M, K)
+        b : ndarray of shape (K, N)
+
+        Returns
+        -------
+        ndarray of shape (M, N)
+        """
+        raise NotImplementedError
+
+    def elementwise(self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1) -> np.ndarray:
+        """Apply ``fn`` elementwise on the backend's vector unit and count it.
+
+        Parameters
+        ----------
+        fn : callable
+            A numpy function of the arrays (``np.maximum``, ``lambda x: 1 / (1 + np.exp(-x))``).
+        *arrays : ndarray
+            Operands; they are cast to :attr:`dtype` first.
+        ops : int, default=1
+            Arithmetic operations per output element, for the cycle estimate.
+
+        Returns
+        -------
+        ndarray of :attr:`dtype`, the broadcast shape of the operands.
+        """
+        cast = [np.asarray(x, dtype=self.dtype) for x in arrays]
+        out = np.asarray(fn(*cast), dtype=self.dtype)
+        self._count_vector(sum(x.size for x in cast), out.size, out.size * ops)
+        return out
+
+    def reduce(
+        self, fn: Callable[..., np.ndarray], x: np.ndarray, axis: int | tuple[int, ...] | None
+    ) -> np.ndarray:
+        """Reduce ``x`` with ``fn`` (``np.sum``, ``np.max``) along ``axis`` and count it."""
+        x = np.asarray(x, dtype=self.dtype)
+        out = np.asarray(fn(x, axis=axis), dtype=self.dtype)
+        self._count_vector(x.size, out.size, x.size)
+        return out
+
+    # -- counters ---------------------------------------------------------------------
+    @property
+    def counters(self) -> dict[str, float]:
+        """A copy of the counters (``macs``, ``cycles``, ``bytes_read``, ``est_seconds``, ...)."""
+        return dict(self._counters)
+
+    def reset_counters(self) -> None:
+        """Set every counter to zero."""
+        self._counters = dict.fromkeys(self.COMMON_COUNTERS + self.extra_counters(), 0)
+
+    def extra_counters(self) -> tuple[str, ...]:
+        """Names of backend-specific counters, zeroed by :meth:`reset_counters`."""
+        return ()
+
+    def _add(self, **amounts: float) -> None:
+        for key, value in amounts.items():
+            self._counters[key] = self._counters.get(key, 0) + value
+
+    def _count_vector(self, n_in: int, n_out: int, n_ops: int) -> None:
+        """Count elementwise work; subclasses turn it into cycles in :meth:`vector_cycles`."""
+        cycles = self.vector_cycles(n_ops)
+        self._add(
+            elementwise_ops=n_ops,
+            bytes_read=n_in * self.dtype.itemsize,
+            bytes_written=n_out * self.dtype.itemsize,
+            cycles=cycles,
+            est_seconds=cycles / self.clock_hz,
+        )
+
+    #: Clock in Hz for ``est_seconds``; subclasses and presets set it.
+    clock_hz: float = 1e9
+
+    def vector_cycles(self, n_ops: int) -> float:
+        """Cycles the vector unit needs for ``n_ops`` elementwise operations."""
+        return float(n_ops)
+
+    # -- description ------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """Name, numerics and settings, for ``xai backends`` and report provenance."""
+        return {"name": self.name, "numerics": str(self.dtype), "gradients": self.supports_gradients}
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "name")
+        return f"{type(self).__name__}({settings})"

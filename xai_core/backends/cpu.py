@@ -1,0 +1,87 @@
+"""The reference CPU backend: plain fp32 (or fp64) arithmetic that touches memory for every operation."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core.backends.base import Backend
+from xai_core.errors import ValidationError
+from xai_core.hookspecs import hookimpl
+
+__all__ = ["CPUBackend"]
+
+
+class CPUBackend(Backend):
+    """A scalar-memory CPU: the numerics every other backend is compared with.
+
+    The cost model is the textbook one a simulated CPU without caches would have: each
+    multiply-accumulate of ``C = A @ B`` reads one element of ``A`` and one of ``B`` from
+    memory, and each element of ``C`` is written once. Cycles count one fused
+    multiply-add per SIMD lane per cycle.
+
+    Parameters
+    ----------
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of every operation.
+    clock_ghz : float, default=3.0
+        Clock used for ``est_seconds``.
+    simd_width : int, default=8
+        SIMD lanes (8 fp32 lanes is AVX2).
+    """
+
+    name: ClassVar[str] = "cpu"
+
+    def __init__(self, dtype: Any = "float32", clock_ghz: float = 3.0, simd_width: int = 8) -> None:
+        if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValidationError(f"dtype must be 'float32' or 'float64'; got {dtype!r}.")
+        if not clock_ghz > 0:
+            raise ValidationError(f"clock_ghz must be > 0; got {clock_ghz!r}.")
+        if int(simd_width) != simd_width or simd_width < 1:
+            raise ValidationError(f"simd_width must be a positive integer; got {simd_width!r}.")
+        self.clock_hz = float(clock_ghz) * 1e9
+        self.simd_width = int(simd_width)
+        super().__init__(dtype)
+
+    def extra_counters(self) -> tuple[str, ...]:
+        return ("reads_a", "reads_b", "writes_c")
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a = np.asarray(a, dtype=self.dtype)
+        b = np.asarray(b, dtype=self.dtype)
+        out = a @ b
+        (m, k), n = a.shape, b.shape[1]
+        macs = m * k * n
+        cycles = -(-macs // self.simd_width)
+        self._add(
+            matmuls=1,
+            macs=macs,
+            reads_a=macs,
+            reads_b=macs,
+            writes_c=m * n,
+            bytes_read=2 * macs * self.dtype.itemsize,
+            bytes_written=m * n * self.dtype.itemsize,
+            cycles=cycles,
+            est_seconds=cycles / self.clock_hz,
+        )
+        return out
+
+    def vector_cycles(self, n_ops: int) -> float:
+        return float(-(-n_ops // self.simd_width))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "numerics": f"{self.dtype} multiply and accumulate",
+            "gradients": True,
+            "clock_ghz": self.clock_hz / 1e9,
+            "simd_width": self.simd_width,
+            "presets": [],
+        }
+
+
+@hookimpl
+def xai_register_backends():
+    """The reference CPU backend."""
+    return [CPUBackend]

@@ -1,0 +1,41 @@
+"""The ``xai`` command line. Sub-commands come from the ``xai_register_cli_commands`` hook."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from xai_core.plugins import get_registry
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered sub-command."""
+    from xai_core import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="xai", description="Explanations on simulated hardware, and whether they survive it."
+    )
+    parser.add_argument("--version", action="version", version=f"xai-core {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, command in sorted(get_registry().cli_commands.items()):
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        command.add_arguments(p)
+        p.set_defaults(_run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``xai`` command; return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return 2
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

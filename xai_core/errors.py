@@ -1,0 +1,85 @@
+"""Errors and warnings raised by xai-core.
+
+Every error subclasses :class:`XaiError` *and* the builtin a caller would expect, so both
+``except xai.ShapeError`` and ``except ValueError`` work.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "XaiError",
+    "ValidationError",
+    "ShapeError",
+    "UnknownNameError",
+    "CapabilityError",
+    "PluginError",
+    "DuplicateNameError",
+    "ModelFormatError",
+    "DataError",
+    "XaiWarning",
+]
+
+
+class XaiError(Exception):
+    """Base class of every error raised by xai-core."""
+
+
+class ValidationError(XaiError, ValueError):
+    """An argument has the right type but a value that cannot be used (NaN, empty, out of range)."""
+
+
+class ShapeError(ValidationError):
+    """An array argument has the wrong number of dimensions or the wrong size along one."""
+
+
+class UnknownNameError(XaiError, LookupError):
+    """A name (explainer, backend, layer, feature, option) is not known; the message lists the known ones."""
+
+    def __init__(self, kind: str, name: object, known: list[str] | tuple[str, ...]) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = sorted(str(k) for k in known)
+        listing = ", ".join(self.known) if self.known else "(none)"
+        super().__init__(f"Unknown {kind} {name!r}. Available: {listing}.")
+
+    def __str__(self) -> str:  # LookupError would otherwise quote the message
+        return self.args[0]
+
+
+class CapabilityError(XaiError, TypeError):
+    """A model or backend lacks what the operation needs (gradients on a black box, floats on an int8 device)."""
+
+
+class PluginError(XaiError, RuntimeError):
+    """A plugin failed to load or misbehaved; carries the plugin's name."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        self.plugin = plugin
+        super().__init__(f"plugin {plugin!r}: {message}")
+
+
+class DuplicateNameError(PluginError):
+    """Two plugins register the same name; both are named."""
+
+    def __init__(self, kind: str, name: str, first: str, second: str) -> None:
+        self.kind = kind
+        self.name = name
+        self.first = first
+        self.second = second
+        XaiError.__init__(
+            self,
+            f"Duplicate {kind} name {name!r}: registered by plugin {first!r} and by plugin {second!r}.",
+        )
+        self.plugin = second
+
+
+class ModelFormatError(XaiError, ValueError):
+    """A saved model file is corrupt, not a model, or from a newer format version."""
+
+
+class DataError(XaiError, ValueError):
+    """A data file is missing, truncated, corrupt or fails its checksum; the message names the file and field."""
+
+
+class XaiWarning(UserWarning):
+    """A warning from xai-core: a default was chosen for you, or a value looks suspicious."""

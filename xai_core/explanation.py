@@ -1,0 +1,190 @@
+"""Explanation: the one immutable result type every explainer returns."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import ShapeError
+
+__all__ = ["Explanation"]
+
+
+def _frozen(a: Any, dtype: Any = None) -> np.ndarray | None:
+    if a is None:
+        return None
+    arr = np.array(a, dtype=dtype, copy=True)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Explanation:
+    """Attributions for a batch of rows, with what is needed to read them.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_samples, *input_shape)
+        Attribution of each input feature to the explained output of each row.
+    base_values : array-like of shape (n_samples,)
+        The reference output each row's attributions start from (the output at the
+        baseline for IG, the expected output over the background for SHAP, the
+        surrogate's intercept for LIME).
+    target : array-like of shape (n_samples,)
+        Index of the explained output for each row.
+    data : array-like of shape (n_samples, *input_shape), optional
+        The explained inputs.
+    feature_names : sequence of str, optional
+        One name per feature (flattened order for images).
+    output_names : sequence of str, optional
+        Names of the model's outputs (class names).
+    method : str
+        The explainer's name (``"ig"``, ``"shap"``, ...).
+    backend : str
+        The backend the model ran on.
+    meta : mapping
+        Method-specific figures: ``convergence_delta`` (ig), ``additivity_error`` (shap),
+        ``score`` (lime), ``seed``, ``seconds``, options.
+
+    Notes
+    -----
+    Arrays are copied and made read-only; ``meta`` is a read-only mapping.
+    """
+
+    values: np.ndarray
+    base_values: np.ndarray
+    target: np.ndarray
+    data: np.ndarray | None = None
+    feature_names: tuple[str, ...] | None = None
+    output_names: tuple[str, ...] | None = None
+    method: str = ""
+    backend: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        values = _frozen(self.values, np.float64)
+        if values.ndim < 2:
+            raise ShapeError(f"values must have shape (n_samples, *input_shape); got shape {values.shape}.")
+        n = values.shape[0]
+        base = _frozen(self.base_values, np.float64).reshape(-1)
+        target = _frozen(self.target, np.int64).reshape(-1)
+        for name, arr in (("base_values", base), ("target", target)):
+            if arr.shape != (n,):
+                raise ShapeError(f"{name} must have shape ({n},); got shape {arr.shape}.")
+        data = _frozen(self.data)
+        if data is not None and data.shape != values.shape:
+            raise ShapeError(f"data must have the shape of values {values.shape}; got shape {data.shape}.")
+        n_features = int(np.prod(values.shape[1:]))
+        names = tuple(str(f) for f in self.feature_names) if self.feature_names is not None else None
+        if names is not None and len(names) != n_features:
+            raise ShapeError(
+                f"feature_names must have {n_features} names, one per feature; got {len(names)}."
+            )
+        outputs = tuple(str(o) for o in self.output_names) if self.output_names is not None else None
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "base_values", base)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "feature_names", names)
+        object.__setattr__(self, "output_names", outputs)
+        object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+
+    # -- reading ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.values.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of :attr:`values`."""
+        return self.values.shape
+
+    @property
+    def target_names(self) -> tuple[str, ...] | None:
+        """Name of the explained output per row, when output names are known."""
+        if self.output_names is None:
+            return None
+        return tuple(self.output_names[t] for t in self.target)
+
+    def __getitem__(self, rows: int | slice | Sequence[int] | np.ndarray) -> Explanation:
+        """The explanation of a subset of rows (an int keeps the row axis)."""
+        idx = [rows] if isinstance(rows, (int, np.integer)) else rows
+        meta = {
+            k: (np.asarray(v)[idx] if isinstance(v, np.ndarray) and v.shape[:1] == (len(self),) else v)
+            for k, v in self.meta.items()
+        }
+        return Explanation(
+            values=self.values[idx],
+            base_values=self.base_values[idx],
+            target=self.target[idx],
+            data=None if self.data is None else self.data[idx],
+            feature_names=self.feature_names,
+            output_names=self.output_names,
+            method=self.method,
+            backend=self.backend,
+            meta=meta,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain Python types (lists, floats, str), ready for ``json.dumps``."""
+
+        def plain(v: Any) -> Any:
+            if isinstance(v, np.ndarray):
+                return v.tolist()
+            if isinstance(v, np.generic):
+                return v.item()
+            if isinstance(v, Mapping):
+                return {str(k): plain(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return [plain(x) for x in v]
+            return v
+
+        return {
+            "method": self.method,
+            "backend": self.backend,
+            "values": plain(self.values),
+            "base_values": plain(self.base_values),
+            "target": plain(self.target),
+            "data": plain(self.data),
+            "feature_names": plain(self.feature_names),
+            "output_names": plain(self.output_names),
+            "meta": plain(self.meta),
+        }
+
+    def top_features(self, row: int = 0, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""
+        flat = self.values[row].reshape(-1)
+        order = np.argsort(-np.abs(flat), kind="stable")[:k]
+        names = self.feature_names or tuple(f"x{i}" for i in range(flat.size))
+        return [(names[i], float(flat[i])) for i in order]
+
+    # -- display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return (
+            f"Explanation(method={self.method!r}, backend={self.backend!r}, "
+            f"values.shape={self.values.shape}, meta keys={sorted(self.meta)})"
+        )
+
+    def _repr_html_(self) -> str:
+        """A plain table of each row's top features; everything user-supplied is escaped."""
+        rows = []
+        for i in range(min(len(self), 5)):
+            target = self.target_names[i] if self.target_names else str(self.target[i])
+            feats = ", ".join(
+                f"{html.escape(name)} ({value:+.3g})" for name, value in self.top_features(i, 5)
+            )
+            rows.append(
+                f"<tr><td>{i}</td><td>{html.escape(target)}</td>"
+                f"<td>{self.base_values[i]:.4g}</td><td>{feats}</td></tr>"
+            )
+        more = f"<p>... and {len(self) - 5} more rows</p>" if len(self) > 5 else ""
+        return (
+            f"<div class='xai-explanation'><p><b>{html.escape(self.method)}</b> on "
+            f"{html.escape(self.backend)}: {len(self)} row(s), values shape {self.values.shape}</p>"
+            "<table><thead><tr><th>row</th><th>target</th><th>base value</th>"
+            f"<th>top features</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</div>"
+        )

@@ -1,0 +1,58 @@
+"""Small records that plugins return from the report-section and CLI hooks."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ReportSection", "CliCommand"]
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """Renders one result type as an HTML fragment.
+
+    Parameters
+    ----------
+    name : str
+        Unique section name.
+    result_type : type or tuple of type
+        The result objects this section renders.
+    render : callable
+        ``render(result) -> str``: an HTML fragment in which every user-supplied string is escaped.
+    title : str, optional
+        Heading shown in reports.
+    """
+
+    name: str
+    result_type: type | tuple[type, ...]
+    render: Callable[[Any], str]
+    title: str = ""
+
+    def handles(self, result: Any) -> bool:
+        """Whether this section renders ``result``."""
+        return isinstance(result, self.result_type)
+
+
+@dataclass(frozen=True)
+class CliCommand:
+    """A sub-command of the ``xai`` command line.
+
+    Parameters
+    ----------
+    name : str
+        The sub-command (``xai NAME``).
+    help : str
+        One line shown by ``xai --help``.
+    run : callable
+        ``run(args: argparse.Namespace) -> int``, the exit status.
+    add_arguments : callable, optional
+        ``add_arguments(parser: argparse.ArgumentParser) -> None``.
+    """
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace], int]
+    add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)

@@ -1,0 +1,84 @@
+"""Every hook a plugin can implement. These docstrings are the reference documentation.
+
+A plugin is a module (or object) with functions decorated ``@xai_core.hookimpl`` whose
+names match the specifications below, exposed through the ``xai_core`` entry-point group::
+
+    # pyproject.toml of your plugin
+    [project.entry-points.xai_core]
+    my_plugin = "my_package.plugin"
+
+Hooks that add things *return* them; the core collects the lists, rejects a name that
+two plugins register (naming both) and records a plugin whose hook raises without letting
+it stop the others.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT_NAME = "xai_core"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def xai_register_explainers():
+    """Register explainer classes.
+
+    Returns
+    -------
+    list of type
+        Subclasses of :class:`xai_core.Explainer`. Each class sets ``name`` (the
+        ``method=`` string, unique across plugins), ``requires`` (capabilities such as
+        ``{"predict"}`` or ``{"predict", "gradient"}``, checked before any work) and
+        implements ``explain(runner, X, target) -> Explanation``. Its ``__init__``
+        keyword arguments are the options users pass to :func:`xai_core.explain`.
+
+    Examples
+    --------
+    >>> @hookimpl
+    ... def xai_register_explainers():
+    ...     return [Occlusion]
+    """
+
+
+@hookspec
+def xai_register_backends():
+    """Register simulated-hardware backend classes.
+
+    Returns
+    -------
+    list of type
+        Subclasses of :class:`xai_core.Backend` with a unique ``name``. The class is
+        called with the keyword arguments given to :func:`xai_core.get_backend`, so its
+        constructor defines the backend's settings and presets. Every backend must pass
+        :func:`xai_core.testing.check_backend`.
+    """
+
+
+@hookspec
+def xai_register_report_sections():
+    """Register renderers for result types in HTML reports and notebooks.
+
+    Returns
+    -------
+    list of xai_core.ReportSection
+        Each section names the ``result_type`` it renders and a ``render(result) -> str``
+        function returning an HTML fragment in which every user-supplied string is
+        escaped. The report uses the first section whose type matches a result added
+        with ``Report.add``.
+    """
+
+
+@hookspec
+def xai_register_cli_commands():
+    """Register sub-commands of the ``xai`` command line.
+
+    Returns
+    -------
+    list of xai_core.CliCommand
+        Each command has a ``name`` (unique), a one-line ``help``, an
+        ``add_arguments(parser)`` callable that configures its ``argparse`` parser, and
+        a ``run(args) -> int`` callable returning the exit status.
+    """

@@ -1,0 +1,174 @@
+"""The model interface the runner and explainers use, and black-box models from any callable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core.errors import CapabilityError, ShapeError, ValidationError
+
+__all__ = ["Model", "BlackBoxModel", "as_model"]
+
+
+class Model:
+    """What every model offers the runner.
+
+    Native networks (:class:`xai_core.nn.Sequential`) add gradients and activations;
+    black boxes only predict.
+
+    Attributes
+    ----------
+    capabilities : frozenset of str
+        Subset of ``{"predict", "gradient", "activations"}``.
+    input_shape : tuple of int or None
+        Shape of one sample, ``None`` when unknown.
+    n_outputs : int or None
+        Width of the output, ``None`` until known.
+    output_names : tuple of str or None
+        Names of the outputs (class names), when known.
+    is_quantized : bool
+        Whether the model is an int8 model that may run on the Edge TPU.
+    """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"predict"})
+    input_shape: tuple[int, ...] | None = None
+    n_outputs: int | None = None
+    output_names: tuple[str, ...] | None = None
+    is_quantized: bool = False
+
+    def predict(self, X: np.ndarray, backend: Any = None) -> np.ndarray:
+        """Outputs of shape (n_samples, n_outputs) for ``X`` of shape (n_samples, *input_shape)."""
+        raise NotImplementedError
+
+    def gradient(self, X: np.ndarray, target: np.ndarray, backend: Any = None) -> np.ndarray:
+        """d output[target] / d X, of the shape of ``X``."""
+        raise CapabilityError(
+            f"{type(self).__name__} is a black box: it has no gradients. Use a native network "
+            "(xai.nn.Sequential or xai.from_sklearn) or a method that needs only predictions."
+        )
+
+    def activations(self, X: np.ndarray, layer: Any, backend: Any = None) -> np.ndarray:
+        """Outputs of ``layer`` (index or name) for ``X``."""
+        raise CapabilityError(f"{type(self).__name__} is a black box: it has no layers to read.")
+
+
+class BlackBoxModel(Model):
+    """A prediction function of a batch, seen as a model.
+
+    Parameters
+    ----------
+    fn : callable
+        Maps an array of shape (n_samples, *input_shape) to outputs of shape
+        (n_samples,) or (n_samples, n_outputs).
+    input_shape : tuple of int, optional
+        Shape of one sample, if known.
+    output_names : sequence of str, optional
+        Names of the outputs.
+    feature_names : sequence of str, optional
+        When given, ``fn`` receives a pandas DataFrame with these columns (for estimators
+        fitted on DataFrames).
+    name : str, optional
+        Shown in reprs and reports.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        input_shape: Sequence[int] | None = None,
+        output_names: Sequence[str] | None = None,
+        feature_names: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise ValidationError(f"fn must be callable; got {type(fn).__name__}.")
+        self.fn = fn
+        self.input_shape = tuple(input_shape) if input_shape is not None else None
+        self.output_names = tuple(str(n) for n in output_names) if output_names is not None else None
+        self.n_outputs = len(self.output_names) if self.output_names is not None else None
+        self.feature_names = tuple(feature_names) if feature_names is not None else None
+        self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
+
+    def predict(self, X: np.ndarray, backend: Any = None) -> np.ndarray:
+        arg = X
+        if self.feature_names is not None:
+            import pandas as pd
+
+            arg = pd.DataFrame(np.asarray(X).reshape(len(X), -1), columns=list(self.feature_names))
+        out = np.asarray(self.fn(arg), dtype=np.float64)
+        if out.ndim == 1:
+            out = out[:, None]
+        if out.ndim != 2 or out.shape[0] != len(X):
+            raise ShapeError(
+                f"model {self.name!r} must return shape (n_samples,) or (n_samples, n_outputs) "
+                f"for {len(X)} samples; got shape {out.shape}."
+            )
+        if self.n_outputs is None:
+            self.n_outputs = out.shape[1]
+        elif out.shape[1] != self.n_outputs:
+            raise ShapeError(
+                f"model {self.name!r} returned {out.shape[1]} outputs; earlier calls returned "
+                f"{self.n_outputs}."
+            )
+        return out
+
+    def __repr__(self) -> str:
+        return f"BlackBoxModel({self.name})"
+
+
+def as_model(obj: Any, *, input_shape: Sequence[int] | None = None) -> Model:
+    """Return ``obj`` as a :class:`Model`.
+
+    Parameters
+    ----------
+    obj : Model, fitted estimator or callable
+        A native network is returned as it is. A fitted scikit-learn-style estimator
+        becomes a black box over its ``predict_proba`` (classifiers) or ``predict``. Any
+        other callable of a batch becomes a black box.
+    input_shape : tuple of int, optional
+        Shape of one sample, for black boxes.
+
+    Returns
+    -------
+    Model
+    """
+    if isinstance(obj, Model):
+        return obj
+    if hasattr(obj, "fit") and (hasattr(obj, "predict") or hasattr(obj, "predict_proba")):
+        _check_fitted(obj)
+        names = getattr(obj, "feature_names_in_", None)
+        shape = input_shape
+        if shape is None and getattr(obj, "n_features_in_", None) is not None:
+            shape = (int(obj.n_features_in_),)
+        if hasattr(obj, "predict_proba"):
+            classes = getattr(obj, "classes_", None)
+            return BlackBoxModel(
+                obj.predict_proba,
+                input_shape=shape,
+                output_names=[str(c) for c in classes] if classes is not None else None,
+                feature_names=names,
+                name=type(obj).__name__,
+            )
+        return BlackBoxModel(obj.predict, input_shape=shape, feature_names=names, name=type(obj).__name__)
+    if callable(obj):
+        return BlackBoxModel(obj, input_shape=input_shape)
+    raise CapabilityError(
+        "model must be an xai_core Model, a fitted estimator with predict or predict_proba, "
+        f"or a function of a batch; got {type(obj).__name__}."
+    )
+
+
+def _check_fitted(estimator: Any) -> None:
+    try:
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError as exc:
+        raise ValidationError(f"model {type(estimator).__name__} is not fitted: call fit first.") from exc
+    except TypeError:  # not a scikit-learn estimator; trust it
+        pass

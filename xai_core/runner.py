@@ -1,0 +1,178 @@
+"""ModelRunner: a model on a backend. Predictions, gradients and activations in bounded chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xai_core.backends.base import Backend
+from xai_core.errors import CapabilityError
+from xai_core.model import Model, as_model
+from xai_core.validation import check_array, check_positive_int, check_target
+
+__all__ = ["ModelRunner", "get_backend"]
+
+
+def get_backend(backend: str | Backend = "cpu", **settings: Any) -> Backend:
+    """Return a backend instance.
+
+    Parameters
+    ----------
+    backend : str or Backend, default="cpu"
+        A registered name (``"cpu"``, ``"gpu"``, ``"tpu"``, ``"edgetpu"``, or a plugin's)
+        or an instance, returned as it is.
+    **settings
+        Keyword arguments of the backend's constructor (``dtype=``, ``preset=``, ``array=``...).
+
+    Returns
+    -------
+    Backend
+    """
+    if isinstance(backend, Backend):
+        if settings:
+            raise CapabilityError(
+                f"settings {sorted(settings)} apply to a backend name; got an instance {backend!r}."
+            )
+        return backend
+    from xai_core.plugins import get_registry
+
+    cls = get_registry().backend(backend)
+    return cls(**settings)
+
+
+class ModelRunner:
+    """A model on a backend.
+
+    Parameters
+    ----------
+    model : Model, estimator or callable
+        Anything :func:`xai_core.as_model` accepts.
+    backend : str or Backend, default="cpu"
+        Where the model runs; see :func:`get_backend`.
+    batch_size : int, default=4096
+        Rows per chunk, so memory stays bounded however many rows are passed.
+
+    Examples
+    --------
+    >>> runner = xai.ModelRunner(net, backend="tpu")
+    >>> runner.predict(X).shape
+    (100, 10)
+    >>> runner.counters["cycles"]
+    """
+
+    def __init__(self, model: Any, backend: str | Backend = "cpu", *, batch_size: int = 4096) -> None:
+        self.model: Model = as_model(model)
+        self.backend: Backend = get_backend(backend)
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        if self.backend.requires_quantized and not self.model.is_quantized and self.is_native:
+            raise CapabilityError(
+                f"the {self.backend.name!r} backend runs only int8-quantised models; "
+                "call xai.quantize(net, calibration_X) first."
+            )
+
+    @property
+    def is_native(self) -> bool:
+        """Whether the model runs its layers on the backend (a black box runs on the host)."""
+        return "gradient" in type(self.model).capabilities or self.model.is_quantized
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The model's capabilities less what the backend cannot do (gradients on an int8 device)."""
+        caps = set(self.model.capabilities)
+        if not self.backend.supports_gradients:
+            caps.discard("gradient")
+        return frozenset(caps)
+
+    @property
+    def counters(self) -> dict[str, float]:
+        """The backend's counters since the last :meth:`reset_counters`."""
+        return self.backend.counters
+
+    def reset_counters(self) -> None:
+        """Zero the backend's counters."""
+        self.backend.reset_counters()
+
+    @property
+    def n_outputs(self) -> int | None:
+        """Width of the model's output, once known."""
+        return self.model.n_outputs
+
+    def check_X(self, X: Any, name: str = "X") -> np.ndarray:
+        """Validate ``X`` against the model's input shape; return a float array."""
+        dtype = np.float64 if getattr(self.backend, "dtype", None) == np.float64 else np.float32
+        return check_array(X, name, feature_shape=self.model.input_shape, dtype=dtype)
+
+    def _chunks(self, n: int):
+        for start in range(0, n, self.batch_size):
+            yield slice(start, min(start + self.batch_size, n))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Model outputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+        """
+        X = self.check_X(X)
+        parts = [self.model.predict(X[s], backend=self.backend) for s in self._chunks(len(X))]
+        return np.concatenate(parts, axis=0)
+
+    def gradient(self, X: Any, target: Any) -> np.ndarray:
+        """Gradient of ``output[target]`` with respect to the input, computed on the backend.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+        target : int or array-like of shape (n_samples,)
+            Output index per row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape)
+        """
+        self.require("gradient")
+        X = self.check_X(X)
+        n_out = self.model.n_outputs
+        target = check_target(target, len(X), n_out if n_out is not None else np.iinfo(np.int64).max)
+        parts = [
+            self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
+        ]
+        return np.concatenate(parts, axis=0)
+
+    def activations(self, X: Any, layer: int | str) -> np.ndarray:
+        """Outputs of one layer (index or name), of shape (n_samples, *layer_output_shape)."""
+        self.require("activations")
+        X = self.check_X(X)
+        parts = [self.model.activations(X[s], layer, backend=self.backend) for s in self._chunks(len(X))]
+        return np.concatenate(parts, axis=0)
+
+    def require(self, capability: str) -> None:
+        """Raise :class:`CapabilityError` if the model on this backend lacks ``capability``."""
+        if capability in self.capabilities:
+            return
+        if capability in self.model.capabilities:
+            with_it = self._backends_with(capability)
+            raise CapabilityError(
+                f"the {self.backend.name!r} backend cannot compute {capability}s (inference only); "
+                f"use one of: {', '.join(with_it)}."
+            )
+        raise CapabilityError(
+            f"{self.model!r} cannot compute {capability}s: it is a black box. Use a native network "
+            "(xai.nn.Sequential, xai.from_sklearn) or a method that needs only predictions."
+        )
+
+    @staticmethod
+    def _backends_with(capability: str) -> list[str]:
+        from xai_core.plugins import get_registry
+
+        if capability != "gradient":
+            return sorted(get_registry().backends)
+        return sorted(n for n, cls in get_registry().backends.items() if cls.supports_gradients)
+
+    def __repr__(self) -> str:
+        return f"ModelRunner({self.model!r}, backend={self.backend!r})"

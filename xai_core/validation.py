@@ -1,0 +1,137 @@
+"""Checks at the public boundary. Messages name the argument, what was expected and what arrived."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import ShapeError, UnknownNameError, ValidationError
+
+__all__ = ["check_array", "check_target", "check_choice", "check_positive_int", "shape_words"]
+
+
+def shape_words(feature_shape: Sequence[int] | None) -> str:
+    """``(n_samples, 784)`` style text for a per-sample shape (``None``: any)."""
+    if feature_shape is None:
+        return "(n_samples, n_features)"
+    return "(n_samples" + "".join(f", {d}" for d in feature_shape) + ")"
+
+
+def check_array(
+    X: Any,
+    name: str = "X",
+    *,
+    feature_shape: Sequence[int] | None = None,
+    dtype: Any = np.float32,
+    allow_nan: bool = False,
+    min_samples: int = 1,
+) -> np.ndarray:
+    """Return ``X`` as a numeric array of shape (n_samples, *feature_shape), or raise.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, *feature_shape)
+        A numpy array, nested list or pandas DataFrame with numeric columns.
+    name : str, default="X"
+        The argument's name, used in messages.
+    feature_shape : tuple of int, optional
+        The shape of one sample. ``None`` accepts any shape of at least one dimension.
+    dtype : numpy dtype, default=float32
+        The dtype of the returned array.
+    allow_nan : bool, default=False
+        Whether NaN and infinity are accepted.
+    min_samples : int, default=1
+        The fewest rows accepted.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, *feature_shape)
+    """
+    expected = shape_words(feature_shape)
+    if X is None:
+        raise ValidationError(f"{name} must be an array of shape {expected}; got None.")
+    if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
+        bad = [str(c) for c, dt in zip(X.columns, X.dtypes) if not (dt.kind in "biuf")]
+        if bad:
+            raise ValidationError(
+                f"{name} must have numeric columns only; columns {bad} are not numeric "
+                "(encode categories as numbers first)."
+            )
+        X = X.to_numpy()
+    try:
+        arr = np.asarray(X)
+    except (ValueError, TypeError) as exc:
+        raise ValidationError(f"{name} must be an array of shape {expected}; {exc}.") from exc
+    if arr.dtype.kind not in "biuf":
+        raise ValidationError(
+            f"{name} must be numeric; got an array of dtype {arr.dtype} (shape {arr.shape})."
+        )
+    if arr.ndim < 2:
+        raise ShapeError(
+            f"{name} must have shape {expected}; got an array of shape {arr.shape}. "
+            "Pass a single sample as X[None] or X.reshape(1, -1)."
+        )
+    if feature_shape is not None and tuple(arr.shape[1:]) != tuple(feature_shape):
+        raise ShapeError(f"{name} must have shape {expected}; got an array of shape {arr.shape}.")
+    if arr.shape[0] < min_samples:
+        raise ValidationError(
+            f"{name} must contain at least {min_samples} sample(s); got an array of shape {arr.shape}."
+        )
+    arr = np.asarray(arr, dtype=dtype)
+    if not allow_nan:
+        finite = np.isfinite(arr)
+        if not finite.all():
+            bad = np.argwhere(~finite)
+            first = tuple(int(i) for i in bad[0])
+            raise ValidationError(
+                f"{name} contains {len(bad)} NaN or infinite value(s); the first is at index {first}."
+            )
+    return arr
+
+
+def check_target(target: Any, n_samples: int, n_outputs: int, name: str = "target") -> np.ndarray:
+    """Return ``target`` as int64 of shape (n_samples,): one output index per row.
+
+    Parameters
+    ----------
+    target : int or array-like of shape (n_samples,)
+        One output index for all rows, or one per row.
+    n_samples : int
+        Rows in ``X``.
+    n_outputs : int
+        Outputs of the model; every index must be in ``[0, n_outputs)``.
+    """
+    arr = np.asarray(target)
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+        raise ValidationError(f"{name} must be an integer or integers; got {target!r}.")
+    arr = arr.astype(np.int64)
+    if arr.ndim == 0:
+        arr = np.full(n_samples, int(arr), dtype=np.int64)
+    if arr.shape != (n_samples,):
+        raise ShapeError(
+            f"{name} must be an integer or have shape ({n_samples},); got shape {arr.shape}."
+        )
+    bad = (arr < 0) | (arr >= n_outputs)
+    if bad.any():
+        raise ValidationError(
+            f"{name} must be in [0, {n_outputs}) for a model with {n_outputs} output(s); "
+            f"got {int(arr[bad][0])}."
+        )
+    return arr
+
+
+def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices``; otherwise raise listing them."""
+    choices = list(choices)
+    if value not in choices:
+        raise UnknownNameError(name, value, choices)
+    return value
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    """Return ``value`` as an int if it is a positive integer; otherwise raise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValidationError(f"{name} must be a positive integer; got {value!r}.")
+    return int(value)
