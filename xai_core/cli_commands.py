@@ -24,7 +24,9 @@ def _plugins(args: argparse.Namespace) -> int:
         if r["status"] == "broken":
             print(f"{r['name']}  [{dist}]  BROKEN during {r['stage']}: {r['error']}")
             continue
-        registers = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in r["registers"].items())
+        registers = "; ".join(
+            f"{kind}: {', '.join(names)}" for kind, names in r["registers"].items()
+        )
         print(f"{r['name']}  [{dist}]  {registers or '(registers nothing)'}")
     return 0
 
@@ -56,7 +58,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-o", "--output", default="xai-demo-report.html", help="where to write the report")
+    parser.add_argument(
+        "-o", "--output", default="xai-demo-report.html", help="where to write the report"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -64,10 +68,22 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 def xai_register_cli_commands():
     """``xai plugins``, ``xai backends`` and ``xai demo``."""
     return [
-        CliCommand("plugins", "list every plugin, what it registers, and the broken ones", _plugins,
-                   _plugins_arguments),
-        CliCommand("backends", "list the simulated hardware backends and their numerics", _backends,
-                   _plugins_arguments),
-        CliCommand("demo", "train a small MNIST network and explain it on every backend", _demo,
-                   _demo_arguments),
+        CliCommand(
+            "plugins",
+            "list every plugin, what it registers, and the broken ones",
+            _plugins,
+            _plugins_arguments,
+        ),
+        CliCommand(
+            "backends",
+            "list the simulated hardware backends and their numerics",
+            _backends,
+            _plugins_arguments,
+        ),
+        CliCommand(
+            "demo",
+            "train a small MNIST network and explain it on every backend",
+            _demo,
+            _demo_arguments,
+        ),
     ]

@@ -16,6 +16,7 @@ __all__ = [
     "DuplicateNameError",
     "ModelFormatError",
     "DataError",
+    "ContractError",
     "XaiWarning",
 ]
 
@@ -79,6 +80,10 @@ class ModelFormatError(XaiError, ValueError):
 
 class DataError(XaiError, ValueError):
     """A data file is missing, truncated, corrupt or fails its checksum; the message names the file and field."""
+
+
+class ContractError(XaiError, AssertionError):
+    """A plugin's explainer or backend breaks the contract checked by :mod:`xai_core.testing`."""
 
 
 class XaiWarning(UserWarning):

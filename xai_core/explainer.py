@@ -37,12 +37,14 @@ class Explainer:
     name: ClassVar[str] = ""
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
 
+    def __init__(self) -> None:
+        """An explainer without options."""
+
     @classmethod
     def option_names(cls) -> list[str]:
         """The keyword arguments the constructor accepts."""
-        params = inspect.signature(cls.__init__).parameters.values()
-        return [p.name for p in params if p.name != "self" and p.kind is p.KEYWORD_ONLY or (
-            p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD)]
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
     def get_options(self) -> dict[str, Any]:
         """The options this explainer was built with (stored as attributes of the same name)."""
@@ -124,7 +126,11 @@ def explain(
         if key not in valid:
             raise UnknownNameError(f"option of method {method!r}", key, valid)
     explainer = cls(**options)
-    runner = model if isinstance(model, ModelRunner) else ModelRunner(model, backend, batch_size=batch_size)
+    runner = (
+        model
+        if isinstance(model, ModelRunner)
+        else ModelRunner(model, backend, batch_size=batch_size)
+    )
     for capability in sorted(cls.requires):
         runner.require(capability)
     if feature_names is None and hasattr(X, "columns"):
@@ -164,7 +170,11 @@ def resolve_target(runner: ModelRunner, X: np.ndarray, target: Any) -> np.ndarra
 
     if target is None:
         out = runner.predict(X)
-        return np.argmax(out, axis=1).astype(np.int64) if out.shape[1] > 1 else np.zeros(len(X), np.int64)
+        return (
+            np.argmax(out, axis=1).astype(np.int64)
+            if out.shape[1] > 1
+            else np.zeros(len(X), np.int64)
+        )
     n_outputs = runner.n_outputs
     if n_outputs is None:
         n_outputs = runner.predict(X[:1]).shape[1]

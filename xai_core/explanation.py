@@ -69,7 +69,9 @@ class Explanation:
     def __post_init__(self) -> None:
         values = _frozen(self.values, np.float64)
         if values.ndim < 2:
-            raise ShapeError(f"values must have shape (n_samples, *input_shape); got shape {values.shape}.")
+            raise ShapeError(
+                f"values must have shape (n_samples, *input_shape); got shape {values.shape}."
+            )
         n = values.shape[0]
         base = _frozen(self.base_values, np.float64).reshape(-1)
         target = _frozen(self.target, np.int64).reshape(-1)
@@ -78,14 +80,20 @@ class Explanation:
                 raise ShapeError(f"{name} must have shape ({n},); got shape {arr.shape}.")
         data = _frozen(self.data)
         if data is not None and data.shape != values.shape:
-            raise ShapeError(f"data must have the shape of values {values.shape}; got shape {data.shape}.")
+            raise ShapeError(
+                f"data must have the shape of values {values.shape}; got shape {data.shape}."
+            )
         n_features = int(np.prod(values.shape[1:]))
-        names = tuple(str(f) for f in self.feature_names) if self.feature_names is not None else None
+        names = (
+            tuple(str(f) for f in self.feature_names) if self.feature_names is not None else None
+        )
         if names is not None and len(names) != n_features:
             raise ShapeError(
                 f"feature_names must have {n_features} names, one per feature; got {len(names)}."
             )
-        outputs = tuple(str(o) for o in self.output_names) if self.output_names is not None else None
+        outputs = (
+            tuple(str(o) for o in self.output_names) if self.output_names is not None else None
+        )
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "base_values", base)
         object.__setattr__(self, "target", target)
@@ -114,7 +122,11 @@ class Explanation:
         """The explanation of a subset of rows (an int keeps the row axis)."""
         idx = [rows] if isinstance(rows, (int, np.integer)) else rows
         meta = {
-            k: (np.asarray(v)[idx] if isinstance(v, np.ndarray) and v.shape[:1] == (len(self),) else v)
+            k: (
+                np.asarray(v)[idx]
+                if isinstance(v, np.ndarray) and v.shape[:1] == (len(self),)
+                else v
+            )
             for k, v in self.meta.items()
         }
         return Explanation(

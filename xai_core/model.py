@@ -86,7 +86,9 @@ class BlackBoxModel(Model):
             raise ValidationError(f"fn must be callable; got {type(fn).__name__}.")
         self.fn = fn
         self.input_shape = tuple(input_shape) if input_shape is not None else None
-        self.output_names = tuple(str(n) for n in output_names) if output_names is not None else None
+        self.output_names = (
+            tuple(str(n) for n in output_names) if output_names is not None else None
+        )
         self.n_outputs = len(self.output_names) if self.output_names is not None else None
         self.feature_names = tuple(feature_names) if feature_names is not None else None
         self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
@@ -151,7 +153,9 @@ def as_model(obj: Any, *, input_shape: Sequence[int] | None = None) -> Model:
                 feature_names=names,
                 name=type(obj).__name__,
             )
-        return BlackBoxModel(obj.predict, input_shape=shape, feature_names=names, name=type(obj).__name__)
+        return BlackBoxModel(
+            obj.predict, input_shape=shape, feature_names=names, name=type(obj).__name__
+        )
     if callable(obj):
         return BlackBoxModel(obj, input_shape=input_shape)
     raise CapabilityError(
@@ -169,6 +173,8 @@ def _check_fitted(estimator: Any) -> None:
     try:
         check_is_fitted(estimator)
     except NotFittedError as exc:
-        raise ValidationError(f"model {type(estimator).__name__} is not fitted: call fit first.") from exc
+        raise ValidationError(
+            f"model {type(estimator).__name__} is not fitted: call fit first."
+        ) from exc
     except TypeError:  # not a scikit-learn estimator; trust it
         pass

@@ -98,7 +98,9 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
             pm.register(plugin, name=ep.name)
         except Exception as exc:  # noqa: BLE001 - any failure of a plugin is reported, not raised
             pm.xai_broken.append(
-                BrokenPlugin(ep.name, dist, f"{type(exc).__name__}: {exc}", "import", traceback.format_exc())
+                BrokenPlugin(
+                    ep.name, dist, f"{type(exc).__name__}: {exc}", "import", traceback.format_exc()
+                )
             )
             continue
         pm.xai_distributions[ep.name] = dist
@@ -143,8 +145,8 @@ class Registry:
 
     def _collect(self, hook_name: str, kind: str, into: dict[str, Any]) -> None:
         hook = getattr(self.plugin_manager.hook, hook_name)
-        # pluggy calls the last registered first; we want registration order.
-        for impl in reversed(hook.get_hookimpls()):
+        # get_hookimpls() is in registration order (pluggy *calls* them last-first).
+        for impl in hook.get_hookimpls():
             plugin_name = impl.plugin_name
             try:
                 items = impl.function()
@@ -152,11 +154,19 @@ class Registry:
                 for item in items:
                     name = getattr(item, "name", None)
                     if not isinstance(name, str) or not name:
-                        raise TypeError(f"{hook_name} returned {item!r}, which has no 'name' string")
+                        raise TypeError(
+                            f"{hook_name} returned {item!r}, which has no 'name' string"
+                        )
             except Exception as exc:  # noqa: BLE001 - a misbehaving hook is reported, not raised
                 dist = getattr(self.plugin_manager, "xai_distributions", {}).get(plugin_name)
                 self.broken.append(
-                    BrokenPlugin(plugin_name, dist, f"{type(exc).__name__}: {exc}", hook_name, traceback.format_exc())
+                    BrokenPlugin(
+                        plugin_name,
+                        dist,
+                        f"{type(exc).__name__}: {exc}",
+                        hook_name,
+                        traceback.format_exc(),
+                    )
                 )
                 continue
             for item in items:
@@ -193,7 +203,9 @@ class Registry:
                 continue
             hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
             registers = {
-                kind: sorted(n for (k, n), owner in self.owners.items() if k == kind and owner == name)
+                kind: sorted(
+                    n for (k, n), owner in self.owners.items() if k == kind and owner == name
+                )
                 for kind in ("explainer", "backend", "report section", "command")
             }
             records.append(
@@ -207,8 +219,15 @@ class Registry:
             )
         for b in self.broken:
             records.append(
-                {"name": b.name, "distribution": b.distribution, "hooks": [], "registers": {},
-                 "status": "broken", "stage": b.stage, "error": b.error}
+                {
+                    "name": b.name,
+                    "distribution": b.distribution,
+                    "hooks": [],
+                    "registers": {},
+                    "status": "broken",
+                    "stage": b.stage,
+                    "error": b.error,
+                }
             )
         return records
 

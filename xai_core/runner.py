@@ -61,7 +61,9 @@ class ModelRunner:
     >>> runner.counters["cycles"]
     """
 
-    def __init__(self, model: Any, backend: str | Backend = "cpu", *, batch_size: int = 4096) -> None:
+    def __init__(
+        self, model: Any, backend: str | Backend = "cpu", *, batch_size: int = 4096
+    ) -> None:
         self.model: Model = as_model(model)
         self.backend: Backend = get_backend(backend)
         self.batch_size = check_positive_int(batch_size, "batch_size")
@@ -138,7 +140,9 @@ class ModelRunner:
         self.require("gradient")
         X = self.check_X(X)
         n_out = self.model.n_outputs
-        target = check_target(target, len(X), n_out if n_out is not None else np.iinfo(np.int64).max)
+        target = check_target(
+            target, len(X), n_out if n_out is not None else np.iinfo(np.int64).max
+        )
         parts = [
             self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
         ]
@@ -148,7 +152,9 @@ class ModelRunner:
         """Outputs of one layer (index or name), of shape (n_samples, *layer_output_shape)."""
         self.require("activations")
         X = self.check_X(X)
-        parts = [self.model.activations(X[s], layer, backend=self.backend) for s in self._chunks(len(X))]
+        parts = [
+            self.model.activations(X[s], layer, backend=self.backend) for s in self._chunks(len(X))
+        ]
         return np.concatenate(parts, axis=0)
 
     def require(self, capability: str) -> None:

@@ -53,7 +53,7 @@ def check_array(
     if X is None:
         raise ValidationError(f"{name} must be an array of shape {expected}; got None.")
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
-        bad = [str(c) for c, dt in zip(X.columns, X.dtypes) if not (dt.kind in "biuf")]
+        bad = [str(c) for c, dt in zip(X.columns, X.dtypes) if dt.kind not in "biuf"]
         if bad:
             raise ValidationError(
                 f"{name} must have numeric columns only; columns {bad} are not numeric "

@@ -70,7 +70,9 @@ class Backend:
         """
         raise NotImplementedError
 
-    def elementwise(self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1) -> np.ndarray:
+    def elementwise(
+        self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1
+    ) -> np.ndarray:
         """Apply ``fn`` elementwise on the backend's vector unit and count it.
 
         Parameters
@@ -139,7 +141,11 @@ class Backend:
     # -- description ------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
         """Name, numerics and settings, for ``xai backends`` and report provenance."""
-        return {"name": self.name, "numerics": str(self.dtype), "gradients": self.supports_gradients}
+        return {
+            "name": self.name,
+            "numerics": str(self.dtype),
+            "gradients": self.supports_gradients,
+        }
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "name")

@@ -32,6 +32,7 @@ class CPUBackend(Backend):
     """
 
     name: ClassVar[str] = "cpu"
+    matmul_rtol: ClassVar[float] = 1e-5
 
     def __init__(self, dtype: Any = "float32", clock_ghz: float = 3.0, simd_width: int = 8) -> None:
         if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):

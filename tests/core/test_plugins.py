@@ -1,0 +1,125 @@
+"""The plugin manager: built-ins, entry points, broken plugins, duplicates, unknown names."""
+
+import sys
+import types
+
+import pytest
+
+import xai_core as xai
+from xai_core.plugins import BUILTIN_PLUGINS, Registry, get_plugin_manager
+
+
+def _module(name, **hooks):
+    mod = types.ModuleType(name)
+    for hook_name, fn in hooks.items():
+        setattr(mod, hook_name, xai.hookimpl(fn))
+    return mod
+
+
+class Dummy(xai.Explainer):
+    """A do-nothing explainer for registration tests."""
+
+    name = "dummy"
+
+
+def test_builtins_are_registered():
+    """The built-in plugin modules are registered and the cpu backend is known."""
+    pm = get_plugin_manager(autoload=False)
+    for name in BUILTIN_PLUGINS:
+        assert pm.has_plugin(name)
+    assert "cpu" in Registry.from_plugin_manager(pm).backends
+
+
+def test_first_party_plugins_load_through_entry_points():
+    """shap, lime and ig come in through the xai_core entry-point group, like a third party's."""
+    pm = get_plugin_manager()
+    for name in ("shap", "lime", "ig"):
+        assert pm.has_plugin(name)
+    assert not pm.xai_broken
+
+
+def test_autoload_can_be_disabled(monkeypatch):
+    """XAI_DISABLE_PLUGIN_AUTOLOAD=1 skips entry points but keeps built-ins."""
+    monkeypatch.setenv("XAI_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pm = get_plugin_manager()
+    assert not pm.has_plugin("shap")
+    assert pm.has_plugin("xai_core.backends.cpu")
+
+
+def test_misspelled_hook_fails_at_start():
+    """A hook implementation that matches no spec is rejected when the manager is built."""
+    pm = get_plugin_manager(autoload=False)
+    pm.register(_module("typo", xai_register_explainer=lambda: []))
+    from pluggy import PluginValidationError
+
+    with pytest.raises(PluginValidationError):
+        pm.check_pending()
+
+
+def test_duplicate_name_is_rejected_with_both_plugins_named():
+    """The second plugin to register a name is reported broken, naming both; the first keeps it."""
+    pm = get_plugin_manager(autoload=False)
+    pm.register(_module("one", xai_register_explainers=lambda: [Dummy]), name="one")
+    pm.register(_module("two", xai_register_explainers=lambda: [Dummy]), name="two")
+    reg = Registry.from_plugin_manager(pm)
+    assert reg.explainers["dummy"] is Dummy and reg.owners[("explainer", "dummy")] == "one"
+    (broken,) = reg.broken
+    assert broken.name == "two" and "'one'" in broken.error and "'two'" in broken.error
+
+
+def test_raising_hook_is_recorded_and_others_still_work():
+    """A hook that raises is recorded with the plugin's name; other plugins' registrations stand."""
+
+    def explode():
+        raise RuntimeError("kaboom")
+
+    pm = get_plugin_manager(autoload=False)
+    pm.register(_module("bad", xai_register_explainers=explode), name="bad")
+    pm.register(_module("good", xai_register_explainers=lambda: [Dummy]), name="good")
+    reg = Registry.from_plugin_manager(pm)
+    assert "dummy" in reg.explainers
+    (broken,) = reg.broken
+    assert (broken.name, broken.stage) == ("bad", "xai_register_explainers")
+    assert "RuntimeError: kaboom" in broken.error
+    records = {r["name"]: r for r in reg.plugins()}
+    assert records["bad"]["status"] == "broken" and records["good"]["registers"] == {
+        "explainer": ["dummy"]
+    }
+
+
+def test_item_without_name_is_reported():
+    """Registering something with no name string is a broken plugin, not a crash."""
+    pm = get_plugin_manager(autoload=False)
+    pm.register(_module("nameless", xai_register_backends=lambda: [object()]), name="nameless")
+    reg = Registry.from_plugin_manager(pm)
+    assert reg.broken[0].name == "nameless" and "no 'name'" in reg.broken[0].error
+
+
+def test_unknown_names_list_the_known_ones():
+    """Unknown explainers and backends raise UnknownNameError listing what exists."""
+    with pytest.raises(xai.UnknownNameError, match=r"Unknown explainer 'ig2'\. Available: "):
+        xai.explain(lambda X: X.sum(1), [[1.0]], method="ig2")
+    with pytest.raises(xai.UnknownNameError, match=r"Unknown backend 'tpu9'\. Available: .*cpu"):
+        xai.get_backend("tpu9")
+
+
+def test_report_section_and_cli_hooks_register(fresh_registry, monkeypatch):
+    """Report sections and CLI commands from a plugin reach the registry and the CLI."""
+    section = xai.ReportSection("dummy_section", Dummy, lambda r: "<p>dummy</p>")
+    command = xai.CliCommand("hello", "say hello", lambda args: print("hello from a plugin") or 0)
+    pm = get_plugin_manager(autoload=False)
+    pm.register(
+        _module(
+            "ext",
+            xai_register_report_sections=lambda: [section],
+            xai_register_cli_commands=lambda: [command],
+        ),
+        name="ext",
+    )
+    reg = Registry.from_plugin_manager(pm)
+    assert reg.report_sections == [section] and section.handles(Dummy())
+    monkeypatch.setattr("xai_core.plugins._DEFAULT", reg)
+    from xai_core.cli import main
+
+    assert main(["hello"]) == 0
+    assert sys.modules["xai_core.cli"] is not None

@@ -1,0 +1,81 @@
+"""A real third-party plugin, pip-installed from its own folder, and a broken one beside it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xai_core as xai
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def installed_plugins(tmp_path_factory):
+    """Install both fixture plugins into a fresh folder with pip (offline, no build isolation)."""
+    target = tmp_path_factory.mktemp("site")
+    for folder in ("occlusion_plugin", "broken_plugin"):
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--no-index",
+                "--no-build-isolation",
+                "--target",
+                str(target),
+                str(FIXTURES / folder),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    return target
+
+
+@pytest.fixture
+def with_plugins(installed_plugins, monkeypatch, fresh_registry):
+    """Put the installed plugins on sys.path for one test."""
+    monkeypatch.syspath_prepend(str(installed_plugins))
+    yield installed_plugins
+
+
+def test_cli_lists_third_party_and_broken_plugins(installed_plugins):
+    """`xai plugins --json` shows the third-party plugin with its distribution, and the broken one with its error."""
+    env = {**os.environ, "PYTHONPATH": str(installed_plugins)}
+    out = subprocess.run(
+        [sys.executable, "-m", "xai_core", "plugins", "--json"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    records = {r["name"]: r for r in json.loads(out)}
+    occlusion = records["occlusion"]
+    assert occlusion["status"] == "ok"
+    assert occlusion["distribution"] == "xai-occlusion 1.2.0"
+    assert occlusion["registers"] == {"explainer": ["occlusion"]}
+    assert occlusion["hooks"] == ["xai_register_explainers"]
+    broken = records["broken_fixture"]
+    assert broken["status"] == "broken" and broken["stage"] == "import"
+    assert "not installed (on purpose)" in broken["error"]
+    assert broken["distribution"] == "xai-broken-fixture 0.0.1"
+    for name in ("shap", "lime", "ig", "xai_core.backends.cpu"):
+        assert records[name]["status"] == "ok"
+
+
+def test_explain_runs_the_third_party_explainer(with_plugins):
+    """xai.explain(method="occlusion") runs the installed plugin while the broken one is reported."""
+    assert "occlusion" in xai.list_explainers()
+    assert [b.name for b in xai.get_registry().broken] == ["broken_fixture"]
+    w = np.array([1.0, -2.0, 3.0])
+    e = xai.explain(lambda X: X @ w, np.ones((2, 3)), method="occlusion", baseline=0.0)
+    np.testing.assert_allclose(e.values, [[1.0, -2.0, 3.0]] * 2)
+    assert e.method == "occlusion" and e.backend == "cpu"
+    assert e.meta["options"] == {"baseline": 0.0}

@@ -1,0 +1,80 @@
+"""Boundary checks name the argument, the expected shape and what arrived."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import xai_core as xai
+from xai_core.validation import check_array, check_choice, check_positive_int, check_target
+
+
+def test_check_array_accepts_lists_and_frames():
+    """Nested lists and numeric DataFrames become float32 arrays."""
+    assert check_array([[1, 2], [3, 4]]).dtype == np.float32
+    frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3, 4]})
+    np.testing.assert_array_equal(check_array(frame), [[1, 3], [2, 4]])
+
+
+@pytest.mark.parametrize(
+    ("X", "kwargs", "error", "words"),
+    [
+        (
+            np.zeros(784),
+            {"feature_shape": (784,)},
+            xai.ShapeError,
+            "X must have shape (n_samples, 784); got an array of shape (784,)",
+        ),
+        (np.zeros((2, 5)), {"feature_shape": (4,)}, xai.ShapeError, "got an array of shape (2, 5)"),
+        (np.zeros((0, 4)), {}, xai.ValidationError, "at least 1 sample"),
+        (
+            np.array([[1.0, np.nan]]),
+            {},
+            xai.ValidationError,
+            "NaN or infinite value(s); the first is at index (0, 1)",
+        ),
+        (np.array([[np.inf, 1.0]]), {}, xai.ValidationError, "NaN or infinite"),
+        (np.array([["a", "b"]]), {}, xai.ValidationError, "must be numeric"),
+        (
+            pd.DataFrame({"city": ["x", "y"], "n": [1, 2]}),
+            {},
+            xai.ValidationError,
+            "['city'] are not numeric",
+        ),
+        (None, {}, xai.ValidationError, "got None"),
+    ],
+    ids=["1d", "features", "empty", "nan", "inf", "strings", "frame-category", "none"],
+)
+def test_check_array_rejects(X, kwargs, error, words):
+    """Bad arrays raise with a message that says what was expected and what arrived."""
+    with pytest.raises(error) as info:
+        check_array(X, **kwargs)
+    assert words in str(info.value)
+
+
+def test_check_array_names_the_argument():
+    """The argument's name leads the message."""
+    with pytest.raises(xai.ShapeError, match="^background must have shape"):
+        check_array(np.zeros(3), "background")
+
+
+def test_check_target():
+    """Targets broadcast from an int, keep per-row arrays and reject out-of-range values."""
+    np.testing.assert_array_equal(check_target(2, 3, 5), [2, 2, 2])
+    np.testing.assert_array_equal(check_target([0, 4, 1], 3, 5), [0, 4, 1])
+    with pytest.raises(xai.ValidationError, match=r"must be in \[0, 5\).*got 5"):
+        check_target(5, 3, 5)
+    with pytest.raises(xai.ShapeError, match=r"shape \(3,\); got shape \(2,\)"):
+        check_target([0, 1], 3, 5)
+    with pytest.raises(xai.ValidationError, match="integer"):
+        check_target("cat", 3, 5)
+
+
+def test_check_choice_and_positive_int():
+    """Choices list the valid ones; counts must be positive integers."""
+    assert check_choice("ws", "dataflow", ["ws", "os", "is"]) == "ws"
+    with pytest.raises(xai.UnknownNameError, match="Available: is, os, ws"):
+        check_choice("xx", "dataflow", ["ws", "os", "is"])
+    assert check_positive_int(3, "steps") == 3
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(xai.ValidationError, match="steps must be a positive integer"):
+            check_positive_int(bad, "steps")
