@@ -1,0 +1,56 @@
+"""Native networks: layers with forward and backward passes on any backend, training, save/load.
+
+>>> from xai_core import nn
+>>> net = nn.Sequential(
+...     [nn.Reshape((1, 28, 28)), nn.Conv2D(8, 3, padding=1), nn.ReLU(), nn.MaxPool2D(2),
+...      nn.Flatten(), nn.Dense(10), nn.Softmax()],
+...     input_shape=(784,),
+... )
+>>> net.fit(X, y, optimizer="adam", learning_rate=1e-3, batch_size=64, epochs=3)
+>>> net.save("cnn.npz"); nn.load_model("cnn.npz")
+"""
+
+from xai_core.nn.activations import ACTIVATIONS, Activation, Linear, ReLU, Sigmoid, Softmax, Tanh
+from xai_core.nn.builders import mlp
+from xai_core.nn.im2col import col2im, conv_output_size, im2col
+from xai_core.nn.io import FORMAT_VERSION, LAYER_TYPES, load_model, save_model
+from xai_core.nn.layer import Layer
+from xai_core.nn.layers import AvgPool2D, Conv2D, Dense, Flatten, MaxPool2D, Reshape
+from xai_core.nn.losses import half_mean_squared_error, sigmoid_cross_entropy, softmax_cross_entropy
+from xai_core.nn.optimizers import SGD, Adam
+from xai_core.nn.sequential import Sequential
+from xai_core.nn.sklearn import from_sklearn
+from xai_core.nn.summary import Summary
+
+__all__ = [
+    "ACTIVATIONS",
+    "Activation",
+    "Adam",
+    "AvgPool2D",
+    "Conv2D",
+    "Dense",
+    "FORMAT_VERSION",
+    "Flatten",
+    "LAYER_TYPES",
+    "Layer",
+    "Linear",
+    "MaxPool2D",
+    "ReLU",
+    "Reshape",
+    "SGD",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Summary",
+    "Tanh",
+    "col2im",
+    "conv_output_size",
+    "from_sklearn",
+    "half_mean_squared_error",
+    "im2col",
+    "load_model",
+    "mlp",
+    "save_model",
+    "sigmoid_cross_entropy",
+    "softmax_cross_entropy",
+]
