@@ -8,6 +8,7 @@ other backend is tested against it (:func:`xai_core.testing.check_backend`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -49,6 +50,11 @@ class Backend:
         "cycles",
         "est_seconds",
     )
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Backend:
+        self = super().__new__(cls)
+        self._init_args = (args, kwargs)  # for config(): how to build this backend again
+        return self
 
     def __init__(self, dtype: Any = np.float32) -> None:
         self.dtype = np.dtype(dtype)
@@ -146,6 +152,20 @@ class Backend:
             "numerics": str(self.dtype),
             "gradients": self.supports_gradients,
         }
+
+    def config(self) -> dict[str, Any]:
+        """Registry name and constructor arguments: ``get_backend(c["name"], **c["settings"])``
+        builds this backend again (in another process, for instance)."""
+        args, kwargs = getattr(self, "_init_args", ((), {}))
+        bound = inspect.signature(type(self).__init__).bind(self, *args, **kwargs)
+        params = inspect.signature(type(self).__init__).parameters
+        settings: dict[str, Any] = {}
+        for key, value in list(bound.arguments.items())[1:]:
+            if params[key].kind is inspect.Parameter.VAR_KEYWORD:
+                settings.update(value)
+            else:
+                settings[key] = value
+        return {"name": self.name, "settings": settings}
 
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "name")

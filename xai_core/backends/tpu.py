@@ -1,0 +1,336 @@
+"""The systolic TPU backend: bf16 (or int8) matrix units, an fp32 vector unit, exact cycle counts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core.backends import systolic
+from xai_core.backends.base import Backend
+from xai_core.backends.presets import TPU_PRESETS
+from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
+from xai_core.hookspecs import hookimpl
+from xai_core.validation import check_positive_int
+
+__all__ = ["TPUBackend", "int8_gemm"]
+
+MODES: tuple[str, ...] = ("closed", "step")
+NUMERICS: tuple[str, ...] = ("bf16", "int8")
+
+#: Settings of ``TPUBackend()`` without a preset: one 128 x 128 matrix unit at v3's clock.
+_GENERIC: dict[str, Any] = {
+    "array": (128, 128),
+    "mxus_per_core": 1,
+    "cores": 1,
+    "clock_mhz": 940.0,
+    "numerics": "bf16",
+    "memory_gib": None,
+    "memory_gbps": None,
+    "vector_lanes": 1024,
+}
+
+
+def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact ``a @ b`` of int8 matrices with an int32 accumulator.
+
+    The float64 product of int8 values is exact: every partial sum is an integer of
+    magnitude at most ``K * 2**14``, below ``2**53``. The int32 result wraps on overflow
+    as the hardware accumulator does, which needs ``K > 131072``.
+
+    Parameters
+    ----------
+    a : ndarray of int8, shape (M, K)
+    b : ndarray of int8, shape (K, N)
+
+    Returns
+    -------
+    ndarray of int32, shape (M, N)
+    """
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    return exact.astype(np.int64).astype(np.int32)
+
+
+class TPUBackend(Backend):
+    """A systolic-array accelerator: the TPU's matrix units and vector unit.
+
+    Matrix products run on R x C systolic arrays (one per matrix unit) in the chosen
+    dataflow; cycles, folds, utilisation, mapping efficiency and buffer traffic come from
+    the closed form of :mod:`xai_core.backends.systolic`, which agrees exactly with
+    SCALE-Sim. Numerics: operands rounded to bfloat16 (nearest even, ``ml_dtypes``),
+    products exact, sums in fp32; or, with ``numerics="int8"`` (the v1 preset), int8
+    operands and exact int32 sums. Elementwise work runs in fp32 on the vector unit.
+
+    Parameters
+    ----------
+    preset : {"v1", "v2", "v3", "v4"}, optional
+        A published chip; its settings are the defaults of the keywords below. Without a
+        preset: one 128 x 128 bf16 matrix unit at 940 MHz.
+    array : (int, int), optional
+        Rows and columns of each matrix unit, any size down to (2, 2), non-square allowed.
+    dataflow : {"ws", "os", "is"}, default="ws"
+        Weight, output or input stationary.
+    numerics : {"bf16", "int8"}, optional
+        ``int8`` makes the backend inference-only and requires int8 operands (a model
+        from :func:`xai_core.quantize`).
+    mode : {"closed", "step"}, default="closed"
+        ``closed``: the closed-form counts and one vectorised product per GEMM.
+        ``step``: move every operand through the processing elements cycle by cycle (the
+        reference; small arrays and GEMMs only). Both give the same cycle counts.
+    double_buffered : bool, default=False
+        Hide the load of each fold's stationary operand behind the previous fold, as the
+        real TPU does. A departure from SCALE-Sim; ``scalesim_total_cycles`` still counts
+        SCALE-Sim's way. Closed mode only.
+    clock_mhz : float, optional
+        Clock for ``est_seconds``.
+    mxus : int, optional
+        Matrix units that share a GEMM's folds (default: all on the chip,
+        ``mxus_per_core * cores``).
+    step_limit : float, default=2e8
+        Largest ``rows * cols * cycles`` one GEMM may take in step mode.
+
+    Examples
+    --------
+    >>> b = xai.get_backend("tpu", preset="v3", array=(128, 128), dataflow="ws")
+    >>> c = b.matmul(x, w); b.counters["cycles"]
+    """
+
+    name: ClassVar[str] = "tpu"
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = TPU_PRESETS
+    DEFAULT_PRESET: ClassVar[str | None] = None
+    ALLOWED_NUMERICS: ClassVar[tuple[str, ...]] = NUMERICS
+
+    def __init__(
+        self,
+        preset: str | None = None,
+        *,
+        array: tuple[int, int] | None = None,
+        dataflow: str = "ws",
+        numerics: str | None = None,
+        mode: str = "closed",
+        double_buffered: bool = False,
+        clock_mhz: float | None = None,
+        mxus: int | None = None,
+        step_limit: float = systolic.STEP_LIMIT,
+    ) -> None:
+        if preset is None:
+            preset = self.DEFAULT_PRESET
+        if preset is None:
+            base = dict(_GENERIC)
+        elif preset in self.PRESETS:
+            base = dict(self.PRESETS[preset])
+        else:
+            raise UnknownNameError(f"{self.name} preset", preset, list(self.PRESETS))
+        self.preset = preset
+        self.array = systolic.check_array_shape(array if array is not None else base["array"])
+        if dataflow not in systolic.DATAFLOWS:
+            raise UnknownNameError("dataflow", dataflow, systolic.DATAFLOWS)
+        self.dataflow = dataflow
+        numerics = base["numerics"] if numerics is None else numerics
+        if numerics not in self.ALLOWED_NUMERICS:
+            raise UnknownNameError(f"{self.name} numerics", numerics, self.ALLOWED_NUMERICS)
+        self.numerics = numerics
+        if mode not in MODES:
+            raise UnknownNameError("mode", mode, MODES)
+        self.mode = mode
+        self.double_buffered = bool(double_buffered)
+        if self.double_buffered and mode == "step":
+            raise ValidationError(
+                "double_buffered=True is modelled by the closed form only; use mode='closed' "
+                "or double_buffered=False."
+            )
+        clock = base["clock_mhz"] if clock_mhz is None else clock_mhz
+        if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not clock > 0:
+            raise ValidationError(f"clock_mhz must be a number > 0; got {clock_mhz!r}.")
+        self.clock_hz = float(clock) * 1e6
+        default_mxus = base["mxus_per_core"] * base["cores"]
+        self.mxus = check_positive_int(default_mxus if mxus is None else mxus, "mxus")
+        if not (isinstance(step_limit, (int, float)) and step_limit > 0):
+            raise ValidationError(f"step_limit must be a number > 0; got {step_limit!r}.")
+        self.step_limit = float(step_limit)
+        self.vector_lanes = int(base["vector_lanes"]) * int(base["cores"])
+        self.memory_gbps = base.get("memory_gbps")
+        self.memory_gib = base.get("memory_gib")
+        self.int8 = numerics == "int8"
+        # An int8 chip (TPU v1, the Edge TPU) runs quantised models only, for inference.
+        self.supports_gradients = not self.int8
+        self.requires_quantized = self.int8
+        self.matmul_rtol = 0.0 if self.int8 else 1e-2
+        super().__init__(np.float32)
+
+    # -- counters ---------------------------------------------------------------------
+    def extra_counters(self) -> tuple[str, ...]:
+        return (
+            "folds",
+            "matmul_cycles",
+            "array_cycles",
+            "scalesim_total_cycles",
+            "vector_cycles",
+            "utilization",
+            "mapping_efficiency",
+            "sram_reads_a",
+            "sram_reads_b",
+            "sram_writes_c",
+            "offchip_bytes_read",
+            "offchip_bytes_written",
+        )
+
+    def reset_counters(self) -> None:
+        super().reset_counters()
+        self._mapped_sum = 0.0
+
+    def _count_gemm(self, cost: systolic.GemmCost, cycles: int, array_cycles: int) -> None:
+        in_bytes = 1 if self.int8 else 2  # int8 or bf16 operands
+        read = (cost.offchip_reads_a + cost.offchip_reads_b) * in_bytes
+        written = cost.offchip_writes_c * 4  # int32 or fp32 results
+        self._mapped_sum += cost.mapping_efficiency * cost.folds
+        self._add(
+            matmuls=1,
+            macs=cost.macs,
+            folds=cost.folds,
+            cycles=cycles,
+            matmul_cycles=cycles,
+            array_cycles=array_cycles,
+            scalesim_total_cycles=cost.scalesim_total_cycles,
+            sram_reads_a=cost.sram_reads_a,
+            sram_reads_b=cost.sram_reads_b,
+            sram_writes_c=cost.sram_writes_c,
+            offchip_bytes_read=read,
+            offchip_bytes_written=written,
+            bytes_read=read,
+            bytes_written=written,
+            est_seconds=cycles / self.clock_hz,
+        )
+        c = self._counters
+        pes = self.array[0] * self.array[1] * self.mxus
+        c["utilization"] = c["macs"] / (c["matmul_cycles"] * pes)
+        c["mapping_efficiency"] = self._mapped_sum / c["folds"]
+
+    def vector_cycles(self, n_ops: int) -> float:
+        return float(-(-int(n_ops) // self.vector_lanes))
+
+    def _count_vector(self, n_in: int, n_out: int, n_ops: int) -> None:
+        super()._count_vector(n_in, n_out, n_ops)
+        self._add(vector_cycles=self.vector_cycles(n_ops))
+
+    # -- primitives -------------------------------------------------------------------
+    def _operands(self, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+        a = np.asarray(a)
+        b = np.asarray(b)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or 0 in a.shape or 0 in b.shape:
+            raise ShapeError(
+                "matmul operands must have shapes (M, K) and (K, N) with M, K, N >= 1; "
+                f"got {a.shape} and {b.shape}."
+            )
+        if self.int8 and (a.dtype != np.int8 or b.dtype != np.int8):
+            raise CapabilityError(
+                f"the {self.name!r} backend ({self._label()}) multiplies int8 operands only; got "
+                f"{a.dtype} and {b.dtype}. Quantise the model with xai.quantize(net, "
+                "calibration_X) and run the quantised model."
+            )
+        if not self.int8 and (a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf"):
+            raise ValidationError(f"matmul operands must be numeric; got {a.dtype} and {b.dtype}.")
+        return a, b
+
+    def _label(self) -> str:
+        return f"preset {self.preset}" if self.preset else "int8 numerics"
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Matrix product on the systolic arrays.
+
+        Parameters
+        ----------
+        a : ndarray of shape (M, K)
+            Any real dtype (bf16 numerics: stored as float32, rounded to bf16); int8 only
+            with int8 numerics.
+        b : ndarray of shape (K, N)
+
+        Returns
+        -------
+        ndarray of shape (M, N)
+            float32 (bf16 numerics) or int32 (int8 numerics).
+        """
+        a, b = self._operands(a, b)
+        (m, k), n = a.shape, b.shape[1]
+        cost = systolic.gemm_cost(
+            m,
+            k,
+            n,
+            array=self.array,
+            dataflow=self.dataflow,
+            arrays=self.mxus,
+            double_buffered=self.double_buffered,
+        )
+        if self.int8:
+            a_in, b_in, acc = a, b, np.int64
+        else:
+            a_in, b_in, acc = systolic.round_bf16(a), systolic.round_bf16(b), np.float32
+        if self.mode == "step":
+            out, folds = systolic.simulate(
+                a_in,
+                b_in,
+                array=self.array,
+                dataflow=self.dataflow,
+                accumulate=acc,
+                limit=self.step_limit,
+            )
+            if self.int8:
+                out = out.astype(np.int32)  # the int32 accumulator wraps like the hardware's
+            cycles, array_cycles = systolic.chip_cycles(folds, self.mxus), sum(folds)
+        else:
+            out = int8_gemm(a_in, b_in) if self.int8 else a_in @ b_in
+            cycles, array_cycles = cost.cycles, cost.array_cycles
+        self._count_gemm(cost, cycles, array_cycles)
+        return out
+
+    def elementwise(
+        self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1
+    ) -> np.ndarray:
+        """Elementwise work on the vector unit, counted at ``ceil(ops / lanes)`` cycles.
+
+        fp32, as the base class; with int8 numerics, integer inputs stay integers (the
+        requantisation of a quantised model runs in integer arithmetic).
+        """
+        if self.int8 and arrays and all(np.asarray(x).dtype.kind in "iu" for x in arrays):
+            ints = [np.asarray(x) for x in arrays]
+            out = np.asarray(fn(*ints))
+            self._count_vector(sum(x.size for x in ints), out.size, out.size * ops)
+            return out
+        return super().elementwise(fn, *arrays, ops=ops)
+
+    # -- description ------------------------------------------------------------------
+    def numerics_text(self) -> str:
+        """The arithmetic, in words."""
+        if self.int8:
+            return "int8 x int8 products, exact int32 accumulation; fp32 vector unit"
+        return "bf16 operands (round to nearest even), exact products, fp32 accumulation; fp32 vector unit"
+
+    def peak_ops(self) -> float:
+        """Peak multiply-accumulates x 2 per second of the matrix units."""
+        return 2.0 * self.array[0] * self.array[1] * self.mxus * self.clock_hz
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "numerics": self.numerics_text(),
+            "gradients": self.supports_gradients,
+            "presets": sorted(self.PRESETS),
+            "preset": self.preset,
+            "array": self.array,
+            "mxus": self.mxus,
+            "dataflow": self.dataflow,
+            "dataflow_mapping": systolic.describe_fold(self.dataflow),
+            "mode": self.mode,
+            "double_buffered": self.double_buffered,
+            "clock_mhz": self.clock_hz / 1e6,
+            "peak_tops": self.peak_ops() / 1e12,
+            "memory_gib": self.memory_gib,
+            "memory_gbps": self.memory_gbps,
+        }
+
+
+@hookimpl
+def xai_register_backends():
+    """The systolic TPU."""
+    return [TPUBackend]
