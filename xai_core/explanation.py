@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -181,22 +180,19 @@ class Explanation:
             f"values.shape={self.values.shape}, meta keys={sorted(self.meta)})"
         )
 
+    def to_html(self, title: str | None = None) -> str:
+        """A complete, self-contained HTML page with this explanation (see :class:`xai_core.Report`)."""
+        from xai_core.report import Report
+
+        return Report(title or f"{self.method} explanation").add(self).to_html()
+
     def _repr_html_(self) -> str:
-        """A plain table of each row's top features; everything user-supplied is escaped."""
-        rows = []
-        for i in range(min(len(self), 5)):
-            target = self.target_names[i] if self.target_names else str(self.target[i])
-            feats = ", ".join(
-                f"{html.escape(name)} ({value:+.3g})" for name, value in self.top_features(i, 5)
-            )
-            rows.append(
-                f"<tr><td>{i}</td><td>{html.escape(target)}</td>"
-                f"<td>{self.base_values[i]:.4g}</td><td>{feats}</td></tr>"
-            )
-        more = f"<p>... and {len(self) - 5} more rows</p>" if len(self) > 5 else ""
-        return (
-            f"<div class='xai-explanation'><p><b>{html.escape(self.method)}</b> on "
-            f"{html.escape(self.backend)}: {len(self)} row(s), values shape {self.values.shape}</p>"
-            "<table><thead><tr><th>row</th><th>target</th><th>base value</th>"
-            f"<th>top features</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{more}</div>"
-        )
+        """The report section of this explanation, self-contained for a notebook cell.
+
+        Heatmaps (images) and top-feature bar charts per row, a sortable row table and the
+        provenance; styles scoped to this render, unique element ids, readable without
+        JavaScript. Everything user-supplied is escaped.
+        """
+        from xai_core.report import render_fragment
+
+        return render_fragment(self)

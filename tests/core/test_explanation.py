@@ -94,5 +94,13 @@ def test_repr_html_escapes_user_strings(hostile):
     """Feature names, output names and method are escaped in the notebook view."""
     e = make(feature_names=[hostile] * 4, output_names=[hostile, hostile], method=hostile)
     html = e._repr_html_()
-    assert "<script" not in html and "<img" not in html
-    assert 'onmouseover="' not in html
+    assert html.count("<script") == 2  # the section's JSON data and the one handwritten script
+    assert "<img src=x" not in html and 'onmouseover="' not in html
+
+
+def test_to_html_is_a_full_offline_page(hostile):
+    """to_html() gives a whole page with the explanation and no external resources."""
+    page = make(feature_names=[hostile] * 4).to_html(title=hostile)
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    assert "http://" not in page and "https://" not in page
+    assert "<img src=x" not in page

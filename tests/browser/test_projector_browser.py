@@ -1,0 +1,174 @@
+"""The projector view in headless Chromium: no console errors, search finds points, a click
+lists the neighbours; in a report (no script) the static view shows cleanly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xai_core as xai
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+HOSTILE = (
+    "</script><img src=x onerror=alert(1)>",
+    "<script>alert('x')</script>",
+    '" onmouseover="alert(1)',
+)
+NO_EVENTS = {"console": [], "dialogs": [], "network": [], "page_errors": []}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright, or a skip saying what is missing."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed: pip install 'xai-core[browser]'"
+    )
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def projection():
+    """Three clusters of 60 points with word labels, hostile metadata and small images."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 60)
+    X = rng.normal(scale=6.0, size=(3, 10))[y] + rng.normal(size=(180, 10))
+    labels = np.array(["seven", "three", "one"])[y]
+    meta = {"note": [HOSTILE[i % 3] for i in range(180)], "id": [f"pt{i}" for i in range(180)]}
+    return xai.project(X, labels=labels, metadata=meta, images=rng.random((180, 8, 8)))
+
+
+def _open(browser, url: str, *, javascript: bool = True):
+    """A page at ``url`` recording console errors and warnings, dialogs and non-local requests."""
+    context = browser.new_context(
+        java_script_enabled=javascript, viewport={"width": 1000, "height": 900}
+    )
+    events = {"console": [], "dialogs": [], "network": [], "page_errors": []}
+
+    def route(r):
+        if r.request.url.startswith(("file:", "data:")):
+            r.continue_()
+        else:
+            events["network"].append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on(
+        "console", lambda m: m.type in ("error", "warning") and events["console"].append(m.text)
+    )
+    page.on("pageerror", lambda e: events["page_errors"].append(str(e)))
+    page.on("dialog", lambda d: (events["dialogs"].append(d.message), d.dismiss()))
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(100)
+    return context, page, events
+
+
+def _click_point(page, i: int) -> None:
+    """Click point ``i`` on the canvas, at the position the view's data gives it."""
+    box = page.locator("canvas.xai-projector-canvas").bounding_box()
+    data = page.evaluate(
+        "JSON.parse(document.querySelector('script.xai-projector-data').textContent)"
+    )
+    pad, w, h = 12, 640, 480
+    x = pad + data["x"][i] / 10000 * (w - 2 * pad)
+    y = pad + (1 - data["y"][i] / 10000) * (h - 2 * pad)
+    page.mouse.click(box["x"] + x * box["width"] / w, box["y"] + y * box["height"] / h)
+
+
+@pytest.mark.parametrize("kind", ["page", "notebook"], ids=["standalone-page", "notebook-output"])
+def test_search_and_click_for_neighbors(browser, projection, tmp_path, kind):
+    """No console errors; the search box finds the matching points; a click lists the exact neighbours."""
+    path = tmp_path / f"{kind}.html"
+    if kind == "page":
+        projection.save_html(path, title=HOSTILE[0])
+    else:  # a notebook cell's output inside a plain page, as Jupyter shows it
+        path.write_text(
+            "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+            + projection._repr_html_()
+            + "</body></html>",
+            encoding="utf-8",
+        )
+    context, page, events = _open(browser, path.resolve().as_uri())
+    try:
+        assert page.locator("canvas.xai-projector-canvas").is_visible()
+        assert not page.locator("svg.xai-projector-svg").is_visible()
+        page.fill("input.xai-projector-search", "SEVEN")
+        expected = projection.search("seven")
+        assert len(expected) == 60
+        status = page.locator(".xai-projector-status").text_content()
+        assert status == f"{len(expected)} of {len(projection)} points match"
+        listed = page.locator(".xai-projector-results button").evaluate_all(
+            "bs => bs.map(b => +b.dataset.index)"
+        )
+        assert listed == expected.indices[:20].tolist()
+        page.check("input.xai-projector-regex")
+        page.fill("input.xai-projector-search", r"^pt1\d$")
+        assert page.locator(".xai-projector-status").text_content().startswith("10 of")
+
+        i = 17
+        _click_point(page, i)
+        neighbours = page.locator(".xai-projector-neighbors button").evaluate_all(
+            "bs => bs.map(b => +b.dataset.index)"
+        )
+        picked = int(
+            page.locator(".xai-projector-selected").text_content().split("#")[1].split()[0]
+        )
+        assert picked == i or np.allclose(projection.coordinates[picked], projection.coordinates[i])
+        assert neighbours == projection.neighbors(8, "cosine").indices[picked].tolist()
+        assert page.locator(".xai-projector-detail img").count() == 1  # the thumbnail
+        page.locator(".xai-projector-neighbors button").first.click()  # follow a neighbour
+        assert (
+            page.locator(".xai-projector-selected")
+            .text_content()
+            .startswith(f"Selected: #{neighbours[0]}")
+        )
+        assert events == NO_EVENTS
+    finally:
+        context.close()
+
+
+def test_report_shows_static_view_without_errors(browser, projection, tmp_path):
+    """In a report the CSP allows no plugin script: the SVG scatter shows and nothing is blocked."""
+    path = (
+        xai.Report(HOSTILE[1], seed=0).add(projection, title=HOSTILE[2]).save(tmp_path / "r.html")
+    )
+    context, page, events = _open(browser, path.resolve().as_uri())
+    try:
+        assert events == NO_EVENTS
+        assert page.locator("svg.xai-projector-svg").is_visible()
+        assert page.locator("svg.xai-projector-svg circle").count() == len(projection)
+        assert page.locator(".xai-projector-static-note").is_visible()
+        assert page.locator(".xai-projector-legend li").count() == 3
+    finally:
+        context.close()
+
+
+def test_view_is_readable_without_javascript(browser, projection, tmp_path):
+    """With JavaScript off the standalone page shows the SVG scatter, legend and summary."""
+    path = projection.save_html(tmp_path / "nojs.html")
+    context, page, events = _open(browser, path.resolve().as_uri(), javascript=False)
+    try:
+        assert events == NO_EVENTS
+        assert page.locator("svg.xai-projector-svg").is_visible()
+        assert not page.locator("canvas.xai-projector-canvas").is_visible()
+        assert "variance explained" in page.locator("table.xai-kv").text_content()
+    finally:
+        context.close()

@@ -1,0 +1,501 @@
+"""HTML reports: structure, escaping of hostile input, offline images, provenance, plugins."""
+
+from __future__ import annotations
+
+import base64
+import importlib.metadata
+import json
+import os
+import re
+import struct
+import types
+import zlib
+from html.parser import HTMLParser
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import xai_core as xai
+from xai_core.plugins import Registry, get_plugin_manager
+from xai_core.report import Report, render_fragment
+
+POSITIVE = (178, 24, 43)
+NEGATIVE = (33, 102, 172)
+
+
+# -- helpers -------------------------------------------------------------------------------
+class _Page(HTMLParser):
+    """Every start tag with its attributes, and the text of every script element."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.styles: list[str] = []
+        self._open: tuple[str, dict[str, str | None]] | None = None
+        self._buf: list[str] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag in ("script", "style"):
+            self._open, self._buf = (tag, dict(attrs)), []
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._buf.append(data)
+
+    def handle_endtag(self, tag):
+        if self._open is not None and tag == self._open[0]:
+            if tag == "script":
+                self.scripts.append((self._open[1], "".join(self._buf)))
+            else:
+                self.styles.append("".join(self._buf))
+            self._open = None
+
+    def attr_values(self, name: str) -> list[str]:
+        return [a[name] for _, a in self.tags if a.get(name) is not None]
+
+    def json_blocks(self) -> list:
+        return [json.loads(text) for a, text in self.scripts if a.get("type") == "application/json"]
+
+
+def _strings(value) -> list[str]:
+    """Every string inside a parsed JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k, *_strings(v)]]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _decode_png(uri: str) -> np.ndarray:
+    """Decode an 8-bit, filter-0 PNG data URI by hand: (height, width, channels) uint8."""
+    prefix = "data:image/png;base64,"
+    assert uri.startswith(prefix)
+    raw = base64.b64decode(uri[len(prefix) :])
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    while pos < len(raw):
+        (length,) = struct.unpack(">I", raw[pos : pos + 4])
+        kind, data = raw[pos + 4 : pos + 8], raw[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", raw[pos + 8 + length : pos + 12 + length])
+        assert crc == zlib.crc32(kind + data) & 0xFFFFFFFF
+        chunks.setdefault(kind, b"")
+        chunks[kind] += data
+        pos += 12 + length
+    width, height, depth, colour, _, _, _ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
+    assert depth == 8 and b"IEND" in chunks
+    channels = {0: 1, 2: 3, 6: 4}[colour]
+    rows = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(height, -1)
+    assert (rows[:, 0] == 0).all()
+    return rows[:, 1:].reshape(height, width, channels)
+
+
+def _image_explanation(n: int = 3, side: int = 8, **kw) -> xai.Explanation:
+    rng = np.random.default_rng(0)
+    args = dict(
+        values=rng.normal(size=(n, side, side)),
+        base_values=rng.normal(size=n),
+        target=rng.integers(0, 3, n),
+        data=rng.random((n, side, side)),
+        output_names=["zero", "one", "two"],
+        method="ig",
+        backend="cpu",
+        meta={"seed": 7, "options": {"steps": 32}, "seconds": 0.25},
+    )
+    args.update(kw)
+    return xai.Explanation(**args)
+
+
+def _tabular_explanation(names, outputs=("no", "yes"), **kw) -> xai.Explanation:
+    rng = np.random.default_rng(1)
+    f = len(names)
+    args = dict(
+        values=rng.normal(size=(4, f)),
+        base_values=np.zeros(4),
+        target=[0, 1, 1, 0],
+        data=rng.normal(size=(4, f)),
+        feature_names=names,
+        output_names=outputs,
+        method="shap",
+        backend="cpu",
+        meta={"seed": 3, "options": {"algorithm": "exact"}, "seconds": 1.5},
+    )
+    args.update(kw)
+    return xai.Explanation(**args)
+
+
+def _dataset_like(name="toy", class_names=("a", "b"), feature_names=("f0", "f1", "f2")):
+    rng = np.random.default_rng(2)
+    return types.SimpleNamespace(
+        X=rng.random((6, len(feature_names))).astype(np.float32),
+        y=np.array([0, 1, 1, 0, 1, 1]),
+        class_names=tuple(class_names),
+        feature_names=tuple(feature_names),
+        image_shape=None,
+        name=name,
+        description="A toy table.",
+    )
+
+
+def _full_report(s: str = "feature") -> Report:
+    """A report with one result of every built-in section type, user strings set to ``s``."""
+    names = [f"{s}", f"{s}1", f"{s}2"]
+    report = Report(f"Report {s}", seed=0)
+    report.add(_image_explanation(), title=f"images {s}")
+    report.add(
+        _tabular_explanation(
+            names,
+            outputs=(s, f"{s}!"),
+            method=s,
+            meta={"seed": 3, "options": {s: s}, "seconds": 1.5, s: s},
+        )
+    )
+    report.add(_dataset_like(name=s, class_names=(s, "b"), feature_names=names))
+    report.add(pd.DataFrame({s: [1.5, 2.5], "text": [s, "ok"]}))
+    report.add({s: 12, "cycles": 3.5})
+    report.add(xai.ModelRunner(lambda X: X.sum(1, keepdims=True), backend="cpu"))
+    return report
+
+
+# -- structure -----------------------------------------------------------------------------
+def test_every_section_is_present():
+    """Each added result yields one section with its heading, and the provenance closes the page."""
+    html = _full_report().to_html()
+    page = _Page(html)
+    kinds = [a["data-xai-section"] for t, a in page.tags if t == "section"]
+    assert kinds == [
+        "explanation",
+        "explanation",
+        "dataset",
+        "table",
+        "counters",
+        "counters",
+        "provenance",
+    ]
+    assert html.startswith("<!DOCTYPE html>") and html.count("<h2>") == 7
+    ids = page.attr_values("id")
+    assert len(ids) == len(set(ids))
+    hrefs = page.attr_values("href")
+    assert hrefs and all(h[1:] in ids for h in hrefs)  # every in-page link has its target
+
+
+def test_templates_are_package_data():
+    """The templates and assets are found through importlib.resources."""
+    folder = resources.files("xai_core.report").joinpath("templates")
+    for name in ("page.html.j2", "body.html.j2", "explanation.html.j2", "report.css", "report.js"):
+        assert folder.joinpath(name).is_file(), name
+
+
+def test_page_has_no_external_resource():
+    """No http(s) URL, font or import anywhere; every src is a PNG data URI and every href an anchor."""
+    html = _full_report().to_html()
+    page = _Page(html)
+    assert "http://" not in html and "https://" not in html
+    assert "@font-face" not in html and "@import" not in html and "url(" not in html
+    srcs = page.attr_values("src")
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert all(h.startswith("#") for h in page.attr_values("href"))
+    csp = [a["content"] for t, a in page.tags if a.get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in csp[0] and "img-src data:" in csp[0]
+
+
+def test_one_script_and_json_blocks_only():
+    """Script elements are JSON data blocks and exactly one program, allowed by its CSP hash."""
+    import hashlib
+
+    html = _full_report().to_html()
+    page = _Page(html)
+    programs = [text for a, text in page.scripts if a.get("type") != "application/json"]
+    assert len(programs) == 1 and len(programs[0]) < 8000
+    assert html.count("<script") == len(page.scripts)
+    digest = base64.b64encode(hashlib.sha256(programs[0].encode()).digest()).decode()
+    (csp,) = [a["content"] for _, a in page.tags if a.get("http-equiv")]
+    assert f"script-src 'sha256-{digest}';" in csp
+    assert len(page.json_blocks()) == 7  # one per section and the provenance
+
+
+# -- escaping ------------------------------------------------------------------------------
+def test_hostile_strings_are_escaped(hostile):
+    """Hostile names, titles and meta never become markup, and JSON gives them back unchanged."""
+    html = _full_report(hostile).to_html()
+    page = _Page(html)
+    for tag, attrs in page.tags:
+        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+        if tag == "img":
+            assert attrs["src"].startswith("data:image/png;base64,")
+    assert html.count("<script") == len(page.scripts) == 8
+    assert [a.get("type") for a, _ in page.scripts].count(None) == 1
+    assert all("</" not in text and "<!--" not in text for _, text in page.scripts)
+    strings = [s for block in page.json_blocks() for s in _strings(block)]
+    assert strings.count(hostile) >= 5  # feature, output, method, option, dataset, frame ...
+    # visible text carries the string too (rendered server-side, readable without JS)
+    visible = re.sub(r"<script.*?</script>", "", html, flags=re.S)
+    assert _Page(visible).tags and hostile[:12] in _unescape_all(visible)
+
+
+def _unescape_all(text: str) -> str:
+    import html
+
+    return html.unescape(re.sub(r"<[^>]*>", "", text))
+
+
+def test_repr_html_escapes_hostile_strings(hostile):
+    """The notebook fragment escapes the same way and holds no page-level markup."""
+    e = _tabular_explanation([hostile, "b", "c"], outputs=(hostile, hostile), method=hostile)
+    html = e._repr_html_()
+    page = _Page(html)
+    assert "<html" not in html and "<head" not in html
+    assert not any(n.startswith("on") for _, a in page.tags for n in a)
+    assert html.count("<script") == len(page.scripts) == 2
+    (data,) = page.json_blocks()
+    assert data["feature_names"][0] == hostile and data["method"] == hostile
+
+
+# -- images --------------------------------------------------------------------------------
+def test_png_encoder_round_trips():
+    """Grey, RGB and RGBA images decode back to the same pixels and size."""
+    from xai_core.report._png import png_data_uri
+
+    rng = np.random.default_rng(3)
+    for shape in [(5, 7), (4, 9, 3), (3, 2, 4)]:
+        pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+        decoded = _decode_png(png_data_uri(pixels))
+        assert decoded.shape[:2] == shape[:2]
+        np.testing.assert_array_equal(decoded.reshape(pixels.shape), pixels)
+    with pytest.raises(xai.ShapeError, match="pixels must have shape"):
+        png_data_uri(np.zeros((2, 2, 2), np.uint8))
+
+
+def test_heatmap_colours_at_known_pixels():
+    """Zero is white over blank input, +max the positive colour, -max the negative, ink shows grey."""
+    values = np.zeros((1, 4, 4))
+    values[0, 1, 1], values[0, 2, 2], values[0, 3, 3] = 2.0, -2.0, 1.0
+    data = np.zeros((1, 4, 4))
+    data[0, 0, 3] = 1.0
+    e = _image_explanation(1, 4, values=values, data=data, target=[0])
+    page = _Page(e._repr_html_())
+    (heat,) = [a["src"] for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]]
+    rgb = _decode_png(heat).astype(int)
+    assert rgb.shape == (4, 4, 3)
+    assert tuple(rgb[0, 0]) == (255, 255, 255)
+    assert tuple(rgb[1, 1]) == POSITIVE and tuple(rgb[2, 2]) == NEGATIVE
+    expected_half = np.rint((255 + np.array(POSITIVE)) / 2)
+    np.testing.assert_array_equal(rgb[3, 3], expected_half)  # half of max: half-way to red
+    np.testing.assert_array_equal(rgb[0, 3], [166, 166, 166])  # ink at 35 % opacity, no attribution
+    (bar,) = [a["src"] for t, a in page.tags if t == "img" and "xai-colorbar" in a["class"]]
+    ramp = _decode_png(bar).astype(int)[0]
+    assert tuple(ramp[0]) == NEGATIVE and tuple(ramp[-1]) == POSITIVE
+    assert (ramp[len(ramp) // 2] > 240).all()  # near white at the centre
+
+
+def test_bar_chart_is_sorted_and_signed():
+    """Each row's bars are the top features by |attribution|, largest first, coloured by sign."""
+    e = _tabular_explanation([f"f{i}" for i in range(15)])
+    page = _Page(e._repr_html_())
+    (data,) = page.json_blocks()
+    fills = [a["fill"] for t, a in page.tags if t == "rect"]
+    for i, row in enumerate(data["rows"]):
+        v = e.values[i]
+        order = sorted(range(15), key=lambda j: -abs(v[j]))[:10]
+        assert [name for name, _ in row["top_features"]] == [f"f{j}" for j in order]
+        signs = ["rgb(178,24,43)" if v[j] >= 0 else "rgb(33,102,172)" for j in order]
+        assert fills[i * 10 : (i + 1) * 10] == signs
+
+
+# -- notebook display ----------------------------------------------------------------------
+def test_two_renders_share_no_id_and_scope_their_css():
+    """Two renders of one result use disjoint ids and each style sheet stays under its own class."""
+    e = _image_explanation()
+    first, second = _Page(e._repr_html_()), _Page(e._repr_html_())
+    ids1, ids2 = set(first.attr_values("id")), set(second.attr_values("id"))
+    assert ids1 and not ids1 & ids2
+    for page in (first, second):
+        (root_class,) = [c for c in page.tags[0][1]["class"].split() if c.startswith("xai-scope-")]
+        (css,) = page.styles
+        rules = re.sub(r"@media[^{]*\{", "", css)
+        selectors = [
+            s.strip() for block in re.findall(r"([^{}]+)\{", rules) for s in block.split(",")
+        ]
+        assert selectors and all(s.startswith(f".{root_class}") for s in selectors)
+
+
+def test_seeded_report_is_reproducible():
+    """The same seed renders the same ids; another seed renders others."""
+
+    def ids(seed):
+        return _Page(Report("r", seed=seed).add(_image_explanation()).to_html()).attr_values("id")
+
+    assert ids(5) == ids(5) and ids(5) != ids(6)
+
+
+def test_report_repr_html_is_a_fragment():
+    """A Report in a notebook cell shows its sections and provenance without page markup."""
+    html = _full_report()._repr_html_()
+    assert "<html" not in html and "<!DOCTYPE" not in html
+    assert html.count('data-xai-section="') == 7
+
+
+# -- provenance ----------------------------------------------------------------------------
+def test_provenance_records_versions_and_settings():
+    """Versions match importlib.metadata; each explanation's method, seed, options and time appear."""
+    page = _Page(_full_report().to_html())
+    prov = page.json_blocks()[-1]
+    for name in ("numpy", "scipy", "scikit-learn", "shap", "lime", "ml_dtypes", "jinja2", "pandas"):
+        assert prov["versions"][name] == importlib.metadata.version(name)
+    assert prov["environment"]["report seed"] == 0 and prov["environment"]["python"]
+    first = prov["results"][0]
+    assert (first["method"], first["backend"], first["seed"]) == ("ig", "cpu", 7)
+    assert first["options"] == {"steps": 32} and first["seconds"] == 0.25
+    assert first["numerics"] == "float32 multiply and accumulate"
+    assert [r["section"] for r in prov["results"]][2:] == [
+        "dataset",
+        "table",
+        "counters",
+        "counters",
+    ]
+
+
+# -- errors, saving, plugins ---------------------------------------------------------------
+def test_unknown_result_type_lists_known_types():
+    """Adding a type no section renders fails before any work, naming the types that have one."""
+    with pytest.raises(
+        xai.UnknownNameError, match=r"Unknown report section .*'object'.*Explanation"
+    ):
+        Report("r").add(object())
+    with pytest.raises(xai.ValidationError, match="title must be a str"):
+        Report(3)
+    with pytest.raises(xai.ValidationError, match="seed must be"):
+        Report("r", seed=-1)
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    """save() writes the page and leaves no temporary file, even when the rename fails."""
+    report = Report("r").add(_image_explanation())
+    target = tmp_path / "report.html"
+    assert report.save(target) == target
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    before = target.read_text("utf-8")
+    assert before.startswith("<!DOCTYPE html>") and before.endswith("</html>")
+
+    def broken(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken)
+    with pytest.raises(OSError, match="disk full"):
+        report.add(_image_explanation()).save(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    assert target.read_text("utf-8") == before
+
+
+class _Score:
+    """A third-party result type."""
+
+    def __init__(self, label: str, value: float) -> None:
+        self.label, self.value = label, value
+
+
+def test_third_party_section_renders_its_type(fresh_registry, monkeypatch, hostile):
+    """A section registered by a temporary plugin renders its result type, in reports and notebooks."""
+    from markupsafe import escape
+
+    def render(score):
+        return f"<p class='score'>{escape(score.label)}: {score.value:.2f}</p>"
+
+    section = xai.ReportSection("score", _Score, render, "Score")
+    plugin = types.ModuleType("ext")
+    plugin.xai_register_report_sections = xai.hookimpl(lambda: [section])
+    pm = get_plugin_manager(autoload=False)
+    pm.register(plugin, name="ext")
+    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    html = Report("r").add(_Score(hostile, 0.5)).add(_image_explanation()).to_html()
+    page = _Page(html)
+    assert [a["data-xai-section"] for t, a in page.tags if t == "section"] == [
+        "score",
+        "explanation",
+        "provenance",
+    ]
+    assert f"{escape(hostile)}: 0.50" in html
+    assert not any(n.startswith("on") for _, a in page.tags for n in a)
+    assert "class='score'" in render_fragment(_Score("x", 1.0))
+
+
+def test_failing_section_names_its_plugin(fresh_registry, monkeypatch):
+    """A section that raises or returns a non-string is reported with its plugin's name."""
+
+    def explode(result):
+        raise RuntimeError("boom")
+
+    plugin = types.ModuleType("ext")
+    plugin.xai_register_report_sections = xai.hookimpl(
+        lambda: [
+            xai.ReportSection("bad", _Score, explode),
+            xai.ReportSection("worse", int, lambda r: 42),
+        ]
+    )
+    pm = get_plugin_manager(autoload=False)
+    pm.register(plugin, name="ext")
+    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    with pytest.raises(xai.PluginError, match=r"plugin 'ext': report section 'bad' failed.*boom"):
+        Report("r").add(_Score("a", 1.0)).to_html()
+    with pytest.raises(xai.PluginError, match="must return an HTML string; got int"):
+        Report("r").add(7).to_html()
+
+
+def test_real_dataset_renders_thumbnails():
+    """A dataset from xai_datasets shows its class counts and its first images as PNGs."""
+    datasets = pytest.importorskip("xai_datasets")
+    ds = datasets.load_digits()
+    page = _Page(Report("d").add(ds).to_html())
+    data = page.json_blocks()[0]
+    assert data["class_counts"] == np.bincount(ds.y, minlength=10).tolist()
+    thumbs = [a["src"] for t, a in page.tags if t == "img"]
+    assert len(thumbs) == 24
+    first = _decode_png(thumbs[0])[:, :, 0]
+    np.testing.assert_array_equal(first, np.rint(ds.X[0].reshape(8, 8) * 255).astype(np.uint8))
+
+
+def test_non_finite_and_empty_explanations_render():
+    """NaN and infinite attributions draw as neutral and serialise as null; zero rows render too."""
+    values = np.zeros((1, 4, 4))
+    values[0, 0, 0], values[0, 1, 1], values[0, 2, 2] = np.nan, np.inf, 1.0
+    e = _image_explanation(1, 4, values=values, data=np.zeros((1, 4, 4)), target=[0])
+    page = _Page(e._repr_html_())
+    (heat,) = [a["src"] for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]]
+    rgb = _decode_png(heat).astype(int)
+    assert tuple(rgb[0, 0]) == tuple(rgb[1, 1]) == (255, 255, 255)
+    assert tuple(rgb[2, 2]) == POSITIVE
+    (text,) = [t for a, t in page.scripts if a.get("type") == "application/json"]
+
+    def reject(token):
+        raise ValueError(f"non-JSON constant {token}")
+
+    data = json.loads(text, parse_constant=reject)
+    top = data["rows"][0]["top_features"]
+    assert top[0] == ["x10", 1.0]  # non-finite values rank as 0 and serialise as null
+    assert ["x0", None] in top and ["x5", None] in top
+    empty = _tabular_explanation(
+        ["a", "b"], values=np.zeros((0, 2)), base_values=[], target=[], data=None
+    )
+    page = _Page(Report("r").add(empty).to_html())
+    assert page.json_blocks()[0]["n_rows"] == 0
+
+
+def test_flat_pixel_features_render_as_images():
+    """Flattened images named pixel_<row>_<col> (as xai_datasets names them) get heatmaps."""
+    names = [f"pixel_{r}_{c}" for r in range(8) for c in range(8)]
+    e = _tabular_explanation(names)
+    page = _Page(e._repr_html_())
+    heat = [a["src"] for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]]
+    assert len(heat) == len(e) and _decode_png(heat[0]).shape == (8, 8, 3)
+    assert not [
+        t
+        for t, _ in _Page(_tabular_explanation(names[:63] + ["x"])._repr_html_()).tags
+        if t == "img"
+    ]

@@ -1,0 +1,147 @@
+"""The rendering toolkit: the Jinja2 environment, safe JSON for script blocks, ids, assets."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import contextvars
+import hashlib
+import itertools
+import json
+import math
+import random
+import secrets
+from collections.abc import Iterator, Mapping
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+import numpy as np
+from markupsafe import Markup
+
+__all__ = [
+    "asset",
+    "environment",
+    "format_number",
+    "id_scope",
+    "json_for_script",
+    "new_id",
+    "plain",
+    "script_hash",
+    "scoped_css",
+]
+
+_COUNTER = itertools.count()
+_SEEDED: contextvars.ContextVar[tuple[random.Random, Iterator[int]] | None] = (
+    contextvars.ContextVar("xai_report_ids", default=None)
+)
+
+
+@contextlib.contextmanager
+def id_scope(seed: int | None) -> Iterator[None]:
+    """Within the block, :func:`new_id` is reproducible from ``seed`` (None: random, as outside)."""
+    state = None if seed is None else (random.Random(seed), itertools.count())
+    token = _SEEDED.set(state)
+    try:
+        yield
+    finally:
+        _SEEDED.reset(token)
+
+
+def new_id(kind: str) -> str:
+    """An element id unique per render: ``xai-<kind>-<8 hex digits><counter>``.
+
+    Outside a seeded :func:`id_scope` the hex digits are random and the counter is
+    process-wide, so two renders shown in one notebook page never share an id; inside one
+    both come from the seed, so the same report renders the same ids in any process.
+    """
+    state = _SEEDED.get()
+    if state is None:
+        return f"xai-{kind}-{secrets.randbits(32):08x}{next(_COUNTER)}"
+    rng, counter = state
+    return f"xai-{kind}-{rng.getrandbits(32):08x}{next(counter)}"
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON-ready Python: arrays to lists, non-finite floats to None, keys to str."""
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, np.generic):
+        return plain(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
+
+
+_JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+_JSON_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+def json_for_script(value: Any) -> Markup:
+    """JSON safe inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` become ``\\u003c``, ``\\u003e`` and ``\\u0026`` (and the two
+    Unicode line separators are escaped too), so no string, however hostile, can close
+    the script element or open a comment; ``JSON.parse`` gives the original strings back.
+    """
+    text = json.dumps(plain(value), ensure_ascii=False, allow_nan=False, sort_keys=False)
+    return Markup(text.translate(_JSON_ESCAPES))
+
+
+def format_number(value: Any, digits: int = 4) -> str:
+    """A number in ``digits`` significant figures; integers exactly; NaN and None as text."""
+    if value is None:
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(f):
+        return "NaN"
+    return f"{f:.{digits}g}"
+
+
+@cache
+def asset(name: str) -> str:
+    """The text of a file in ``xai_core/report/templates`` (package data)."""
+    return resources.files("xai_core.report").joinpath("templates", name).read_text("utf-8")
+
+
+def scoped_css(scope_class: str) -> Markup:
+    """The report's style sheet with every rule under ``.<scope_class>``."""
+    return Markup(asset("report.css").replace("SCOPE", f".{scope_class}"))
+
+
+def script_hash(text: str) -> str:
+    """The Content-Security-Policy source (``'sha256-...'``) allowing one inline script."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment: package templates, autoescape on, undefined names are errors."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("xai_core.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters["num"] = format_number
+    env.filters["json_script"] = json_for_script
+    return env

@@ -1,0 +1,77 @@
+"""What every report records about where it came from: versions, platform, time, per-result settings."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import platform
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["DEPENDENCIES", "environment_info", "package_versions", "explanation_provenance"]
+
+#: Distributions whose versions every report lists.
+DEPENDENCIES: tuple[str, ...] = (
+    "xai-core",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "shap",
+    "lime",
+    "ml_dtypes",
+    "jinja2",
+    "pluggy",
+)
+
+
+def package_versions(names: tuple[str, ...] = DEPENDENCIES) -> dict[str, str]:
+    """Installed version of each distribution, or ``"not installed"``."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def environment_info(seed: int | None) -> dict[str, Any]:
+    """Python, platform, creation time (UTC, ISO 8601) and the report's seed."""
+    return {
+        "python": f"{platform.python_implementation()} {sys.version.split()[0]}",
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "report seed": seed,
+    }
+
+
+def backend_numerics(backend: str, meta: Mapping[str, Any]) -> str | None:
+    """The backend's numerics: from ``meta`` when recorded, else the registered backend's default."""
+    for key in ("numerics", "backend_numerics", "dtype"):
+        if meta.get(key) is not None:
+            return str(meta[key])
+    if not backend:
+        return None
+    try:
+        from xai_core.plugins import get_registry
+
+        describe = get_registry().backends[backend]().describe()
+        return str(describe.get("numerics")) if describe.get("numerics") else None
+    except Exception:  # noqa: BLE001 - unknown or unbuildable backend: numerics unknown
+        return None
+
+
+def explanation_provenance(e: Any) -> dict[str, Any]:
+    """Method, backend, numerics, seed, options and seconds of one explanation."""
+    meta = e.meta
+    return {
+        "method": e.method or None,
+        "backend": e.backend or None,
+        "numerics": backend_numerics(e.backend, meta),
+        "seed": meta.get("seed"),
+        "options": meta.get("options"),
+        "seconds": meta.get("seconds"),
+    }

@@ -1,0 +1,181 @@
+"""Report sections for the analyses: backend and method comparisons, faithfulness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from markupsafe import Markup
+
+from xai_core.agreement import BackendComparison, MethodComparison
+from xai_core.extension import ReportSection
+from xai_core.faithfulness import Faithfulness, _auc
+from xai_core.hookspecs import hookimpl
+from xai_core.report._colormap import heatmap_rgb
+from xai_core.report._html import environment, new_id
+from xai_core.report._png import png_data_uri
+from xai_core.report.sections import _as_images, _image_shape, render_frame
+
+__all__ = ["render_backend_comparison", "render_method_comparison", "render_faithfulness"]
+
+#: Rows drawn side by side.
+MAX_GRID_ROWS = 8
+
+
+def _grid(explanations: dict[str, Any], flagged: np.ndarray | None = None) -> dict[str, Any] | None:
+    """Heatmaps of the first rows for each explanation, when the inputs are images."""
+    first = next(iter(explanations.values()))
+    shape = _image_shape(first)
+    if shape is None:
+        return None
+    shown = min(len(first), MAX_GRID_ROWS)
+    columns = list(explanations)
+    inputs = (
+        None if first.data is None else _as_images(first.data[:shown].astype(np.float64), shape)
+    )
+    cells = {}
+    for name, e in explanations.items():
+        rgb, _ = heatmap_rgb(_as_images(e.values[:shown], shape), inputs)
+        cells[name] = [png_data_uri(img) for img in rgb]
+    height, width = _as_images(first.values[:1], shape).shape[1:3]
+    rows = [
+        {
+            "index": i,
+            "flagged": bool(flagged is not None and flagged[i]),
+            "cells": [cells[name][i] for name in columns],
+        }
+        for i in range(shown)
+    ]
+    return {"columns": columns, "rows": rows, "width": width * 3, "height": height * 3}
+
+
+def _render(
+    headline: str, tables: list[tuple[str, Any]], data: dict[str, Any], **extra: Any
+) -> str:
+    return (
+        environment()
+        .get_template("analysis.html.j2")
+        .render(
+            uid=new_id("ana"),
+            headline=headline,
+            tables=[(caption, Markup(render_frame(frame))) for caption, frame in tables],
+            data=data,
+            skipped=extra.get("skipped", []),
+            chart=extra.get("chart"),
+            grid=extra.get("grid"),
+        )
+    )
+
+
+def render_backend_comparison(c: BackendComparison) -> str:
+    """Agreement and cost per backend, flipped predictions, side-by-side heatmaps."""
+    flips = c.rows[c.rows["flipped"]]
+    flagged = np.zeros(len(c.explanations[c.reference]), dtype=bool)
+    flagged[flips["row"].to_numpy()] = True
+    headline = (
+        f"{c.method} on {len(c.explanations)} backend(s) against {c.reference}: "
+        f"{len(flips)} flipped prediction(s)."
+    )
+    tables = [("Summary per backend", c.summary), ("Per row", c.rows)]
+    if c.noise is not None:
+        tables.append(("The method's own spread across seeds (reference backend)", c.noise))
+    return _render(
+        headline,
+        tables,
+        {
+            "kind": "backend_comparison",
+            "method": c.method,
+            "reference": c.reference,
+            "options": c.options,
+        },
+        skipped=sorted(c.skipped.items()),
+        grid=_grid(c.explanations, flagged),
+    )
+
+
+def render_method_comparison(c: MethodComparison) -> str:
+    """Agreement matrices between methods, per-row figures, side-by-side heatmaps."""
+    tables = [(f"Mean {figure.replace('_', ' ')}", m) for figure, m in c.matrices.items()]
+    tables.append(("Per row and pair", c.rows))
+    return _render(
+        f"{', '.join(c.explanations)} on {c.backend}, compared pairwise.",
+        tables,
+        {"kind": "method_comparison", "methods": list(c.explanations), "backend": c.backend},
+        skipped=sorted(c.skipped.items()),
+        grid=_grid(c.explanations),
+    )
+
+
+def _line_chart(curves: dict[str, tuple[np.ndarray, str, bool]], caption: str) -> dict[str, Any]:
+    left, top, plot_width, plot_height = 60, 10, 360, 180
+    ys = np.concatenate([y for y, _, _ in curves.values()])
+    ymin, ymax = float(np.nanmin(ys)), float(np.nanmax(ys))
+    span = ymax - ymin or 1.0
+    lines = []
+    for i, (label, (y, color, dashed)) in enumerate(curves.items()):
+        x = left + np.linspace(0, plot_width, len(y))
+        py = top + plot_height * (1 - (y - ymin) / span)
+        points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, py))
+        lines.append(
+            {
+                "points": points,
+                "color": color,
+                "dashed": dashed,
+                "label": label,
+                "label_y": top + 14 + 16 * i,
+            }
+        )
+    return {
+        "left": left,
+        "top": top,
+        "plot_width": plot_width,
+        "plot_height": plot_height,
+        "width": left + plot_width + 170,
+        "height": top + plot_height + 20,
+        "lines": lines,
+        "ymin": ymin,
+        "ymax": ymax,
+        "caption": caption,
+    }
+
+
+def render_faithfulness(f: Faithfulness) -> str:
+    """Mean deletion and insertion curves against random rankings, and per-row figures."""
+    s = f.summary.mean()
+    chart = _line_chart(
+        {
+            "deletion": (f.deletion.mean(axis=0), "#b2182b", False),
+            "deletion, random": (f.random_deletion.mean(axis=0), "#b2182b", True),
+            "insertion": (f.insertion.mean(axis=0), "#2166ac", False),
+            "insertion, random": (f.random_insertion.mean(axis=0), "#2166ac", True),
+        },
+        "Explained output as features are removed (deletion) or restored (insertion) "
+        "in attribution order; dashed: random order",
+    )
+    headline = (
+        f"{f.method} on {f.backend}: deletion AUC {s.deletion_auc:.4g} (random {s.random_deletion_auc:.4g}, "
+        f"lower is better), insertion AUC {s.insertion_auc:.4g} (random {s.random_insertion_auc:.4g}, "
+        f"higher is better), infidelity {s.infidelity:.4g} (random {s.random_infidelity:.4g})."
+    )
+    data = {
+        "kind": "faithfulness",
+        "method": f.method,
+        "options": f.options,
+        "deletion_auc": _auc(f.deletion).tolist(),
+        "insertion_auc": _auc(f.insertion).tolist(),
+    }
+    return _render(headline, [("Per row", f.summary)], data, chart=chart)
+
+
+@hookimpl
+def xai_register_report_sections():
+    """Backend comparisons, method comparisons and faithfulness."""
+    return [
+        ReportSection(
+            "backend_comparison", BackendComparison, render_backend_comparison, "Across backends"
+        ),
+        ReportSection(
+            "method_comparison", MethodComparison, render_method_comparison, "Across methods"
+        ),
+        ReportSection("faithfulness", Faithfulness, render_faithfulness, "Faithfulness"),
+    ]

@@ -1,0 +1,502 @@
+"""The built-in report sections, registered through the report hook like any plugin's.
+
+Explanations, datasets (any object with ``X``, ``y``, ``class_names``, ``feature_names``
+and ``image_shape``), hardware counters (a ``ModelRunner``, a ``Backend`` or a mapping of
+counter names to numbers) and pandas DataFrames.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from xai_core.backends.base import Backend
+from xai_core.explanation import Explanation
+from xai_core.extension import ReportSection
+from xai_core.hookspecs import hookimpl
+from xai_core.report._colormap import NEGATIVE, POSITIVE, colorbar_rgb, heatmap_rgb
+from xai_core.report._html import environment, format_number, new_id, plain
+from xai_core.report._png import png_data_uri
+from xai_core.report._provenance import backend_numerics, explanation_provenance
+from xai_core.runner import ModelRunner
+
+__all__ = [
+    "MAX_ROWS",
+    "MAX_TABLE_ROWS",
+    "TOP_K",
+    "CountersLike",
+    "DataFrameLike",
+    "DatasetLike",
+    "render_counters",
+    "render_dataset",
+    "render_explanation",
+    "render_frame",
+]
+
+#: Rows of an explanation drawn (heatmap and bar chart each); the rest are counted.
+MAX_ROWS = 100
+#: Features in each row's bar chart.
+TOP_K = 10
+#: Rows of a table (DataFrame, counters) shown.
+MAX_TABLE_ROWS = 500
+_MAX_THUMBNAILS = 24
+_MAX_COLUMNS = 12
+_LABEL_CHARS = 30
+
+
+class _DuckType(type):
+    """A metaclass whose ``isinstance`` asks the class's ``_accepts(obj)``."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return cls._accepts(obj)
+
+
+class DatasetLike(metaclass=_DuckType):
+    """Matches any dataset object: it has ``X``, ``y``, ``class_names``, ``feature_names`` and ``image_shape``."""
+
+    ATTRIBUTES = ("X", "y", "class_names", "feature_names", "image_shape")
+
+    @classmethod
+    def _accepts(cls, obj: Any) -> bool:
+        return not isinstance(obj, type) and all(hasattr(obj, a) for a in cls.ATTRIBUTES)
+
+
+class CountersLike(metaclass=_DuckType):
+    """Matches a ``ModelRunner``, a ``Backend``, or a non-empty mapping of names to numbers."""
+
+    @classmethod
+    def _accepts(cls, obj: Any) -> bool:
+        if isinstance(obj, (ModelRunner, Backend)):
+            return True
+        return (
+            isinstance(obj, Mapping)
+            and len(obj) > 0
+            and all(
+                isinstance(k, str) and isinstance(v, (Real, np.number)) and not isinstance(v, bool)
+                for k, v in obj.items()
+            )
+        )
+
+
+class DataFrameLike(metaclass=_DuckType):
+    """Matches a ``pandas.DataFrame`` (pandas is not imported to check)."""
+
+    @classmethod
+    def _accepts(cls, obj: Any) -> bool:
+        pd = sys.modules.get("pandas")
+        return pd is not None and isinstance(obj, pd.DataFrame)
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _shorten(text: str, limit: int = _LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(plain(value), ensure_ascii=False, sort_keys=True)
+
+
+def _channels_first(image_shape: tuple[int, ...]) -> bool:
+    return (
+        len(image_shape) == 3 and image_shape[0] in (1, 3, 4) and image_shape[-1] not in (1, 3, 4)
+    )
+
+
+def _as_images(arr: np.ndarray, image_shape: tuple[int, ...] | None) -> np.ndarray | None:
+    """``arr`` of shape (m, *input_shape) as grey images (m, height, width), or None.
+
+    Three-dimensional image shapes are (channels, height, width) when the first axis has 1,
+    3 or 4 entries and the last does not (the native networks' layout), else (height,
+    width, channels); channels are averaged.
+    """
+    if image_shape is None:
+        return None
+    out = arr.reshape((arr.shape[0], *image_shape))
+    if len(image_shape) == 3:
+        return out.mean(axis=1 if _channels_first(image_shape) else -1)
+    return out
+
+
+def _image_shape(e: Explanation) -> tuple[int, ...] | None:
+    """(height, width) or (height, width, channels) of the explained inputs, if they are images."""
+    n_features = int(np.prod(e.values.shape[1:]))
+    declared = e.meta.get("image_shape")
+    if declared is not None:
+        shape = tuple(int(s) for s in np.ravel(declared))
+        if len(shape) in (2, 3) and int(np.prod(shape)) == n_features:
+            return shape
+    if e.values.ndim == 3:
+        return tuple(e.values.shape[1:])
+    if e.values.ndim == 4 and (
+        e.values.shape[-1] in (1, 3, 4) or _channels_first(e.values.shape[1:])
+    ):
+        return tuple(e.values.shape[1:])
+    names = e.feature_names
+    side = int(round(n_features**0.5))
+    if (
+        names
+        and side * side == n_features
+        and side >= 8
+        and all(n.startswith("pixel_") for n in names)
+    ):
+        return (side, side)
+    return None
+
+
+def _chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
+    """Geometry of a horizontal signed bar chart, bars in the given order."""
+    label_width, bar_width, row_height = 190, 220, 18
+    centre = label_width + bar_width / 2
+    finite = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * (bar_width / 2 - 2)
+    xs = np.where(finite >= 0, centre, centre - widths)
+    bars = []
+    for j, name in enumerate(names):
+        label = name if data is None else f"{name} = {format_number(data[j], 3)}"
+        bars.append(
+            {
+                "name": name,
+                "label": _shorten(label),
+                "value": float(values[j]),
+                "x": round(float(xs[j]), 2),
+                "w": round(float(widths[j]), 2),
+                "y": j * row_height,
+                "fill": "rgb({},{},{})".format(
+                    *(POSITIVE if finite[j] >= 0 else NEGATIVE).astype(int)
+                ),
+            }
+        )
+    return {
+        "width": label_width + bar_width + 70,
+        "height": len(bars) * row_height + 4,
+        "label_width": label_width,
+        "centre": centre,
+        "value_x": label_width + bar_width + 6,
+        "bar_height": 12,
+        "bars": bars,
+    }
+
+
+def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Method-specific figures other than the provenance ones, one line each."""
+    rows = []
+    for key, value in meta.items():
+        if key in ("options", "seed", "seconds", "numerics", "image_shape"):
+            continue
+        if (
+            isinstance(value, np.ndarray)
+            and value.size > 1
+            and np.issubdtype(value.dtype, np.number)
+        ):
+            v = value.astype(np.float64)
+            text = (
+                f"mean {format_number(np.nanmean(v))}, max |x| {format_number(np.nanmax(np.abs(v)))}"
+                f" over {v.size} values"
+            )
+        elif isinstance(value, (str, Real, np.generic)) or value is None:
+            text = format_number(value) if isinstance(value, (Real, np.number)) else str(value)
+        else:
+            text = _shorten(_json_text(value), 400)
+        rows.append((str(key), text))
+    return rows
+
+
+def _small_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        str(k): v
+        for k, v in meta.items()
+        if not (isinstance(v, np.ndarray) and v.size > 1000) and k != "options"
+    }
+
+
+def _cell(value: Any) -> dict[str, Any]:
+    if isinstance(value, (Real, np.number)) and not isinstance(value, (bool, np.bool_)):
+        f = float(value)
+        return {"text": format_number(value), "sort": f if np.isfinite(f) else "-Infinity"}
+    return {"text": str(value), "sort": None}
+
+
+# -- explanations --------------------------------------------------------------------------
+def render_explanation(e: Explanation) -> str:
+    """Each row's heatmap (images) and top-feature bar chart, a sortable row table and provenance."""
+    uid = new_id("expl")
+    n = len(e)
+    shown = min(n, MAX_ROWS)
+    n_features = int(np.prod(e.values.shape[1:]))
+    flat = e.values[:shown].reshape(shown, n_features)
+    names = e.feature_names or tuple(f"x{i}" for i in range(n_features))
+    k = min(TOP_K, n_features)
+    absv = np.abs(np.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0))
+    order = np.argsort(-absv, axis=1, kind="stable")[:, :k]
+    top_values = np.take_along_axis(flat, order, axis=1)
+    data_flat = None if e.data is None else e.data[:shown].reshape(shown, -1)
+    top_data = None if data_flat is None else np.take_along_axis(data_flat, order, axis=1)
+    base = e.base_values[:shown]
+    output = base + np.nansum(flat, axis=1)
+    total_abs = absv.sum(axis=1)
+
+    image_shape = _image_shape(e)
+    heatmaps: list[str | None] = [None] * shown
+    vmax = np.zeros(shown)
+    finite = np.isfinite(flat)
+    vmin_seen = np.where(finite, flat, np.inf).min(axis=1, initial=np.inf)
+    vmax_seen = np.where(finite, flat, -np.inf).max(axis=1, initial=-np.inf)
+    height = width = 0
+    if image_shape is not None:
+        images = _as_images(e.values[:shown], image_shape)
+        inputs = (
+            None if e.data is None else _as_images(e.data[:shown].astype(np.float64), image_shape)
+        )
+        rgb, vmax = heatmap_rgb(images, inputs)
+        heatmaps = [png_data_uri(img) for img in rgb]
+        height, width = images.shape[1:3]
+        top_data = None  # pixel intensities add nothing to the bar labels
+
+    def target_label(t: int) -> str:
+        if e.output_names is not None and 0 <= t < len(e.output_names):
+            return f"{e.output_names[t]} ({t})"
+        return str(t)
+
+    rows = []
+    top_json = []
+    for i in range(shown):
+        top_names = [names[j] for j in order[i]]
+        rows.append(
+            {
+                "index": i,
+                "target_label": target_label(int(e.target[i])),
+                "base_value": float(base[i]),
+                "output": float(output[i]),
+                "total_abs": float(total_abs[i]),
+                "top_name": top_names[0] if top_names else "",
+                "heatmap": heatmaps[i],
+                "image_width": width,
+                "image_height": height,
+                "vmax": float(vmax[i]),
+                "vmin_seen": float(vmin_seen[i]),
+                "vmax_seen": float(vmax_seen[i]),
+                "chart": _chart(
+                    top_names, top_values[i], None if top_data is None else top_data[i]
+                ),
+            }
+        )
+        top_json.append(
+            {
+                "row": i,
+                "target": int(e.target[i]),
+                "target_name": None if e.output_names is None else target_label(int(e.target[i])),
+                "base_value": float(base[i]),
+                "top_features": [[nm, float(v)] for nm, v in zip(top_names, top_values[i])],
+            }
+        )
+
+    prov = explanation_provenance(e)
+    provenance = [
+        ("method", prov["method"] or "–"),
+        ("backend", prov["backend"] or "–"),
+        ("backend numerics", prov["numerics"] or "unknown"),
+        ("seed", "none" if prov["seed"] is None else str(prov["seed"])),
+        ("options", "none" if prov["options"] is None else _json_text(prov["options"])),
+        (
+            "time taken",
+            "unknown" if prov["seconds"] is None else f"{format_number(prov['seconds'])} s",
+        ),
+        *_meta_summary(e.meta),
+    ]
+    data = {
+        "kind": "explanation",
+        "method": e.method,
+        "backend": e.backend,
+        "shape": list(e.values.shape),
+        "n_rows": n,
+        "rows_shown": shown,
+        "feature_names": list(e.feature_names) if e.feature_names and n_features <= 1000 else None,
+        "output_names": list(e.output_names) if e.output_names is not None else None,
+        "image_shape": list(image_shape) if image_shape else None,
+        "provenance": prov,
+        "meta": _small_meta(e.meta),
+        "rows": top_json,
+    }
+    return (
+        environment()
+        .get_template("explanation.html.j2")
+        .render(
+            uid=uid,
+            method=e.method or "(unnamed method)",
+            backend=e.backend or "(unknown backend)",
+            n_rows=n,
+            n_shown=shown,
+            shape=tuple(e.values.shape),
+            provenance=provenance,
+            rows=rows,
+            colorbar=png_data_uri(colorbar_rgb()),
+            data=data,
+        )
+    )
+
+
+# -- datasets ------------------------------------------------------------------------------
+def render_dataset(ds: Any) -> str:
+    """Summary, class counts, the first images as thumbnails or the first rows as a table."""
+    uid = new_id("data")
+    X = np.asarray(ds.X)
+    y = np.asarray(ds.y)
+    n = X.shape[0] if X.ndim else 0
+    n_features = int(np.prod(X.shape[1:])) if X.ndim > 1 else 0
+    class_names = tuple(str(c) for c in (ds.class_names or ()))
+    image_shape = tuple(int(s) for s in ds.image_shape) if ds.image_shape else None
+    name = str(getattr(ds, "name", "") or type(ds).__name__)
+    summary = [
+        ("name", name),
+        ("samples", format_number(n)),
+        ("features", format_number(n_features)),
+        ("task", str(getattr(ds, "task", "classification" if class_names else "regression"))),
+    ]
+    if class_names:
+        summary.append(("classes", format_number(len(class_names))))
+    if image_shape:
+        summary.append(("image shape", " × ".join(map(str, image_shape))))
+    for attr in ("source", "license"):
+        if getattr(ds, attr, None):
+            summary.append((attr, str(getattr(ds, attr))))
+
+    classes = []
+    if class_names and n and np.issubdtype(y.dtype, np.integer):
+        counts = np.bincount(np.clip(y, 0, None), minlength=len(class_names))
+        classes = [
+            {"index": i, "name": c, "count": int(counts[i])} for i, c in enumerate(class_names)
+        ]
+
+    def label(i: int) -> str:
+        if class_names and np.issubdtype(y.dtype, np.integer) and 0 <= y[i] < len(class_names):
+            return class_names[int(y[i])]
+        return format_number(y[i], 3)
+
+    thumbnails = []
+    table = None
+    feature_names = tuple(str(f) for f in (ds.feature_names or ()))
+    if image_shape and n_features == int(np.prod(image_shape)):
+        k = min(n, _MAX_THUMBNAILS)
+        images = _as_images(X[:k].astype(np.float64), image_shape)
+        pixels = np.rint(np.clip(np.nan_to_num(images), 0.0, 1.0) * 255).astype(np.uint8)
+        thumbnails = [
+            {"uri": png_data_uri(p), "label": label(i), "width": p.shape[1], "height": p.shape[0]}
+            for i, p in enumerate(pixels)
+        ]
+    elif n and X.ndim == 2:
+        cols = list(range(min(n_features, _MAX_COLUMNS)))
+        names = [feature_names[j] if j < len(feature_names) else f"x{j}" for j in cols]
+        target = str(getattr(ds, "target_name", "") or "target")
+        rows = [
+            [_cell(i)] + [_cell(X[i, j]) for j in cols] + [{"text": label(i), "sort": None}]
+            for i in range(min(n, 10))
+        ]
+        more = n_features - len(cols)
+        table = {
+            "columns": ["row", *names, target],
+            "rows": rows,
+            "note": f"{more} more features not shown" if more > 0 else "",
+        }
+    data = {
+        "kind": "dataset",
+        "name": name,
+        "n_samples": n,
+        "n_features": n_features,
+        "class_names": list(class_names),
+        "feature_names": list(feature_names) if len(feature_names) <= 1000 else None,
+        "image_shape": list(image_shape) if image_shape else None,
+        "class_counts": [c["count"] for c in classes],
+    }
+    return (
+        environment()
+        .get_template("dataset.html.j2")
+        .render(
+            uid=uid,
+            summary=summary,
+            description=str(getattr(ds, "description", "") or ""),
+            classes=classes,
+            thumbnails=thumbnails,
+            table=table,
+            data=data,
+        )
+    )
+
+
+# -- counters ------------------------------------------------------------------------------
+def render_counters(result: Any) -> str:
+    """The backend and model a runner uses, and every counter as a sortable table."""
+    uid = new_id("ctr")
+    about: list[tuple[str, str]] = []
+    backend = None
+    if isinstance(result, ModelRunner):
+        backend = result.backend
+        about.append(("model", _shorten(repr(result.model), 400)))
+    elif isinstance(result, Backend):
+        backend = result
+    if backend is not None:
+        counters = backend.counters
+        describe = backend.describe() if hasattr(backend, "describe") else {}
+        about.insert(0, ("backend", str(backend.name)))
+        about.insert(
+            1, ("numerics", str(describe.get("numerics") or backend_numerics(backend.name, {})))
+        )
+        about.extend((str(k), str(v)) for k, v in describe.items() if k not in ("name", "numerics"))
+    else:
+        counters = dict(result)
+    items = list(counters.items())[:MAX_TABLE_ROWS]
+    table = {
+        "columns": ["counter", "value"],
+        "rows": [[{"text": str(k), "sort": None}, _cell(v)] for k, v in items],
+        "note": f"{len(counters) - len(items)} more counters not shown"
+        if len(counters) > len(items)
+        else "",
+    }
+    data = {"kind": "counters", "about": dict(about), "counters": dict(counters)}
+    return (
+        environment()
+        .get_template("counters.html.j2")
+        .render(uid=uid, about=about, table=table, data=data)
+    )
+
+
+# -- tables --------------------------------------------------------------------------------
+def render_frame(frame: Any) -> str:
+    """A pandas DataFrame as a sortable table (the first :data:`MAX_TABLE_ROWS` rows)."""
+    uid = new_id("tbl")
+    head = frame.iloc[:MAX_TABLE_ROWS]
+    index_name = str(frame.index.name) if frame.index.name is not None else ""
+    columns = [index_name, *(str(c) for c in frame.columns)]
+    values = head.to_numpy(dtype=object)
+    rows = [
+        [_cell(idx)] + [_cell(v) for v in values[i]] for i, idx in enumerate(head.index.tolist())
+    ]
+    more = len(frame) - len(head)
+    table = {
+        "columns": columns,
+        "rows": rows,
+        "note": f"{more} more rows not shown" if more > 0 else "",
+    }
+    data = {
+        "kind": "table",
+        "columns": columns,
+        "n_rows": len(frame),
+        "rows": [[plain(idx), *map(plain, values[i])] for i, idx in enumerate(head.index.tolist())],
+    }
+    return environment().get_template("frame.html.j2").render(uid=uid, table=table, data=data)
+
+
+@hookimpl
+def xai_register_report_sections():
+    """The built-in sections: explanations, datasets, hardware counters, DataFrames."""
+    return [
+        ReportSection("explanation", Explanation, render_explanation, "Attributions"),
+        ReportSection("dataset", DatasetLike, render_dataset, "Dataset"),
+        ReportSection("counters", CountersLike, render_counters, "Hardware counters"),
+        ReportSection("table", DataFrameLike, render_frame, "Table"),
+    ]
