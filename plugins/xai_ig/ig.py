@@ -1,0 +1,280 @@
+"""Integrated gradients (Sundararajan, Taly and Yan, 2017), with adaptive steps."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core import Explainer, Explanation, ModelRunner, ValidationError, XaiWarning
+from xai_ig._baselines import make_baselines
+from xai_ig._batching import chunk_points, path_integral
+from xai_ig._checks import check_bool, check_choice, check_float, check_int, check_seed, make_rng
+from xai_ig._integration import RULES, integration_nodes
+
+__all__ = ["IntegratedGradients", "AUTO_START_STEPS"]
+
+#: With ``steps="auto"``, the first number of steps tried.
+AUTO_START_STEPS = 8
+
+
+class IntegratedGradients(Explainer):
+    """Integrated gradients: the path integral of the gradient from a baseline to the input.
+
+    For row ``x``, baseline ``b`` and explained output ``f`` (``f = output[target]``)::
+
+        values_i = (x_i - b_i) * integral_0^1 df/dx_i (b + alpha * (x - b)) d alpha
+
+    approximated by a quadrature rule with ``steps`` nodes. By the fundamental theorem
+    of calculus ``sum_i values_i = f(x) - f(b)`` (completeness); what the quadrature and
+    the backend's numerics miss is reported per row as ``meta["convergence_delta"]``.
+    All rows, baselines and steps go through the model as one flat batch of path
+    points, walked in chunks of ``internal_batch_size`` points with one backward pass
+    each, on the runner's backend.
+
+    Parameters
+    ----------
+    steps : int or "auto", default=50
+        Quadrature nodes per path. ``"auto"`` starts at 8 and doubles the steps of the
+        rows whose relative convergence delta is above ``tolerance`` until it is below
+        or ``max_steps`` is reached; the trace is kept in ``meta["steps_trace"]``.
+    integration : {"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", \
+"riemann_trapezoid"}, default="gausslegendre"
+        The quadrature rule (nodes and weights as in Captum).
+    baseline : str, float or array-like, default="zeros"
+        ``"zeros"``; a number (every feature at that value); ``"mean"`` (the mean row of
+        ``baseline_data``); ``"blur"`` (each image blurred with a Gaussian); ``"uniform"``
+        (``n_baselines`` uniform-noise baselines per row in the range of ``X``'s
+        values); ``"data"`` (rows of ``baseline_data``, averaged: expected gradients);
+        or an array of shape ``input_shape`` or (1, *input_shape) (one baseline),
+        (n_samples, *input_shape) (one per row) or (1 or n_samples, k, *input_shape)
+        (k per row, averaged).
+    baseline_data : array-like of shape (m, *input_shape), optional
+        Reference rows for ``baseline="mean"`` and ``"data"`` (the training set, say).
+    n_baselines : int, optional
+        Baselines per row for ``"uniform"`` (default 1) and ``"data"`` (default: all
+        rows of ``baseline_data``, shared; otherwise ``n_baselines`` drawn per row
+        without replacement).
+    blur_sigma : float, optional
+        Gaussian width in pixels for ``baseline="blur"``; default a sixth of the
+        smaller image side.
+    image_shape : tuple of int, optional
+        (H, W) or (C, H, W) of flattened images, for ``baseline="blur"``; images given
+        as (n_samples, H, W) or (n_samples, C, H, W) need none.
+    tolerance : float, default=0.01
+        With ``steps="auto"``: the relative convergence delta to reach.
+    max_steps : int, default=512
+        With ``steps="auto"``: the most steps tried.
+    seed : int or None, default=0
+        Seeds the random baselines (``"uniform"``, ``"data"`` with ``n_baselines``);
+        ``None`` draws a seed, recorded in ``meta["seed"]``.
+    internal_batch_size : int, optional
+        Path points per backward pass. Default: the runner's ``batch_size``, capped at
+        4M input elements per chunk.
+    progress : bool, optional
+        Show a progress bar over chunks; by default only when there are 10 or more.
+
+    Notes
+    -----
+    ``meta`` holds, per row, ``convergence_delta`` = ``sum(values) - (f(x) -
+    base_values)`` and ``relative_convergence_delta``, the same divided by
+    ``max(|f(x) - base_values|, sqrt(eps) * (1 + |f(x)|))`` (``eps`` of the backend's
+    float type, so rows whose output does not change divide by no zero); ``output``,
+    f(x); ``steps`` (an int, or with ``"auto"`` one per row, with ``converged`` and
+    ``steps_trace``); ``integration``; ``baseline`` (its kind and settings); ``seed``;
+    ``gradient_points``, the number of path points evaluated.
+
+    ``base_values`` is ``f(baseline)``, averaged over the baselines of each row.
+
+    Examples
+    --------
+    >>> e = xai.explain(net, X, method="ig", steps=64, backend="tpu")
+    >>> e.meta["convergence_delta"]        # one per row
+    >>> e = xai.explain(net, X, method="ig", steps="auto", tolerance=1e-3)
+    >>> e.meta["steps_trace"]
+    """
+
+    name: ClassVar[str] = "ig"
+    requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
+
+    def __init__(
+        self,
+        steps: int | str = 50,
+        integration: str = "gausslegendre",
+        baseline: Any = "zeros",
+        baseline_data: Any = None,
+        n_baselines: int | None = None,
+        blur_sigma: float | None = None,
+        image_shape: tuple[int, ...] | None = None,
+        tolerance: float = 0.01,
+        max_steps: int = 512,
+        seed: int | None = 0,
+        internal_batch_size: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        self.steps = steps
+        self.integration = integration
+        self.baseline = baseline
+        self.baseline_data = baseline_data
+        self.n_baselines = n_baselines
+        self.blur_sigma = blur_sigma
+        self.image_shape = image_shape
+        self.tolerance = tolerance
+        self.max_steps = max_steps
+        self.seed = seed
+        self.internal_batch_size = internal_batch_size
+        self.progress = progress
+
+    def _check_options(self) -> None:
+        rule = check_choice(self.integration, "integration", RULES)
+        least = 2 if rule == "riemann_trapezoid" else 1
+        if not (isinstance(self.steps, str) and self.steps == "auto"):
+            if isinstance(self.steps, str):
+                raise ValidationError(f"steps must be an integer or 'auto'; got {self.steps!r}.")
+            check_int(self.steps, "steps", minimum=least)
+        check_int(self.max_steps, "max_steps", minimum=least)
+        check_float(self.tolerance, "tolerance")
+        check_seed(self.seed)
+        check_int(self.internal_batch_size, "internal_batch_size", allow_none=True)
+        check_bool(self.progress, "progress", allow_none=True)
+
+    def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
+        """Integrated gradients of ``output[target]`` for each row of ``X``.
+
+        Parameters
+        ----------
+        runner : ModelRunner
+            A model with gradients on a backend with gradients.
+        X : ndarray of shape (n_samples, *input_shape)
+        target : ndarray of int64 of shape (n_samples,)
+
+        Returns
+        -------
+        Explanation
+            ``values`` of shape (n_samples, *input_shape), ``base_values`` f(baseline).
+        """
+        runner.require("gradient")
+        self._check_options()
+        rng, seed = make_rng(self.seed)
+        baselines, described = make_baselines(
+            self.baseline,
+            X,
+            baseline_data=self.baseline_data,
+            n_baselines=self.n_baselines,
+            blur_sigma=self.blur_sigma,
+            image_shape=self.image_shape,
+            rng=rng,
+        )
+        described["n_baselines"] = baselines.shape[1]
+        n_features = int(np.prod(X.shape[1:], dtype=np.int64))
+        chunk = chunk_points(runner, self.internal_batch_size, n_features)
+
+        rows = np.arange(len(X))
+        f_x = np.asarray(runner.predict(X), dtype=np.float64)[rows, target]
+        f_b = baseline_outputs(runner, baselines, target)
+        gap = f_x - f_b
+        eps = np.finfo(X.dtype if X.dtype.kind == "f" else np.float32).eps
+        scale = np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
+
+        def integrate(steps: int, which: np.ndarray) -> np.ndarray:
+            alphas, weights = integration_nodes(self.integration, steps)
+            per_row = baselines[which] if baselines.shape[0] > 1 else baselines
+            return path_integral(
+                runner,
+                X[which],
+                target[which],
+                per_row,
+                alphas,
+                weights,
+                chunk=chunk,
+                progress=self.progress,
+                desc=f"ig ({steps} steps)",
+            )
+
+        meta: dict[str, Any] = {
+            "output": f_x,
+            "integration": self.integration,
+            "baseline": described,
+            "seed": seed,
+            "internal_batch_size": chunk,
+        }
+        k = baselines.shape[1]
+        if self.steps == "auto":
+            values, steps_used, converged, trace = self._adaptive(integrate, gap, scale, len(X))
+            meta.update(steps=steps_used, converged=converged, steps_trace=trace)
+            meta["gradient_points"] = int(sum(t["steps"] * t["rows"] for t in trace) * k)
+        else:
+            values = integrate(int(self.steps), rows)
+            meta["steps"] = int(self.steps)
+            meta["gradient_points"] = len(X) * k * int(self.steps)
+        delta = values.reshape(len(X), -1).sum(axis=1) - gap
+        meta["convergence_delta"] = delta
+        meta["relative_convergence_delta"] = delta / scale
+        return Explanation(values=values, base_values=f_b, target=target, data=X, meta=meta)
+
+    def _adaptive(
+        self, integrate: Any, gap: np.ndarray, scale: np.ndarray, n: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """Double the steps of the rows not yet within ``tolerance``, up to ``max_steps``."""
+        max_steps = int(self.max_steps)
+        steps = min(AUTO_START_STEPS, max_steps)
+        active = np.arange(n)
+        values: np.ndarray | None = None
+        steps_used = np.zeros(n, dtype=np.int64)
+        converged = np.zeros(n, dtype=bool)
+        trace: list[dict[str, Any]] = []
+        while True:
+            part = integrate(steps, active)
+            if values is None:
+                values = np.zeros((n, *part.shape[1:]))
+            values[active] = part
+            steps_used[active] = steps
+            relative = (
+                np.abs(part.reshape(len(active), -1).sum(axis=1) - gap[active]) / scale[active]
+            )
+            done = relative <= self.tolerance
+            converged[active] = done
+            trace.append(
+                {
+                    "steps": steps,
+                    "rows": len(active),
+                    "converged": int(done.sum()),
+                    "max_relative_delta": float(relative.max()),
+                }
+            )
+            active = active[~done]
+            if active.size == 0 or steps >= max_steps:
+                break
+            steps = min(2 * steps, max_steps)
+        if active.size:
+            warnings.warn(
+                f"steps='auto' reached max_steps={max_steps} with {active.size} row(s) above "
+                f"tolerance={self.tolerance:g} (largest relative delta {trace[-1]['max_relative_delta']:.3g}); "
+                "raise max_steps or tolerance. The backend's precision may also bound the delta.",
+                XaiWarning,
+                stacklevel=4,
+            )
+        return values, steps_used, converged, trace
+
+
+def baseline_outputs(runner: ModelRunner, baselines: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``output[target]`` at the baselines, averaged over each row's baselines.
+
+    Parameters
+    ----------
+    baselines : ndarray of shape (1 or n_samples, k, *input_shape)
+    target : ndarray of int64 of shape (n_samples,)
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_samples,)
+    """
+    per_row, k = baselines.shape[:2]
+    preds = np.asarray(
+        runner.predict(baselines.reshape(per_row * k, *baselines.shape[2:])), dtype=np.float64
+    )
+    preds = preds.reshape(per_row, k, -1)
+    if per_row == 1:
+        return preds[0][:, target].mean(axis=0)
+    return np.take_along_axis(preds, target[:, None, None], axis=2)[..., 0].mean(axis=1)
