@@ -1,0 +1,77 @@
+"""The what-if tool: the first-party ``what_if`` tool plugin.
+
+``w = xai.what_if(model, X, y, feature_names=...)`` answers the What-If Tool's questions
+from a notebook, for any model the runner accepts:
+
+- :meth:`WhatIf.edit`, :meth:`WhatIf.revert`, :meth:`WhatIf.clone`: edit datapoints
+  (features, pixels, masks) and see the model's outputs change;
+- :meth:`WhatIf.nearest_counterfactual`: the closest example with another prediction, in
+  the What-If Tool's L1 / L2 distance (or a custom one);
+- :meth:`WhatIf.counterfactual`: a searched smallest edit that flips the prediction, with
+  immutable features, ranges, a sparsity limit and several diverse answers;
+- :meth:`WhatIf.partial_dependence`: PD and ICE curves of one or two features;
+- :meth:`WhatIf.slices`, :meth:`WhatIf.thresholds`: performance per slice and the
+  fairness threshold strategies.
+
+Every result renders in notebooks and reports through the report-section hook.
+"""
+
+from __future__ import annotations
+
+from xai_core import ReportSection, Tool, hookimpl
+from xai_whatif.render import (
+    render_counterfactuals,
+    render_edit,
+    render_partial_dependence,
+    render_slices,
+    render_thresholds,
+    render_whatif,
+)
+from xai_whatif.results import (
+    Counterfactuals,
+    EditResult,
+    PartialDependence,
+    SliceMetrics,
+    ThresholdChoice,
+)
+from xai_whatif.whatif import WhatIf, what_if
+
+__all__ = [
+    "Counterfactuals",
+    "EditResult",
+    "PartialDependence",
+    "SliceMetrics",
+    "ThresholdChoice",
+    "WhatIf",
+    "what_if",
+    "xai_register_report_sections",
+    "xai_register_tools",
+]
+
+
+@hookimpl
+def xai_register_tools():
+    """The ``what_if`` tool."""
+    return [
+        Tool("what_if", what_if, "edit datapoints, counterfactuals, partial dependence, fairness")
+    ]
+
+
+@hookimpl
+def xai_register_report_sections():
+    """Sections for the what-if session and each of its results."""
+    return [
+        ReportSection("whatif", WhatIf, render_whatif, "What-if"),
+        ReportSection("whatif_edit", EditResult, render_edit, "Datapoint edit"),
+        ReportSection(
+            "whatif_counterfactuals", Counterfactuals, render_counterfactuals, "Counterfactuals"
+        ),
+        ReportSection(
+            "whatif_partial_dependence",
+            PartialDependence,
+            render_partial_dependence,
+            "Partial dependence",
+        ),
+        ReportSection("whatif_slices", SliceMetrics, render_slices, "Performance by slice"),
+        ReportSection("whatif_thresholds", ThresholdChoice, render_thresholds, "Thresholds"),
+    ]

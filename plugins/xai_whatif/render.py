@@ -1,0 +1,384 @@
+"""HTML for what-if results: edit panels, counterfactual tables, PD/ICE charts, slice tables.
+
+Rendered by Jinja2 with autoescape on, so feature names, class names and category labels
+(user input) are escaped everywhere; charts are inline SVG and images PNG data URIs.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import secrets
+import struct
+import zlib
+from typing import Any
+
+import jinja2
+import numpy as np
+
+__all__ = [
+    "render_counterfactuals",
+    "render_edit",
+    "render_partial_dependence",
+    "render_slices",
+    "render_thresholds",
+    "render_whatif",
+]
+
+_MAX_ROWS = 60
+_MAX_ICE = 40
+
+_TEMPLATES = {
+    "macros": """
+{% macro table(columns, rows, changed=None) %}
+<div class="xai-table-wrap"><table class="xai-sortable">
+<thead><tr>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+<tbody>{% for row in rows %}<tr>{% for cell in row %}
+{% if cell is mapping %}<td class="{{ cell.cls }}"{% if cell.title %} title="{{ cell.title }}"{% endif %}>{{ cell.text }}</td>
+{% else %}<td>{{ cell }}</td>{% endif %}{% endfor %}</tr>
+{% endfor %}</tbody></table></div>
+{% endmacro %}
+""",
+    "edit": """{% import "macros" as m %}
+<div class="xai-whatif-edit" id="{{ uid }}">
+<p>Row {{ r.row }}: predicted <strong>{{ before }}</strong> &rarr; <strong>{{ after }}</strong>{% if r.flipped %} (changed){% endif %}.</p>
+{% if images %}<p>{% for img in images %}<figure style="display:inline-block;margin:4px"><img src="{{ img.uri }}" width="{{ img.size }}" height="{{ img.size }}" alt="{{ img.label }}" style="image-rendering:pixelated"><figcaption>{{ img.label }}</figcaption></figure>{% endfor %}</p>{% endif %}
+{{ m.table(["feature", "before", "after"], changes) }}
+{% if more_changes %}<p class="xai-muted">{{ more_changes }} more changed features not shown.</p>{% endif %}
+{{ m.table(["output", "before", "after", "change"], outputs) }}
+</div>""",
+    "cf": """{% import "macros" as m %}
+<div class="xai-whatif-cf" id="{{ uid }}">
+<p>{{ title }} for row {{ c.row }} (predicted <strong>{{ before }}</strong>), distance {{ c.distance }}.</p>
+{% if not columns %}<p>No counterfactual was found.</p>{% else %}
+{% if images %}<p>{% for img in images %}<figure style="display:inline-block;margin:4px"><img src="{{ img.uri }}" width="{{ img.size }}" height="{{ img.size }}" alt="{{ img.label }}" style="image-rendering:pixelated"><figcaption>{{ img.label }}</figcaption></figure>{% endfor %}</p>{% endif %}
+{{ m.table(columns, rows) }}
+<p class="xai-muted">Changed values are marked with *{% if hidden %}; {{ hidden }} unchanged features not shown{% endif %}.</p>
+{% endif %}
+</div>""",
+    "pd": """{% import "macros" as m %}
+<div class="xai-whatif-pd" id="{{ uid }}">
+<p>Partial dependence of <strong>{{ output }}</strong> on {{ features }} over {{ n_rows }} rows{% if ice_note %} ({{ ice_note }}){% endif %}.</p>
+{% if chart %}<svg role="img" aria-label="partial dependence plot" width="{{ chart.w }}" height="{{ chart.h }}" viewBox="0 0 {{ chart.w }} {{ chart.h }}">
+<rect x="{{ chart.x0 }}" y="{{ chart.y0 }}" width="{{ chart.pw }}" height="{{ chart.ph }}" fill="none" stroke="#999"/>
+{% for line in chart.ice %}<polyline points="{{ line }}" fill="none" stroke="#9ecae1" stroke-width="1" opacity="0.6"/>{% endfor %}
+<polyline points="{{ chart.pd }}" fill="none" stroke="#08519c" stroke-width="2.5"/>
+<text x="{{ chart.x0 }}" y="{{ chart.h - 4 }}" font-size="11">{{ chart.xmin }}</text>
+<text x="{{ chart.x0 + chart.pw }}" y="{{ chart.h - 4 }}" font-size="11" text-anchor="end">{{ chart.xmax }}</text>
+<text x="{{ chart.x0 + chart.pw / 2 }}" y="{{ chart.h - 4 }}" font-size="11" text-anchor="middle">{{ features }}</text>
+<text x="{{ chart.x0 - 4 }}" y="{{ chart.y0 + 10 }}" font-size="11" text-anchor="end">{{ chart.ymax }}</text>
+<text x="{{ chart.x0 - 4 }}" y="{{ chart.y0 + chart.ph }}" font-size="11" text-anchor="end">{{ chart.ymin }}</text>
+</svg>{% endif %}
+{{ m.table(columns, rows) }}
+</div>""",
+    "slices": """{% import "macros" as m %}
+<div class="xai-whatif-slices" id="{{ uid }}">
+<p>{{ heading }}</p>
+{{ m.table(columns, rows) }}
+{% for cm in confusions %}<details><summary>Confusion matrix: {{ cm.label }}</summary>{{ m.table(cm.columns, cm.rows) }}</details>{% endfor %}
+</div>""",
+    "whatif": """{% import "macros" as m %}
+<div class="xai-whatif" id="{{ uid }}">
+{{ m.table(["", ""], summary) }}
+{{ m.table(["feature", "min", "max", "std", "categories"], features) }}
+{% if more_features %}<p class="xai-muted">{{ more_features }} more features not shown.</p>{% endif %}
+{% if edits %}<h4>Edits</h4>{% for e in edits %}{{ e }}{% endfor %}{% endif %}
+</div>""",
+}
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.DictLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env
+
+
+_ENV = _env()
+
+
+def _uid(kind: str) -> str:
+    return f"xai-whatif-{kind}-{secrets.token_hex(5)}"
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "NaN" if math.isnan(f) else f"{f:.{digits}g}"
+
+
+def _text(value: Any) -> str:
+    return _num(value) if isinstance(value, (int, float, np.number)) else str(value)
+
+
+def _class_name(names: tuple[str, ...], value: Any) -> str:
+    if isinstance(value, (int, np.integer)) and 0 <= value < len(names):
+        return f"{names[int(value)]} ({int(value)})"
+    return _text(value)
+
+
+def _png(gray: np.ndarray) -> str:
+    """A grey image of floats in [0, 1], shape (h, w), as a PNG data URI."""
+    pixels = np.rint(np.clip(np.nan_to_num(gray), 0.0, 1.0) * 255).astype(np.uint8)
+    h, w = pixels.shape
+    raw = b"".join(b"\x00" + pixels[r].tobytes() for r in range(h))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        body = tag + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _image(flat: np.ndarray, shape: tuple[int, ...], label: str, lo: float, hi: float) -> dict:
+    img = flat.reshape(shape)
+    if img.ndim == 3:
+        img = img.mean(axis=-1)
+    scaled = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
+    return {"uri": _png(scaled), "label": label, "size": max(84, 3 * img.shape[1])}
+
+
+# -- edits ---------------------------------------------------------------------------------
+def render_edit(r: Any) -> str:
+    """An edit panel: changed features before and after, outputs before, after and change."""
+    names = r.output_names
+    changes = [[f, _text(b), _text(a)] for f, b, a in r.changes[:_MAX_ROWS]]
+    outputs = [
+        [names[k] if k < len(names) else f"output {k}", _num(b), _num(a), _num(a - b)]
+        for k, (b, a) in enumerate(zip(r.before, r.after))
+    ]
+    images = []
+    if r.image_shape is not None:
+        lo = float(min(r.x_before.min(), r.x_after.min()))
+        hi = float(max(r.x_before.max(), r.x_after.max()))
+        images = [
+            _image(r.x_before.ravel(), r.image_shape, "before", lo, hi),
+            _image(r.x_after.ravel(), r.image_shape, "after", lo, hi),
+        ]
+    return _ENV.get_template("edit").render(
+        uid=_uid("edit"),
+        r=r,
+        before=_class_name(names, r.predicted_before),
+        after=_class_name(names, r.predicted_after),
+        changes=changes,
+        more_changes=max(0, len(r.changes) - _MAX_ROWS),
+        outputs=outputs,
+        images=images,
+    )
+
+
+# -- counterfactuals -----------------------------------------------------------------------
+def render_counterfactuals(c: Any) -> str:
+    """The datapoint beside its counterfactuals, changed features marked."""
+    title = "Nearest counterfactual" if c.method == "nearest" else "Searched counterfactuals"
+    columns: list[str] = []
+    rows: list[list[Any]] = []
+    images = []
+    hidden = 0
+    if len(c.X):
+        shown = min(len(c.X), 10)
+        changed = (c.X[:shown] != c.x).any(axis=0)
+        is_image = len(c.sample_shape) in (2, 3)
+        if is_image:
+            lo = float(min(c.x.min(), c.X[:shown].min()))
+            hi = float(max(c.x.max(), c.X[:shown].max()))
+            images = [_image(c.x, c.sample_shape, f"row {c.row}", lo, hi)]
+            images += [
+                _image(c.X[k], c.sample_shape, f"counterfactual {k + 1}", lo, hi)
+                for k in range(shown)
+            ]
+        cols = np.flatnonzero(changed) if is_image or c.x.size > _MAX_ROWS else np.arange(c.x.size)
+        cols = cols[:_MAX_ROWS]
+        hidden = int(c.x.size - np.count_nonzero(changed)) if len(cols) < c.x.size else 0
+        columns = ["feature", f"row {c.row}"] + [
+            f"#{k + 1}" + (f" (row {c.index[k]})" if c.index[k] >= 0 else "") for k in range(shown)
+        ]
+        labels = c.labels if c.labels else None
+        for j in cols:
+            cells: list[Any] = [c.feature_names[j], _text(c.x[j])]
+            for k in range(shown):
+                v = labels[k][j] if labels is not None and k < len(labels) else c.X[k, j]
+                if c.X[k, j] != c.x[j]:
+                    cells.append(
+                        {"text": _text(v) + " *", "cls": "xai-changed", "title": "changed"}
+                    )
+                else:
+                    cells.append(_text(v))
+            rows.append(cells)
+        names = c.output_names
+        rows.append(
+            ["prediction", _class_name(names, c.predicted_before)]
+            + [
+                _class_name(names, p.item() if hasattr(p, "item") else p)
+                for p in c.predicted[:shown]
+            ]
+        )
+        rows.append(["distance", "0"] + [_num(d) for d in c.distances[:shown]])
+    return _ENV.get_template("cf").render(
+        uid=_uid("cf"),
+        c=c,
+        title=title,
+        before=_class_name(c.output_names, c.predicted_before),
+        columns=columns,
+        rows=rows,
+        images=images,
+        hidden=hidden,
+    )
+
+
+# -- partial dependence --------------------------------------------------------------------
+def _polyline(xs: np.ndarray, ys: np.ndarray, box: dict) -> str:
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(box["fx"](xs), box["fy"](ys)))
+
+
+def render_partial_dependence(p: Any) -> str:
+    """One feature: ICE curves and their mean as an SVG chart; two: the PD grid as a table."""
+    k = p.average.shape[-1] - 1  # the last output: the positive class of a binary model
+    output = p.output_names[k] if k < len(p.output_names) else f"output {k}"
+    chart = None
+    ice_note = ""
+    if len(p.features) == 1:
+        g = p.grid[0].astype(np.float64)
+        pd_curve = p.average[:, k]
+        ice = p.ice[:, :, k] if p.ice is not None else np.zeros((0, len(g)))
+        if p.ice is not None and len(ice) > _MAX_ICE:
+            ice_note = f"{_MAX_ICE} of {len(ice)} ICE curves drawn"
+            ice = ice[np.linspace(0, len(ice) - 1, _MAX_ICE).astype(int)]
+        lo = float(min(pd_curve.min(), ice.min(initial=np.inf)))
+        hi = float(max(pd_curve.max(), ice.max(initial=-np.inf)))
+        hi = hi if hi > lo else lo + 1.0
+        gx0, gx1 = float(g.min()), float(g.max())
+        gx1 = gx1 if gx1 > gx0 else gx0 + 1.0
+        box = {"x0": 60, "y0": 10, "pw": 360, "ph": 200, "w": 440, "h": 240}
+        box["fx"] = lambda v: box["x0"] + (v - gx0) / (gx1 - gx0) * box["pw"]
+        box["fy"] = lambda v: box["y0"] + (1 - (v - lo) / (hi - lo)) * box["ph"]
+        chart = {
+            **{key: box[key] for key in ("x0", "y0", "pw", "ph", "w", "h")},
+            "ice": [_polyline(g, curve, box) for curve in ice],
+            "pd": _polyline(g, pd_curve, box),
+            "xmin": _num(gx0),
+            "xmax": _num(gx1),
+            "ymin": _num(lo),
+            "ymax": _num(hi),
+        }
+        columns = [p.features[0], f"PD ({output})"]
+        rows = [[_text(lab), _num(v)] for lab, v in zip(p.grid_labels[0], pd_curve)][:_MAX_ROWS]
+    else:
+        columns = [f"{p.features[0]} \\ {p.features[1]}"] + [_text(v) for v in p.grid_labels[1]]
+        rows = [
+            [_text(lab)] + [_num(v) for v in p.average[a, :, k]]
+            for a, lab in enumerate(p.grid_labels[0])
+        ][:_MAX_ROWS]
+    return _ENV.get_template("pd").render(
+        uid=_uid("pd"),
+        output=output,
+        features=" and ".join(p.features),
+        n_rows=len(p.rows),
+        ice_note=ice_note,
+        chart=chart,
+        columns=columns,
+        rows=rows,
+    )
+
+
+# -- slices and thresholds -----------------------------------------------------------------
+def _frame_rows(frame: Any) -> tuple[list[str], list[list[str]]]:
+    columns = [str(frame.index.name or "slice"), *(str(c) for c in frame.columns)]
+    rows = [
+        [str(idx), *(_text(v) for v in values)]
+        for idx, values in zip(frame.index.tolist(), frame.to_numpy(dtype=object).tolist())
+    ]
+    return columns, rows[:_MAX_ROWS]
+
+
+def render_slices(s: Any) -> str:
+    """The per-slice metrics table and each slice's confusion matrix."""
+    columns, rows = _frame_rows(s.table)
+    names = list(s.class_names)
+    confusions = []
+    for label, cm in list(s.confusion.items())[:_MAX_ROWS]:
+        confusions.append(
+            {
+                "label": label,
+                "columns": ["true \\ predicted", *names[: cm.shape[1]]],
+                "rows": [
+                    [names[i] if i < len(names) else str(i), *map(_num, cm[i])]
+                    for i in range(cm.shape[0])
+                ],
+            }
+        )
+    thr = "" if s.threshold is None else f" at threshold {_num(s.threshold)}"
+    return _ENV.get_template("slices").render(
+        uid=_uid("slices"),
+        heading=f"Performance by {', '.join(s.features)}{thr}.",
+        columns=columns,
+        rows=rows,
+        confusions=confusions,
+    )
+
+
+def render_thresholds(t: Any) -> str:
+    """The thresholds a strategy picked per slice, the metrics they give and the total cost."""
+    columns, rows = _frame_rows(t.table)
+    constraint = (
+        f"; equal {t.constrained} near {_num(t.target)} "
+        + ("within the grid's resolution" if t.tolerance is None else f"within {_num(t.tolerance)}")
+        if t.constrained is not None
+        else ""
+    )
+    heading = (
+        f"Strategy {t.strategy} by {', '.join(t.features)}{constraint}; cost ratio "
+        f"(FP/FN) {_num(t.cost_ratio)}; total cost {_num(t.cost)}."
+    )
+    return _ENV.get_template("slices").render(
+        uid=_uid("thr"), heading=heading, columns=columns, rows=rows, confusions=[]
+    )
+
+
+# -- the session ---------------------------------------------------------------------------
+def render_whatif(w: Any) -> str:
+    """The session: model, data summary, feature ranges and the edits made."""
+    t = w.table
+    summary = [
+        ["model", repr(w.runner.model)],
+        ["backend", str(w.runner.backend.name)],
+        ["task", w.task],
+        ["rows", _num(t.n_samples)],
+        ["features", _num(t.n_features)],
+        ["outputs", ", ".join(w.output_names)],
+        ["edits", _num(len(w.history))],
+    ]
+    features = [
+        [
+            t.feature_names[j],
+            _num(t.minimum[j]),
+            _num(t.maximum[j]),
+            _num(t.std[j]),
+            ", ".join(str(c) for c in t.categories[j][:20]) if j in t.categories else "",
+        ]
+        for j in range(min(t.n_features, 30))
+    ]
+    edits = [jinja2.utils.markupsafe.Markup(render_edit(e)) for e in w.history[-10:]]
+    return _ENV.get_template("whatif").render(
+        uid=_uid("session"),
+        summary=summary,
+        features=features,
+        more_features=max(0, t.n_features - 30),
+        edits=edits,
+    )
