@@ -1,0 +1,124 @@
+"""compare_backends and compare_methods: identical backends agree, hardware differences are measured."""
+
+import numpy as np
+import pytest
+
+import xai_core as xai
+from xai_core.testing import LinearModel
+
+
+@pytest.fixture
+def linear():
+    """A 3-output linear model over 16 features, and 6 rows."""
+    rng = np.random.default_rng(0)
+    return LinearModel(rng.normal(size=(16, 3))), rng.normal(size=(6, 16)).astype(np.float32)
+
+
+def test_identical_backends_agree_perfectly(linear):
+    """Two fp32 CPUs give identical attributions: cosine 1, full overlap, no flips, no difference."""
+    model, X = linear
+    c = xai.compare_backends(
+        model, X, method="ig", backends=("cpu", xai.get_backend("cpu")), steps=8
+    )
+    assert list(c.explanations) == ["cpu", "cpu#2"]
+    row = c.summary.loc["cpu#2"]
+    assert (
+        row.mean_cosine == 1.0
+        and row.mean_top_k_overlap == 1.0
+        and row.mean_spearman == pytest.approx(1.0)
+    )
+    assert row.max_abs_diff == 0.0 and row.flipped == 0 and row.beyond_noise == 0
+
+
+def test_tpu_differs_by_bf16_and_is_counted():
+    """On the bf16 TPU a network's attributions differ a little from fp32, and the costs are counted."""
+    rng = np.random.default_rng(0)
+    net = xai.nn.mlp(16, hidden=(12,), n_outputs=3, activation="tanh", seed=0)
+    X = rng.normal(size=(6, 16)).astype(np.float32)
+    c = xai.compare_backends(net, X, method="ig", backends=("cpu", "tpu", "edgetpu"), steps=8)
+    tpu = c.summary.loc["tpu"]
+    assert 0.99 < tpu.mean_cosine < 1.0
+    assert 0 < tpu.max_abs_diff < 0.05 * np.abs(c.explanations["cpu"].values).max()
+    assert tpu.inference_cycles > 0 and tpu.explanation_cycles > tpu.inference_cycles
+    assert c.rows.shape[0] == 2 * len(X) and "edgetpu" in c.skipped
+    np.testing.assert_array_equal(c.explanations["tpu"].target, c.explanations["cpu"].target)
+
+
+def test_black_box_method_runs_on_the_int8_edgetpu():
+    """A prediction-only method runs on the quantised network on edgetpu; flips and energy are reported."""
+    rng = np.random.default_rng(2)
+    net = xai.nn.mlp(6, hidden=(8,), n_outputs=2, activation="relu", seed=1)
+    X = rng.normal(size=(4, 6)).astype(np.float32)
+    c = xai.compare_backends(net, X, method="shap", backends=("cpu", "edgetpu"), background=X)
+    assert list(c.explanations) == ["cpu", "edgetpu"]
+    edge = c.summary.loc["edgetpu"]
+    assert edge.mean_cosine > 0.9 and edge.inference_energy_j > 0
+    assert set(c.rows["flipped"].unique()) <= {True, False}
+
+
+def test_gradient_method_skips_edgetpu_and_says_why(linear):
+    """IG cannot run on the inference-only Edge TPU: it is skipped with the reason."""
+    model, X = linear
+    c = xai.compare_backends(model, X, method="ig", backends=("cpu", "edgetpu"), steps=4)
+    assert list(c.explanations) == ["cpu"]
+    assert "inference only" in c.skipped["edgetpu"]
+
+
+def test_black_box_runs_only_on_the_host():
+    """A black-box model is explained on the reference only; other backends say why they were skipped."""
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=(5, 2))
+    c = xai.compare_backends(
+        lambda X: X @ w, rng.normal(size=(3, 5)), method="shap", backends=("cpu", "tpu")
+    )
+    assert list(c.explanations) == ["cpu"] and "black-box" in c.skipped["tpu"]
+
+
+def test_compare_methods_on_a_linear_model(linear):
+    """IG and exact SHAP agree on a linear model (both equal (x - baseline) * w up to the baseline)."""
+    model, X = linear
+    background = np.zeros((1, 16), dtype=np.float32)
+    c = xai.compare_methods(
+        model,
+        X[:3],
+        methods=("ig", "shap"),
+        method_options={
+            "ig": {"steps": 8},
+            "shap": {"background": background, "algorithm": "permutation"},
+        },
+    )
+    assert c.matrices["cosine"].loc["ig", "shap"] > 0.999
+    assert c.matrices["cosine"].loc["shap", "shap"] == 1.0
+
+
+def test_bad_arguments():
+    """Unknown methods and backends, too few methods and unknown method options fail first."""
+    model = LinearModel(np.eye(2))
+    with pytest.raises(xai.UnknownNameError):
+        xai.compare_backends(model, np.ones((1, 2)), method="nope")
+    with pytest.raises(xai.UnknownNameError):
+        xai.compare_backends(model, np.ones((1, 2)), backends=("cpu", "abacus"))
+    with pytest.raises(xai.ValidationError, match="at least two"):
+        xai.compare_methods(model, np.ones((1, 2)), methods=("ig",))
+    with pytest.raises(xai.ValidationError, match="not compared"):
+        xai.compare_methods(
+            model, np.ones((1, 2)), methods=("ig", "shap"), method_options={"lime": {}}
+        )
+
+
+def test_analyses_render_in_reports():
+    """Backend and method comparisons and faithfulness render as report sections, images side by side."""
+    rng = np.random.default_rng(3)
+    model = LinearModel(rng.normal(size=(64, 2)), input_shape=(8, 8))
+    X = rng.random((3, 8, 8)).astype(np.float32)
+    backends = xai.compare_backends(model, X, method="ig", backends=("cpu", "gpu"), steps=4)
+    methods = xai.compare_methods(
+        model, X, methods=("ig", "gradient_x_input"), method_options={"ig": {"steps": 4}}
+    )
+    faith = xai.faithfulness(model, backends.explanations["cpu"], steps=4, n_random=2)
+    html = xai.Report("analyses").add(backends).add(methods).add(faith).to_html()
+    assert "ig on 2 backend(s) against cpu" in html and "compared pairwise" in html
+    assert "deletion AUC" in html and "<polyline" in html
+    assert html.count('class="xai-heatmap"') >= 2 * 3 * 2
+    for result in (backends, methods, faith):
+        assert 'class="xai-analysis"' in result._repr_html_()

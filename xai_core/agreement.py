@@ -1,0 +1,400 @@
+"""Does the explanation survive the hardware, and do the methods agree?
+
+:func:`compare_backends` computes one explanation on several backends and compares each
+with the fp32 CPU reference; :func:`compare_methods` compares methods on one backend.
+Both use the row-wise figures of :mod:`xai_core.metrics`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xai_core import metrics
+from xai_core.backends.base import Backend
+from xai_core.errors import ValidationError
+from xai_core.explainer import explain, resolve_target
+from xai_core.explanation import Explanation
+from xai_core.model import as_model
+from xai_core.runner import ModelRunner, get_backend
+from xai_core.validation import check_positive_int
+
+__all__ = ["BackendComparison", "MethodComparison", "compare_backends", "compare_methods"]
+
+#: Per-row delta figures explainers report in ``meta``; the first one present is used.
+DELTA_KEYS = ("convergence_delta", "additivity_error")
+
+
+def _row_delta(e: Explanation) -> np.ndarray:
+    for key in DELTA_KEYS:
+        value = e.meta.get(key)
+        if value is not None and np.shape(value) == (len(e),):
+            return np.abs(np.asarray(value, dtype=np.float64))
+    return np.full(len(e), np.nan)
+
+
+def _power_watts(backend: Backend) -> float | None:
+    info = backend.describe()
+    if info.get("power_w"):
+        return float(info["power_w"])
+    if info.get("peak_tops") and info.get("tops_per_watt"):
+        return float(info["peak_tops"]) / float(info["tops_per_watt"])
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class BackendComparison:
+    """One explanation on several backends, against a reference backend.
+
+    Attributes
+    ----------
+    method : str
+    reference : str
+        The backend every other is compared with (``"cpu"``, fp32).
+    explanations : dict of str to Explanation
+        One per backend that ran.
+    rows : pandas.DataFrame
+        One row per (backend, sample): ``cosine``, ``top_k_overlap``, ``spearman``,
+        ``max_abs_diff``, ``max_rel_diff``, ``prediction``, ``reference_prediction``,
+        ``flipped``, ``delta`` (convergence delta or additivity error), ``beyond_noise``.
+    summary : pandas.DataFrame
+        One row per backend: mean and minimum agreement, flipped predictions, rows whose
+        difference exceeds the method's own seed noise, and the cost counters of the
+        inference pass and of the explanation (cycles, estimated seconds, energy).
+    skipped : dict of str to str
+        Backends that could not run this method, with the reason.
+    noise : pandas.DataFrame or None
+        For stochastic methods, the agreement of the reference with itself across seeds.
+    """
+
+    method: str
+    reference: str
+    explanations: dict[str, Explanation]
+    rows: pd.DataFrame
+    summary: pd.DataFrame
+    skipped: dict[str, str] = field(default_factory=dict)
+    noise: pd.DataFrame | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def flipped_rows(self) -> pd.DataFrame:
+        """The (backend, row) pairs whose predicted class differs from the reference's."""
+        return self.rows[self.rows["flipped"]]
+
+    def __repr__(self) -> str:
+        ran = ", ".join(self.explanations)
+        return (
+            f"BackendComparison(method={self.method!r}, reference={self.reference!r}, "
+            f"backends=[{ran}], skipped={sorted(self.skipped)})"
+        )
+
+    def _repr_html_(self) -> str:
+        from xai_core.report import render_fragment
+
+        return render_fragment(self)
+
+
+@dataclass(frozen=True, eq=False)
+class MethodComparison:
+    """Several methods on the same rows, compared pairwise.
+
+    Attributes
+    ----------
+    explanations : dict of str to Explanation
+    rows : pandas.DataFrame
+        One row per (method_a, method_b, sample) with the agreement figures.
+    matrices : dict of str to pandas.DataFrame
+        ``cosine``, ``top_k_overlap`` and ``spearman``: methods x methods, mean over rows.
+    skipped : dict of str to str
+    """
+
+    backend: str
+    explanations: dict[str, Explanation]
+    rows: pd.DataFrame
+    matrices: dict[str, pd.DataFrame]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"MethodComparison(methods={list(self.explanations)}, backend={self.backend!r})"
+
+    def _repr_html_(self) -> str:
+        from xai_core.report import render_fragment
+
+        return render_fragment(self)
+
+
+def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Backend]]:
+    """(label, backend) pairs, the reference first; a repeated name gets a ``#2`` suffix."""
+    if isinstance(backends, (str, Backend)) or not len(backends):
+        raise ValidationError(
+            f"backends must be a non-empty sequence of backend names or instances; got {backends!r}."
+        )
+    ref = get_backend(reference)
+    pairs = [(ref.name, ref)]
+    for b in backends:
+        if isinstance(b, str) and b == ref.name and isinstance(reference, str):
+            continue  # the reference itself, named again
+        backend = get_backend(b)
+        labels = {label for label, _ in pairs}
+        label, i = backend.name, 2
+        while label in labels:
+            label, i = f"{backend.name}#{i}", i + 1
+        pairs.append((label, backend))
+    return pairs
+
+
+def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str | None:
+    native = "gradient" in type(model).capabilities
+    if "gradient" in requires and not backend.supports_gradients:
+        return f"the method needs gradients and {backend.name} is inference only"
+    if not native and not model.is_quantized and backend.name != "cpu":
+        return "a black-box model runs on the host; only native networks run on simulated hardware"
+    return None
+
+
+def compare_backends(
+    model: Any,
+    X: Any,
+    method: str = "ig",
+    backends: Sequence[Any] = ("cpu", "gpu", "tpu", "edgetpu"),
+    *,
+    reference: Any = "cpu",
+    target: Any = None,
+    k: int = 10,
+    n_seeds: int = 1,
+    calibration: Any = None,
+    **options: Any,
+) -> BackendComparison:
+    """The same explanation on each backend, compared with the reference (fp32 CPU).
+
+    Parameters
+    ----------
+    model : Model, estimator or callable
+        A native network runs on every backend; on ``edgetpu`` its int8 quantisation
+        (``xai.quantize(model, calibration)``) runs. A black box runs on the host only.
+    X : array-like of shape (n_samples, *input_shape)
+    method : str, default="ig"
+    backends : sequence of str or Backend, default=("cpu", "gpu", "tpu", "edgetpu")
+    reference : str or Backend, default="cpu"
+    target : int or array-like of shape (n_samples,), optional
+        The explained output per row; by default the reference's predicted class, so
+        every backend explains the same output.
+    k : int, default=10
+        Features compared by the top-k overlap.
+    n_seeds : int, default=1
+        For methods with a ``seed`` option: reference runs with this many seeds, so that
+        a backend's difference counts (``beyond_noise``) only when it exceeds the
+        method's own spread.
+    calibration : array-like, optional
+        Rows for int8 quantisation; ``X`` by default.
+    **options
+        Options of the method.
+
+    Returns
+    -------
+    BackendComparison
+    """
+    from xai_core.plugins import get_registry
+
+    cls = get_registry().explainer(method)
+    k = check_positive_int(k, "k")
+    n_seeds = check_positive_int(n_seeds, "n_seeds")
+    model = as_model(model)
+    pairs = _backend_list(backends, reference)
+    ref_runner = ModelRunner(model, pairs[0][1])
+    for capability in sorted(cls.requires):
+        ref_runner.require(capability)
+    X = ref_runner.check_X(X)
+    target = resolve_target(ref_runner, X, target)
+    quantized = None
+
+    explanations: dict[str, Explanation] = {}
+    predictions: dict[str, np.ndarray] = {}
+    costs: dict[str, dict[str, float]] = {}
+    skipped: dict[str, str] = {}
+    for label, backend in pairs:
+        reason = _skip_reason(model, backend, cls.requires)
+        if reason:
+            skipped[label] = reason
+            continue
+        run_model = model
+        if backend.requires_quantized and not model.is_quantized:
+            from xai_core.quantize import quantize
+
+            if quantized is None:
+                quantized = quantize(
+                    model, X if calibration is None else calibration, progress=False
+                )
+            run_model = quantized
+        runner = ModelRunner(run_model, backend)
+        runner.reset_counters()
+        predictions[label] = np.argmax(runner.predict(X), axis=1)
+        inference = runner.counters
+        runner.reset_counters()
+        explanations[label] = explain(runner, X, method=method, target=target, **options)
+        costs[label] = {"inference": inference, "explanation": runner.counters}
+        costs[label]["power_w"] = _power_watts(backend)
+
+    ref_name = pairs[0][0]
+    ref = explanations[ref_name]
+    noise = None
+    noise_floor = None
+    if n_seeds > 1 and "seed" in cls.option_names():
+        seed0 = options.get("seed", 0)
+        reruns = [
+            explain(
+                ModelRunner(model, pairs[0][1]),
+                X,
+                method=method,
+                target=target,
+                **{**options, "seed": seed0 + j},
+            )
+            for j in range(1, n_seeds)
+        ]
+        noise = pd.concat(
+            [
+                metrics.agreement(ref.values, r.values, k).assign(
+                    seed=seed0 + j + 1, row=np.arange(len(X))
+                )
+                for j, r in enumerate(reruns)
+            ],
+            ignore_index=True,
+        )
+        noise_floor = noise.groupby("row")["cosine"].min().to_numpy()
+
+    tables = []
+    for name, e in explanations.items():
+        table = metrics.agreement(ref.values, e.values, k)
+        table.insert(0, "row", np.arange(len(X)))
+        table.insert(0, "backend", name)
+        table["prediction"] = predictions[name]
+        table["reference_prediction"] = predictions[ref_name]
+        table["flipped"] = predictions[name] != predictions[ref_name]
+        table["delta"] = _row_delta(e)
+        if noise_floor is not None:
+            table["beyond_noise"] = table["cosine"] < noise_floor
+        else:  # a deterministic method: any difference is the hardware's
+            table["beyond_noise"] = table["max_abs_diff"] > 0
+        tables.append(table)
+    rows = pd.concat(tables, ignore_index=True)
+
+    summary = rows.groupby("backend", sort=False).agg(
+        mean_cosine=("cosine", "mean"),
+        min_cosine=("cosine", "min"),
+        mean_top_k_overlap=("top_k_overlap", "mean"),
+        mean_spearman=("spearman", "mean"),
+        max_abs_diff=("max_abs_diff", "max"),
+        flipped=("flipped", "sum"),
+        beyond_noise=("beyond_noise", "sum"),
+        mean_delta=("delta", "mean"),
+    )
+    for name, cost in costs.items():
+        for phase in ("inference", "explanation"):
+            summary.loc[name, f"{phase}_cycles"] = cost[phase].get("cycles", np.nan)
+            seconds = cost[phase].get("est_seconds", np.nan)
+            summary.loc[name, f"{phase}_est_seconds"] = seconds
+            power = cost["power_w"]
+            summary.loc[name, f"{phase}_energy_j"] = seconds * power if power else np.nan
+    return BackendComparison(
+        method=method,
+        reference=ref_name,
+        explanations=explanations,
+        rows=rows,
+        summary=summary,
+        skipped=skipped,
+        noise=noise,
+        options={"k": k, "n_seeds": n_seeds, **options},
+    )
+
+
+def compare_methods(
+    model: Any,
+    X: Any,
+    methods: Sequence[str] = ("shap", "lime", "ig"),
+    *,
+    backend: Any = "cpu",
+    target: Any = None,
+    k: int = 10,
+    method_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> MethodComparison:
+    """Several methods on the same rows and outputs, compared pairwise.
+
+    Convention: every method's values are its signed attributions of the explained
+    output (the target class's output) of each row. The figures are scale-free: cosine
+    similarity and Spearman correlation ignore a positive factor between methods (SHAP and
+    IG share a scale, the output difference they split; LIME's surrogate weights may not),
+    and the top-k overlap ranks by absolute value.
+
+    Parameters
+    ----------
+    model : Model, estimator or callable
+    X : array-like of shape (n_samples, *input_shape)
+    methods : sequence of str, default=("shap", "lime", "ig")
+        Methods that the model cannot run (gradients on a black box) are skipped, with the
+        reason in ``skipped``.
+    backend : str or Backend, default="cpu"
+    target : int or array-like of shape (n_samples,), optional
+        By default the predicted class, the same for every method.
+    k : int, default=10
+    method_options : mapping of method name to options, optional
+
+    Returns
+    -------
+    MethodComparison
+    """
+    from xai_core.plugins import get_registry
+
+    if isinstance(methods, str) or len(methods) < 2:
+        raise ValidationError(f"methods must name at least two methods; got {methods!r}.")
+    registry = get_registry()
+    classes = {m: registry.explainer(m) for m in methods}
+    k = check_positive_int(k, "k")
+    method_options = dict(method_options or {})
+    unknown = set(method_options) - set(methods)
+    if unknown:
+        raise ValidationError(f"method_options names methods not compared: {sorted(unknown)}.")
+    runner = ModelRunner(model, backend)
+    X = runner.check_X(X)
+    target = resolve_target(runner, X, target)
+    explanations: dict[str, Explanation] = {}
+    skipped: dict[str, str] = {}
+    for name, cls in classes.items():
+        missing = sorted(cls.requires - runner.capabilities)
+        if missing:
+            skipped[name] = (
+                f"needs {', '.join(missing)}, which this model on {runner.backend.name} lacks"
+            )
+            continue
+        explanations[name] = explain(
+            runner, X, method=name, target=target, **method_options.get(name, {})
+        )
+    if len(explanations) < 2:
+        raise ValidationError(f"fewer than two methods could run; skipped: {skipped}.")
+    tables = []
+    for a, b in itertools.combinations(explanations, 2):
+        t = metrics.agreement(explanations[a].values, explanations[b].values, k)
+        t.insert(0, "row", np.arange(len(X)))
+        t.insert(0, "method_b", b)
+        t.insert(0, "method_a", a)
+        tables.append(t)
+    rows = pd.concat(tables, ignore_index=True)
+    names = list(explanations)
+    matrices = {}
+    for figure in ("cosine", "top_k_overlap", "spearman"):
+        m = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+        means = rows.groupby(["method_a", "method_b"])[figure].mean()
+        for (a, b), value in means.items():
+            m.loc[a, b] = m.loc[b, a] = value
+        matrices[figure] = m
+    return MethodComparison(
+        backend=runner.backend.name,
+        explanations=explanations,
+        rows=rows,
+        matrices=matrices,
+        skipped=skipped,
+    )
