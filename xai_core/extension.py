@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ReportSection", "CliCommand"]
+__all__ = ["ReportSection", "CliCommand", "Tool"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,25 @@ class CliCommand:
     help: str
     run: Callable[[argparse.Namespace], int]
     add_arguments: Callable[[argparse.ArgumentParser], None] = field(default=lambda parser: None)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An interactive tool (what-if editing, embedding projection) provided by a plugin.
+
+    Parameters
+    ----------
+    name : str
+        Unique tool name; ``xai.tool(name)`` returns the tool.
+    function : callable
+        Called with the user's arguments; returns the tool's result object.
+    help : str
+        One line describing the tool.
+    """
+
+    name: str
+    function: Callable[..., Any]
+    help: str = ""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)

@@ -58,6 +58,20 @@ def xai_register_backends():
 
 
 @hookspec
+def xai_register_tools():
+    """Register interactive tools reached through the ``xai`` facade (``xai.what_if``, ``xai.project``).
+
+    Returns
+    -------
+    list of xai_core.Tool
+        Each tool has a ``name`` (unique; ``xai.tool(name)`` returns it and the facade
+        functions ``xai.what_if`` and ``xai.project`` call the tools named ``"what_if"``
+        and ``"project"``), a ``function`` called with the user's arguments, and a
+        one-line ``help``.
+    """
+
+
+@hookspec
 def xai_register_report_sections():
     """Register renderers for result types in HTML reports and notebooks.
 

@@ -71,6 +71,12 @@ class BlackBoxModel(Model):
         fitted on DataFrames).
     name : str, optional
         Shown in reprs and reports.
+
+    Attributes
+    ----------
+    estimator : object or None
+        The fitted estimator whose bound method ``fn`` is (``rf.predict_proba`` gives
+        ``rf``), for methods that read its structure (trees, coefficients); else ``None``.
     """
 
     def __init__(
@@ -92,6 +98,8 @@ class BlackBoxModel(Model):
         self.n_outputs = len(self.output_names) if self.output_names is not None else None
         self.feature_names = tuple(feature_names) if feature_names is not None else None
         self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
+        owner = getattr(fn, "__self__", None)
+        self.estimator = owner if hasattr(owner, "fit") else None
 
     def predict(self, X: np.ndarray, backend: Any = None) -> np.ndarray:
         arg = X

@@ -35,7 +35,12 @@ AUTOLOAD_ENV = "XAI_DISABLE_PLUGIN_AUTOLOAD"
 #: Internal plugin modules, registered before any entry point.
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "xai_core.backends.cpu",
+    "xai_core.backends.gpu",
+    "xai_core.backends.tpu",
+    "xai_core.backends.edgetpu",
     "xai_core.cli_commands",
+    "xai_core.report.sections",
+    "xai_core.report.analysis",
 )
 
 
@@ -116,8 +121,8 @@ class Registry:
         name -> class.
     report_sections : list
         Report sections in registration order.
-    cli_commands : dict
-        name -> command.
+    cli_commands, tools : dict
+        name -> command, name -> tool.
     owners : dict
         (kind, name) -> plugin name.
     broken : list of BrokenPlugin
@@ -128,6 +133,7 @@ class Registry:
     backends: dict[str, type] = field(default_factory=dict)
     report_sections: list[Any] = field(default_factory=list)
     cli_commands: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, Any] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)
     broken: list[BrokenPlugin] = field(default_factory=list)
 
@@ -138,6 +144,7 @@ class Registry:
         reg._collect("xai_register_backends", "backend", reg.backends)
         reg._collect("xai_register_explainers", "explainer", reg.explainers)
         reg._collect("xai_register_cli_commands", "command", reg.cli_commands)
+        reg._collect("xai_register_tools", "tool", reg.tools)
         sections: dict[str, Any] = {}
         reg._collect("xai_register_report_sections", "report section", sections)
         reg.report_sections = list(sections.values())
@@ -193,6 +200,13 @@ class Registry:
         except (KeyError, TypeError):
             raise UnknownNameError("backend", name, list(self.backends)) from None
 
+    def tool(self, name: str) -> Any:
+        """The tool registered as ``name``; an unknown name lists the known ones."""
+        try:
+            return self.tools[name]
+        except (KeyError, TypeError):
+            raise UnknownNameError("tool", name, list(self.tools)) from None
+
     def plugins(self) -> list[dict[str, Any]]:
         """One record per plugin: name, distribution, hooks implemented, what it registered."""
         pm = self.plugin_manager
@@ -206,7 +220,7 @@ class Registry:
                 kind: sorted(
                     n for (k, n), owner in self.owners.items() if k == kind and owner == name
                 )
-                for kind in ("explainer", "backend", "report section", "command")
+                for kind in ("explainer", "backend", "tool", "report section", "command")
             }
             records.append(
                 {

@@ -162,18 +162,31 @@ class ModelRunner:
         if capability in self.capabilities:
             return
         if capability in self.model.capabilities:
-            with_it = self._backends_with(capability)
+            with_it = self.backends_with(capability)
             raise CapabilityError(
                 f"the {self.backend.name!r} backend cannot compute {capability}s (inference only); "
                 f"use one of: {', '.join(with_it)}."
             )
+        if self.model.is_quantized:
+            raise CapabilityError(
+                f"{self.model!r} is an int8 inference-only model: it has no {capability}s. Compute "
+                "them on the float network it was quantised from, on one of: "
+                f"{', '.join(self.backends_with(capability))}."
+            )
+        from xai_core.plugins import get_registry
+
+        black_box_methods = sorted(
+            name for name, cls in get_registry().explainers.items() if cls.requires <= {"predict"}
+        )
         raise CapabilityError(
             f"{self.model!r} cannot compute {capability}s: it is a black box. Use a native network "
-            "(xai.nn.Sequential, xai.from_sklearn) or a method that needs only predictions."
+            "(xai.nn.Sequential, xai.from_sklearn) or a method that needs only predictions: "
+            f"{', '.join(black_box_methods) or '(none installed)'}."
         )
 
     @staticmethod
-    def _backends_with(capability: str) -> list[str]:
+    def backends_with(capability: str) -> list[str]:
+        """Names of the registered backends that can compute ``capability``."""
         from xai_core.plugins import get_registry
 
         if capability != "gradient":

@@ -16,12 +16,13 @@ HOOKS = [
 
 
 def test_there_are_hooks():
-    """The four extension surfaces each have a hook."""
+    """The five extension surfaces each have a hook."""
     assert set(HOOKS) == {
         "xai_register_explainers",
         "xai_register_backends",
         "xai_register_report_sections",
         "xai_register_cli_commands",
+        "xai_register_tools",
     }
 
 

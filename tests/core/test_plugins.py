@@ -117,9 +117,21 @@ def test_report_section_and_cli_hooks_register(fresh_registry, monkeypatch):
         name="ext",
     )
     reg = Registry.from_plugin_manager(pm)
-    assert reg.report_sections == [section] and section.handles(Dummy())
+    assert section in reg.report_sections and section.handles(Dummy())
     monkeypatch.setattr("xai_core.plugins._DEFAULT", reg)
     from xai_core.cli import main
 
     assert main(["hello"]) == 0
     assert sys.modules["xai_core.cli"] is not None
+
+
+def test_tools_reach_the_facade(fresh_registry, monkeypatch):
+    """A tool registered by a plugin is what xai.what_if / xai.tool call; unknown tools list the known ones."""
+    tool = xai.Tool("what_if", lambda model, X: ("what-if on", len(X)), "edit datapoints")
+    pm = get_plugin_manager(autoload=False)
+    pm.register(_module("tools", xai_register_tools=lambda: [tool]), name="tools")
+    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    assert xai.what_if(None, [1, 2]) == ("what-if on", 2)
+    assert xai.tool("what_if") is tool
+    with pytest.raises(xai.UnknownNameError, match=r"Unknown tool 'project'\. Available: what_if"):
+        xai.project([[0.0]])
