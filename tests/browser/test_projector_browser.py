@@ -3,8 +3,6 @@ lists the neighbours; in a report (no script) the static view shows cleanly."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,16 +10,6 @@ import xai_core as xai
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 HOSTILE = (
     "</script><img src=x onerror=alert(1)>",
     "<script>alert('x')</script>",
@@ -31,28 +19,19 @@ NO_EVENTS = {"console": [], "dialogs": [], "network": [], "page_errors": []}
 
 
 @pytest.fixture(scope="module")
-def browser():
-    """Debian's Chromium driven by Playwright, or a skip saying what is missing."""
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed: pip install 'xai-core[browser]'"
-    )
-    if not CHROMIUM.is_file():
-        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
 def projection():
-    """Three clusters of 60 points with word labels, hostile metadata and small images."""
+    """Three clusters of 60 points: word labels, hostile metadata, small images, attributions."""
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 60)
     X = rng.normal(scale=6.0, size=(3, 10))[y] + rng.normal(size=(180, 10))
     labels = np.array(["seven", "three", "one"])[y]
     meta = {"note": [HOSTILE[i % 3] for i in range(180)], "id": [f"pt{i}" for i in range(180)]}
-    return xai.project(X, labels=labels, metadata=meta, images=rng.random((180, 8, 8)))
+    e = xai.Explanation(
+        values=rng.normal(size=(180, 8, 8)), base_values=np.zeros(180), target=np.zeros(180, int)
+    )
+    return xai.project(
+        X, labels=labels, metadata=meta, images=rng.random((180, 8, 8)), explanation=e
+    )
 
 
 def _open(browser, url: str, *, javascript: bool = True):
@@ -133,7 +112,10 @@ def test_search_and_click_for_neighbors(browser, projection, tmp_path, kind):
         )
         assert picked == i or np.allclose(projection.coordinates[picked], projection.coordinates[i])
         assert neighbours == projection.neighbors(8, "cosine").indices[picked].tolist()
-        assert page.locator(".xai-projector-detail img").count() == 1  # the thumbnail
+        assert page.locator(".xai-projector-detail img").count() == 2  # thumbnail, attributions
+        assert page.locator(".xai-projector-heatmap img").get_attribute("alt") == (
+            f"attributions of point {picked}"
+        )
         page.locator(".xai-projector-neighbors button").first.click()  # follow a neighbour
         assert (
             page.locator(".xai-projector-selected")

@@ -1,0 +1,197 @@
+"""Projector timings: t-SNE of 10,000 x 64, neighbours of 70,000 points, the 70,000-point view.
+
+Run from the repository root::
+
+    python benchmarks/bench_projector.py [--repeats 3] [--tsne-points 10000] [--no-tsne]
+                                         [--tsne-anchor] [--anchor-points 10000] [--approximate]
+                                         [--browser]
+
+1. Data: Fashion-MNIST's 70,000 images (train and test) from ``../shared/data`` reduced
+   with PCA to 64 components (skipped with a message if the files are absent). Its first
+   ``--tsne-points`` rows are the t-SNE input; all 70,000 rows with the first 50
+   components are the neighbour and view input.
+2. t-SNE: ``xai.project(method="tsne")``, one run (it is scikit-learn's ``TSNE``; with
+   ``--tsne-anchor`` also ``TSNE`` called directly with the same settings, and the ratio,
+   which is the projector's overhead: this doubles the run time).
+3. Neighbours: the exact 10 nearest (cosine) of all 70,000 points, one run; and on the
+   first ``--anchor-points`` rows, median of ``--repeats``, against scikit-learn's
+   brute-force ``NearestNeighbors`` (same metric, same rows), with how many lists agree.
+   With ``--approximate`` and pynndescent installed: its index on all 70,000 points (one
+   run, numba compilation included) and its recall against the exact lists.
+4. The HTML view of 70,000 points (PCA-2 layout, 8 neighbours each, taken from the exact
+   search above): render time (median of ``--repeats``) and size in bytes, for the report
+   section and the notebook output. With ``--browser`` (Playwright and /usr/bin/chromium):
+   the standalone page's load time to an interactive view, and the median time of a
+   search over all points and of a click-select (each redraws all 70,000 points).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import xai_core as xai
+
+DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "fashion-mnist").resolve()
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def _median(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
+    runs = [_timed(fn) for _ in range(repeats)]
+    return statistics.median(t for t, _ in runs), runs[-1][1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tsne-points", type=int, default=10_000)
+    parser.add_argument("--no-tsne", action="store_true", help="skip t-SNE")
+    parser.add_argument("--tsne-anchor", action="store_true", help="also time sklearn's TSNE")
+    parser.add_argument("--anchor-points", type=int, default=10_000)
+    parser.add_argument(
+        "--approximate", action="store_true", help="also time pynndescent (if installed) on 70,000"
+    )
+    parser.add_argument(
+        "--browser", action="store_true", help="also time the page in headless Chromium"
+    )
+    args = parser.parse_args(argv)
+    if not (DATA / "train-images-idx3-ubyte.gz").is_file():
+        print(f"skipped: Fashion-MNIST not found in {DATA}")
+        return 0
+    from sklearn.decomposition import PCA
+    from sklearn.manifold import TSNE
+    from sklearn.neighbors import NearestNeighbors
+
+    from xai_datasets import load_fashion_mnist
+    from xai_projector import exact_neighbors
+    from xai_projector.neighbors import recall
+
+    seconds, (train, test) = _timed(
+        lambda: (load_fashion_mnist("train", path=DATA), load_fashion_mnist("test", path=DATA))
+    )
+    X = np.concatenate([train.X, test.X]).reshape(-1, 784)
+    y = np.concatenate([train.y, test.y])
+    names = np.asarray(train.class_names)[y]
+    pca_s, E = _timed(
+        lambda: PCA(64, svd_solver="randomized", random_state=0).fit_transform(X).astype(np.float32)
+    )
+    print(f"data: Fashion-MNIST {X.shape} loaded in {seconds:.1f} s, PCA-64 in {pca_s:.1f} s")
+
+    if not args.no_tsne:
+        T = E[: args.tsne_points]
+        ours, _ = _timed(lambda: xai.project(T, method="tsne", seed=0, progress=False))
+        line = f"t-SNE {T.shape}: project {ours:.1f} s"
+        if args.tsne_anchor:
+            theirs, _ = _timed(
+                lambda: TSNE(2, perplexity=30.0, learning_rate="auto", max_iter=1000,
+                             init="pca", random_state=0).fit_transform(T)
+            )  # fmt: skip
+            line += f", sklearn TSNE {theirs:.1f} s, ratio {ours / theirs:.2f}"
+        print(line)
+
+    V = np.ascontiguousarray(E[:, :50])
+    p = xai.project(V, labels=names, metadata={"index": np.arange(len(V))}, progress=False)
+    full_s, full = _timed(lambda: p.neighbors(10, "cosine"))
+    print(f"neighbours {V.shape} k=10 cosine, exact: {full_s:.1f} s")
+    if args.approximate:
+        try:
+            from pynndescent import NNDescent  # noqa: F401
+        except ImportError:
+            print("approximate: skipped, pynndescent is not installed")
+        else:
+            approx_s, approx = _timed(lambda: p.neighbors(10, "cosine", approximate=True))
+            print(
+                f"approximate (pynndescent) {V.shape}: {approx_s:.1f} s "
+                f"(exact/approximate {full_s / approx_s:.2f}); recall "
+                f"{approx.recall:.4f} on {approx.meta['recall_queries']} sampled rows, "
+                f"{recall(approx.indices, full.indices):.4f} on all rows"
+            )
+
+    A = V[: args.anchor_points]
+    ours_s, nb = _median(lambda: exact_neighbors(A, 10, "cosine"), args.repeats)
+    sk_s, (_, sk_i) = _median(
+        lambda: (
+            NearestNeighbors(n_neighbors=11, algorithm="brute", metric="cosine")
+            .fit(A)
+            .kneighbors(A)
+        ),
+        args.repeats,
+    )
+    # Drop each row itself from sklearn's 11 (or the 11th, if a tie pushed it out).
+    own = sk_i == np.arange(len(A))[:, None]
+    sk_rows = np.take_along_axis(sk_i, np.argsort(own, axis=1, kind="stable")[:, :10], axis=1)
+    agree = float(np.mean(np.all(np.sort(sk_rows, axis=1) == np.sort(nb.indices, axis=1), axis=1)))
+    print(
+        f"neighbours {A.shape} k=10 cosine: exact {ours_s:.2f} s, sklearn brute {sk_s:.2f} s "
+        f"(medians of {args.repeats}), ratio {ours_s / sk_s:.2f}; identical lists {100 * agree:.2f}%"
+    )
+
+    from xai_projector import render_projection
+
+    section_s, html = _median(lambda: render_projection(p), args.repeats)
+    notebook_s, nb_html = _median(p._repr_html_, args.repeats)
+    print(
+        f"view of {len(p):,} points: section {section_s:.2f} s (median of {args.repeats}), "
+        f"{len(html.encode()):,} bytes; notebook output {notebook_s:.2f} s, "
+        f"{len(nb_html.encode()):,} bytes"
+    )
+    if args.browser:
+        _browser_timings(p, args.repeats)
+    return 0
+
+
+def _browser_timings(p: object, repeats: int) -> None:
+    import tempfile
+
+    chromium = Path("/usr/bin/chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("browser: skipped, playwright is not installed")
+        return
+    if not chromium.is_file():
+        print(f"browser: skipped, {chromium} not found")
+        return
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        path = p.save_html(Path(tmp) / "view.html")
+        b = pw.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox"])
+        page = b.new_page()
+        start = time.perf_counter()
+        page.goto(path.resolve().as_uri(), wait_until="load")
+        page.wait_for_selector("div.xai-projector[data-xai-ready]", state="attached")
+        load_s = time.perf_counter() - start
+        timing = page.evaluate(
+            """n => {
+              const v = document.querySelector("div.xai-projector").xaiProjector;
+              const box = document.querySelector("input.xai-projector-search");
+              const med = a => a.sort((x, y) => x - y)[a.length >> 1];
+              const s = [], c = [];
+              for (let r = 0; r < n; r++) {
+                box.value = r % 2 ? "shirt" : "bag";
+                let t = performance.now(); v.search(); s.push(performance.now() - t);
+                t = performance.now(); v.select(r * 997); c.push(performance.now() - t);
+              }
+              return {search: med(s), select: med(c)};
+            }""",
+            max(repeats, 5),
+        )
+        b.close()
+    print(
+        f"browser, {len(p):,} points: page interactive after {load_s:.2f} s; search "
+        f"{timing['search']:.0f} ms, click-select {timing['select']:.0f} ms (medians, each redraws all)"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

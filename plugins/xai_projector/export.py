@@ -1,0 +1,285 @@
+"""Files for other tools: the TensorBoard Projector's, and CSV / JSON for what it lacks.
+
+TensorBoard's Projector reads a ``projector_config.pbtxt`` (protobuf text format) naming a
+tensor TSV (one row per line, values separated by tabs, no header) and a metadata TSV (one
+line per row; with several columns the first line is a header of column names, with one
+column there is no header). It drops lines that are empty after trimming whitespace and
+splits on tabs, so cell values have tabs and line breaks replaced by spaces, and a
+``row`` column of indices is added when a line would otherwise be blank.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import struct
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xai_core import DataError, ValidationError
+
+__all__ = [
+    "load_tensorboard",
+    "sanitize_cell",
+    "write_coordinates_csv",
+    "write_neighbors",
+    "write_selections",
+    "write_tensorboard",
+]
+
+CONFIG = "projector_config.pbtxt"
+_CELL = re.compile(r"[\t\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def sanitize_cell(value: str) -> str:
+    """``value`` with tabs and line breaks replaced by spaces (they would split a TSV cell)."""
+    return _CELL.sub(" ", value)
+
+
+def _pbtxt_string(text: str) -> str:
+    out = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
+
+
+def _png(gray: np.ndarray) -> bytes:
+    """An 8-bit PNG of ``gray``: (height, width) uint8 greyscale or (height, width, 3) RGB."""
+    colour = 2 if gray.ndim == 3 else 0
+    raw = b"".join(b"\x00" + row.tobytes() for row in np.ascontiguousarray(gray))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", gray.shape[1], gray.shape[0], 8, colour, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 6))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _sprite(images: np.ndarray) -> np.ndarray:
+    """Images (n, h, w) in [0, 1] tiled row by row into a square grid, uint8 (TensorBoard sprite)."""
+    n, h, w = images.shape
+    side = int(np.ceil(np.sqrt(n)))
+    if side * max(h, w) > 8192:
+        raise ValidationError(
+            f"images of shape {images.shape} make a sprite of {side * h} x {side * w} pixels; "
+            "TensorBoard accepts at most 8192 x 8192."
+        )
+    pixels = np.rint(np.clip(np.nan_to_num(images), 0.0, 1.0) * 255).astype(np.uint8)
+    grid = np.zeros((side * side, h, w), dtype=np.uint8)
+    grid[:n] = pixels
+    return grid.reshape(side, side, h, w).transpose(0, 2, 1, 3).reshape(side * h, side * w)
+
+
+def write_tensorboard(
+    directory: str | os.PathLike[str],
+    vectors: np.ndarray,
+    columns: Mapping[str, Sequence[str]],
+    *,
+    tensor_name: str = "embedding",
+    images: np.ndarray | None = None,
+) -> dict[str, Path]:
+    """Write ``tensors.tsv``, ``metadata.tsv`` (if any columns), ``sprite.png`` (if images)
+    and ``projector_config.pbtxt`` into ``directory`` (created if missing).
+
+    Parameters
+    ----------
+    directory : path
+    vectors : ndarray of shape (n_samples, n_features)
+        Written with enough digits to read back exactly (9 for float32, 17 for float64).
+    columns : mapping of str to sequence of str, each of length n_samples
+    tensor_name : str
+    images : ndarray of shape (n_samples, height, width), optional
+        Grey images in [0, 1], tiled into a sprite.
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        The files written, keyed ``tensors``, ``metadata``, ``sprite``, ``config``.
+    """
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    n = vectors.shape[0]
+    written: dict[str, Path] = {}
+    fmt = "%.9g" if vectors.dtype == np.float32 else "%.17g"
+    written["tensors"] = out / "tensors.tsv"
+    np.savetxt(written["tensors"], vectors, fmt=fmt, delimiter="\t", newline="\n", encoding="utf-8")
+    names = [sanitize_cell(str(c)) for c in columns]
+    cells = [[sanitize_cell(str(v)) for v in columns[c]] for c in columns]
+    if cells:
+        lines = ["\t".join(row) for row in zip(*cells)] if cells else []
+        if any(not line.strip() for line in lines) or (len(cells) == 1 and not names[0].strip()):
+            names = ["row", *names]
+            cells = [[str(i) for i in range(n)], *cells]
+            lines = ["\t".join(row) for row in zip(*cells)]
+        if len(cells) > 1:
+            lines = ["\t".join(names), *lines]
+        written["metadata"] = out / "metadata.tsv"
+        written["metadata"].write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
+    body = [
+        "embeddings {",
+        f"  tensor_name: {_pbtxt_string(tensor_name)}",
+        f"  tensor_path: {_pbtxt_string('tensors.tsv')}",
+    ]
+    if "metadata" in written:
+        body.append(f"  metadata_path: {_pbtxt_string('metadata.tsv')}")
+    body += [f"  tensor_shape: {n}", f"  tensor_shape: {vectors.shape[1]}"]
+    if images is not None:
+        written["sprite"] = out / "sprite.png"
+        written["sprite"].write_bytes(_png(_sprite(images)))
+        body += [
+            "  sprite {",
+            f"    image_path: {_pbtxt_string('sprite.png')}",
+            f"    single_image_dim: {images.shape[2]}",
+            f"    single_image_dim: {images.shape[1]}",
+            "  }",
+        ]
+    body.append("}")
+    written["config"] = out / CONFIG
+    written["config"].write_text("\n".join(body) + "\n", encoding="utf-8", newline="\n")
+    return written
+
+
+_FIELD = re.compile(r'(\w+)\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _unescape(text: str) -> str:
+    table = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "'": "'"}
+    return re.sub(r"\\(.)", lambda m: table.get(m.group(1), m.group(1)), text)
+
+
+def load_tensorboard(
+    path: str | os.PathLike[str], tensor_name: str | None = None
+) -> dict[str, Any]:
+    """Read back what :func:`write_tensorboard` (or TensorBoard's own tools) wrote.
+
+    Parameters
+    ----------
+    path : path
+        The directory holding ``projector_config.pbtxt``, or the config file itself.
+    tensor_name : str, optional
+        Which embedding; by default the first.
+
+    Returns
+    -------
+    dict
+        ``tensor_name``, ``vectors`` (ndarray of shape (n_samples, n_features), float64) and
+        ``metadata`` (dict of column name to list of str; a single headerless column is
+        named ``"label"``, as TensorBoard names it).
+    """
+    path = Path(path)
+    config = path / CONFIG if path.is_dir() else path
+    if not config.is_file():
+        raise DataError(f"{str(config)!r}: no projector config file there.")
+    text = config.read_text(encoding="utf-8")
+    blocks = re.findall(r"embeddings\s*\{((?:[^{}]|\{[^{}]*\})*)\}", text)
+    if not blocks:
+        raise DataError(f"{str(config)!r}: no 'embeddings {{ ... }}' block.")
+    infos = [
+        {k: _unescape(v) for k, v in _FIELD.findall(re.sub(r"\{[^{}]*\}", "", b))} for b in blocks
+    ]
+    info = infos[0]
+    if tensor_name is not None:
+        found = [i for i in infos if i.get("tensor_name") == tensor_name]
+        if not found:
+            from xai_core import UnknownNameError
+
+            raise UnknownNameError("tensor", tensor_name, [i.get("tensor_name", "") for i in infos])
+        info = found[0]
+    if "tensor_path" not in info:
+        raise DataError(f"{str(config)!r}: the embedding has no tensor_path.")
+    vectors = np.loadtxt(config.parent / info["tensor_path"], delimiter="\t", ndmin=2)
+    metadata: dict[str, list[str]] = {}
+    if "metadata_path" in info:
+        raw = (config.parent / info["metadata_path"]).read_text(encoding="utf-8")
+        lines = [line for line in raw.split("\n") if line.strip()]
+        if lines and "\t" in lines[0]:
+            names = lines[0].split("\t")
+            rows = [line.split("\t") for line in lines[1:]]
+            metadata = {
+                name: [r[j] if j < len(r) else "" for r in rows] for j, name in enumerate(names)
+            }
+        else:
+            metadata = {"label": lines}
+    return {"tensor_name": info.get("tensor_name", ""), "vectors": vectors, "metadata": metadata}
+
+
+def write_coordinates_csv(
+    path: str | os.PathLike[str], coordinates: np.ndarray, columns: Mapping[str, Sequence[str]]
+) -> Path:
+    """Projected coordinates (n_samples, n_components) with the metadata, one CSV row per point.
+
+    The header is ``index, x, y[, z], <metadata columns>``.
+    """
+    path = Path(path)
+    axes = ["x", "y", "z"][: coordinates.shape[1]] or [f"c{j}" for j in range(coordinates.shape[1])]
+    if coordinates.shape[1] > 3:
+        axes = [f"c{j}" for j in range(coordinates.shape[1])]
+    names = list(columns)
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", *axes, *names])
+        values = [columns[c] for c in names]
+        writer.writerows(
+            [i, *(repr(float(v)) for v in coordinates[i]), *(str(col[i]) for col in values)]
+            for i in range(coordinates.shape[0])
+        )
+    return path
+
+
+def write_neighbors(path: str | os.PathLike[str], neighbors: Any) -> Path:
+    """A :class:`~xai_projector.Neighbors` as JSON (``.json``) or CSV (any other suffix).
+
+    CSV: one row per (query, rank) with ``index, rank, neighbor, distance``. JSON: the metric,
+    k, recall and one record per query.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        doc = {
+            "metric": neighbors.metric,
+            "k": neighbors.k,
+            "approximate": neighbors.approximate,
+            "recall": neighbors.recall,
+            "neighbors": neighbors.to_records(),
+        }
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        return path
+    n, k = neighbors.indices.shape
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", "rank", "neighbor", "distance"])
+        writer.writerows(
+            (
+                int(neighbors.queries[i]),
+                r + 1,
+                int(neighbors.indices[i, r]),
+                repr(float(neighbors.distances[i, r])),
+            )
+            for i in range(n)
+            for r in range(k)
+        )
+    return path
+
+
+def write_selections(
+    path: str | os.PathLike[str], selections: Sequence[Any], labels: Sequence[str] | None = None
+) -> Path:
+    """Selections (bookmarks) as JSON: name, query, indices and, if given, their labels."""
+    path = Path(path)
+    doc = []
+    for s in selections:
+        record = s.to_dict()
+        if labels is not None:
+            record["labels"] = [str(labels[i]) for i in s.indices]
+        doc.append(record)
+    path.write_text(json.dumps({"selections": doc}, ensure_ascii=False), encoding="utf-8")
+    return path

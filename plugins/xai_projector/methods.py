@@ -1,0 +1,163 @@
+"""Projection methods: PCA, t-SNE, UMAP and a linear projection between two groups.
+
+Each function takes vectors of shape (n_samples, n_features) and returns the coordinates,
+of shape (n_samples, n_components), and a dict of method-specific figures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xai_core import CapabilityError, ValidationError
+
+__all__ = ["METHODS", "linear_axes", "pca", "spherize", "tsne", "umap"]
+
+#: The ``method=`` names :func:`xai_projector.project` accepts.
+METHODS = ("pca", "tsne", "umap", "linear")
+
+
+def spherize(X: np.ndarray) -> np.ndarray:
+    """Centre ``X`` of shape (n_samples, n_features) and scale each row to unit norm.
+
+    Rows that are zero after centring stay zero. Returns a float64 array of the same shape.
+    """
+    Xc = np.asarray(X, dtype=np.float64) - np.mean(X, axis=0, dtype=np.float64)
+    norms = np.linalg.norm(Xc, axis=1, keepdims=True)
+    return np.divide(Xc, norms, out=np.zeros_like(Xc), where=norms > 0)
+
+
+def pca(X: np.ndarray, n_components: int, *, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """Principal components with scikit-learn's ``PCA`` (full SVD up to 5,000 x 1,000 values).
+
+    Returns the coordinates of shape (n_samples, n_components) and ``explained_variance_ratio``
+    (n_components,) and ``components`` (n_components, n_features).
+    """
+    from sklearn.decomposition import PCA
+
+    n, d = X.shape
+    if n_components > min(n, d):
+        raise ValidationError(
+            f"n_components={n_components} is more than PCA can give for vectors of shape {X.shape} "
+            f"(at most min(n_samples, n_features) = {min(n, d)})."
+        )
+    solver = "full" if n * d <= 5_000_000 else "randomized"
+    model = PCA(n_components=n_components, svd_solver=solver, random_state=seed)
+    coords = model.fit_transform(X)
+    return coords, {
+        "explained_variance_ratio": model.explained_variance_ratio_.astype(np.float64),
+        "components": model.components_.astype(np.float64),
+        "svd_solver": solver,
+    }
+
+
+def tsne(
+    X: np.ndarray,
+    n_components: int,
+    *,
+    seed: int,
+    perplexity: float = 30.0,
+    learning_rate: float | str = "auto",
+    max_iter: int = 1000,
+    init: str = "pca",
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """t-SNE with scikit-learn's Barnes-Hut ``TSNE``.
+
+    Returns the coordinates of shape (n_samples, n_components) and the final ``kl_divergence``
+    and number of iterations run (``n_iter``).
+    """
+    from sklearn.manifold import TSNE
+
+    n = X.shape[0]
+    if not 0 < perplexity < n:
+        raise ValidationError(
+            f"perplexity must be in (0, n_samples) = (0, {n}); got {perplexity!r}."
+        )
+    model = TSNE(
+        n_components=n_components,
+        perplexity=perplexity,
+        learning_rate=learning_rate,
+        max_iter=max_iter,
+        init=init,
+        random_state=seed,
+        method="barnes_hut" if n_components <= 3 else "exact",
+    )
+    coords = model.fit_transform(X)
+    return coords, {
+        "kl_divergence": float(model.kl_divergence_),
+        "n_iter": int(model.n_iter_),
+        "implementation": "sklearn",
+    }
+
+
+def umap(
+    X: np.ndarray,
+    n_components: int,
+    *,
+    seed: int,
+    n_neighbors: int = 15,
+    min_dist: float = 0.1,
+    metric: str = "euclidean",
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """UMAP with ``umap-learn`` (an optional extra); deterministic for a given ``seed``."""
+    try:
+        from umap import UMAP
+    except ImportError as exc:
+        raise CapabilityError(
+            "method='umap' needs the umap-learn package: pip install umap-learn "
+            "(or use method='pca' or method='tsne')."
+        ) from exc
+
+    n = X.shape[0]
+    if not 2 <= n_neighbors < n:
+        raise ValidationError(f"n_neighbors must be in [2, {n}); got {n_neighbors!r}.")
+    model = UMAP(
+        n_components=n_components,
+        n_neighbors=n_neighbors,
+        min_dist=min_dist,
+        metric=metric,
+        random_state=seed,
+    )
+    coords = model.fit_transform(X)
+    return np.asarray(coords, dtype=np.float64), {"implementation": "umap-learn"}
+
+
+def _unit(v: np.ndarray, what: str) -> np.ndarray:
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0 or not np.isfinite(norm):
+        raise ValidationError(f"{what} is zero: the two groups have the same mean.")
+    return v / norm
+
+
+def linear_axes(
+    X: np.ndarray,
+    groups: list[tuple[np.ndarray, np.ndarray]],
+    n_components: int,
+    *,
+    seed: int,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """A linear projection whose axes run from one group's mean to another's.
+
+    Axis 1 is ``mean(X[b]) - mean(X[a])`` for the first pair ``(a, b)`` of row-index arrays,
+    scaled to unit length; axis 2 is the same for the second pair, if given, with its part
+    along axis 1 removed (Gram-Schmidt). Remaining axes are the leading principal components
+    of ``X`` with the chosen axes projected out. Returns the coordinates
+    ``(X - mean(X)) @ axes.T`` of shape (n_samples, n_components) and ``axes``
+    (n_components, n_features), orthonormal.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    axes: list[np.ndarray] = []
+    for i, (a, b) in enumerate(groups):
+        v = X[b].mean(axis=0) - X[a].mean(axis=0)
+        for u in axes:
+            v = v - (v @ u) * u
+        axes.append(_unit(v, f"axis {i + 1} (mean of group B minus mean of group A)"))
+    Xc = X - X.mean(axis=0)
+    if len(axes) < n_components:
+        U = np.array(axes)
+        residual = Xc - (Xc @ U.T) @ U
+        _, pieces = pca(residual, n_components - len(axes), seed=seed)
+        axes.extend(pieces["components"])
+    A = np.array(axes[:n_components])
+    return Xc @ A.T, {"axes": A}

@@ -1,0 +1,514 @@
+"""``project()``: vectors (or a layer's activations) projected, with neighbours, search and export."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import xai_core as xai
+from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_projector import export as _export
+from xai_projector import methods as _methods
+from xai_projector.neighbors import (
+    METRICS,
+    Neighbors,
+    approximate_neighbors,
+    check_k,
+    exact_neighbors,
+)
+from xai_projector.search import Selection, search_columns
+
+__all__ = ["Projection", "project"]
+
+
+def _check_vectors(vectors: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(vectors)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"vectors must be an array of shape (n_samples, n_features); {exc}."
+        ) from exc
+    if arr.dtype.kind not in "biuf":
+        raise ValidationError(
+            f"vectors must be numeric; got an array of dtype {arr.dtype} (shape {arr.shape})."
+        )
+    if arr.ndim != 2:
+        raise ShapeError(
+            f"vectors must have shape (n_samples, n_features); got an array of shape {arr.shape}."
+        )
+    if arr.shape[0] < 3 or arr.shape[1] < 1:
+        raise ValidationError(
+            "vectors must have at least 3 rows and 1 column, shape (n_samples, n_features); "
+            f"got an array of shape {arr.shape}."
+        )
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
+        raise ValidationError(
+            f"vectors must be finite; rows {bad[:5].tolist()} hold NaN or infinity "
+            f"({bad.size} rows in all)."
+        )
+    return arr
+
+
+def _check_strings(values: Any, name: str, n: int) -> np.ndarray:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise ValidationError(
+            f"{name} must be a sequence of length n_samples = {n}; got {type(values).__name__}."
+        )
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ShapeError(f"{name} must have shape ({n},) (one per row); got shape {arr.shape}.")
+    return np.array(["" if v is None else str(v) for v in arr.tolist()], dtype=object)
+
+
+def _check_metadata(metadata: Any, n: int) -> dict[str, np.ndarray]:
+    if metadata is None:
+        return {}
+    if hasattr(metadata, "columns") and hasattr(metadata, "to_dict"):  # a pandas DataFrame
+        metadata = {str(c): metadata[c].to_numpy() for c in metadata.columns}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(
+            "metadata must be a mapping of column name to a sequence of length n_samples, "
+            f"or a pandas DataFrame; got {type(metadata).__name__}."
+        )
+    return {str(k): _check_strings(v, f"metadata[{k!r}]", n) for k, v in metadata.items()}
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValidationError(f"seed must be a non-negative int; got {seed!r}.")
+    return int(seed)
+
+
+class Projection:
+    """Vectors, their low-dimensional projection, labels and metadata.
+
+    Returned by :func:`project`; renders in notebooks and reports (an interactive scatter),
+    finds neighbours in the original space, searches labels and metadata and exports.
+
+    Attributes
+    ----------
+    vectors : ndarray of shape (n_samples, n_features)
+        The original vectors (before spherizing).
+    coordinates : ndarray of shape (n_samples, n_components)
+        The projection, float64.
+    method : str
+        ``"pca"``, ``"tsne"``, ``"umap"`` or ``"linear"``.
+    labels : ndarray of shape (n_samples,) of str, or None
+    metadata : dict of str to ndarray of shape (n_samples,) of str
+    explained_variance_ratio : ndarray of shape (n_components,) or None
+        PCA only: the fraction of the variance each component explains.
+    meta : dict
+        Seed, options, spherize, timings and method-specific figures.
+    images : ndarray of shape (n_samples, height, width) or None
+        Grey images in [0, 1] shown as thumbnails and exported as a sprite.
+    explanation : Explanation or None
+        Attributions of the same rows; the view shows a point's heatmap on click.
+    """
+
+    def __init__(
+        self,
+        vectors: np.ndarray,
+        coordinates: np.ndarray,
+        method: str,
+        labels: np.ndarray | None,
+        metadata: dict[str, np.ndarray],
+        meta: dict[str, Any],
+        images: np.ndarray | None = None,
+        explanation: Any = None,
+    ) -> None:
+        self.vectors = vectors
+        self.coordinates = coordinates
+        self.method = method
+        self.labels = labels
+        self.metadata = metadata
+        self.meta = meta
+        self.images = images
+        self.explanation = explanation
+        self.explained_variance_ratio = meta.get("explained_variance_ratio")
+        self._neighbor_cache: dict[tuple[int, str], Neighbors] = {}
+
+    # -- basic facts ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+    @property
+    def n_components(self) -> int:
+        """Dimensions of the projection (2 or 3)."""
+        return int(self.coordinates.shape[1])
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        """Labels (as ``"label"``, first) and metadata columns: what search and export see."""
+        out: dict[str, np.ndarray] = {}
+        if self.labels is not None:
+            out["label"] = self.labels
+        for k, v in self.metadata.items():
+            out[k if k not in out else f"{k} (metadata)"] = v
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Projection(method={self.method!r}, n_samples={len(self)}, "
+            f"n_features={self.vectors.shape[1]}, n_components={self.n_components})"
+        )
+
+    # -- neighbours ----------------------------------------------------------------------
+    def neighbors(
+        self,
+        k: int = 10,
+        metric: str = "cosine",
+        *,
+        rows: Sequence[int] | Selection | None = None,
+        approximate: bool = False,
+        seed: int | None = None,
+        progress: bool = False,
+    ) -> Neighbors:
+        """The k nearest neighbours in the original space (before spherizing).
+
+        Parameters
+        ----------
+        k : int, default=10
+            Neighbours per row, 1 <= k <= n_samples - 1.
+        metric : {"cosine", "euclidean"}
+        rows : sequence of int or Selection, optional
+            Only these rows' neighbours (exact search only); by default every row's.
+        approximate : bool, default=False
+            Use a pynndescent index (if installed); its recall against the exact search,
+            measured on sampled rows, is in ``.recall``.
+        seed : int, optional
+            For the approximate index; by default the projection's seed.
+        progress : bool
+
+        Returns
+        -------
+        Neighbors
+            ``indices`` and ``distances`` of shape (n_queries, k), nearest first.
+        """
+        n = len(self)
+        k = check_k(k, n)
+        if metric not in METRICS:
+            raise UnknownNameError("metric", metric, METRICS)
+        seed = self.meta["seed"] if seed is None else _check_seed(seed)
+        if approximate:
+            if rows is not None:
+                raise ValidationError("rows= works with the exact search only (approximate=False).")
+            if k > n - 2:
+                raise ValidationError(
+                    f"k must be at most n_samples - 2 = {n - 2} with approximate=True; got {k}."
+                )
+            return approximate_neighbors(self.vectors, k, metric, seed=seed, progress=progress)
+        if rows is None:
+            # Lists are sorted nearest first, so a cached search with a larger k answers too.
+            larger = [c for (kk, m), c in self._neighbor_cache.items() if m == metric and kk >= k]
+            if larger:
+                c = min(larger, key=lambda c: c.k)
+                if c.k == k:
+                    return c
+                return Neighbors(
+                    c.queries, c.indices[:, :k], c.distances[:, :k], metric, meta=dict(c.meta)
+                )
+            found = exact_neighbors(self.vectors, k, metric, progress=progress)
+            self._neighbor_cache[(k, metric)] = found
+            return found
+        q = np.asarray(rows, dtype=np.int64).ravel()
+        if q.size == 0 or q.min() < 0 or q.max() >= n:
+            raise ValidationError(
+                f"rows must be row indices in [0, {n - 1}]; got {q[:5].tolist()}"
+                f"{'...' if q.size > 5 else ''} ({q.size} in all)."
+            )
+        return exact_neighbors(self.vectors, k, metric, queries=q, progress=progress)
+
+    # -- search --------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        regex: bool = False,
+        case_sensitive: bool = False,
+        fields: str | Sequence[str] | None = None,
+        name: str = "",
+    ) -> Selection:
+        """Rows whose label or metadata matches ``query`` (substring, or ``re.search`` if ``regex``).
+
+        Returns
+        -------
+        Selection
+            Usable as row indices: ``X[p.search("cat").indices]``.
+        """
+        sel = search_columns(
+            self.columns, query, regex=regex, case_sensitive=case_sensitive, fields=fields
+        )
+        return Selection(sel.indices, name=name or query, query=query)
+
+    def select(self, rows: Sequence[int] | np.ndarray, name: str = "") -> Selection:
+        """A hand-picked :class:`Selection` of row indices (or a boolean mask of shape (n_samples,))."""
+        arr = np.asarray(rows)
+        if arr.dtype == bool:
+            if arr.shape != (len(self),):
+                raise ShapeError(f"a mask must have shape ({len(self)},); got shape {arr.shape}.")
+            arr = np.flatnonzero(arr)
+        arr = arr.astype(np.int64).ravel()
+        if arr.size and (arr.min() < 0 or arr.max() >= len(self)):
+            raise ValidationError(f"rows must be row indices in [0, {len(self) - 1}].")
+        return Selection(arr, name=name)
+
+    # -- export --------------------------------------------------------------------------
+    def export_tensorboard(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        tensor_name: str = "embedding",
+        include_images: bool = True,
+    ) -> dict[str, Path]:
+        """TensorBoard Projector files: ``tensors.tsv``, ``metadata.tsv``, ``sprite.png``
+        (with images), ``projector_config.pbtxt``. See :mod:`xai_projector.export`."""
+        return _export.write_tensorboard(
+            directory,
+            self.vectors,
+            self.columns,
+            tensor_name=tensor_name,
+            images=self.images if include_images else None,
+        )
+
+    def to_csv(self, path: str | os.PathLike[str]) -> Path:
+        """The projected coordinates with labels and metadata, one CSV row per point."""
+        return _export.write_coordinates_csv(path, self.coordinates, self.columns)
+
+    def save_neighbors(
+        self, path: str | os.PathLike[str], k: int = 10, metric: str = "cosine"
+    ) -> Path:
+        """Every row's k nearest neighbours as JSON (``.json``) or CSV."""
+        return _export.write_neighbors(path, self.neighbors(k, metric))
+
+    def save_selections(
+        self, path: str | os.PathLike[str], selections: Sequence[Selection]
+    ) -> Path:
+        """Selections (bookmarks) as JSON, with each selected row's label."""
+        return _export.write_selections(path, selections, self.labels)
+
+    # -- display -------------------------------------------------------------------------
+    def to_html(self, title: str | None = None) -> str:
+        """A standalone HTML page with the interactive view (its own Content-Security-Policy)."""
+        from xai_projector.view import standalone_page
+
+        return standalone_page(self, title)
+
+    def save_html(self, path: str | os.PathLike[str], title: str | None = None) -> Path:
+        """Write :meth:`to_html` to ``path``."""
+        path = Path(path)
+        path.write_text(self.to_html(title), encoding="utf-8", newline="\n")
+        return path
+
+    def _repr_html_(self) -> str:
+        from xai_projector.view import notebook_html
+
+        return notebook_html(self)
+
+
+def _check_images(images: Any, n: int) -> np.ndarray | None:
+    if images is None:
+        return None
+    arr = np.asarray(images, dtype=np.float64)
+    if arr.ndim == 2 and arr.shape[0] == n:
+        side = int(round(arr.shape[1] ** 0.5))
+        if side * side == arr.shape[1]:
+            arr = arr.reshape(n, side, side)
+    if arr.ndim == 4 and arr.shape[-1] in (1, 3, 4):
+        arr = arr[..., :3].mean(axis=-1)
+    if arr.ndim != 3 or arr.shape[0] != n:
+        raise ShapeError(
+            f"images must have shape ({n}, height, width) (grey, in [0, 1]); got shape {arr.shape}."
+        )
+    return arr
+
+
+def _resolve_group(spec: Any, labels: np.ndarray | None, n: int, what: str) -> np.ndarray:
+    if isinstance(spec, Selection):
+        idx = spec.indices
+    elif isinstance(spec, (str, int, np.integer)) and not isinstance(spec, bool):
+        if labels is None:
+            raise ValidationError(f"{what} names a label ({spec!r}) but no labels were given.")
+        idx = np.flatnonzero(labels == str(spec))
+        if idx.size == 0:
+            raise UnknownNameError("label", str(spec), sorted(set(labels.tolist()))[:50])
+    else:
+        arr = np.asarray(spec)
+        if arr.dtype == bool:
+            if arr.shape != (n,):
+                raise ShapeError(f"{what} as a mask must have shape ({n},); got {arr.shape}.")
+            idx = np.flatnonzero(arr)
+        elif arr.dtype.kind in "iu":
+            idx = arr.ravel().astype(np.int64)
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                raise ValidationError(f"{what} holds row indices outside [0, {n - 1}].")
+        else:
+            raise ValidationError(
+                f"{what} must be a label, a Selection, row indices or a boolean mask; "
+                f"got {type(spec).__name__}."
+            )
+    if idx.size == 0:
+        raise ValidationError(f"{what} selects no rows.")
+    return idx
+
+
+def _vectors_from(source: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    runner = source if isinstance(source, xai.ModelRunner) else xai.ModelRunner(source)
+    if layer is None:
+        raise ValidationError(
+            "layer is required when projecting a model's activations: an index or layer name."
+        )
+    acts = np.asarray(runner.activations(X, layer))
+    info = {"layer": layer, "backend": getattr(runner.backend, "name", None)}
+    return acts.reshape(acts.shape[0], -1), info
+
+
+def project(
+    vectors: Any,
+    X: Any = None,
+    *,
+    layer: int | str | None = None,
+    method: str = "pca",
+    n_components: int = 2,
+    labels: Sequence[Any] | None = None,
+    metadata: Mapping[str, Sequence[Any]] | Any = None,
+    images: Any = None,
+    explanation: Any = None,
+    spherize: bool = False,
+    seed: int = 0,
+    groups: Sequence[tuple[Any, Any]] | None = None,
+    perplexity: float = 30.0,
+    learning_rate: float | str = "auto",
+    max_iter: int = 1000,
+    n_neighbors: int = 15,
+    min_dist: float = 0.1,
+    progress: bool = True,
+) -> Projection:
+    """Project vectors, or a model layer's activations, to 2-D or 3-D.
+
+    ``project(vectors, method=..., labels=..., metadata=...)`` or
+    ``project(runner_or_model, X, layer=...)``.
+
+    Parameters
+    ----------
+    vectors : array-like of shape (n_samples, n_features), or a ModelRunner / native model
+        The embeddings; or a runner (or model) whose ``activations(X, layer)`` give them.
+    X : array-like of shape (n_samples, *input_shape), optional
+        The inputs, when ``vectors`` is a runner or model.
+    layer : int or str, optional
+        The layer whose outputs are the embeddings (index or name), with a runner.
+    method : {"pca", "tsne", "umap", "linear"}, default="pca"
+    n_components : {2, 3}, default=2
+    labels : sequence of length n_samples, optional
+        Colours the points; searchable.
+    metadata : mapping of str to sequence of length n_samples, or DataFrame, optional
+        More searchable columns, shown on hover.
+    images : array-like of shape (n_samples, height, width), optional
+        Grey images in [0, 1]: hover thumbnails and the TensorBoard sprite.
+    explanation : Explanation, optional
+        Attributions of the same rows (``xai.explain(runner, X, ...)``); clicking a point in
+        the view shows its heatmap (image inputs, up to 2,000 points).
+    spherize : bool, default=False
+        Centre the vectors and scale each to unit norm before projecting (neighbours are
+        always computed on the original vectors).
+    seed : int, default=0
+        Seeds every stochastic step (randomized PCA, t-SNE, UMAP, the approximate index).
+    groups : sequence of one or two (a, b) pairs
+        ``method="linear"``: axis i runs from the mean of group a to the mean of group b;
+        a group is a label, a Selection, row indices or a boolean mask.
+    perplexity, learning_rate, max_iter
+        t-SNE settings (scikit-learn's ``TSNE``).
+    n_neighbors, min_dist
+        UMAP settings.
+    progress : bool, default=True
+        Progress bars for long steps (neighbours over large inputs).
+
+    Returns
+    -------
+    Projection
+    """
+    source_info: dict[str, Any] = {}
+    if hasattr(vectors, "activations") or isinstance(vectors, xai.Model):
+        if X is None:
+            raise ValidationError("X is required when projecting a model's activations.")
+        vectors, source_info = _vectors_from(vectors, X, layer)
+    elif X is not None or layer is not None:
+        raise ValidationError(
+            "X and layer apply only when the first argument is a ModelRunner or a model; "
+            f"got {type(vectors).__name__}."
+        )
+    V = _check_vectors(vectors)
+    n = V.shape[0]
+    if method not in _methods.METHODS:
+        raise UnknownNameError("projection method", method, _methods.METHODS)
+    if isinstance(n_components, bool) or n_components not in (2, 3):
+        raise ValidationError(f"n_components must be 2 or 3; got {n_components!r}.")
+    seed = _check_seed(seed)
+    label_arr = None if labels is None else _check_strings(labels, "labels", n)
+    meta_cols = _check_metadata(metadata, n)
+    image_arr = _check_images(images, n)
+    if explanation is not None:
+        shape = np.shape(getattr(explanation, "values", None))
+        if not shape or shape[0] != n:
+            raise ShapeError(
+                f"explanation must be an Explanation of the same {n} rows (values of shape "
+                f"({n}, ...)); got values of shape {shape}."
+            )
+    if method == "linear":
+        if groups is None or not 1 <= len(groups) <= n_components:
+            raise ValidationError(
+                "method='linear' needs groups=[(a, b)] or [(a, b), (c, d)]: each axis runs from "
+                "the mean of one group to the mean of another."
+            )
+        pairs = []
+        for i, pair in enumerate(groups):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValidationError(f"groups[{i}] must be a pair (a, b); got {pair!r}.")
+            pairs.append(
+                tuple(
+                    _resolve_group(g, label_arr, n, f"groups[{i}][{j}]") for j, g in enumerate(pair)
+                )
+            )
+    elif groups is not None:
+        raise ValidationError("groups applies only to method='linear'.")
+
+    data = _methods.spherize(V) if spherize else V
+    start = time.perf_counter()
+    if method == "pca":
+        coords, extra = _methods.pca(data, n_components, seed=seed)
+        options: dict[str, Any] = {}
+    elif method == "tsne":
+        options = {"perplexity": perplexity, "learning_rate": learning_rate, "max_iter": max_iter}
+        coords, extra = _methods.tsne(data, n_components, seed=seed, **options)
+    elif method == "umap":
+        options = {"n_neighbors": n_neighbors, "min_dist": min_dist}
+        coords, extra = _methods.umap(data, n_components, seed=seed, **options)
+    else:
+        options = {"groups": len(pairs)}
+        coords, extra = _methods.linear_axes(data, pairs, n_components, seed=seed)
+    meta = {
+        "seed": seed,
+        "spherize": bool(spherize),
+        "options": options,
+        "seconds": time.perf_counter() - start,
+        "progress": bool(progress),
+        **source_info,
+        **extra,
+    }
+    return Projection(
+        V,
+        np.asarray(coords, dtype=np.float64),
+        method,
+        label_arr,
+        meta_cols,
+        meta,
+        image_arr,
+        explanation,
+    )
