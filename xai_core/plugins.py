@@ -17,7 +17,7 @@ from typing import Any
 import pluggy
 
 from xai_core import hookspecs
-from xai_core.errors import DuplicateNameError, UnknownNameError
+from xai_core.errors import DuplicateNameError, UnknownNameError, ValidationError
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -26,6 +26,7 @@ __all__ = [
     "Registry",
     "get_plugin_manager",
     "get_registry",
+    "register_plugin",
     "reset_registry",
 ]
 
@@ -261,3 +262,48 @@ def reset_registry() -> None:
     """Forget the default registry, so the next call rebuilds it (after installing a plugin)."""
     global _DEFAULT
     _DEFAULT = None
+
+
+def register_plugin(plugin: Any, name: str | None = None) -> Registry:
+    """Register ``plugin`` for this session, without installing a distribution.
+
+    The plugin joins the default registry's plugin manager and the registry is rebuilt,
+    so :func:`xai_core.explain`, :func:`xai_core.get_backend`, reports and tools see what
+    it registers at once. :func:`reset_registry` forgets it again (entry points stay).
+
+    Parameters
+    ----------
+    plugin : module or object
+        Has functions decorated with :data:`xai_core.hookimpl`, named after the hooks.
+    name : str, optional
+        The plugin's name; by default pluggy's (a module's ``__name__``).
+
+    Returns
+    -------
+    Registry
+        The rebuilt default registry; a name that collides with another plugin's is
+        reported in its ``broken`` list, as for installed plugins.
+
+    Raises
+    ------
+    ValidationError
+        When the plugin, or a plugin of the same name, is already registered.
+    pluggy.PluginValidationError
+        When a hook implementation matches no hook (a misspelled name); nothing is registered.
+    """
+    global _DEFAULT
+    pm = get_registry().plugin_manager
+    name = name or pm.get_canonical_name(plugin)
+    if pm.is_registered(plugin) or pm.has_plugin(name):
+        raise ValidationError(
+            f"plugin must not be registered already; got {name!r}, which is (pass another "
+            "name=, or call xai_core.plugins.reset_registry() to start again)."
+        )
+    registered_name = pm.register(plugin, name=name)
+    try:
+        pm.check_pending()
+    except Exception:
+        pm.unregister(name=registered_name)
+        raise
+    _DEFAULT = Registry.from_plugin_manager(pm)
+    return _DEFAULT

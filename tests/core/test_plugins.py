@@ -3,6 +3,7 @@
 import sys
 import types
 
+import numpy as np
 import pytest
 
 import xai_core as xai
@@ -135,3 +136,42 @@ def test_tools_reach_the_facade(fresh_registry, monkeypatch):
     assert xai.tool("what_if") is tool
     with pytest.raises(xai.UnknownNameError, match=r"Unknown tool 'project'\. Available: what_if"):
         xai.project([[0.0]])
+
+
+class Doubler(xai.Explainer):
+    """Attributes twice each input: a registration test with a known answer."""
+
+    name = "doubler_test"
+
+    def explain(self, runner, X, target):
+        return xai.Explanation(values=2.0 * X, base_values=np.zeros(len(X)), target=target)
+
+
+def test_register_plugin_for_the_session(fresh_registry):
+    """A plugin registered in the session is explainable at once and forgotten by reset_registry."""
+    from xai_core.plugins import register_plugin, reset_registry
+
+    assert "doubler_test" not in xai.list_explainers()
+    reg = register_plugin(_module("doubler", xai_register_explainers=lambda: [Doubler]))
+    assert reg is xai.get_registry() and reg.owners[("explainer", "doubler_test")] == "doubler"
+    assert "shap" in reg.explainers and "cpu" in reg.backends  # the rest is still there
+    X = np.array([[1.0, -2.0], [0.5, 3.0]])
+    e = xai.explain(lambda X: X, X, method="doubler_test", target=0)
+    np.testing.assert_array_equal(e.values, 2.0 * X)
+    reset_registry()
+    assert "doubler_test" not in xai.list_explainers()
+
+
+def test_register_plugin_refuses_twice_and_misspelled_hooks(fresh_registry):
+    """The same name twice is a ValidationError; a misspelled hook fails and leaves no trace."""
+    from pluggy import PluginValidationError
+
+    from xai_core.plugins import register_plugin
+
+    mod = _module("once", xai_register_explainers=lambda: [Doubler])
+    register_plugin(mod)
+    with pytest.raises(xai.ValidationError, match="registered already; got 'once'"):
+        register_plugin(_module("once", xai_register_explainers=lambda: []))
+    with pytest.raises(PluginValidationError):
+        register_plugin(_module("typo", xai_register_explainer=lambda: []))
+    assert not xai.get_registry().plugin_manager.has_plugin("typo")

@@ -1,0 +1,847 @@
+"""Write the example notebooks of ``docs/notebooks`` from the cells below, without outputs.
+
+Run ``python docs/notebooks/build_notebooks.py`` after editing a cell here; the notebooks are
+generated, so edit this file rather than the ``.ipynb`` files (a test checks they agree).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+REPO_URL = "https://github.com/xai-core/xai-core"
+COLAB = "https://colab.research.google.com/github/xai-core/xai-core/blob/main/docs/notebooks"
+BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+INSTALL = f"""\
+import sys
+
+if "google.colab" in sys.modules:  # only in Colab: install xai-core from GitHub
+    %pip install -q "xai-core @ git+{REPO_URL}"
+"""
+
+
+def header(name: str, title: str, intro: str) -> str:
+    """The first markdown cell: title, Colab badge and an introduction."""
+    return f"# {title}\n\n[![Open In Colab]({BADGE})]({COLAB}/{name}.ipynb)\n\n{intro.strip()}\n"
+
+
+QUICKSTART = [
+    (
+        "md",
+        """\
+## A small CNN on MNIST
+
+`xai_datasets.load_mnist()` returns a sample of MNIST bundled with the package: 2,000
+training and 500 test images, as flat rows of 784 pixels in [0, 1]. The network reshapes
+them to `(1, 28, 28)` images; every matrix product of its forward and backward passes
+runs on a simulated backend (fp32 on the CPU by default).""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+
+import xai_core as xai
+from xai_core import nn
+from xai_datasets import load_mnist
+
+train, test = load_mnist("train"), load_mnist("test")
+net = nn.Sequential(
+    [
+        nn.Reshape((1, 28, 28)),
+        nn.Conv2D(8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2D(2),
+        nn.Conv2D(16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2D(2),
+        nn.Flatten(),
+        nn.Dense(32),
+        nn.ReLU(),
+        nn.Dense(10),
+        nn.Softmax(),
+    ],
+    input_shape=(784,),
+    seed=0,
+)
+net.output_names = train.class_names
+net.fit(
+    train.X, train.y, optimizer="adam", learning_rate=3e-3, batch_size=32, epochs=1, progress=False
+)
+print(net.summary())
+print(f"test accuracy: {net.score(test.X, test.y):.3f}")""",
+    ),
+    (
+        "md",
+        """\
+## Three methods
+
+Integrated gradients uses the network's own backward pass. SHAP and LIME need only
+predictions: SHAP groups the pixels into 4 x 4 patches (49 players) and estimates their
+Shapley values with the vectorised Kernel SHAP; LIME fits a local linear surrogate on
+superpixels. The budgets are small so this runs in seconds; raise `steps`, `max_evals`
+and `n_samples` for sharper results.""",
+    ),
+    (
+        "code",
+        """\
+X = test.X[:2]
+ig_options = {"steps": 16, "progress": False}
+shap_options = {
+    "algorithm": "kernel",
+    "max_evals": 300,
+    "image_shape": (28, 28),
+    "patch_size": 4,
+    "background": np.zeros((1, 784), np.float32),
+    "progress": False,
+}
+lime_options = {"n_samples": 300, "image_shape": (28, 28), "stability_seeds": 0, "progress": False}
+
+ig = xai.explain(net, X, method="ig", **ig_options)
+shap_e = xai.explain(net, X, method="shap", **shap_options)
+lime_e = xai.explain(net, X, method="lime", **lime_options)
+print("IG completeness error per row:", ig.meta["convergence_delta"])
+ig  # an Explanation renders as heatmaps in a notebook""",
+    ),
+    (
+        "md",
+        """\
+## Three backends
+
+The same explanation on the simulated GPU (fp32 in tile order) and TPU (bf16 matrix
+operands, fp32 sums), compared with the CPU: cosine similarity, top-k overlap, whether
+a prediction flipped, and each backend's cycle counts.""",
+    ),
+    (
+        "code",
+        """\
+backends = xai.compare_backends(net, X, method="ig", backends=("cpu", "gpu", "tpu"), **ig_options)
+backends.summary[
+    ["mean_cosine", "mean_top_k_overlap", "max_abs_diff", "flipped", "explanation_cycles"]
+]""",
+    ),
+    (
+        "md",
+        """\
+The Edge TPU runs int8 networks for inference only, so it cannot compute gradients, but
+it can run SHAP, which needs only predictions. `xai.quantize` calibrates the int8
+network on a few training images; `compare_backends` runs the quantised network there.""",
+    ),
+    (
+        "code",
+        """\
+qnet = xai.quantize(net, train.X[:200], progress=False)
+edge = xai.ModelRunner(qnet, "edgetpu")
+accuracy = (edge.predict(test.X).argmax(axis=1) == test.y).mean()
+print(f"int8 test accuracy on the Edge TPU: {accuracy:.3f}, cycles: {edge.counters['cycles']:,.0f}")
+
+shap_backends = xai.compare_backends(
+    net, X, method="shap", backends=("cpu", "edgetpu"), calibration=train.X[:200], **shap_options
+)
+shap_backends.summary[["mean_cosine", "mean_top_k_overlap", "flipped"]]""",
+    ),
+    (
+        "md",
+        """\
+## Do the methods agree, and are they faithful?
+
+`compare_methods` runs the methods on the same rows and outputs and compares them
+pairwise. `faithfulness` deletes pixels in the order of an explanation and measures how
+fast the explained output falls, against random orders: a faithful explanation's
+deletion curve falls faster than chance (a smaller area).""",
+    ),
+    (
+        "code",
+        """\
+methods = xai.compare_methods(
+    net,
+    X,
+    methods=("ig", "shap", "lime"),
+    method_options={"ig": ig_options, "shap": shap_options, "lime": lime_options},
+)
+faith = xai.faithfulness(net, ig, steps=10, n_random=2)
+display(methods.matrices["cosine"].round(3))
+faith.summary""",
+    ),
+    (
+        "md",
+        """\
+## One offline report
+
+Everything added to a `Report` goes into one self-contained HTML file: no network
+requests, readable with JavaScript off. It is written to the working directory.""",
+    ),
+    (
+        "code",
+        """\
+report = xai.Report("xai-core quickstart", seed=0)
+report.add(ig, "Integrated gradients")
+report.add(backends, "IG on cpu, gpu and tpu")
+report.add(shap_backends, "SHAP on the int8 Edge TPU")
+report.add(methods, "IG, SHAP and LIME")
+report.add(faith, "Faithfulness of IG")
+path = report.save("quickstart.html")
+print(path)""",
+    ),
+]
+
+
+PLUGIN = [
+    (
+        "md",
+        """\
+## The explainer
+
+An explainer is a subclass of `xai_core.Explainer` with
+
+- `name`: the `method=` string of `xai.explain`;
+- `requires`: the capabilities it needs, from `{"predict", "gradient", "activations"}`,
+  checked before any work;
+- options as keyword arguments of `__init__`, each stored under the same name and
+  nothing else done there;
+- `explain(runner, X, target)`: `X` arrives validated, shape `(n_samples, *input_shape)`,
+  and `target` as an int64 array of shape `(n_samples,)`; call `runner.predict` on large
+  batches and return an `Explanation`.
+
+This one ablates features: each feature (or each square patch of an image) is set to a
+baseline value, and its attribution is the drop of the explained output. All ablated
+copies of all rows go through the model in one call.""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+
+import xai_core as xai
+from xai_core.errors import ValidationError
+
+
+class PatchAblation(xai.Explainer):
+    \"\"\"Set each feature, or each patch of an image, to ``baseline``; attribute the output's drop.\"\"\"
+
+    name = "patch_ablation"
+    requires = frozenset({"predict"})
+
+    def __init__(self, *, baseline=0.0, image_shape=None, patch_size=4):
+        self.baseline = baseline
+        self.image_shape = image_shape
+        self.patch_size = patch_size
+
+    def _groups(self, n_features):
+        \"\"\"Group label of every feature, shape (n_features,).\"\"\"
+        if self.image_shape is None:
+            return np.arange(n_features)
+        height, width = self.image_shape
+        if height * width != n_features:
+            raise ValidationError(
+                f"image_shape must multiply to the {n_features} features; got {self.image_shape}."
+            )
+        if not isinstance(self.patch_size, int) or self.patch_size < 1:
+            raise ValidationError(f"patch_size must be a positive int; got {self.patch_size!r}.")
+        rows, cols = np.divmod(np.arange(n_features), width)
+        per_row = -(-width // self.patch_size)
+        return (rows // self.patch_size) * per_row + cols // self.patch_size
+
+    def explain(self, runner, X, target):
+        n = len(X)
+        flat = X.reshape(n, -1)
+        groups = self._groups(flat.shape[1])
+        masks = groups[None, :] == np.unique(groups)[:, None]  # (n_groups, n_features)
+        # Every ablated copy of every row at once: (n, n_groups, n_features), one model call.
+        ablated = np.where(masks[None], np.asarray(self.baseline, flat.dtype), flat[:, None, :])
+        full = runner.predict(X)[np.arange(n), target]
+        out = runner.predict(ablated.reshape(-1, *X.shape[1:])).reshape(n, len(masks), -1)
+        drop = full[:, None] - out[np.arange(n), :, target]  # (n, n_groups)
+        # Spread each group's drop evenly over its features.
+        values = (drop @ (masks / masks.sum(axis=1, keepdims=True))).reshape(X.shape)
+        return xai.Explanation(
+            values=values,
+            base_values=full - values.reshape(n, -1).sum(axis=1),
+            target=target,
+            meta={"n_groups": len(masks)},
+        )""",
+    ),
+    (
+        "md",
+        """\
+## Register it for this session
+
+A plugin is a module (or any object) with functions decorated `@xai.hookimpl`, named
+after the hooks. `register_plugin` adds it to the default registry, so `xai.explain`,
+`compare_methods` and reports see the method at once; `reset_registry()` forgets it.""",
+    ),
+    (
+        "code",
+        """\
+import types
+
+from xai_core.plugins import register_plugin
+
+plugin = types.ModuleType("patch_ablation_plugin")
+plugin.xai_register_explainers = xai.hookimpl(lambda: [PatchAblation])
+registry = register_plugin(plugin)
+print(xai.list_explainers())
+print([r for r in registry.plugins() if r["name"] == "patch_ablation_plugin"])""",
+    ),
+    (
+        "md",
+        """\
+## Check the contract
+
+`xai_core.testing.check_explainer` runs the checks every first-party explainer passes:
+class data, keyword options stored as attributes, shapes and targets on a linear model,
+a single row, determinism, and a wrong-shaped `X` rejected. It raises with a message
+naming what failed, and returns nothing when all is well.""",
+    ),
+    (
+        "code",
+        """\
+from xai_core.testing import check_explainer
+
+check_explainer(PatchAblation)
+print("PatchAblation keeps the explainer contract")""",
+    ),
+    (
+        "md",
+        """\
+The contract says nothing about whether the numbers are right; check them against a
+closed form. On a linear model `f(x) = x @ W` with baseline 0, removing feature `j`
+drops output `k` by exactly `x_j * W[j, k]`, and with patches each pixel gets its
+patch's share of the drop. `xai_core.testing.LinearModel` is such a model.""",
+    ),
+    (
+        "code",
+        """\
+from xai_core.testing import LinearModel
+
+rng = np.random.default_rng(0)
+W = rng.normal(size=(16, 3))
+X_lin = rng.normal(size=(5, 16))
+e_lin = xai.explain(LinearModel(W), X_lin, method="patch_ablation", target=2)
+np.testing.assert_allclose(e_lin.values, X_lin * W[:, 2], atol=1e-5)
+
+# 4 x 4 images in 2 x 2 patches: each pixel holds a quarter of its patch's drop.
+e_img = xai.explain(
+    LinearModel(W), X_lin, method="patch_ablation", target=2, image_shape=(4, 4), patch_size=2
+)
+patch_drop = (X_lin * W[:, 2]).reshape(5, 2, 2, 2, 2).sum(axis=(2, 4))  # (rows, 2, 2) patches
+expected = np.repeat(np.repeat(patch_drop / 4, 2, axis=1), 2, axis=2).reshape(5, 16)
+np.testing.assert_allclose(e_img.values, expected, atol=1e-5)
+print("matches the closed form")""",
+    ),
+    (
+        "md",
+        """\
+## Use it
+
+The method needs only predictions, so it runs where gradients are not available: on a
+black box, or on the int8 Edge TPU, which runs quantised networks for inference only.
+Here a small MLP trained on the bundled MNIST sample is explained on the CPU and, once
+quantised, on the Edge TPU.""",
+    ),
+    (
+        "code",
+        """\
+from xai_core import nn
+from xai_datasets import load_mnist
+
+train, test = load_mnist("train"), load_mnist("test")
+net = nn.mlp(784, hidden=(32,), n_outputs=10, activation="relu", seed=0)
+net.fit(
+    train.X, train.y, optimizer="adam", learning_rate=2e-3, batch_size=64, epochs=2, progress=False
+)
+print(f"test accuracy: {net.score(test.X, test.y):.3f}")
+
+X = test.X[:3]
+e = xai.explain(net, X, method="patch_ablation", image_shape=(28, 28), patch_size=4)
+print(e.values.shape, e.meta["n_groups"], "patches")
+e""",
+    ),
+    (
+        "code",
+        """\
+qnet = xai.quantize(net, train.X[:200], progress=False)
+e_edge = xai.explain(qnet, X, method="patch_ablation", backend="edgetpu", image_shape=(28, 28))
+cosine = (
+    (e.values * e_edge.values).sum(1)
+    / np.linalg.norm(e.values, axis=1)
+    / np.linalg.norm(e_edge.values, axis=1)
+)
+print("cosine similarity, int8 Edge TPU vs fp32 CPU, per row:", cosine.round(4))
+try:
+    xai.explain(qnet, X, method="ig", backend="edgetpu")
+except xai.CapabilityError as err:
+    print("CapabilityError:", err)""",
+    ),
+    (
+        "md",
+        """\
+A registered method takes part in everything else, for example the comparison of
+methods on the same rows:""",
+    ),
+    (
+        "code",
+        """\
+comparison = xai.compare_methods(
+    net,
+    X,
+    methods=("patch_ablation", "shap", "ig"),
+    method_options={
+        "patch_ablation": {"image_shape": (28, 28)},
+        "shap": {
+            "algorithm": "kernel",
+            "max_evals": 300,
+            "image_shape": (28, 28),
+            "background": np.zeros((1, 784), np.float32),
+            "progress": False,
+        },
+        "ig": {"steps": 16},
+    },
+)
+comparison.matrices["cosine"].round(3)""",
+    ),
+    (
+        "md",
+        """\
+Bad options fail before any model call, with a message that names the option:""",
+    ),
+    (
+        "code",
+        """\
+try:
+    xai.explain(net, X, method="patch_ablation", image_shape=(20, 20))
+except xai.ValidationError as err:
+    print("ValidationError:", err)
+try:
+    xai.explain(net, X, method="patch_ablation", patch=4)
+except xai.UnknownNameError as err:
+    print("UnknownNameError:", err)""",
+    ),
+    (
+        "md",
+        f"""\
+## Ship it as a package
+
+Put the class and the hook in a module of your distribution and name the module in the
+`xai_core` entry-point group of its `pyproject.toml`. Once installed (`pip install .`),
+it is loaded with the first-party plugins in every session, and `xai plugins` lists it
+(or shows its error, without breaking the others):
+
+```toml
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "xai-patch-ablation"
+version = "0.1.0"
+dependencies = ["xai-core"]
+
+[project.entry-points.xai_core]
+patch_ablation = "xai_patch_ablation.plugin"
+```
+
+```python
+# xai_patch_ablation/plugin.py
+from xai_core import Explainer, Explanation, hookimpl
+
+class PatchAblation(Explainer):
+    ...
+
+@hookimpl
+def xai_register_explainers():
+    return [PatchAblation]
+```
+
+[`tests/fixtures/occlusion_plugin`]({REPO_URL}/tree/main/tests/fixtures/occlusion_plugin)
+in the repository is a complete example that the test suite installs with pip, and
+[`docs/plugin_hooks.md`]({REPO_URL}/blob/main/docs/plugin_hooks.md) lists every hook:
+backends, report sections, CLI commands and tools are added the same way.""",
+    ),
+]
+
+
+TABULAR = [
+    (
+        "md",
+        """\
+## An MLP on breast cancer
+
+569 tumours, 30 numeric features, two classes. The network is trained on standardised
+features; a small wrapper lets the what-if tool work in the original units below.""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+
+import xai_core as xai
+from xai_core import nn
+from xai_datasets import load_breast_cancer
+
+data = load_breast_cancer()
+train, test = data.train_test_split(test_size=0.3, seed=0)
+mean, std = train.X.mean(axis=0), train.X.std(axis=0)
+Z_train, Z_test = (train.X - mean) / std, (test.X - mean) / std
+
+mlp = nn.mlp(
+    Z_train.shape[1],
+    hidden=(16, 8),
+    n_outputs=2,
+    activation="tanh",
+    seed=0,
+    output_names=train.class_names,
+)
+mlp.fit(
+    Z_train, train.y, optimizer="adam", learning_rate=1e-2, batch_size=32, epochs=30, progress=False
+)
+print(f"test accuracy: {mlp.score(Z_test, test.y):.3f}")""",
+    ),
+    (
+        "md",
+        """\
+## SHAP and LIME on a few rows
+
+Both explain the predicted class of each row. SHAP's Kernel estimator uses 50 training
+rows as the background; LIME draws its perturbations from the training data's
+statistics.""",
+    ),
+    (
+        "code",
+        """\
+rows = Z_test[:3]
+shap_e = xai.explain(
+    mlp,
+    rows,
+    method="shap",
+    algorithm="kernel",
+    background=Z_train[:50],
+    feature_names=data.feature_names,
+    progress=False,
+)
+lime_e = xai.explain(
+    mlp,
+    rows,
+    method="lime",
+    training_data=Z_train,
+    n_samples=1000,
+    stability_seeds=0,
+    feature_names=data.feature_names,
+    progress=False,
+)
+print("SHAP additivity: sum(values) + base =", shap_e.values.sum(axis=1) + shap_e.base_values)
+print("model output:                      ", mlp.predict(rows)[np.arange(3), shap_e.target])
+shap_e""",
+    ),
+    (
+        "code",
+        """\
+import pandas as pd
+
+top = np.argsort(-np.abs(shap_e.values[0]))[:8]
+pd.DataFrame(
+    {"shap": shap_e.values[0, top], "lime": lime_e.values[0, top]},
+    index=[data.feature_names[i] for i in top],
+).round(4)""",
+    ),
+    (
+        "md",
+        """\
+## The what-if tool
+
+A what-if session holds a model and a dataset. Here the model is the MLP behind the
+standardisation, so edits, counterfactuals and partial dependence speak in the original
+units (millimetres, not z-scores).""",
+    ),
+    (
+        "code",
+        """\
+model = xai.BlackBoxModel(
+    lambda X: mlp.predict((np.asarray(X) - mean) / std),
+    input_shape=(30,),
+    output_names=data.class_names,
+)
+w = xai.what_if(
+    model,
+    test.X,
+    test.y,
+    feature_names=data.feature_names,
+    output_names=data.class_names,
+    progress=False,
+)
+w""",
+    ),
+    (
+        "md",
+        """\
+**Edit a datapoint**: change features of one row, re-run the model, see what moved.
+We take the test row the model is least sure about, and make its largest cell radius
+20 % larger. `revert()` undoes the edit exactly.""",
+    ),
+    (
+        "code",
+        """\
+proba = model.predict(test.X)
+row = int(np.argmin(np.abs(proba[:, 0] - 0.5)))
+radius = test.X[row, data.feature_names.index("worst radius")]
+r = w.edit(row, {"worst radius": radius * 1.2})
+print(f"row {row}:", r.before.round(3), "->", r.after.round(3))
+w.revert()
+r""",
+    ),
+    (
+        "md",
+        """\
+**Nearest counterfactual**: the closest other example (L1 over features scaled by their
+standard deviation) in the data that the model predicts differently.
+
+**Searched counterfactual**: the smallest edit that flips the prediction, here changing
+at most three features and keeping the texture features fixed.""",
+    ),
+    (
+        "code",
+        """\
+nearest = w.nearest_counterfactual(row, distance="l1")
+texture = [f for f in data.feature_names if "texture" in f]
+searched = w.counterfactual(row, immutable=texture, max_features=3, n=2, seed=0)
+print(f"nearest example at distance {nearest.distances[0]:.2f}")
+print(f"searched edits at distances {searched.distances.round(3)}, changing {searched.changed}")
+searched""",
+    ),
+    (
+        "md",
+        """\
+**Partial dependence**: the average prediction (and one ICE curve per row) as one
+feature moves over a grid.""",
+    ),
+    (
+        "code",
+        """\
+pd_radius = w.partial_dependence("worst radius", grid_resolution=15, rows=np.arange(60))
+print(pd_radius.average.shape)  # (grid points, outputs)
+pd_radius""",
+    ),
+    (
+        "md",
+        """\
+**Slices and thresholds**: performance per slice of a feature, and per-slice decision
+thresholds under a fairness constraint (here equal positive rates across the quartiles
+of tumour size, with false positives counted twice).""",
+    ),
+    (
+        "code",
+        """\
+slices = w.slices("mean radius", bins=4)
+thresholds = w.thresholds("mean radius", "demographic_parity", cost_ratio=2.0)
+display(slices)
+thresholds""",
+    ),
+    (
+        "code",
+        """\
+report = xai.Report("Breast cancer: SHAP, LIME and what-if", seed=0)
+report.add(shap_e, "SHAP").add(lime_e, "LIME").add(nearest).add(searched)
+report.add(pd_radius).add(slices).add(thresholds)
+print(report.save("tabular_whatif.html"))""",
+    ),
+]
+
+
+PROJECTOR = [
+    (
+        "md",
+        """\
+## A network with a named hidden layer
+
+A small MLP on the bundled MNIST sample; its 32-unit layer `hidden` is the embedding.""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+
+import xai_core as xai
+from xai_core import nn
+from xai_datasets import load_mnist
+
+train, test = load_mnist("train"), load_mnist("test")
+net = nn.Sequential(
+    [nn.Dense(64), nn.ReLU(), nn.Dense(32, name="hidden"), nn.ReLU(), nn.Dense(10), nn.Softmax()],
+    input_shape=(784,),
+    seed=0,
+)
+net.fit(
+    train.X, train.y, optimizer="adam", learning_rate=2e-3, batch_size=64, epochs=2, progress=False
+)
+print(f"test accuracy: {net.score(test.X, test.y):.3f}")""",
+    ),
+    (
+        "md",
+        """\
+## Project the hidden layer
+
+`xai.project(net, X, layer=...)` runs the network up to the layer and projects its
+activations. PCA is deterministic and fast; t-SNE (seeded) separates the classes more
+clearly. In a notebook the result is an interactive scatter: hover, search, click for
+neighbours.""",
+    ),
+    (
+        "code",
+        """\
+X, y = test.X[:300], test.y[:300]
+labels = [test.class_names[i] for i in y]
+images = X.reshape(-1, 28, 28)
+
+pca = xai.project(
+    net, X, layer="hidden", method="pca", labels=labels, images=images, progress=False
+)
+print("explained variance:", pca.explained_variance_ratio.round(3))
+pca""",
+    ),
+    (
+        "code",
+        """\
+tsne = xai.project(
+    net,
+    X,
+    layer="hidden",
+    method="tsne",
+    labels=labels,
+    images=images,
+    perplexity=20,
+    max_iter=400,
+    seed=0,
+    progress=False,
+)
+tsne""",
+    ),
+    (
+        "md",
+        """\
+## Neighbours and search
+
+Neighbours are computed in the original 32-dimensional space, not in the projection.
+How often do a point's nearest neighbours share its label?""",
+    ),
+    (
+        "code",
+        """\
+nb = tsne.neighbors(k=5, metric="cosine")
+same = (y[nb.indices] == y[:, None]).mean()
+print(f"neighbours with the same label: {same:.2%}")
+
+sevens = tsne.search("7", fields="label")
+print(len(sevens), "sevens; first rows:", sevens.indices[:10])
+nb_sevens = tsne.neighbors(k=3, rows=sevens)
+print("neighbours of the first seven:", nb_sevens.indices[0], nb_sevens.distances[0].round(3))""",
+    ),
+    (
+        "md",
+        """\
+## Export for TensorBoard's projector
+
+`export_tensorboard` writes `tensors.tsv`, `metadata.tsv`, a sprite of the images and
+`projector_config.pbtxt`; point `tensorboard --logdir` at the folder, or load the two TSV
+files in the standalone Projector. The projected coordinates and the neighbour lists,
+which the Projector cannot export, go to CSV / JSON. Here everything goes to a temporary
+directory.""",
+    ),
+    (
+        "code",
+        """\
+import tempfile
+from pathlib import Path
+
+from xai_projector import load_tensorboard
+
+with tempfile.TemporaryDirectory() as tmp:
+    files = tsne.export_tensorboard(Path(tmp) / "projector")
+    print(sorted(p.name for p in files.values()))
+    back = load_tensorboard(Path(tmp) / "projector")
+    same = np.array_equal(back["vectors"].astype(tsne.vectors.dtype), tsne.vectors)
+    print("vectors read back exactly:", same)
+    tsne.to_csv(Path(tmp) / "coords.csv")
+    tsne.save_neighbors(Path(tmp) / "neighbors.json", k=5)
+    print((Path(tmp) / "coords.csv").read_text().splitlines()[:3])""",
+    ),
+]
+
+
+NOTEBOOKS = {
+    "quickstart": (
+        "Quickstart: explain an MNIST CNN with three methods on three backends",
+        """\
+Train a small CNN on MNIST, explain a few digits with integrated gradients, SHAP and
+LIME, run the same explanation on the simulated GPU, TPU and int8 Edge TPU, check how
+far the methods agree and how faithful they are, and save everything in one offline
+HTML report.""",
+        QUICKSTART,
+    ),
+    "third_party_plugin": (
+        "Writing a third-party plugin: a new explainer",
+        """\
+Every method of `xai.explain`, the first-party ones included, comes from a plugin. This
+notebook writes a new attribution method, registers it for the session, checks it with
+the contract tests that first-party explainers pass, uses it, and shows how to ship it
+as a package.""",
+        PLUGIN,
+    ),
+    "tabular_whatif": (
+        "Tabular data: SHAP, LIME and the what-if tool on breast cancer",
+        """\
+Train an MLP on the breast-cancer data, explain a few rows with SHAP and LIME, then probe
+the model with the what-if tool: edit a datapoint, find counterfactuals, plot partial
+dependence and compare performance and thresholds across slices.""",
+        TABULAR,
+    ),
+    "projector": (
+        "The embedding projector: a network's hidden layer",
+        """\
+Look at what a network's hidden layer has learnt: project its activations with PCA and
+t-SNE, find each point's nearest neighbours, search by label, and export the embedding
+for TensorBoard's projector.""",
+        PROJECTOR,
+    ),
+}
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    """The notebook ``name``: header, guarded install, then its cells; no outputs."""
+    title, intro, cells = NOTEBOOKS[name]
+    nb = new_notebook(
+        metadata={
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            "colab": {"provenance": []},
+        }
+    )
+    nb.cells = [new_markdown_cell(header(name, title, intro)), new_code_cell(INSTALL.rstrip())]
+    for kind, source in cells:
+        nb.cells.append(new_markdown_cell(source) if kind == "md" else new_code_cell(source))
+    for i, cell in enumerate(nb.cells):  # stable ids, so regenerating gives the same files
+        cell["id"] = f"{name[:20]}-{i:02d}"
+    return nb
+
+
+def render(name: str) -> str:
+    """The notebook ``name`` as the text stored in ``docs/notebooks/<name>.ipynb``."""
+    return nbformat.writes(build(name), version=4) + "\n"
+
+
+def main() -> int:
+    """Write every notebook next to this file."""
+    for name in NOTEBOOKS:
+        nb = build(name)
+        nbformat.validate(nb)
+        (HERE / f"{name}.ipynb").write_text(render(name), encoding="utf-8")
+        print(f"wrote {name}.ipynb ({len(nb.cells)} cells)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
