@@ -9,7 +9,17 @@ import numpy as np
 
 from xai_core.errors import ShapeError, UnknownNameError, ValidationError
 
-__all__ = ["check_array", "check_target", "check_choice", "check_positive_int", "shape_words"]
+__all__ = [
+    "check_array",
+    "check_bool",
+    "check_choice",
+    "check_float",
+    "check_int",
+    "check_positive_int",
+    "check_seed",
+    "check_target",
+    "shape_words",
+]
 
 
 def shape_words(feature_shape: Sequence[int] | None) -> str:
@@ -123,11 +133,21 @@ def check_target(target: Any, n_samples: int, n_outputs: int, name: str = "targe
 
 
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
-    """Return ``value`` if it is one of ``choices``; otherwise raise listing them."""
+    """Return ``value`` if it is one of the strings ``choices``; otherwise raise listing them."""
     choices = list(choices)
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise UnknownNameError(name, value, choices)
     return value
+
+
+def check_int(value: Any, name: str, minimum: int = 1, *, allow_none: bool = False) -> int | None:
+    """Return ``value`` as an int ``>= minimum`` (or ``None`` when allowed); otherwise raise."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        extra = " or None" if allow_none else ""
+        raise ValidationError(f"{name} must be an integer >= {minimum}{extra}; got {value!r}.")
+    return int(value)
 
 
 def check_positive_int(value: Any, name: str) -> int:
@@ -135,3 +155,54 @@ def check_positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValidationError(f"{name} must be a positive integer; got {value!r}.")
     return int(value)
+
+
+def check_float(
+    value: Any,
+    name: str,
+    *,
+    low: float = 0.0,
+    inclusive: bool = False,
+    high: float | None = None,
+    allow_none: bool = False,
+) -> float | None:
+    """Return ``value`` as a finite float above ``low`` (and at most ``high``); otherwise raise.
+
+    Parameters
+    ----------
+    low : float, default=0.0
+        Lower bound; excluded unless ``inclusive``.
+    high : float, optional
+        Upper bound, included.
+    allow_none : bool, default=False
+        Whether ``None`` is accepted (and returned).
+    """
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if ok:
+        number = float(value)
+        ok = bool(np.isfinite(number)) and (number >= low if inclusive else number > low)
+        ok = ok and (high is None or number <= high)
+    if not ok:
+        bound = f"{'>=' if inclusive else '>'} {low:g}" + (
+            f" and <= {high:g}" if high is not None else ""
+        )
+        extra = " or None" if allow_none else ""
+        raise ValidationError(f"{name} must be a finite number {bound}{extra}; got {value!r}.")
+    return number
+
+
+def check_bool(value: Any, name: str, *, allow_none: bool = False) -> bool | None:
+    """Return ``value`` if it is a bool (or ``None`` when allowed); otherwise raise."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        extra = ", False or None" if allow_none else " or False"
+        raise ValidationError(f"{name} must be True{extra}; got {value!r}.")
+    return bool(value)
+
+
+def check_seed(value: Any, *, allow_none: bool = False) -> int | None:
+    """Return ``seed`` as a non-negative int (or ``None`` when allowed); otherwise raise."""
+    return check_int(value, "seed", minimum=0, allow_none=allow_none)

@@ -2,50 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core import ShapeError, ValidationError
+from xai_core.validation import check_bool, check_choice, check_float, check_int
 
 __all__ = ["check_bool", "check_choice", "check_int", "check_float", "check_matrix"]
-
-
-def check_int(value: Any, name: str, minimum: int = 1, *, allow_none: bool = False) -> int | None:
-    """Return ``value`` as an int ``>= minimum`` (or ``None`` when allowed); otherwise raise."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        extra = " or None" if allow_none else ""
-        raise ValidationError(f"{name} must be an integer >= {minimum}{extra}; got {value!r}.")
-    return int(value)
-
-
-def check_float(value: Any, name: str, *, allow_none: bool = False) -> float | None:
-    """Return ``value`` as a finite positive float (or ``None`` when allowed); otherwise raise."""
-    if value is None and allow_none:
-        return None
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if not (ok and np.isfinite(float(value)) and float(value) > 0):
-        extra = " or None" if allow_none else ""
-        raise ValidationError(f"{name} must be a finite number > 0{extra}; got {value!r}.")
-    return float(value)
-
-
-def check_bool(value: Any, name: str) -> bool:
-    """Return ``value`` if it is a bool; otherwise raise."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValidationError(f"{name} must be True or False; got {value!r}.")
-    return bool(value)
-
-
-def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
-    """Return ``value`` if it is one of ``choices``; otherwise raise listing them."""
-    choices = list(choices)
-    if not isinstance(value, str) or value not in choices:
-        raise UnknownNameError(name, value, choices)
-    return value
 
 
 def check_matrix(value: Any, name: str, n_columns: int) -> np.ndarray:

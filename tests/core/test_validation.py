@@ -78,3 +78,24 @@ def test_check_choice_and_positive_int():
     for bad in (0, -1, 2.5, True, "3"):
         with pytest.raises(xai.ValidationError, match="steps must be a positive integer"):
             check_positive_int(bad, "steps")
+
+
+def test_scalar_option_checks():
+    """Integers, floats, bools and seeds are checked with messages that name the option and the bound."""
+    from xai_core.validation import check_bool, check_float, check_int, check_seed
+
+    assert check_int(0, "n", minimum=0) == 0 and check_int(None, "n", allow_none=True) is None
+    with pytest.raises(xai.ValidationError, match=r"n must be an integer >= 2 or None; got 1"):
+        check_int(1, "n", minimum=2, allow_none=True)
+    assert (
+        check_float(0.5, "rate", high=1.0) == 0.5 and check_float(0, "rate", inclusive=True) == 0.0
+    )
+    for bad in (0.0, 2.0, float("nan"), True, "0.5"):
+        with pytest.raises(xai.ValidationError, match=r"rate must be a finite number > 0 and <= 1"):
+            check_float(bad, "rate", high=1.0)
+    assert check_bool(False, "flag") is False and check_bool(None, "flag", allow_none=True) is None
+    with pytest.raises(xai.ValidationError, match="flag must be True or False; got 1"):
+        check_bool(1, "flag")
+    assert check_seed(7) == 7 and check_seed(None, allow_none=True) is None
+    with pytest.raises(xai.ValidationError, match="seed must be an integer >= 0"):
+        check_seed(-1)
