@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from xai_core.errors import XaiError
 from xai_core.plugins import get_registry
 
 __all__ = ["main", "build_parser"]
@@ -34,7 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2
-    return int(args._run(args) or 0)
+    try:
+        return int(args._run(args) or 0)
+    except XaiError as exc:  # a user's mistake: say it plainly, no traceback
+        print(f"xai {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""The built-in sub-commands of ``xai``: plugins, backends, demo."""
+"""The built-in sub-commands of ``xai``: plugins, backends, report, demo."""
 
 from __future__ import annotations
 
@@ -54,20 +54,70 @@ def _backends(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from xai_core.demo import run_demo
 
-    return run_demo(output=args.output, progress=not args.no_progress)
+    return run_demo(
+        output=args.out, dataset=args.dataset, quick=args.quick, progress=not args.no_progress
+    )
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-o", "--output", default="xai-demo-report.html", help="where to write the report"
+        "-o", "--out", default="report.html", help="where to write the report (report.html)"
+    )
+    parser.add_argument(
+        "--dataset", default="mnist", choices=["mnist", "fashion-mnist"], help="image data"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller sizes, for a first look (about a minute)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def _report(args: argparse.Namespace) -> int:
+    from xai_core.report.build import build_report
+
+    report = build_report(
+        model=args.model,
+        data=args.data,
+        results=args.results,
+        methods=args.method,
+        backend=args.backend,
+        rows=args.rows,
+        target=args.target,
+        title=args.title,
+    )
+    path = report.save(args.out)
+    print(f"Report with {len(report)} section(s): {path}")
+    return 0
+
+
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "results", nargs="*", help="explanations saved with Explanation.save (JSON)"
+    )
+    parser.add_argument("--model", help="a network saved with net.save (.npz)")
+    parser.add_argument("--data", help="rows to explain: .npz with X (y, feature_names) or .csv")
+    parser.add_argument("--target", help="the target column of a CSV data file")
+    parser.add_argument(
+        "--method", action="append", help="method to run on the model (repeatable; default ig)"
+    )
+    parser.add_argument("--backend", default="cpu", help="backend the model runs on (cpu)")
+    parser.add_argument("--rows", type=int, default=5, help="rows of the data to explain (5)")
+    parser.add_argument("--title", help="report title")
+    parser.add_argument(
+        "-o", "--out", default="report.html", help="where to write the report (report.html)"
+    )
+
+
 @hookimpl
 def xai_register_cli_commands():
-    """``xai plugins``, ``xai backends`` and ``xai demo``."""
+    """``xai plugins``, ``xai backends``, ``xai report`` and ``xai demo``."""
     return [
+        CliCommand(
+            "report",
+            "build a report from saved explanations, or from a saved model and a data file",
+            _report,
+            _report_arguments,
+        ),
         CliCommand(
             "plugins",
             "list every plugin, what it registers, and the broken ones",

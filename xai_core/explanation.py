@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from xai_core.errors import ShapeError
+from xai_core.errors import ShapeError, ValidationError
 
 __all__ = ["Explanation"]
 
@@ -20,6 +24,17 @@ def _frozen(a: Any, dtype: Any = None) -> np.ndarray | None:
     arr = np.array(a, dtype=dtype, copy=True)
     arr.setflags(write=False)
     return arr
+
+
+def _json_safe(v: Any) -> Any:
+    """Replace NaN and infinities (not JSON) by None, recursively."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_safe(x) for x in v]
+    return v
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,6 +180,45 @@ class Explanation:
             "output_names": plain(self.output_names),
             "meta": plain(self.meta),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Explanation:
+        """The explanation :meth:`to_dict` described (``None`` entries in arrays become NaN)."""
+        missing = [k for k in ("values", "base_values", "target") if k not in d]
+        if missing:
+            raise ValidationError(f"an explanation dict needs {missing}; got keys {sorted(d)}.")
+        data = d.get("data")
+        return cls(
+            values=np.array(d["values"], dtype=np.float64),
+            base_values=np.array(d["base_values"], dtype=np.float64),
+            target=d["target"],
+            data=None if data is None else np.array(data, dtype=np.float64),
+            feature_names=d.get("feature_names"),
+            output_names=d.get("output_names"),
+            method=d.get("method", ""),
+            backend=d.get("backend", ""),
+            meta=d.get("meta") or {},
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`to_dict` as JSON (NaN and infinity as ``null``); read it back with :meth:`load`."""
+        path = Path(path)
+        text = json.dumps(_json_safe(self.to_dict()), allow_nan=False)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Explanation:
+        """Read an explanation written by :meth:`save`."""
+        try:
+            d = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValidationError(f"{path}: not a saved explanation ({exc}).") from exc
+        if not isinstance(d, dict):
+            raise ValidationError(f"{path}: not a saved explanation (a JSON {type(d).__name__}).")
+        return cls.from_dict(d)
 
     def top_features(self, row: int = 0, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""

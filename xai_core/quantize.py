@@ -434,6 +434,7 @@ class QuantizedModel(Model):
         self.input_shape = tuple(source.input_shape)
         self.n_outputs = source.n_outputs
         self.output_names = source.output_names
+        self.image_shape = getattr(source, "image_shape", None)
         self.classes_ = getattr(source, "classes_", None)
         self.input_params = input_params
         self.steps = ops

@@ -42,3 +42,69 @@ def test_python_dash_m():
         [sys.executable, "-m", "xai_core", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.startswith("xai-core ")
+
+
+def test_report_from_model_and_data(tmp_path, capsys):
+    """`xai report --model m.npz --data d.npz` explains the rows and writes one offline page."""
+    import numpy as np
+
+    import xai_core as xai
+
+    net = xai.nn.mlp(3, hidden=(4,), n_outputs=2, seed=0)
+    net.save(tmp_path / "m.npz")
+    np.savez(
+        tmp_path / "d.npz",
+        X=np.random.default_rng(0).random((8, 3)),
+        feature_names=np.array(["a", "b", "c"]),
+    )
+    out = tmp_path / "r.html"
+    assert (
+        main(
+            [
+                "report",
+                "--model",
+                str(tmp_path / "m.npz"),
+                "--data",
+                str(tmp_path / "d.npz"),
+                "--method",
+                "ig",
+                "--method",
+                "saliency",
+                "--rows",
+                "2",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    page = out.read_text()
+    assert "ig on cpu: m.npz" in page and "saliency on cpu" in page and "https://" not in page
+    assert "3 section(s)" in capsys.readouterr().out
+
+
+def test_report_from_saved_explanations(tmp_path):
+    """Saved explanations round-trip through JSON into a report."""
+    import xai_core as xai
+
+    e = xai.Explanation(
+        values=[[1.0, -2.0]],
+        base_values=[0.5],
+        target=[1],
+        feature_names=["<b>x</b>", "y"],
+        method="m",
+        meta={"seed": 3},
+    )
+    e.save(tmp_path / "e.json")
+    back = xai.Explanation.load(tmp_path / "e.json")
+    assert back.feature_names == e.feature_names and back.meta["seed"] == 3
+    assert main(["report", str(tmp_path / "e.json"), "-o", str(tmp_path / "r.html")]) == 0
+    assert "&lt;b&gt;x&lt;/b&gt;" in (tmp_path / "r.html").read_text()
+
+
+def test_report_needs_input(tmp_path, capsys):
+    """Nothing to report, or a model without data, is a one-line error and exit status 2."""
+    assert main(["report", "-o", str(tmp_path / "r.html")]) == 2
+    assert "xai report: error: nothing to report" in capsys.readouterr().err
+    assert main(["report", "--model", "m.npz", "-o", str(tmp_path / "r.html")]) == 2
+    assert "model and data go together" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, Valid
 from xai_core.model import Model
 from xai_core.nn.activations import Sigmoid, Softmax
 from xai_core.nn.layer import Layer
+from xai_core.nn.layers import Reshape
 from xai_core.nn.summary import Summary
 from xai_core.validation import check_array, check_positive_int, check_target
 
@@ -162,6 +163,26 @@ class Sequential(Model):
                 f"{self.n_outputs} outputs."
             )
         return self
+
+    @property
+    def image_shape(self) -> tuple[int, ...] | None:
+        """Shape of one input as an image, when the network reads images; else None.
+
+        ``(height, width)`` for one channel, ``(channels, height, width)`` otherwise: the
+        input shape itself when it has three axes, or the target of a leading
+        :class:`Reshape` to three axes (a CNN over flattened pixels).
+        """
+        shape = self.input_shape
+        if (
+            shape is not None
+            and len(shape) != 3
+            and self.layers
+            and isinstance(self.layers[0], Reshape)
+        ):
+            shape = tuple(self.layers[0].shape)
+        if shape is None or len(shape) != 3:
+            return None
+        return tuple(shape[1:]) if shape[0] == 1 else tuple(shape)
 
     @property
     def built(self) -> bool:
