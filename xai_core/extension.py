@@ -24,12 +24,19 @@ class ReportSection:
         ``render(result) -> str``: an HTML fragment in which every user-supplied string is escaped.
     title : str, optional
         Heading shown in reports.
+    script : str, optional
+        JavaScript that makes the section interactive. A page or notebook fragment carries
+        each distinct script once, after every section, and a report's
+        Content-Security-Policy allows exactly these scripts (by hash). The script must read
+        only the page (its ``<script type="application/json">`` data), handle every
+        instance of the section it finds, and leave the section readable without it.
     """
 
     name: str
     result_type: type | tuple[type, ...]
     render: Callable[[Any], str]
     title: str = ""
+    script: str = ""
 
     def handles(self, result: Any) -> bool:
         """Whether this section renders ``result``."""

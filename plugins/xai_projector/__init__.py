@@ -15,7 +15,7 @@ from xai_projector.export import load_tensorboard
 from xai_projector.neighbors import Neighbors, approximate_neighbors, exact_neighbors
 from xai_projector.projection import Projection, project
 from xai_projector.search import Selection
-from xai_projector.view import render_projection
+from xai_projector.view import render_projection, script
 
 __all__ = [
     "Neighbors",
@@ -45,5 +45,9 @@ def xai_register_tools():
 
 @hookimpl
 def xai_register_report_sections():
-    """The projection's section: a scatter coloured by label, with legend and summary."""
-    return [xai.ReportSection("projection", Projection, render_projection, "Embedding projection")]
+    """The projection's section: a scatter coloured by label, with search and neighbours."""
+    return [
+        xai.ReportSection(
+            "projection", Projection, render_projection, "Embedding projection", script=script()
+        )
+    ]

@@ -1,10 +1,10 @@
 """The HTML view: a static SVG scatter (readable without JavaScript) plus a canvas view.
 
-The section rendered into reports carries no script, because a report's
-Content-Security-Policy allows only the report's own script; there the SVG scatter, legend
-and summary stand alone. Notebook output (``_repr_html_``) and :meth:`Projection.to_html`
-add ``projector.js``, which draws every point on a canvas and adds search, hover and
-click-for-neighbours, reading the data from the view's ``application/json`` block.
+The report section registers ``projector.js`` as its script, so reports (which allow it by
+hash in their Content-Security-Policy), notebook output and :meth:`Projection.to_html` all
+carry it: it draws every point on a canvas and adds search, hover and click-for-neighbours,
+reading the data from the view's ``application/json`` block. Without JavaScript the SVG
+scatter, legend and summary stand alone.
 """
 
 from __future__ import annotations
@@ -284,15 +284,14 @@ def render_projection(p: Any) -> str:
 
 
 def notebook_html(p: Any) -> str:
-    """Notebook output: the report fragment (or the bare view) followed by the view's script."""
+    """Notebook output: the report fragment, which carries the section's script."""
     from xai_core import UnknownNameError
     from xai_core.report import render_fragment
 
     try:
-        body = render_fragment(p)
+        return render_fragment(p)
     except UnknownNameError:  # the plugin's section is not registered (plugins not loaded)
-        body = render_projection(p)
-    return body + "<script>" + script() + "</script>"
+        return render_projection(p) + "<script>" + script() + "</script>"
 
 
 def standalone_page(p: Any, title: str | None = None) -> str:

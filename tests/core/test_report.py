@@ -426,6 +426,24 @@ def test_third_party_section_renders_its_type(fresh_registry, monkeypatch, hosti
     assert "class='score'" in render_fragment(_Score("x", 1.0))
 
 
+def test_section_script_is_carried_once_and_allowed_by_hash(fresh_registry, monkeypatch):
+    """A section's script appears once per page (however many results use it) and the CSP allows it."""
+    from xai_core.report._html import script_hash
+
+    js = "document.querySelectorAll('.score').forEach(function (p) { p.dataset.live = '1'; });"
+    section = xai.ReportSection(
+        "score", _Score, lambda r: "<p class='score'>s</p>", "Score", script=js
+    )
+    plugin = types.ModuleType("ext")
+    plugin.xai_register_report_sections = xai.hookimpl(lambda: [section])
+    pm = get_plugin_manager(autoload=False)
+    pm.register(plugin, name="ext")
+    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    html = Report("r").add(_Score("a", 1.0)).add(_Score("b", 2.0)).to_html()
+    assert html.count(js) == 1 and script_hash(js) in html
+    assert render_fragment(_Score("x", 1.0)).count(js) == 1
+
+
 def test_failing_section_names_its_plugin(fresh_registry, monkeypatch):
     """A section that raises or returns a non-string is reported with its plugin's name."""
 

@@ -146,7 +146,9 @@ def _body(
                 data={"environment": info, "versions": versions, "results": records},
             )
         )
+    section_scripts = [Markup(js) for js in _section_scripts(entries)]
     body = env.get_template("body.html.j2").render(
+        section_scripts=section_scripts,
         uid=uid,
         scope=scope,
         title=title,
@@ -158,6 +160,11 @@ def _body(
         js=Markup(asset("report.js")),
     )
     return body, scope
+
+
+def _section_scripts(entries: list[tuple[ReportSection, Any, str]]) -> list[str]:
+    """The distinct scripts of the sections used, in order of first use."""
+    return list(dict.fromkeys(section.script for section, _, _ in entries if section.script))
 
 
 def render_fragment(result: Any, title: str | None = None) -> str:
@@ -238,10 +245,11 @@ class Report:
             body, scope = _body(
                 self._entries, self.title, self.seed, with_provenance=True, inline_css=False
             )
-        js = asset("report.js")
+        scripts = [asset("report.js"), *_section_scripts(self._entries)]
         csp = (
             "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-            f"script-src {script_hash(js)}; base-uri 'none'; form-action 'none'"
+            f"script-src {' '.join(script_hash(js) for js in scripts)}; base-uri 'none'; "
+            "form-action 'none'"
         )
         from xai_core import __version__
 
