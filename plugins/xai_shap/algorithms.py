@@ -1,0 +1,354 @@
+"""The SHAP algorithms: shap's Exact, Permutation, Tree and Linear explainers, and vectorised Kernel SHAP.
+
+Each ``run_*`` function returns the Shapley values of every player for the outputs it
+was asked for, ``values`` of shape (n_samples, n_players, n_outputs) and ``base`` of
+shape (n_samples, n_outputs); the explainer picks each row's target. The ``check_*``
+functions run before any model evaluation and raise what the user must change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from xai_core import CapabilityError, ValidationError
+from xai_shap.game import CountedModel, GroupGame
+from xai_shap.groups import FeatureGroups
+from xai_shap.kernel import (
+    MAX_DESIGN_ELEMENTS,
+    auto_n_samples,
+    coalition_values,
+    shapley_kernel_design,
+    solve_constrained_wls,
+    varying_groups,
+)
+
+__all__ = [
+    "ALGORITHMS",
+    "AUTO_EXACT_MAX_FEATURES",
+    "EXACT_MAX_EVALS",
+    "PERMUTATION_MAX_EVALS",
+    "check_exact",
+    "check_kernel",
+    "check_permutation",
+    "estimator_kind",
+    "is_tree_model",
+    "linear_explainer",
+    "run_exact",
+    "run_kernel",
+    "run_linear",
+    "run_permutation",
+    "run_tree",
+    "tree_explainer",
+]
+
+ALGORITHMS = ("auto", "exact", "permutation", "kernel", "tree", "linear")
+#: ``auto`` uses the exact algorithm up to this many players.
+AUTO_EXACT_MAX_FEATURES = 10
+#: Default cap on the exact algorithm's coalitions per row (2**16: 16 players).
+EXACT_MAX_EVALS = 2**16
+#: Default evaluations per row of the permutation algorithm (shap's default).
+PERMUTATION_MAX_EVALS = 500
+
+
+# -- checks, before any work ---------------------------------------------------------------
+def check_exact(n_players: int, max_evals: int | None) -> int:
+    """The coalitions per row exact needs (``2**M``); raise if over ``max_evals`` or the default cap."""
+    limit = EXACT_MAX_EVALS if max_evals is None else max_evals
+    if n_players > 62 or 2**n_players > limit:
+        cap = int(np.log2(limit)) if limit >= 1 else 0
+        raise ValidationError(
+            f"algorithm='exact' evaluates all 2**M coalitions per row; with {n_players} features "
+            f"that is 2**{n_players} = {2**n_players:.3g} coalitions (each against every background "
+            f"row), over the cap of {limit} (max_evals: at most {cap} features). Use "
+            "algorithm='permutation' or 'kernel', or group the features (groups=, patch_size=)."
+        )
+    return 2**n_players
+
+
+def check_permutation(n_players: int, max_evals: int | None) -> int:
+    """The evaluations per row permutation uses; raise if ``max_evals`` allows no permutation."""
+    need = 2 * n_players + 1
+    if max_evals is None:
+        return max(PERMUTATION_MAX_EVALS, 2 * need)  # shap's default, at least two permutations
+    if max_evals < need:
+        raise ValidationError(
+            f"algorithm='permutation' needs max_evals >= 2*M + 1 = {need} for {n_players} features "
+            f"(one forward and backward permutation); got max_evals={max_evals}."
+        )
+    return max_evals
+
+
+def check_kernel(n_players: int, max_evals: int | None) -> int:
+    """The coalitions per row kernel evaluates; raise if ``max_evals`` cannot determine M values."""
+    full = 2**n_players - 2 if n_players <= 30 else None
+    budget = auto_n_samples(n_players) if max_evals is None else max_evals
+    if full is not None:
+        budget = min(budget, full)
+    need = min(n_players + 1, full) if full is not None else n_players + 1
+    if budget < need:
+        raise ValidationError(
+            f"algorithm='kernel' needs max_evals >= M + 1 = {need} coalitions for {n_players} "
+            f"features; got max_evals={max_evals}."
+        )
+    return budget
+
+
+def estimator_kind(model: Any) -> tuple[Any, str | None]:
+    """The scikit-learn estimator behind a black box and which method it predicts with.
+
+    Returns
+    -------
+    estimator : object or None
+    method : {"predict_proba", "predict", ...} or None
+    """
+    estimator = getattr(model, "estimator", None)
+    fn = getattr(model, "fn", None)
+    return estimator, getattr(fn, "__name__", None)
+
+
+def is_tree_model(estimator: Any) -> bool:
+    """Whether ``estimator`` is built of decision trees (single, bagged or boosted)."""
+    return any(hasattr(estimator, a) for a in ("tree_", "estimators_", "_predictors"))
+
+
+def tree_explainer(model: Any, background: np.ndarray) -> Any:
+    """A ``shap.TreeExplainer`` for the model's tree ensemble, or :class:`CapabilityError`."""
+    import shap
+
+    estimator, method = estimator_kind(model)
+    if estimator is None:
+        raise CapabilityError(
+            f"algorithm='tree' needs a fitted scikit-learn tree model (decision tree, random "
+            f"forest, extra trees, gradient boosting); got {model!r}. Use algorithm='exact', "
+            "'permutation' or 'kernel', which work for any model."
+        )
+    if not is_tree_model(estimator):
+        raise CapabilityError(
+            f"algorithm='tree' needs a scikit-learn tree model (decision tree, random forest, "
+            f"extra trees, gradient boosting); got {type(estimator).__name__}. Use "
+            "algorithm='exact', 'permutation' or 'kernel', which work for any model."
+        )
+    if method not in ("predict_proba", "predict"):
+        raise CapabilityError(
+            f"algorithm='tree' explains predict_proba or predict; the model calls {method!r}."
+        )
+    from sklearn.base import is_classifier
+
+    if is_classifier(estimator) and method == "predict":
+        raise CapabilityError(
+            f"algorithm='tree' cannot explain class labels ({type(estimator).__name__}.predict); "
+            "pass the classifier itself (its predict_proba is explained)."
+        )
+    output = "probability" if method == "predict_proba" else "raw"
+    try:
+        return shap.TreeExplainer(
+            estimator,
+            data=background.reshape(len(background), -1).astype(np.float64),
+            feature_perturbation="interventional",
+            model_output=output,
+        )
+    except Exception as exc:  # noqa: BLE001 - shap raises many types for unsupported models
+        raise CapabilityError(
+            f"algorithm='tree' cannot explain {type(estimator).__name__}: {exc} Use "
+            "algorithm='exact', 'permutation' or 'kernel', which work for any model."
+        ) from None
+
+
+def linear_explainer(model: Any, background: np.ndarray) -> tuple[Any, str]:
+    """A ``shap.LinearExplainer`` and its output space (``"model output"`` or ``"decision_function"``)."""
+    import shap
+    from sklearn.base import is_classifier, is_regressor
+
+    estimator, method = estimator_kind(model)
+    coef = getattr(estimator, "coef_", None)
+    if estimator is None or coef is None or not hasattr(estimator, "intercept_"):
+        raise CapabilityError(
+            f"algorithm='linear' needs a fitted scikit-learn linear model (with coef_ and "
+            f"intercept_); got {model!r}. Use algorithm='exact', 'permutation' or 'kernel'."
+        )
+    if is_regressor(estimator) and method == "predict":
+        space = "model output"
+    elif is_classifier(estimator) and hasattr(estimator, "decision_function"):
+        space = "decision_function"
+    else:
+        raise CapabilityError(
+            f"algorithm='linear' cannot explain {type(estimator).__name__}.{method}; it explains "
+            "a regressor's predict or a classifier's decision_function."
+        )
+    flat_bg = background.reshape(len(background), -1).astype(np.float64)
+    masker = shap.maskers.Independent(flat_bg, max_samples=len(flat_bg))
+    try:
+        return shap.LinearExplainer(estimator, masker), space
+    except Exception as exc:  # noqa: BLE001
+        raise CapabilityError(
+            f"algorithm='linear' cannot explain {type(estimator).__name__}: {exc}"
+        ) from None
+
+
+# -- shap's model-agnostic explainers --------------------------------------------------------
+def _as_outputs(values: np.ndarray, base: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 2:
+        values = values[:, :, None]
+    base = (
+        np.asarray(base, dtype=np.float64).reshape(n, -1)
+        if np.ndim(base)
+        else np.full((n, 1), float(base))
+    )
+    return values, base
+
+
+def _game(model: CountedModel, X: np.ndarray, background: np.ndarray, groups: FeatureGroups):
+    """The function shap evaluates and the data it masks: plain features, or encoded groups."""
+    flat_x = X.reshape(len(X), -1)
+    flat_bg = background.reshape(len(background), -1)
+    if groups.is_identity:
+        return model, flat_x, flat_bg
+    game = GroupGame(model, flat_x, flat_bg, groups)
+    return game, game.rows(), game.background_rows()
+
+
+def run_exact(
+    model: CountedModel,
+    X: np.ndarray,
+    background: np.ndarray,
+    groups: FeatureGroups,
+    *,
+    silent: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Shapley values by shap's ``Exact`` explainer (all 2**M coalitions per row, gray-code order)."""
+    import shap
+
+    fn, rows, bg = _game(model, X, background, groups)
+    masker = shap.maskers.Independent(bg, max_samples=len(bg))
+    result = shap.explainers.Exact(fn, masker)(rows, max_evals=2**groups.n_groups, silent=silent)
+    return _as_outputs(result.values, result.base_values, len(X))
+
+
+def run_permutation(
+    model: CountedModel,
+    X: np.ndarray,
+    background: np.ndarray,
+    groups: FeatureGroups,
+    *,
+    max_evals: int,
+    seed: int,
+    silent: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Antithetic permutation sampling by shap's ``Permutation`` explainer (additive by construction)."""
+    import shap
+
+    fn, rows, bg = _game(model, X, background, groups)
+    masker = shap.maskers.Independent(bg, max_samples=len(bg))
+    # shap seeds numpy's global generator; leave it as it was
+    state = np.random.get_state()  # noqa: NPY002
+    try:
+        explainer = shap.explainers.Permutation(fn, masker, seed=seed)
+        result = explainer(rows, max_evals=max_evals, silent=silent)
+    finally:
+        np.random.set_state(state)  # noqa: NPY002
+    return _as_outputs(result.values, result.base_values, len(X))
+
+
+def run_tree(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
+    """shap's ``TreeExplainer`` (interventional, on the background), mapped to the model's outputs."""
+    flat = X.reshape(len(X), -1).astype(np.float64)
+    values = explainer.shap_values(flat, check_additivity=False)
+    if isinstance(values, list):  # older shap: one array per output
+        values = np.stack(values, axis=-1)
+    values, base = _as_outputs(values, _tiled(explainer.expected_value, len(X)), len(X))
+    if values.shape[2] == 1 and n_outputs == 2:
+        # a binary classifier explained as P(class 1): class 0 is its complement
+        values = np.concatenate([-values, values], axis=2)
+        base = np.concatenate([1.0 - base, base], axis=1)
+    if values.shape[2] != n_outputs:
+        raise CapabilityError(
+            f"shap's TreeExplainer gave {values.shape[2]} output(s) for a model with {n_outputs}."
+        )
+    return values, base
+
+
+def run_linear(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
+    """shap's ``LinearExplainer`` (interventional), mapped to the model's outputs.
+
+    A binary classifier's single margin ``m`` explains class 1; class 0 gets ``-m``.
+    """
+    flat = X.reshape(len(X), -1).astype(np.float64)
+    values, base = _as_outputs(
+        explainer.shap_values(flat), _tiled(explainer.expected_value, len(X)), len(X)
+    )
+    if values.shape[2] == 1 and n_outputs == 2:
+        values = np.concatenate([-values, values], axis=2)
+        base = np.concatenate([-base, base], axis=1)
+    if values.shape[2] != n_outputs:
+        raise CapabilityError(
+            f"shap's LinearExplainer gave {values.shape[2]} output(s) for a model with {n_outputs}."
+        )
+    return values, base
+
+
+def _tiled(expected: Any, n: int) -> np.ndarray:
+    expected = np.asarray(expected, dtype=np.float64).reshape(1, -1)
+    return np.repeat(expected, n, axis=0)
+
+
+# -- vectorised Kernel SHAP -----------------------------------------------------------------------
+def run_kernel(
+    model: CountedModel,
+    X: np.ndarray,
+    background: np.ndarray,
+    groups: FeatureGroups,
+    *,
+    fx: np.ndarray,
+    outputs: np.ndarray,
+    n_samples: int,
+    seed: int,
+    progress: bool | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel SHAP for the ``outputs`` of each row (see :mod:`xai_shap.kernel`).
+
+    Rows go in chunks (bounded memory): each chunk's coalitions are drawn at once, its
+    masked inputs evaluated in few large model calls, its least squares solved at once.
+
+    Parameters
+    ----------
+    fx : ndarray of shape (n_samples, n_outputs)
+        The model's outputs on ``X``.
+    outputs : ndarray of int of shape (n_samples, n_kept)
+        The outputs to explain per row.
+    n_samples : int
+        Coalitions per row.
+
+    Returns
+    -------
+    values : ndarray of shape (n_samples, n_players, n_kept)
+    base : ndarray of shape (n_samples, n_kept)
+    """
+    n = len(X)
+    m = groups.n_groups
+    flat_x = X.reshape(n, -1)
+    flat_bg = background.reshape(len(background), -1)
+    fnull = model(flat_bg).mean(axis=0)
+    base = fnull[outputs]
+    total = np.take_along_axis(fx, outputs, axis=1) - base
+    varying = varying_groups(flat_x, flat_bg, groups.labels, m)
+    rng = np.random.default_rng(seed)
+    values = np.zeros((n, m, outputs.shape[1]))
+    rows = max(1, MAX_DESIGN_ELEMENTS // (4 * max(n_samples, 1) * max(m, 1)))
+    n_chunks = -(-n // rows)
+    show = n_chunks >= 10 if progress is None else progress
+    with tqdm(total=n, desc="Kernel SHAP", unit="row", disable=not show, leave=False) as bar:
+        for start in range(0, n, rows):  # chunks of rows; each is vectorised throughout
+            sl = slice(start, min(start + rows, n))
+            coalitions, weights = shapley_kernel_design(m, n_samples, rng, n_rows=sl.stop - start)
+            ey = coalition_values(
+                model, flat_x[sl], flat_bg, coalitions, groups.labels, outputs[sl], progress=False
+            )
+            values[sl] = solve_constrained_wls(
+                coalitions, weights, ey - base[sl][:, None, :], total[sl], varying[sl]
+            )
+            bar.update(sl.stop - start)
+    return values, base

@@ -1,0 +1,278 @@
+"""ShapExplainer: Shapley-value attributions, the ``shap`` method of :func:`xai_core.explain`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core import (
+    CapabilityError,
+    Explainer,
+    Explanation,
+    ModelRunner,
+    UnknownNameError,
+    ValidationError,
+)
+from xai_shap import algorithms as alg
+from xai_shap._checks import check_bool, check_int, check_max_evals, check_seed
+from xai_shap.background import resolve_background
+from xai_shap.game import CountedModel
+from xai_shap.groups import resolve_groups
+
+__all__ = ["ShapExplainer"]
+
+
+class ShapExplainer(Explainer):
+    """Shapley values of each feature (or feature group) for each row's target output.
+
+    Interventional SHAP: the value of a coalition ``S`` of features for a row ``x`` is the
+    mean over the background rows ``b`` of ``f(x_S, b_rest)``; each feature's attribution is
+    its Shapley value in that game, so ``base_value + sum(values) = f(x)[target]``, where
+    ``base_value`` is the mean output over the background.
+
+    Parameters
+    ----------
+    algorithm : {"auto", "exact", "permutation", "kernel", "tree", "linear"}, default="auto"
+        ``exact``: all ``2**M`` coalitions (shap's Exact explainer), exact to rounding.
+        ``permutation``: antithetic permutation sampling (shap's Permutation explainer).
+        ``kernel``: Kernel SHAP's estimator, vectorised here (shap's KernelExplainer's
+        sampling and weights, one batched model call per chunk, one constrained solve).
+        ``tree``: shap's TreeExplainer on a scikit-learn tree model, interventional.
+        ``linear``: shap's LinearExplainer on a scikit-learn linear model (a classifier's
+        ``decision_function``, see ``meta["output_space"]``).
+        ``auto``: tree for tree models, linear for linear regressors, exact up to 10
+        features (or groups), permutation above; ``meta["algorithm"]`` records the choice.
+    background : array-like of shape (n_rows, *input_shape), optional
+        Reference rows the game averages over (training rows or a sample of them). By
+        default a k-means summary of ``X`` itself, with an :class:`xai_core.XaiWarning`.
+    n_background : int, optional
+        Summarise the background (or ``X``) into this many k-means centres (seeded).
+        Default: the background as given; 10 centres of ``X`` when none is given.
+    max_evals : int or "auto", default="auto"
+        Budget per row: for ``kernel`` the coalitions (default ``2*M + 2048``, as shap), for
+        ``permutation`` the model evaluations (default 500 as shap, at least two antithetic
+        permutations: ``2 * (2*M + 1)``), for ``exact`` a cap on ``2**M`` (default ``2**16``). Each
+        coalition is evaluated against every background row.
+    seed : int, default=0
+        Seeds the sampling (kernel, permutation) and the k-means summary; same seed, same values.
+    patch_size : int or (int, int), optional
+        Images (samples of shape (H, W), (H, W, C), (C, H, W), or flat with ``image_shape``)
+        are explained by square patches of this side (default 4: 49 patches of a 28 x 28 image).
+    image_shape : tuple of int, optional
+        ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)`` (C <= 4) of flattened images, e.g. ``(28, 28)``.
+    groups : array-like of int of shape input_shape, optional
+        Any grouping of the features (superpixels from a segmenter, blocks of one-hot
+        columns): each distinct label is one player.
+    all_classes : bool, default=False
+        Also explain every output: ``meta["all_values"]`` of shape (n_samples, n_outputs,
+        *input_shape) and ``meta["all_base_values"]`` of shape (n_samples, n_outputs).
+    progress : bool or None, default=None
+        Progress bars; ``None`` shows them for long runs only.
+
+    Notes
+    -----
+    Grouped features (patches, groups) are single players; each group's value is spread
+    evenly over its features (value / group size), so ``values`` keeps the input shape,
+    each group's features sum to its Shapley value and ``meta["group_values"]`` holds the
+    values per group, of shape (n_samples, n_groups).
+
+    ``meta``: ``algorithm``, ``n_evals`` (model rows evaluated through the runner),
+    ``additivity_error`` of shape (n_samples,) (``|base + sum(values) - f(x)[target]|``),
+    ``seed``, ``seconds``, ``max_evals``, ``background`` (how it was chosen),
+    ``n_background``, ``players`` and ``output_space``.
+    """
+
+    name: ClassVar[str] = "shap"
+    requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+
+    def __init__(
+        self,
+        algorithm: str = "auto",
+        background: Any = None,
+        n_background: int | None = None,
+        max_evals: int | str = "auto",
+        seed: int = 0,
+        patch_size: int | tuple[int, int] | None = None,
+        image_shape: tuple[int, ...] | None = None,
+        groups: Any = None,
+        all_classes: bool = False,
+        progress: bool | None = None,
+    ) -> None:
+        self.algorithm = algorithm
+        self.background = background
+        self.n_background = n_background
+        self.max_evals = max_evals
+        self.seed = seed
+        self.patch_size = patch_size
+        self.image_shape = image_shape
+        self.groups = groups
+        self.all_classes = all_classes
+        self.progress = progress
+
+    def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
+        """Shapley values of ``runner``'s output ``target`` for each row of ``X``.
+
+        Parameters
+        ----------
+        runner : ModelRunner
+        X : ndarray of shape (n_samples, *input_shape)
+        target : ndarray of int64 of shape (n_samples,)
+
+        Returns
+        -------
+        Explanation
+            ``values`` of shape (n_samples, *input_shape), ``base_values`` of shape (n_samples,).
+        """
+        start = time.perf_counter()
+        # -- every check before any model evaluation ---------------------------------------
+        if self.algorithm not in alg.ALGORITHMS:
+            raise UnknownNameError("SHAP algorithm", self.algorithm, alg.ALGORITHMS)
+        seed = check_seed(self.seed)
+        max_evals = check_max_evals(self.max_evals)
+        n_background = check_int(self.n_background, "n_background", allow_none=True)
+        all_classes = check_bool(self.all_classes, "all_classes")
+        progress = check_bool(self.progress, "progress", allow_none=True)
+        groups = resolve_groups(
+            X.shape[1:],
+            groups=self.groups,
+            patch_size=self.patch_size,
+            image_shape=self.image_shape,
+        )
+        feature_names = getattr(runner.model, "feature_names", None)
+        background, bg_desc = resolve_background(
+            self.background, n_background, X, seed, feature_names
+        )
+        algorithm, helper, budget = self._plan(runner, groups, background, max_evals)
+
+        # -- the work -------------------------------------------------------------------------
+        model = CountedModel(runner, X.shape[1:])
+        fx = model(X.reshape(len(X), -1))
+        n_outputs = fx.shape[1]
+        silent = progress is False  # shap's own bars appear only for long runs
+        output_space = "model output"
+        if algorithm == "exact":
+            values, base = alg.run_exact(model, X, background, groups, silent=silent)
+        elif algorithm == "permutation":
+            values, base = alg.run_permutation(
+                model, X, background, groups, max_evals=budget, seed=seed, silent=silent
+            )
+        elif algorithm == "kernel":
+            wanted = np.tile(np.arange(n_outputs), (len(X), 1)) if all_classes else target[:, None]
+            values, base = alg.run_kernel(
+                model,
+                X,
+                background,
+                groups,
+                fx=fx,
+                outputs=wanted,
+                n_samples=budget,
+                seed=seed,
+                progress=progress,
+            )
+            if not all_classes:  # scatter the one explained output into its column
+                full_v = np.zeros(values.shape[:2] + (n_outputs,))
+                full_b = np.zeros((len(X), n_outputs))
+                full_v[np.arange(len(X)), :, target] = values[:, :, 0]
+                full_b[np.arange(len(X)), target] = base[:, 0]
+                values, base = full_v, full_b
+        elif algorithm == "tree":
+            values, base = alg.run_tree(helper, X, n_outputs)
+        else:
+            explainer, output_space = helper
+            values, base = alg.run_linear(explainer, X, n_outputs)
+            if output_space == "decision_function":
+                fx = self._margins(runner, X, n_outputs)
+
+        rows = np.arange(len(X))
+        group_values = values[rows, :, target]  # (n, n_groups)
+        base_values = base[rows, target]
+        reached = base_values + group_values.sum(axis=1)
+        additivity = np.abs(reached - fx[rows, target])
+        meta: dict[str, Any] = {
+            "algorithm": algorithm,
+            "n_evals": model.n_rows,
+            "additivity_error": additivity,
+            "seed": seed,
+            "max_evals": budget,
+            "background": bg_desc,
+            "n_background": len(background),
+            "players": groups.description,
+            "output_space": output_space,
+        }
+        if not groups.is_identity:
+            meta["group_values"] = group_values
+            meta["groups"] = groups.labels.reshape(X.shape[1:])
+        if groups.image_shape is not None:
+            meta["image_shape"] = groups.image_shape  # reports draw heatmaps of these images
+        if all_classes:
+            spread = groups.spread(values)  # (n, n_features, n_outputs)
+            meta["all_values"] = np.moveaxis(spread, 2, 1).reshape(
+                (len(X), n_outputs, *X.shape[1:])
+            )
+            meta["all_base_values"] = base
+        meta["seconds"] = time.perf_counter() - start
+        return Explanation(
+            values=groups.spread(group_values).reshape(X.shape),
+            base_values=base_values,
+            target=target,
+            meta=meta,
+        )
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _plan(self, runner: ModelRunner, groups, background: np.ndarray, max_evals: int | None):
+        """The algorithm to run, its shap helper (tree, linear) and its budget; raises before any work."""
+        algorithm = self.algorithm
+        m = groups.n_groups
+        if algorithm == "auto":
+            algorithm, helper = self._auto(runner, groups, background)
+            if helper is not None:
+                return algorithm, helper, None
+        if algorithm in ("tree", "linear") and not groups.is_identity:
+            raise ValidationError(
+                f"algorithm={algorithm!r} attributes single features; groups and image patches "
+                "need algorithm='exact', 'permutation' or 'kernel'."
+            )
+        if algorithm == "tree":
+            return algorithm, alg.tree_explainer(runner.model, background), None
+        if algorithm == "linear":
+            return algorithm, alg.linear_explainer(runner.model, background), None
+        if algorithm == "exact":
+            return algorithm, None, alg.check_exact(m, max_evals)
+        if algorithm == "permutation":
+            return algorithm, None, alg.check_permutation(m, max_evals)
+        return algorithm, None, alg.check_kernel(m, max_evals)
+
+    @staticmethod
+    def _auto(runner: ModelRunner, groups, background: np.ndarray) -> tuple[str, Any]:
+        """tree for tree models, linear for linear regressors, else exact or permutation by size."""
+        estimator, method = alg.estimator_kind(runner.model)
+        if estimator is not None and groups.is_identity:
+            from sklearn.base import is_regressor
+
+            if alg.is_tree_model(estimator):
+                try:
+                    return "tree", alg.tree_explainer(runner.model, background)
+                except CapabilityError:  # not a tree model shap supports: fall through
+                    pass
+            if is_regressor(estimator) and method == "predict" and hasattr(estimator, "coef_"):
+                return "linear", alg.linear_explainer(runner.model, background)
+        if groups.n_groups <= alg.AUTO_EXACT_MAX_FEATURES:
+            return "exact", None
+        return "permutation", None
+
+    @staticmethod
+    def _margins(runner: ModelRunner, X: np.ndarray, n_outputs: int) -> np.ndarray:
+        """A linear classifier's decision_function on ``X``, one column per class."""
+        estimator, _ = alg.estimator_kind(runner.model)
+        flat = X.reshape(len(X), -1)
+        names = getattr(runner.model, "feature_names", None)
+        if names is not None:
+            import pandas as pd
+
+            flat = pd.DataFrame(flat, columns=list(names))
+        margin = np.asarray(estimator.decision_function(flat), dtype=np.float64)
+        if margin.ndim == 1:
+            margin = np.stack([-margin, margin], axis=1) if n_outputs == 2 else margin[:, None]
+        return margin
