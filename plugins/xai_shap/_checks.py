@@ -7,33 +7,9 @@ from typing import Any
 import numpy as np
 
 from xai_core import ShapeError, ValidationError
+from xai_core.validation import check_bool, check_int, check_seed
 
 __all__ = ["check_bool", "check_int", "check_max_evals", "check_rows", "check_seed"]
-
-
-def check_int(value: Any, name: str, minimum: int = 1, *, allow_none: bool = False) -> int | None:
-    """Return ``value`` as an int ``>= minimum`` (or ``None`` when allowed); otherwise raise."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        extra = " or None" if allow_none else ""
-        raise ValidationError(f"{name} must be an integer >= {minimum}{extra}; got {value!r}.")
-    return int(value)
-
-
-def check_bool(value: Any, name: str, *, allow_none: bool = False) -> bool | None:
-    """Return ``value`` if it is a bool (or ``None`` when allowed); otherwise raise."""
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, (bool, np.bool_)):
-        extra = ", False or None" if allow_none else " or False"
-        raise ValidationError(f"{name} must be True{extra}; got {value!r}.")
-    return bool(value)
-
-
-def check_seed(value: Any) -> int:
-    """Return ``seed`` as a non-negative int; otherwise raise."""
-    return check_int(value, "seed", minimum=0)
 
 
 def check_max_evals(value: Any) -> int | None:

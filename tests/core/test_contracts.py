@@ -7,7 +7,11 @@ import xai_core as xai
 from xai_core.testing import LinearModel, check_backend, check_explainer
 
 #: Options that keep each first-party explainer's contract check fast.
-FAST_OPTIONS = {"shap": {}, "lime": {"n_samples": 300}, "ig": {"steps": 8}}
+FAST_OPTIONS = {
+    "shap": {"background": np.zeros((3, 4))},
+    "lime": {"n_samples": 300, "training_data": np.random.default_rng(0).normal(size=(50, 4))},
+    "ig": {"steps": 8},
+}
 
 
 @pytest.mark.parametrize("name", xai.list_explainers())
