@@ -22,6 +22,7 @@ from xai_core.agreement import (
 from xai_core.backends.base import Backend
 from xai_core.errors import (
     CapabilityError,
+    ChunkError,
     DataError,
     DuplicateNameError,
     ModelFormatError,
@@ -76,6 +77,7 @@ __all__ = [
     "faithfulness",
     "BlackBoxModel",
     "CapabilityError",
+    "ChunkError",
     "CliCommand",
     "DataError",
     "DuplicateNameError",

@@ -38,6 +38,18 @@ def _row_delta(e: Explanation) -> np.ndarray:
     return np.full(len(e), np.nan)
 
 
+def _explanation_counters(runner: ModelRunner, e: Explanation) -> dict[str, float]:
+    """The work of an explanation: the runner's counters, or the chunks' summed when it ran in chunks.
+
+    Only the additive counters (:attr:`Backend.COMMON_COUNTERS`) are summed over chunks; ratios
+    such as utilisation do not add up.
+    """
+    chunks = e.meta.get("chunk_counters")
+    if not chunks:
+        return runner.counters
+    return {key: float(sum(c.get(key, 0) for c in chunks)) for key in Backend.COMMON_COUNTERS}
+
+
 def _power_watts(backend: Backend) -> float | None:
     info = backend.describe()
     if info.get("power_w"):
@@ -168,6 +180,8 @@ def compare_backends(
     k: int = 10,
     n_seeds: int = 1,
     calibration: Any = None,
+    executor: Any = None,
+    chunk_size: int | None = None,
     **options: Any,
 ) -> BackendComparison:
     """The same explanation on each backend, compared with the reference (fp32 CPU).
@@ -192,6 +206,10 @@ def compare_backends(
         method's own spread.
     calibration : array-like, optional
         Rows for int8 quantisation; ``X`` by default.
+    executor : concurrent.futures.Executor, distributed.Client or "processes", optional
+        Run each backend's explanation in chunks there (see :func:`xai_core.explain`).
+    chunk_size : int, optional
+        Rows per chunk (see :func:`xai_core.explain`).
     **options
         Options of the method.
 
@@ -236,8 +254,19 @@ def compare_backends(
         predictions[label] = np.argmax(runner.predict(X), axis=1)
         inference = runner.counters
         runner.reset_counters()
-        explanations[label] = explain(runner, X, method=method, target=target, **options)
-        costs[label] = {"inference": inference, "explanation": runner.counters}
+        explanations[label] = explain(
+            runner,
+            X,
+            method=method,
+            target=target,
+            executor=executor,
+            chunk_size=chunk_size,
+            **options,
+        )
+        costs[label] = {
+            "inference": inference,
+            "explanation": _explanation_counters(runner, explanations[label]),
+        }
         costs[label]["power_w"] = _power_watts(backend)
 
     ref_name = pairs[0][0]
@@ -252,6 +281,8 @@ def compare_backends(
                 X,
                 method=method,
                 target=target,
+                executor=executor,
+                chunk_size=chunk_size,
                 **{**options, "seed": seed0 + j},
             )
             for j in range(1, n_seeds)

@@ -17,6 +17,7 @@ __all__ = [
     "ModelFormatError",
     "DataError",
     "ContractError",
+    "ChunkError",
     "XaiWarning",
 ]
 
@@ -84,6 +85,24 @@ class DataError(XaiError, ValueError):
 
 class ContractError(XaiError, AssertionError):
     """A plugin's explainer or backend breaks the contract checked by :mod:`xai_core.testing`."""
+
+
+class ChunkError(XaiError, RuntimeError):
+    """A chunk of rows failed twice (a raised exception, or a worker that died).
+
+    Attributes
+    ----------
+    start, stop : int
+        The failed rows, ``X[start:stop]``.
+    """
+
+    def __init__(self, start: int, stop: int, cause: BaseException) -> None:
+        self.start = start
+        self.stop = stop
+        super().__init__(
+            f"rows {start}..{stop - 1} (X[{start}:{stop}]) could not be explained: the chunk "
+            f"failed, was retried once and failed again with {type(cause).__name__}: {cause}"
+        )
 
 
 class XaiWarning(UserWarning):

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.errors import UnknownNameError, ValidationError
+from xai_core.errors import CapabilityError, UnknownNameError, ValidationError
 from xai_core.explanation import Explanation
-from xai_core.runner import ModelRunner
+from xai_core.runner import ModelRunner, get_backend
 
 __all__ = ["Explainer", "explain", "list_explainers", "CAPABILITIES"]
 
@@ -89,6 +89,8 @@ def explain(
     *,
     feature_names: Any = None,
     batch_size: int = 4096,
+    executor: Any = None,
+    chunk_size: int | None = None,
     **options: Any,
 ) -> Explanation:
     """Explain ``model``'s outputs on ``X`` with the registered method ``method``.
@@ -111,6 +113,14 @@ def explain(
         One name per feature; taken from a DataFrame's columns when ``X`` is one.
     batch_size : int, default=4096
         Rows per model call.
+    executor : concurrent.futures.Executor, distributed.Client or "processes", optional
+        Explain the rows in chunks on this executor (``"processes"``: a process pool over
+        all local cores); see :mod:`xai_core.parallel`. The result equals the serial run
+        with the same ``chunk_size`` and seed.
+    chunk_size : int, optional
+        Rows per chunk; each chunk gets a seed derived from ``seed`` and its index. Given
+        without ``executor``, the chunks run one after the other here. Neither given: no
+        chunks.
     **options
         Options of the method; an unknown one is an error that lists the valid ones.
 
@@ -120,17 +130,27 @@ def explain(
     """
     from xai_core.plugins import get_registry
 
+    chunked = executor is not None or chunk_size is not None
+    if chunked:
+        from xai_core.parallel import check_parallel, explain_chunked
+
+        check_parallel(executor, chunk_size)
     cls = get_registry().explainer(method)
     valid = cls.option_names()
     for key in options:
         if key not in valid:
             raise UnknownNameError(f"option of method {method!r}", key, valid)
     explainer = cls(**options)
-    runner = (
-        model
-        if isinstance(model, ModelRunner)
-        else ModelRunner(model, backend, batch_size=batch_size)
-    )
+    if isinstance(model, ModelRunner):
+        runner = model
+    else:
+        backend = get_backend(backend)
+        if "gradient" in cls.requires and not backend.supports_gradients:
+            raise CapabilityError(
+                f"method {method!r} needs gradients, and the {backend.name!r} backend is inference "
+                f"only; use one of: {', '.join(ModelRunner.backends_with('gradient'))}."
+            )
+        runner = ModelRunner(model, backend, batch_size=batch_size)
     for capability in sorted(cls.requires):
         runner.require(capability)
     if feature_names is None and hasattr(X, "columns"):
@@ -144,10 +164,24 @@ def explain(
             f"feature_names must have {n_features} names, one per feature; got {len(feature_names)}."
         )
     target = resolve_target(runner, X, target)
+    if chunked:
+        return explain_chunked(
+            runner,
+            X,
+            target,
+            method=cls.name,
+            options=options,
+            feature_names=feature_names,
+            executor=executor,
+            chunk_size=chunk_size,
+        )
     start = time.perf_counter()
     result = explainer.explain(runner, X, target)
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
+    image_shape = getattr(runner.model, "image_shape", None)
+    if image_shape is not None and "image_shape" not in meta:
+        meta["image_shape"] = tuple(image_shape)
     return dataclasses.replace(
         result,
         data=result.data if result.data is not None else X,

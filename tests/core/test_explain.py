@@ -113,3 +113,22 @@ def test_runner_can_be_passed(registry, linear):
     runner = xai.ModelRunner(linear, backend=xai.get_backend("cpu", dtype="float64"))
     e = xai.explain(runner, np.ones((1, 3)), method="gxi_test", target=1)
     assert e.backend == "cpu" and runner.counters["matmuls"] >= 0
+
+
+def test_image_networks_record_their_image_shape():
+    """A CNN over flattened pixels records (28, 28) in meta, so reports draw heatmaps."""
+    net = xai.nn.Sequential(
+        [
+            xai.nn.Reshape((1, 28, 28)),
+            xai.nn.Conv2D(2, 3),
+            xai.nn.ReLU(),
+            xai.nn.Flatten(),
+            xai.nn.Dense(3),
+            xai.nn.Softmax(),
+        ],
+        input_shape=(784,),
+    )
+    assert net.image_shape == (28, 28) and xai.nn.mlp(4).image_shape is None
+    e = xai.explain(net, np.random.default_rng(0).random((1, 784)), method="saliency")
+    assert e.meta["image_shape"] == (28, 28)
+    assert 'class="xai-heatmap"' in e._repr_html_()
