@@ -52,3 +52,13 @@ def fresh_registry():
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture(scope="session")
+def demo_report(tmp_path_factory) -> Path:
+    """The report of `xai demo --quick`, built once per test session."""
+    from xai_core.demo import run_demo
+
+    path = tmp_path_factory.mktemp("demo") / "report.html"
+    assert run_demo(output=str(path), quick=True, progress=False) == 0
+    return path
