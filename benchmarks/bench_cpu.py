@@ -233,21 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{c['cycles']:,.0f} cycles = {c['est_seconds'] * 1000:.1f} ms at 3 GHz x 8 lanes"
     )
 
-    cnn = nn.Sequential(
-        [
-            nn.Reshape((1, 28, 28)),
-            nn.Conv2D(8, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Conv2D(16, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Flatten(),
-            nn.Dense(10),
-            nn.Softmax(),
-        ],
-        input_shape=(784,),
-    )
+    cnn = nn.cnn()
     cnn_runner = xai.ModelRunner(cnn, backend=CPUBackend())
     params = [(layer.weight, layer.bias) for layer in cnn if layer.params]
     np.testing.assert_allclose(

@@ -50,24 +50,7 @@ def train_cnn(epochs: int, seed: int = 0):
     from xai_datasets import load_mnist
 
     train, test = load_mnist("train"), load_mnist("test")
-    net = nn.Sequential(
-        [
-            nn.Reshape((1, 28, 28)),
-            nn.Conv2D(8, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Conv2D(16, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Flatten(),
-            nn.Dense(64),
-            nn.ReLU(),
-            nn.Dense(10),
-            nn.Softmax(),
-        ],
-        input_shape=(784,),
-        seed=seed,
-    )
+    net = nn.cnn(hidden=64, seed=seed)
     if epochs:
         net.fit(
             train.X,

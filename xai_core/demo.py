@@ -44,27 +44,6 @@ class DemoSettings:
         return cls(3, 2000, 4, 32, 600, 600, 500)
 
 
-def _cnn() -> nn.Sequential:
-    return nn.Sequential(
-        [
-            nn.Reshape((1, 28, 28)),
-            nn.Conv2D(8, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Conv2D(16, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Flatten(),
-            nn.Dense(32, name="embedding"),
-            nn.ReLU(),
-            nn.Dense(10),
-            nn.Softmax(),
-        ],
-        input_shape=(784,),
-        seed=0,
-    )
-
-
 def _backend_table(net, qnet, X: np.ndarray, y: np.ndarray) -> pd.DataFrame:
     """Accuracy and simulated cost of predicting ``X`` on every backend."""
     rows = []
@@ -103,7 +82,7 @@ def run_demo(
     train, test = loaders[dataset]("train"), loaders[dataset]("test")
     train = train.take(np.arange(min(s.train_rows, len(train))))
     say(f"Training a CNN on {len(train)} {dataset} images ({s.epochs} epoch(s))...")
-    net = _cnn()
+    net = nn.cnn(hidden=32)
     net.output_names = train.class_names
     net.fit(
         train.X,

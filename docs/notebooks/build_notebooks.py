@@ -51,24 +51,7 @@ from xai_core import nn
 from xai_datasets import load_mnist
 
 train, test = load_mnist("train"), load_mnist("test")
-net = nn.Sequential(
-    [
-        nn.Reshape((1, 28, 28)),
-        nn.Conv2D(8, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2D(2),
-        nn.Conv2D(16, 3, padding=1),
-        nn.ReLU(),
-        nn.MaxPool2D(2),
-        nn.Flatten(),
-        nn.Dense(32),
-        nn.ReLU(),
-        nn.Dense(10),
-        nn.Softmax(),
-    ],
-    input_shape=(784,),
-    seed=0,
-)
+net = nn.cnn(hidden=32)
 net.output_names = train.class_names
 net.fit(
     train.X, train.y, optimizer="adam", learning_rate=3e-3, batch_size=32, epochs=1, progress=False

@@ -26,28 +26,8 @@ METHOD_OPTIONS = {
         "image_shape": (28, 28),
         "patch_size": 4,
     },
-    "lime": {"n_samples": 500, "image_shape": (28, 28), "stability_seeds": 0},
+    "lime": {"n_samples": 500, "image_shape": (28, 28), "stability_seeds": 0, "progress": False},
 }
-
-
-def cnn() -> nn.Sequential:
-    """Conv(8, 3x3) - ReLU - MaxPool - Conv(16, 3x3) - ReLU - MaxPool - Dense(10) - Softmax."""
-    return nn.Sequential(
-        [
-            nn.Reshape((1, 28, 28)),
-            nn.Conv2D(8, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Conv2D(16, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Flatten(),
-            nn.Dense(10),
-            nn.Softmax(),
-        ],
-        input_shape=(784,),
-        seed=0,
-    )
 
 
 def table(frame, columns, digits=4) -> str:
@@ -64,7 +44,7 @@ def table(frame, columns, digits=4) -> str:
 def study(name: str, load) -> None:
     """All figures for one dataset."""
     train, test = load("train"), load("test")
-    net = cnn()
+    net = nn.cnn()
     start = time.perf_counter()
     net.fit(
         train.X,

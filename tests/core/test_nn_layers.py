@@ -391,3 +391,26 @@ def test_every_matmul_goes_through_the_backend():
     net.backward(np.ones((n, 3), dtype=np.float32), be)  # weight grads of both, input grads of both
     assert be.counters["matmuls"] == 2 + 4 and be.counters["macs"] == 3 * fwd
     assert be.counters["elementwise_ops"] > 0
+
+
+def test_cnn_builder():
+    """nn.cnn builds the small image CNN: flattened input, optional named embedding, softmax output."""
+    net = nn.cnn(hidden=32, n_outputs=3, channels=(4,))
+    assert net.input_shape == (784,) and net.image_shape == (28, 28)
+    assert [type(layer).__name__ for layer in net.layers] == [
+        "Reshape",
+        "Conv2D",
+        "ReLU",
+        "MaxPool2D",
+        "Flatten",
+        "Dense",
+        "ReLU",
+        "Dense",
+        "Softmax",
+    ]
+    X = np.random.default_rng(0).random((2, 784)).astype(np.float32)
+    assert xai.ModelRunner(net).activations(X, "embedding").shape == (2, 32)
+    np.testing.assert_allclose(net.predict(X).sum(axis=1), 1.0, rtol=1e-6)
+    assert nn.cnn((3, 8, 8)).image_shape == (3, 8, 8)
+    with pytest.raises(xai.ValidationError, match="image_shape must be"):
+        nn.cnn((28, 28))

@@ -117,21 +117,7 @@ def test_mnist_mlp_matches_sklearn_within_one_point(mnist):
 def test_mnist_small_cnn_beats_sklearn_mlp(mnist):
     """A two-convolution CNN trained for 3 epochs beats sklearn's MLP on held-out digits."""
     train, test, sk_acc = mnist
-    cnn = nn.Sequential(
-        [
-            nn.Reshape((1, 28, 28)),
-            nn.Conv2D(8, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Conv2D(16, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2D(2),
-            nn.Flatten(),
-            nn.Dense(10),
-            nn.Softmax(),
-        ],
-        input_shape=(784,),
-    )
+    cnn = nn.cnn()
     with threadpool_limits(1):
         cnn.fit(
             train.X,

@@ -11,7 +11,7 @@
 """
 
 from xai_core.nn.activations import ACTIVATIONS, Activation, Linear, ReLU, Sigmoid, Softmax, Tanh
-from xai_core.nn.builders import mlp
+from xai_core.nn.builders import cnn, mlp
 from xai_core.nn.im2col import col2im, conv_output_size, im2col
 from xai_core.nn.io import FORMAT_VERSION, LAYER_TYPES, load_model, save_model
 from xai_core.nn.layer import Layer
@@ -43,6 +43,7 @@ __all__ = [
     "Softmax",
     "Summary",
     "Tanh",
+    "cnn",
     "col2im",
     "conv_output_size",
     "from_sklearn",

@@ -1,4 +1,4 @@
-"""Convenience builders: the TensorFlow Playground's network from hidden-layer sizes."""
+"""Convenience builders: the TensorFlow Playground's MLP, and a small CNN for 28x28 images."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core.errors import UnknownNameError, ValidationError
-from xai_core.nn.activations import Linear, Sigmoid, Softmax
-from xai_core.nn.layers import Dense
+from xai_core.nn.activations import Linear, ReLU, Sigmoid, Softmax
+from xai_core.nn.layers import Conv2D, Dense, Flatten, MaxPool2D, Reshape
 from xai_core.nn.sequential import Sequential
 
-__all__ = ["mlp"]
+__all__ = ["cnn", "mlp"]
 
 #: Hidden activations the Playground offers.
 HIDDEN_ACTIVATIONS = ("tanh", "sigmoid", "relu", "linear")
@@ -80,4 +80,61 @@ def mlp(
     layers += [Dense(n_outputs), OUTPUTS[out]()]
     return Sequential(
         layers, input_shape=(n_inputs,), output_names=output_names, seed=seed, dtype=dtype
+    )
+
+
+def cnn(
+    image_shape: Sequence[int] = (1, 28, 28),
+    n_outputs: int = 10,
+    *,
+    channels: Sequence[int] = (8, 16),
+    hidden: int | None = None,
+    output_names: Sequence[str] | None = None,
+    seed: int = 0,
+    dtype: Any = "float32",
+) -> Sequential:
+    """A small CNN over flattened images, as MNIST and Fashion-MNIST arrive.
+
+    Parameters
+    ----------
+    image_shape : (channels, height, width), default=(1, 28, 28)
+        Shape of one image; the network reads rows of ``prod(image_shape)`` pixels.
+    n_outputs : int, default=10
+        Classes.
+    channels : sequence of int, default=(8, 16)
+        Output channels of each 3x3 convolution (padding 1), each followed by ReLU and a
+        2x2 max pool.
+    hidden : int, optional
+        Width of a dense ReLU layer named ``"embedding"`` before the output (the layer to
+        project); none by default.
+    output_names : sequence of str, optional
+    seed : int, default=0
+    dtype : {"float32", "float64"}, default="float32"
+
+    Returns
+    -------
+    Sequential
+        ``Reshape, [Conv2D, ReLU, MaxPool2D] * len(channels), Flatten, [Dense(hidden,
+        name="embedding"), ReLU], Dense(n_outputs), Softmax``.
+
+    Examples
+    --------
+    >>> net = xai.nn.cnn(hidden=32)
+    >>> net.fit(train.X, train.y, optimizer="adam", learning_rate=2e-3, batch_size=64, epochs=3)
+    """
+    shape = tuple(int(d) for d in image_shape)
+    if len(shape) != 3 or min(shape) < 1:
+        raise ValidationError(
+            f"image_shape must be (channels, height, width); got {tuple(image_shape)}."
+        )
+    layers: list[Any] = [Reshape(shape)]
+    for c in channels:
+        layers += [Conv2D(int(c), 3, padding=1), ReLU(), MaxPool2D(2)]
+    layers.append(Flatten())
+    if hidden is not None:
+        layers += [Dense(int(hidden), name="embedding"), ReLU()]
+    layers += [Dense(n_outputs), Softmax()]
+    n_pixels = shape[0] * shape[1] * shape[2]
+    return Sequential(
+        layers, input_shape=(n_pixels,), output_names=output_names, seed=seed, dtype=dtype
     )
