@@ -122,3 +122,86 @@ def test_analyses_render_in_reports():
     assert html.count('class="xai-heatmap"') >= 2 * 3 * 2
     for result in (backends, methods, faith):
         assert 'class="xai-analysis"' in result._repr_html_()
+
+
+@pytest.fixture(scope="module")
+def mnist_mlp():
+    """An MLP trained briefly on the bundled MNIST sample, and 8 test digits."""
+    from xai_datasets import load_mnist
+
+    train, test = load_mnist("train"), load_mnist("test")
+    net = xai.nn.mlp(784, hidden=(32,), n_outputs=10, activation="relu", seed=0)
+    net.fit(
+        train.X,
+        train.y,
+        optimizer="adam",
+        learning_rate=3e-3,
+        batch_size=64,
+        epochs=3,
+        progress=False,
+    )
+    return net, train.X, test.X[:8]
+
+
+@pytest.mark.slow
+def test_mnist_deletion_beats_random_for_ig_and_shap(mnist_mlp):
+    """On an MNIST network the deletion curves of IG and SHAP fall faster than a random ranking's."""
+    net, _, X = mnist_mlp
+    ig = xai.explain(net, X, method="ig", steps=16)
+    shap = xai.explain(
+        net,
+        X,
+        method="shap",
+        algorithm="kernel",
+        max_evals=300,
+        patch_size=4,
+        image_shape=(28, 28),
+        background=np.zeros((1, 784), np.float32),
+        progress=False,
+    )
+    for e in (ig, shap):
+        s = xai.faithfulness(net, e, steps=10, n_random=3).summary.mean()
+        assert s.deletion_auc < s.random_deletion_auc, e.method
+        assert s.insertion_auc > s.random_insertion_auc, e.method
+
+
+@pytest.mark.slow
+def test_mnist_int8_figures_and_flips_are_reported(mnist_mlp):
+    """On MNIST the tpu and edgetpu figures are reported against cpu, with a per-row flip flag."""
+    net, train_X, X = mnist_mlp
+    c = xai.compare_backends(
+        net,
+        X,
+        method="shap",
+        backends=("cpu", "tpu", "edgetpu"),
+        calibration=train_X[:300],
+        algorithm="kernel",
+        max_evals=200,
+        patch_size=7,
+        image_shape=(28, 28),
+        background=np.zeros((1, 784), np.float32),
+        progress=False,
+    )
+    assert list(c.summary.index) == ["cpu", "tpu", "edgetpu"]
+    for name in ("tpu", "edgetpu"):
+        assert 0.5 < c.summary.loc[name, "mean_cosine"] <= 1.0
+    runner = xai.ModelRunner(xai.quantize(net, train_X[:300], progress=False), "edgetpu")
+    flips = runner.predict(X).argmax(1) != net.predict(X).argmax(1)
+    np.testing.assert_array_equal(c.rows[c.rows.backend == "edgetpu"]["flipped"].to_numpy(), flips)
+
+
+def test_flipped_rows_are_flagged_in_the_report(linear):
+    """A row whose prediction flips on a backend is flagged beside its heatmaps."""
+    import dataclasses
+
+    rng = np.random.default_rng(4)
+    model = LinearModel(rng.normal(size=(64, 2)), input_shape=(8, 8))
+    c = xai.compare_backends(
+        model, rng.random((2, 8, 8)), method="ig", backends=("cpu", "gpu"), steps=4
+    )
+    rows = c.rows.copy()
+    rows.loc[(rows.backend == "gpu") & (rows.row == 1), "flipped"] = True
+    flagged = dataclasses.replace(c, rows=rows)
+    assert flagged.flipped_rows[["backend", "row"]].values.tolist() == [["gpu", 1]]
+    html = flagged._repr_html_()
+    assert html.count("(prediction flipped)") == 1 and "1 flipped prediction(s)" in html
