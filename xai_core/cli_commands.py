@@ -1,10 +1,11 @@
-"""The built-in sub-commands of ``xai``: plugins, backends, report, demo."""
+"""The built-in sub-commands of ``xai``: plugins, backends, explain, report, demo."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from xai_core.errors import ValidationError
 from xai_core.extension import CliCommand
 from xai_core.hookspecs import hookimpl
 from xai_core.plugins import get_registry
@@ -72,6 +73,58 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
+def _explain(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from xai_core.explainer import explain
+    from xai_core.nn import load_model
+    from xai_core.report.build import load_data
+
+    net = load_model(args.model)
+    X, _, names = load_data(args.data, args.target)
+    options = {}
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValidationError(f"--option must look like name=value; got {item!r}.")
+        try:
+            options[key] = json.loads(value)  # numbers, true/false/null, lists, objects
+        except json.JSONDecodeError:
+            options[key] = value  # a plain string such as riemann_middle
+    e = explain(
+        net,
+        X[: args.rows],
+        method=args.method,
+        backend=args.backend,
+        feature_names=names,
+        **options,
+    )
+    path = e.save(args.out)
+    total = np.abs(e.values).reshape(len(e), -1).sum(axis=1)
+    print(
+        f"{e.method} on {e.backend}: {len(e)} row(s), values {e.values.shape}, "
+        f"mean sum |attribution| {total.mean():.4g}; saved to {path}"
+    )
+    return 0
+
+
+def _explain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="a network saved with net.save (.npz)")
+    parser.add_argument(
+        "--data", required=True, help="rows: .npz with X (y, feature_names) or .csv"
+    )
+    parser.add_argument("--target", help="the target column of a CSV data file")
+    parser.add_argument("--method", default="ig", help="explainer (ig)")
+    parser.add_argument("--backend", default="cpu", help="backend the model runs on (cpu)")
+    parser.add_argument("--rows", type=int, default=5, help="rows of the data to explain (5)")
+    parser.add_argument(
+        "--option", action="append", help="method option name=value (JSON values; repeatable)"
+    )
+    parser.add_argument(
+        "-o", "--out", default="explanation.json", help="where to save the explanation"
+    )
+
+
 def _report(args: argparse.Namespace) -> int:
     from xai_core.report.build import build_report
 
@@ -110,8 +163,14 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
 
 @hookimpl
 def xai_register_cli_commands():
-    """``xai plugins``, ``xai backends``, ``xai report`` and ``xai demo``."""
+    """``xai plugins``, ``xai backends``, ``xai explain``, ``xai report`` and ``xai demo``."""
     return [
+        CliCommand(
+            "explain",
+            "explain a saved model on rows of a data file; save the explanation as JSON",
+            _explain,
+            _explain_arguments,
+        ),
         CliCommand(
             "report",
             "build a report from saved explanations, or from a saved model and a data file",

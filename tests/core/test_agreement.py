@@ -205,3 +205,27 @@ def test_flipped_rows_are_flagged_in_the_report(linear):
     assert flagged.flipped_rows[["backend", "row"]].values.tolist() == [["gpu", 1]]
     html = flagged._repr_html_()
     assert html.count("(prediction flipped)") == 1 and "1 flipped prediction(s)" in html
+
+
+def test_seed_noise_sets_the_bar_for_stochastic_methods():
+    """With n_seeds, a stochastic method's own spread decides which backend differences count."""
+    rng = np.random.default_rng(5)
+    net = xai.nn.mlp(6, hidden=(8,), n_outputs=2, activation="tanh", seed=2)
+    X = rng.normal(size=(3, 6)).astype(np.float32)
+    train = rng.normal(size=(100, 6)).astype(np.float32)
+    c = xai.compare_backends(
+        net,
+        X,
+        method="lime",
+        backends=("cpu", "tpu"),
+        n_seeds=3,
+        n_samples=300,
+        training_data=train,
+        stability_seeds=0,
+        progress=False,
+    )
+    assert c.noise is not None and sorted(c.noise["seed"].unique()) == [1, 2]
+    floor = c.noise.groupby("row")["cosine"].min().to_numpy()
+    tpu = c.rows[c.rows.backend == "tpu"]
+    np.testing.assert_array_equal(tpu["beyond_noise"].to_numpy(), tpu["cosine"].to_numpy() < floor)
+    assert c.summary.loc["cpu", "beyond_noise"] == 0

@@ -108,3 +108,39 @@ def test_report_needs_input(tmp_path, capsys):
     assert "xai report: error: nothing to report" in capsys.readouterr().err
     assert main(["report", "--model", "m.npz", "-o", str(tmp_path / "r.html")]) == 2
     assert "model and data go together" in capsys.readouterr().err
+
+
+def test_explain_saves_json_that_report_reads(tmp_path, capsys):
+    """`xai explain` explains saved rows with options and saves JSON that `xai report` renders."""
+    import numpy as np
+
+    import xai_core as xai
+
+    xai.nn.mlp(3, hidden=(4,), n_outputs=2, seed=0).save(tmp_path / "m.npz")
+    np.savez(tmp_path / "d.npz", X=np.random.default_rng(0).random((8, 3)))
+    out = tmp_path / "e.json"
+    argv = [
+        "explain",
+        "--model",
+        str(tmp_path / "m.npz"),
+        "--data",
+        str(tmp_path / "d.npz"),
+        "--method",
+        "ig",
+        "--option",
+        "steps=8",
+        "--option",
+        "integration=riemann_middle",
+        "--rows",
+        "3",
+        "-o",
+        str(out),
+    ]
+    assert main(argv) == 0
+    e = xai.Explanation.load(out)
+    assert e.values.shape == (3, 3) and e.meta["options"]["steps"] == 8
+    assert e.meta["options"]["integration"] == "riemann_middle"
+    assert "ig on cpu: 3 row(s)" in capsys.readouterr().out
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    assert main(argv[:-2] + ["--option", "stepz=8", "-o", str(out)]) == 2
+    assert "Unknown option of method 'ig' 'stepz'" in capsys.readouterr().err
