@@ -83,16 +83,6 @@ class _Shared:
 
 
 @dataclass(frozen=True)
-class _Pickled:
-    """An object pickled in the caller and unpickled in the worker."""
-
-    data: bytes
-
-    def build(self) -> Any:
-        return pickle.loads(self.data)
-
-
-@dataclass(frozen=True)
 class _BackendByName:
     """A backend as its registry name and constructor settings."""
 
@@ -112,9 +102,10 @@ def _native_bytes(net: Any) -> _NativeBytes:
         return _NativeBytes(path.read_bytes())
 
 
-def _pickled(obj: Any, what: str) -> _Pickled:
+def _picklable(obj: Any, what: str) -> _Shared:
+    """``obj`` itself, once it is known to pickle: the executor pickles it with the task."""
     try:
-        return _Pickled(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+        pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # pickle raises many types: PicklingError, AttributeError, TypeError
         raise CapabilityError(
             f"{what} cannot be sent to worker processes: it cannot be pickled "
@@ -122,6 +113,7 @@ def _pickled(obj: Any, what: str) -> _Pickled:
             "notebook cell cannot travel; define it at module level, or use threads: "
             "executor=concurrent.futures.ThreadPoolExecutor()."
         ) from exc
+    return _Shared(obj)
 
 
 def _model_spec(model: Model, shared: bool) -> Any:
@@ -139,7 +131,7 @@ def _model_spec(model: Model, shared: bool) -> Any:
             "use threads (executor=concurrent.futures.ThreadPoolExecutor()), or run the float "
             "network on the workers and quantise there."
         )
-    return _pickled(model, f"model {model!r}")
+    return _picklable(model, f"model {model!r}")
 
 
 def _backend_spec(backend: Backend) -> Any:
@@ -150,7 +142,7 @@ def _backend_spec(backend: Backend) -> Any:
     if registered is type(backend):
         return _BackendByName(config["name"], config["settings"])
     # An unregistered backend class: a copy of the instance itself.
-    return _pickled(backend, f"backend {backend!r}")
+    return _picklable(backend, f"backend {backend!r}")
 
 
 # -- the worker ---------------------------------------------------------------------------
