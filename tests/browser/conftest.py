@@ -39,3 +39,39 @@ def browser():
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    """``open_page(url, javascript=True)``: a new context and page at ``url`` that records what must not happen.
+
+    Returns ``(context, page, events)``; ``events`` collects console errors and warnings,
+    page errors, dialogs (dismissed) and every request that is not ``file:`` or ``data:``
+    (aborted). Close the context when done.
+    """
+
+    def open_(url: str, *, javascript: bool = True):
+        context = browser.new_context(
+            java_script_enabled=javascript, viewport={"width": 1000, "height": 900}
+        )
+        events = {"console": [], "dialogs": [], "network": [], "page_errors": []}
+
+        def route(r):
+            if r.request.url.startswith(("file:", "data:")):
+                r.continue_()
+            else:
+                events["network"].append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on(
+            "console", lambda m: m.type in ("error", "warning") and events["console"].append(m.text)
+        )
+        page.on("pageerror", lambda e: events["page_errors"].append(str(e)))
+        page.on("dialog", lambda d: (events["dialogs"].append(d.message), d.dismiss()))
+        page.goto(url, wait_until="load")
+        page.wait_for_timeout(200)
+        return context, page, events
+
+    return open_

@@ -34,32 +34,6 @@ def projection():
     )
 
 
-def _open(browser, url: str, *, javascript: bool = True):
-    """A page at ``url`` recording console errors and warnings, dialogs and non-local requests."""
-    context = browser.new_context(
-        java_script_enabled=javascript, viewport={"width": 1000, "height": 900}
-    )
-    events = {"console": [], "dialogs": [], "network": [], "page_errors": []}
-
-    def route(r):
-        if r.request.url.startswith(("file:", "data:")):
-            r.continue_()
-        else:
-            events["network"].append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on(
-        "console", lambda m: m.type in ("error", "warning") and events["console"].append(m.text)
-    )
-    page.on("pageerror", lambda e: events["page_errors"].append(str(e)))
-    page.on("dialog", lambda d: (events["dialogs"].append(d.message), d.dismiss()))
-    page.goto(url, wait_until="load")
-    page.wait_for_timeout(100)
-    return context, page, events
-
-
 def _click_point(page, i: int) -> None:
     """Click point ``i`` on the canvas, at the position the view's data gives it."""
     box = page.locator("canvas.xai-projector-canvas").bounding_box()
@@ -75,7 +49,7 @@ def _click_point(page, i: int) -> None:
 @pytest.mark.parametrize(
     "kind", ["page", "notebook", "report"], ids=["standalone-page", "notebook-output", "report"]
 )
-def test_search_and_click_for_neighbors(browser, projection, tmp_path, kind):
+def test_search_and_click_for_neighbors(open_page, projection, tmp_path, kind):
     """No console errors; the search box finds the matching points; a click lists the exact neighbours."""
     path = tmp_path / f"{kind}.html"
     if kind == "page":
@@ -89,7 +63,7 @@ def test_search_and_click_for_neighbors(browser, projection, tmp_path, kind):
             + "</body></html>",
             encoding="utf-8",
         )
-    context, page, events = _open(browser, path.resolve().as_uri())
+    context, page, events = open_page(path.resolve().as_uri())
     try:
         assert page.locator("canvas.xai-projector-canvas").is_visible()
         assert not page.locator("svg.xai-projector-svg").is_visible()
@@ -131,10 +105,10 @@ def test_search_and_click_for_neighbors(browser, projection, tmp_path, kind):
         context.close()
 
 
-def test_view_is_readable_without_javascript(browser, projection, tmp_path):
+def test_view_is_readable_without_javascript(open_page, projection, tmp_path):
     """With JavaScript off the standalone page shows the SVG scatter, legend and summary."""
     path = projection.save_html(tmp_path / "nojs.html")
-    context, page, events = _open(browser, path.resolve().as_uri(), javascript=False)
+    context, page, events = open_page(path.resolve().as_uri(), javascript=False)
     try:
         assert events == NO_EVENTS
         assert page.locator("svg.xai-projector-svg").is_visible()

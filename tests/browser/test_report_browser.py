@@ -121,43 +121,13 @@ def _decode_screenshot(png: bytes) -> np.ndarray:
     return pixels.reshape(height, width, bpp)
 
 
-def _open(browser, url: str, *, javascript: bool = True):
-    """A page at ``url`` that records console errors, dialogs and every non-local request."""
-    context = browser.new_context(
-        java_script_enabled=javascript, viewport={"width": 900, "height": 700}
-    )
-    events = {"console": [], "dialogs": [], "network": [], "page_errors": []}
-
-    def route(r):
-        if r.request.url.startswith(("file:", "data:")):
-            r.continue_()
-        else:
-            events["network"].append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on(
-        "console", lambda m: m.type in ("error", "warning") and events["console"].append(m.text)
-    )
-    page.on("pageerror", lambda e: events["page_errors"].append(str(e)))
-    page.on("dialog", lambda d: (events["dialogs"].append(d.message), d.dismiss()))
-    page.on(
-        "request",
-        lambda r: None if r.url.startswith(("file:", "data:")) else events["network"].append(r.url),
-    )
-    page.goto(url, wait_until="load")
-    page.wait_for_timeout(200)
-    return context, page, events
-
-
 SECTIONS = ["explanation", "explanation", "dataset", "table", "counters", "provenance"]
 
 
-def test_hostile_report_opens_cleanly(browser, tmp_path):
+def test_hostile_report_opens_cleanly(open_page, tmp_path):
     """No console error, dialog or request; every section shown; the script sorts; the picture is not blank."""
     path = _hostile_report(tmp_path / "hostile.html")
-    context, page, events = _open(browser, path.resolve().as_uri())
+    context, page, events = open_page(path.resolve().as_uri())
     try:
         assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
         kinds = page.eval_on_selector_all(
@@ -182,7 +152,10 @@ def test_hostile_report_opens_cleanly(browser, tmp_path):
         assert cells == sorted(cells, reverse=True)
         shot = _decode_screenshot(page.screenshot())
         grey = shot[:, :, :3].astype(np.float64).mean(axis=2)
-        assert shot.shape[:2] == (700, 900) and grey.std() > 10
+        assert (
+            shot.shape[:2] == (page.viewport_size["height"], page.viewport_size["width"])
+            and grey.std() > 10
+        )
         assert (np.abs(shot[:, :, :3].astype(int) - [178, 24, 43]).sum(axis=2) < 30).any() or (
             np.abs(shot[:, :, :3].astype(int) - [33, 102, 172]).sum(axis=2) < 30
         ).any()  # the diverging colours made it to the screen
@@ -193,10 +166,10 @@ def test_hostile_report_opens_cleanly(browser, tmp_path):
         context.close()
 
 
-def test_report_is_readable_without_javascript(browser, tmp_path):
+def test_report_is_readable_without_javascript(open_page, tmp_path):
     """With JavaScript off every section, image and name is still there."""
     path = _hostile_report(tmp_path / "nojs.html")
-    context, page, events = _open(browser, path.resolve().as_uri(), javascript=False)
+    context, page, events = open_page(path.resolve().as_uri(), javascript=False)
     try:
         assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
         kinds = page.eval_on_selector_all(
