@@ -42,6 +42,13 @@ class Model:
         """Outputs of shape (n_samples, n_outputs) for ``X`` of shape (n_samples, *input_shape)."""
         raise NotImplementedError
 
+    def predict_checked(self, X: np.ndarray, backend: Any) -> np.ndarray:
+        """:meth:`predict` for ``X`` the runner has already validated (shape, dtype, finite).
+
+        Models whose ``predict`` validates its input override this to skip a second check.
+        """
+        return self.predict(X, backend=backend)
+
     def gradient(self, X: np.ndarray, target: np.ndarray, backend: Any = None) -> np.ndarray:
         """d output[target] / d X, of the shape of ``X``."""
         raise CapabilityError(

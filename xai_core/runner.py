@@ -121,7 +121,7 @@ class ModelRunner:
         ndarray of shape (n_samples, n_outputs)
         """
         X = self.check_X(X)
-        parts = [self.model.predict(X[s], backend=self.backend) for s in self._chunks(len(X))]
+        parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
         return np.concatenate(parts, axis=0)
 
     def gradient(self, X: Any, target: Any) -> np.ndarray:
