@@ -3,16 +3,21 @@
 Run from the repository root::
 
     python benchmarks/bench_projector.py [--repeats 3] [--tsne-points 10000] [--no-tsne]
-                                         [--tsne-anchor] [--anchor-points 10000] [--approximate]
+                                         [--tsne-anchor] [--tsne-70k] [--anchor-points 10000] [--approximate]
                                          [--browser]
 
 1. Data: Fashion-MNIST's 70,000 images (train and test) from ``../shared/data`` reduced
    with PCA to 64 components (skipped with a message if the files are absent). Its first
    ``--tsne-points`` rows are the t-SNE input; all 70,000 rows with the first 50
    components are the neighbour and view input.
-2. t-SNE: ``xai.project(method="tsne")``, one run (it is scikit-learn's ``TSNE``; with
-   ``--tsne-anchor`` also ``TSNE`` called directly with the same settings, and the ratio,
-   which is the projector's overhead: this doubles the run time).
+2. t-SNE of the first ``--tsne-points`` rows (PCA-64): ``xai.project(method="tsne")`` with
+   ``tsne_backend="sklearn"`` (scikit-learn's Barnes-Hut ``TSNE``) and, if openTSNE is
+   installed, ``tsne_backend="opentsne"`` (its FFT-accelerated t-SNE), one run each with the
+   same perplexity (30), iterations (1,000, 250 of them early exaggeration) and seed; the
+   ratio, and each layout's leave-one-out 5-NN accuracy on the ten classes (a quality check).
+   With ``--tsne-anchor`` also ``TSNE`` called directly with the same settings, and the
+   ratio, which is the projector's overhead. With ``--tsne-70k``: openTSNE on all 70,000
+   rows (PCA-50, the neighbour input), one run; scikit-learn is not run at that size.
 3. Neighbours: the exact 10 nearest (cosine) of all 70,000 points, one run; and on the
    first ``--anchor-points`` rows, median of ``--repeats``, against scikit-learn's
    brute-force ``NearestNeighbors`` (same metric, same rows), with how many lists agree.
@@ -52,12 +57,34 @@ def _median(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
     return statistics.median(t for t, _ in runs), runs[-1][1]
 
 
+def _has_opentsne() -> bool:
+    try:
+        import openTSNE  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _knn(p: object, y: np.ndarray) -> float:
+    """Leave-one-out 5-NN accuracy of a projection's coordinates against the classes ``y``."""
+    from sklearn.neighbors import NearestNeighbors
+
+    _, idx = NearestNeighbors(n_neighbors=6).fit(p.coordinates).kneighbors(p.coordinates)
+    counts = np.zeros((len(y), int(y.max()) + 1), dtype=np.int64)
+    np.add.at(counts, (np.arange(len(y))[:, None], y[idx[:, 1:]]), 1)
+    votes = counts.argmax(axis=1)
+    return float(np.mean(votes == y))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tsne-points", type=int, default=10_000)
     parser.add_argument("--no-tsne", action="store_true", help="skip t-SNE")
     parser.add_argument("--tsne-anchor", action="store_true", help="also time sklearn's TSNE")
+    parser.add_argument(
+        "--tsne-70k", action="store_true", help="also openTSNE on all 70,000 points (minutes)"
+    )
     parser.add_argument("--anchor-points", type=int, default=10_000)
     parser.add_argument(
         "--approximate", action="store_true", help="also time pynndescent (if installed) on 70,000"
@@ -88,17 +115,42 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"data: Fashion-MNIST {X.shape} loaded in {seconds:.1f} s, PCA-64 in {pca_s:.1f} s")
 
+    opentsne = _has_opentsne()
     if not args.no_tsne:
         T = E[: args.tsne_points]
-        ours, _ = _timed(lambda: xai.project(T, method="tsne", seed=0, progress=False))
-        line = f"t-SNE {T.shape}: project {ours:.1f} s"
+        ys = y[: args.tsne_points]
+        kw = {"method": "tsne", "perplexity": 30.0, "max_iter": 1000, "seed": 0, "progress": False}
+        sk_s, sk = _timed(lambda: xai.project(T, tsne_backend="sklearn", **kw))
+        line = f"t-SNE {T.shape}, single runs: sklearn {sk_s:.1f} s (5-NN {_knn(sk, ys):.3f})"
+        if opentsne:
+            ot_s, ot = _timed(lambda: xai.project(T, tsne_backend="opentsne", **kw))
+            line += (
+                f", openTSNE {ot_s:.1f} s (5-NN {_knn(ot, ys):.3f}); "
+                f"sklearn/openTSNE {sk_s / ot_s:.2f}"
+            )
+        else:
+            line += "; openTSNE: skipped, not installed (pip install openTSNE)"
         if args.tsne_anchor:
             theirs, _ = _timed(
                 lambda: TSNE(2, perplexity=30.0, learning_rate="auto", max_iter=1000,
                              init="pca", random_state=0).fit_transform(T)
             )  # fmt: skip
-            line += f", sklearn TSNE {theirs:.1f} s, ratio {ours / theirs:.2f}"
+            line += f"; sklearn TSNE direct {theirs:.1f} s, project/direct {sk_s / theirs:.2f}"
         print(line)
+    if args.tsne_70k:
+        if opentsne:
+            F = np.ascontiguousarray(E[:, :50])
+            big_s, big = _timed(
+                lambda: xai.project(
+                    F, method="tsne", tsne_backend="opentsne", seed=0, progress=False
+                )
+            )
+            print(
+                f"t-SNE {F.shape} (PCA-50), openTSNE, single run: {big_s:.1f} s "
+                f"(5-NN {_knn(big, y):.3f}); sklearn not run at this size"
+            )
+        else:
+            print("t-SNE of 70,000: skipped, openTSNE is not installed (pip install openTSNE)")
 
     V = np.ascontiguousarray(E[:, :50])
     p = xai.project(V, labels=names, metadata={"index": np.arange(len(V))}, progress=False)

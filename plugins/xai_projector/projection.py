@@ -387,6 +387,7 @@ def project(
     perplexity: float = 30.0,
     learning_rate: float | str = "auto",
     max_iter: int = 1000,
+    tsne_backend: str = "auto",
     n_neighbors: int = 15,
     min_dist: float = 0.1,
     progress: bool = True,
@@ -424,7 +425,13 @@ def project(
         ``method="linear"``: axis i runs from the mean of group a to the mean of group b;
         a group is a label, a Selection, row indices or a boolean mask.
     perplexity, learning_rate, max_iter
-        t-SNE settings (scikit-learn's ``TSNE``).
+        t-SNE settings; ``max_iter`` (at least 250) counts the 250 early-exaggeration
+        iterations too.
+    tsne_backend : {"auto", "sklearn", "opentsne"}, default="auto"
+        Which t-SNE runs: scikit-learn's Barnes-Hut ``TSNE``, or openTSNE's FFT-accelerated
+        one (``pip install openTSNE``; 2-D only). ``"auto"`` takes openTSNE, when installed,
+        for 2-D embeddings of more than ``OPENTSNE_MIN_SAMPLES`` (25,000) rows, where it is
+        faster. The one that ran is in ``meta["implementation"]``.
     n_neighbors, min_dist
         UMAP settings.
     progress : bool, default=True
@@ -485,8 +492,22 @@ def project(
         coords, extra = _methods.pca(data, n_components, seed=seed)
         options: dict[str, Any] = {}
     elif method == "tsne":
-        options = {"perplexity": perplexity, "learning_rate": learning_rate, "max_iter": max_iter}
-        coords, extra = _methods.tsne(data, n_components, seed=seed, **options)
+        options = {
+            "perplexity": perplexity,
+            "learning_rate": learning_rate,
+            "max_iter": max_iter,
+            "tsne_backend": tsne_backend,
+        }
+        coords, extra = _methods.tsne(
+            data,
+            n_components,
+            seed=seed,
+            perplexity=perplexity,
+            learning_rate=learning_rate,
+            max_iter=max_iter,
+            backend=tsne_backend,
+        )
+        options["implementation"] = extra["implementation"]
     elif method == "umap":
         options = {"n_neighbors": n_neighbors, "min_dist": min_dist}
         coords, extra = _methods.umap(data, n_components, seed=seed, **options)

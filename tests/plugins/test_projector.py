@@ -488,3 +488,68 @@ def test_bad_neighbor_arguments_are_rejected(blobs):
     with pytest.raises(xai.ValidationError, match="rows"):
         p.neighbors(3, rows=[500])
     assert isinstance(p, Projection) and isinstance(p.neighbors(2), Neighbors)
+
+
+# -- t-SNE implementations ---------------------------------------------------------------------
+def _knn_accuracy(coords, y):
+    """Leave-one-out 5-NN accuracy of ``coords`` against the labels ``y``."""
+    order, _ = _brute(coords, "euclidean")
+    votes = np.array([np.bincount(y[row[:5]], minlength=3).argmax() for row in order])
+    return float(np.mean(votes == y))
+
+
+def test_opentsne_is_seeded_and_separates_clusters(blobs):
+    """openTSNE: same seed, same layout; the clusters stay apart (5-NN accuracy >= 0.95)."""
+    pytest.importorskip("openTSNE")
+    X, y, _, _ = blobs
+    kw = {"method": "tsne", "perplexity": 15, "max_iter": 250, "tsne_backend": "opentsne"}
+    p = xai.project(X, seed=3, **kw)
+    q = xai.project(X, seed=3, **kw)
+    np.testing.assert_array_equal(p.coordinates, q.coordinates)
+    assert _knn_accuracy(p.coordinates, y) >= 0.95
+    assert (
+        p.meta["implementation"] == "opentsne" and p.meta["options"]["implementation"] == "opentsne"
+    )
+    assert np.isfinite(p.meta["kl_divergence"]) and p.meta["n_iter"] == 250
+
+
+def test_tsne_auto_picks_by_size(blobs, monkeypatch):
+    """ "auto" runs scikit-learn up to the threshold and openTSNE above it (2-D only)."""
+    pytest.importorskip("openTSNE")
+    from xai_projector import methods
+
+    X = blobs[0]
+    kw = {"method": "tsne", "perplexity": 15, "max_iter": 250, "seed": 0}
+    monkeypatch.setattr(methods, "OPENTSNE_MIN_SAMPLES", len(X))
+    assert xai.project(X, **kw).meta["implementation"] == "sklearn"
+    monkeypatch.setattr(methods, "OPENTSNE_MIN_SAMPLES", len(X) - 1)
+    above = xai.project(X, **kw)
+    assert above.meta["implementation"] == "opentsne"
+    assert "auto: n_samples > 119" in above.meta["tsne_choice"]
+    three = xai.project(X, n_components=3, **kw)
+    assert three.meta["implementation"] == "sklearn" and three.coordinates.shape == (120, 3)
+    forced = xai.project(X, tsne_backend="sklearn", **kw)
+    assert forced.meta["implementation"] == "sklearn"
+
+
+def test_tsne_backend_errors(blobs, monkeypatch):
+    """openTSNE forced while absent or in 3-D, or an unknown backend, is a clear error."""
+    from xai_projector import methods
+
+    X = blobs[0]
+    kw = {"method": "tsne", "perplexity": 15, "max_iter": 250}
+    with pytest.raises(xai.UnknownNameError, match="auto, opentsne, sklearn"):
+        xai.project(X, tsne_backend="fast", **kw)
+    with pytest.raises(xai.ValidationError, match="max_iter must be at least 250"):
+        xai.project(X, method="tsne", perplexity=15, max_iter=100)
+    monkeypatch.setattr(methods, "OPENTSNE_MIN_SAMPLES", 10)
+    monkeypatch.setitem(importlib.import_module("sys").modules, "openTSNE", None)
+    with pytest.raises(xai.CapabilityError, match="pip install openTSNE"):
+        xai.project(X, tsne_backend="opentsne", **kw)
+    fallback = xai.project(X, **kw)
+    assert fallback.meta["implementation"] == "sklearn"
+    assert fallback.meta["tsne_choice"] == "auto: openTSNE is not installed"
+    monkeypatch.delitem(importlib.import_module("sys").modules, "openTSNE")
+    if methods._opentsne_module() is not None:
+        with pytest.raises(xai.CapabilityError, match="2-D embeddings only"):
+            xai.project(X, n_components=3, tsne_backend="opentsne", **kw)
