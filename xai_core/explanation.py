@@ -202,12 +202,10 @@ class Explanation:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_dict` as JSON (NaN and infinity as ``null``); read it back with :meth:`load`."""
-        path = Path(path)
+        from xai_core.files import atomic_write
+
         text = json.dumps(_json_safe(self.to_dict()), allow_nan=False)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-        return path
+        return atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Explanation:

@@ -12,13 +12,13 @@ import gzip
 import math
 import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
 
 from xai_core.errors import DataError, ValidationError
+from xai_core.files import atomic_write
 
 __all__ = ["read_idx", "write_idx", "parse_idx", "decode_idx", "inflate"]
 
@@ -275,15 +275,4 @@ def write_idx(
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0o600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda fh: fh.write(data))

@@ -519,3 +519,21 @@ def test_flat_pixel_features_render_as_images():
         for t, _ in _Page(_tabular_explanation(names[:63] + ["x"])._repr_html_()).tags
         if t == "img"
     ]
+
+
+def test_saved_files_get_ordinary_permissions(tmp_path):
+    """Reports, explanations and models are readable by others as after open(path, "w") (umask 022)."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        e = _image_explanation()
+        paths = [Report("r").add(e).save(tmp_path / "r.html"), e.save(tmp_path / "e.json")]
+        xai.nn.mlp(2).save(tmp_path / "m.npz")
+        paths.append(tmp_path / "m.npz")
+    finally:
+        os.umask(old)
+    for path in paths:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path.name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "m.npz", "r.html"]

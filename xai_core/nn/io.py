@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import ModelFormatError, ValidationError
+from xai_core.files import atomic_write
 from xai_core.nn.activations import Linear, ReLU, Sigmoid, Softmax, Tanh
 from xai_core.nn.layer import Layer
 from xai_core.nn.layers import AvgPool2D, Conv2D, Dense, Flatten, MaxPool2D, Reshape
@@ -103,15 +103,7 @@ def save_model(net: Sequential, path: str | os.PathLike) -> None:
     for i, layer in enumerate(net.layers):
         for key, value in layer.params.items():
             arrays[f"layer_{i}.{key}"] = value
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
 
 def load_model(path: str | os.PathLike) -> Sequential:

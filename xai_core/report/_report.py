@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from markupsafe import Markup
 
 from xai_core.errors import PluginError, UnknownNameError, ValidationError
 from xai_core.extension import ReportSection
+from xai_core.files import atomic_write
 from xai_core.report._html import (
     asset,
     environment,
@@ -277,18 +277,7 @@ class Report:
         if path.is_dir():
             raise ValidationError(f"path must be a file path; got the directory {str(path)!r}.")
         text = self.to_html()
-        directory = path.parent if str(path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
     def _repr_html_(self) -> str:
         """The report's body for a notebook cell (scoped style, unique ids, provenance)."""
