@@ -29,34 +29,6 @@ __all__ = ["WhatIf", "what_if"]
 TASKS = ("auto", "classification", "regression")
 
 
-def what_if(
-    model: Any,
-    X: Any,
-    y: Any = None,
-    *,
-    feature_names: Sequence[str] | None = None,
-    categorical_features: Sequence[int | str] | None = None,
-    output_names: Sequence[str] | None = None,
-    task: str = "auto",
-    backend: Any = "cpu",
-    batch_size: int = 4096,
-    progress: bool = True,
-) -> WhatIf:
-    """Start a what-if session on ``model`` and data ``X``; see :class:`WhatIf`."""
-    return WhatIf(
-        model,
-        X,
-        y,
-        feature_names=feature_names,
-        categorical_features=categorical_features,
-        output_names=output_names,
-        task=task,
-        backend=backend,
-        batch_size=batch_size,
-        progress=progress,
-    )
-
-
 class WhatIf:
     """A model and a dataset to probe: edits, counterfactuals, partial dependence, fairness.
 
@@ -832,3 +804,7 @@ def _is_pair_of_sequences(grid: Any, count: int) -> bool:
     if isinstance(grid, (str, bytes)) or not hasattr(grid, "__len__") or len(grid) != count:
         return False
     return all(hasattr(g, "__len__") and not isinstance(g, (str, bytes)) for g in grid)
+
+
+#: ``xai.what_if(model, X, y=None, ...)`` starts a session: the tool is the class itself.
+what_if = WhatIf

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from xai_core.backends import systolic
 from xai_core.backends.presets import EDGETPU_PRESETS
 from xai_core.backends.tpu import TPUBackend
 from xai_core.hookspecs import hookimpl
@@ -37,31 +36,6 @@ class EdgeTPUBackend(TPUBackend):
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = EDGETPU_PRESETS
     DEFAULT_PRESET: ClassVar[str | None] = "coral"
     ALLOWED_NUMERICS: ClassVar[tuple[str, ...]] = ("int8",)
-
-    def __init__(
-        self,
-        preset: str | None = None,
-        *,
-        array: tuple[int, int] | None = None,
-        dataflow: str = "ws",
-        numerics: str | None = None,
-        mode: str = "closed",
-        double_buffered: bool = False,
-        clock_mhz: float | None = None,
-        mxus: int | None = None,
-        step_limit: float = systolic.STEP_LIMIT,
-    ) -> None:
-        super().__init__(
-            preset,
-            array=array,
-            dataflow=dataflow,
-            numerics=numerics,
-            mode=mode,
-            double_buffered=double_buffered,
-            clock_mhz=clock_mhz,
-            mxus=mxus,
-            step_limit=step_limit,
-        )
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
