@@ -44,7 +44,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 import xai_core as xai  # noqa: E402
-import xai_core.parallel as parallel  # noqa: E402
+import xai_core.attribution.parallel as parallel  # noqa: E402
 
 SHARED_MNIST = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mnist-sample"

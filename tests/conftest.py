@@ -54,7 +54,7 @@ def hostile(request) -> str:
 @pytest.fixture
 def fresh_registry():
     """Rebuild the default plugin registry before and after the test."""
-    from xai_core.plugins import reset_registry
+    from xai_core.plugin.manager import reset_registry
 
     reset_registry()
     yield
@@ -64,7 +64,7 @@ def fresh_registry():
 @pytest.fixture(scope="session")
 def demo_report(tmp_path_factory) -> Path:
     """The report of `xai demo --quick`, built once per test session."""
-    from xai_core.demo import run_demo
+    from xai_demo.demo import run_demo
 
     path = tmp_path_factory.mktemp("demo") / "report.html"
     assert run_demo(output=str(path), quick=True, progress=False) == 0

@@ -12,14 +12,17 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-from xai_core import errors, nn
-from xai_core.agreement import (
+from xai_core import _moved, errors, nn
+from xai_core.attribution.explainer import Explainer, explain, list_explainers
+from xai_core.attribution.explanation import Explanation
+from xai_core.backends.base import Backend
+from xai_core.compare.agreement import (
     BackendComparison,
     MethodComparison,
     compare_backends,
     compare_methods,
 )
-from xai_core.backends.base import Backend
+from xai_core.compare.faithfulness import Faithfulness, faithfulness
 from xai_core.errors import (
     CapabilityError,
     ChunkError,
@@ -33,21 +36,20 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
-from xai_core.explainer import Explainer, explain, list_explainers
-from xai_core.explanation import Explanation
-from xai_core.extension import CliCommand, ReportSection, Tool
-from xai_core.faithfulness import Faithfulness, faithfulness
-from xai_core.hookspecs import hookimpl, hookspec
-from xai_core.model import BlackBoxModel, Model, as_model
+from xai_core.model.base import BlackBoxModel, Model, as_model
+from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.nn import from_sklearn, load_model
-from xai_core.plugins import get_plugin_manager, get_registry
-from xai_core.quantize import quantize
+from xai_core.nn.quantize import quantize
+from xai_core.plugin.hookspecs import hookimpl, hookspec
+from xai_core.plugin.manager import get_plugin_manager, get_registry
+from xai_core.plugin.records import CliCommand, ReportSection, Tool
 from xai_core.report import Report
-from xai_core.runner import ModelRunner, get_backend
+
+_moved.install()
 
 
 def tool(name: str):
-    """The tool a plugin registered as ``name`` (see :func:`xai_core.hookspecs.xai_register_tools`)."""
+    """The tool a plugin registered as ``name`` (see :func:`xai_core.plugin.hookspecs.xai_register_tools`)."""
     return get_registry().tool(name)
 
 

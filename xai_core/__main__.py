@@ -2,6 +2,6 @@
 
 import sys
 
-from xai_core.cli import main
+from xai_core.cli.main import main
 
 sys.exit(main())

@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.attribution.explainer import CAPABILITIES, Explainer, explain
+from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.errors import ContractError, ShapeError, ValidationError
-from xai_core.explainer import CAPABILITIES, Explainer, explain
-from xai_core.explanation import Explanation
-from xai_core.model import Model
+from xai_core.model.base import Model
 
 __all__ = ["LinearModel", "check_backend", "check_explainer"]
 
@@ -120,7 +120,7 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
     model = LinearModel(rng.normal(size=(4, 3)), rng.normal(size=3))
     X = rng.normal(size=(5, 4))
     target = np.array([0, 1, 2, 0, 1])
-    from xai_core.runner import get_backend
+    from xai_core.model.runner import get_backend
 
     def run(rows: np.ndarray, tgt: np.ndarray) -> Explanation:
         return explain(
@@ -132,7 +132,7 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
             **options,
         )
 
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     if get_registry().explainers.get(cls.name) is not cls:
         _fail(

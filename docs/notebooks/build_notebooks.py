@@ -263,7 +263,7 @@ after the hooks. `register_plugin` adds it to the default registry, so `xai.expl
         """\
 import types
 
-from xai_core.plugins import register_plugin
+from xai_core.plugin.manager import register_plugin
 
 plugin = types.ModuleType("patch_ablation_plugin")
 plugin.xai_register_explainers = xai.hookimpl(lambda: [PatchAblation])

@@ -8,7 +8,7 @@ from hypothesis.extra import numpy as hnp
 
 import xai_core as xai
 from xai_core.backends.systolic import gemm_cost
-from xai_core.cli import main
+from xai_core.cli.main import main
 from xai_core.testing import LinearModel, check_backend
 
 

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 import xai_core as xai
 from xai_core.backends.cpu import CPUBackend
 from xai_core.backends.systolic import gemm_cost, round_bf16
-from xai_core.cli import main
+from xai_core.cli.main import main
 from xai_core.testing import check_backend
 
 U32 = 2.0**-24  # unit roundoff of fp32

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from xai_core.cli import main
+from xai_core.cli.main import main
 
 
 def test_plugins_json(capsys):
@@ -12,7 +12,7 @@ def test_plugins_json(capsys):
     assert main(["plugins", "--json"]) == 0
     records = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert records["xai_core.backends.cpu"]["registers"] == {"backend": ["cpu"]}
-    assert records["xai_core.cli_commands"]["hooks"] == ["xai_register_cli_commands"]
+    assert records["xai_core.cli.commands"]["hooks"] == ["xai_register_cli_commands"]
 
 
 def test_plugins_text(capsys):

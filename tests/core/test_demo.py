@@ -32,7 +32,7 @@ def test_demo_report_has_every_section(demo_report):
 
 def test_demo_cli_rejects_unknown_dataset(capsys):
     """An unknown dataset name lists the known ones."""
-    from xai_core.cli import main
+    from xai_core.cli.main import main
 
     with pytest.raises(SystemExit):
         main(["demo", "--dataset", "cifar"])

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import xai_core as xai
-from xai_core.plugins import Registry, get_plugin_manager
+from xai_core.plugin.manager import Registry, get_plugin_manager
 from xai_core.testing import LinearModel
 
 
@@ -36,7 +36,7 @@ def registry(monkeypatch):
     pm = get_plugin_manager()
     pm.register(mod, name="tmp_plugin")
     reg = Registry.from_plugin_manager(pm)
-    monkeypatch.setattr("xai_core.plugins._DEFAULT", reg)
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", reg)
     return reg
 
 

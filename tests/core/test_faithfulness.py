@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import xai_core as xai
-from xai_core.faithfulness import faithfulness
+from xai_core.compare.faithfulness import faithfulness
 from xai_core.testing import LinearModel
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from xai_core import hookspecs
+from xai_core.plugin import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = [

@@ -8,7 +8,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import spearmanr
 
 import xai_core as xai
-from xai_core import metrics
+from xai_core.compare import metrics
 
 rows = arrays(
     np.float64,

@@ -10,7 +10,7 @@ import pytest
 from sklearn.neural_network import MLPClassifier
 
 import xai_core as xai
-import xai_core.parallel as parallel
+import xai_core.attribution.parallel as parallel
 from xai_datasets import load_breast_cancer
 
 CHUNK = 8

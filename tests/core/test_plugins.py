@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import xai_core as xai
-from xai_core.plugins import BUILTIN_PLUGINS, Registry, get_plugin_manager
+from xai_core.plugin.manager import BUILTIN_PLUGINS, Registry, get_plugin_manager
 
 
 def _module(name, **hooks):
@@ -119,11 +119,11 @@ def test_report_section_and_cli_hooks_register(fresh_registry, monkeypatch):
     )
     reg = Registry.from_plugin_manager(pm)
     assert section in reg.report_sections and section.handles(Dummy())
-    monkeypatch.setattr("xai_core.plugins._DEFAULT", reg)
-    from xai_core.cli import main
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", reg)
+    from xai_core.cli.main import main
 
     assert main(["hello"]) == 0
-    assert sys.modules["xai_core.cli"] is not None
+    assert sys.modules["xai_core.cli.main"] is not None
 
 
 def test_tools_reach_the_facade(fresh_registry, monkeypatch):
@@ -131,7 +131,7 @@ def test_tools_reach_the_facade(fresh_registry, monkeypatch):
     tool = xai.Tool("what_if", lambda model, X: ("what-if on", len(X)), "edit datapoints")
     pm = get_plugin_manager(autoload=False)
     pm.register(_module("tools", xai_register_tools=lambda: [tool]), name="tools")
-    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", Registry.from_plugin_manager(pm))
     assert xai.what_if(None, [1, 2]) == ("what-if on", 2)
     assert xai.tool("what_if") is tool
     with pytest.raises(xai.UnknownNameError, match=r"Unknown tool 'project'\. Available: what_if"):
@@ -149,7 +149,7 @@ class Doubler(xai.Explainer):
 
 def test_register_plugin_for_the_session(fresh_registry):
     """A plugin registered in the session is explainable at once and forgotten by reset_registry."""
-    from xai_core.plugins import register_plugin, reset_registry
+    from xai_core.plugin.manager import register_plugin, reset_registry
 
     assert "doubler_test" not in xai.list_explainers()
     reg = register_plugin(_module("doubler", xai_register_explainers=lambda: [Doubler]))
@@ -166,7 +166,7 @@ def test_register_plugin_refuses_twice_and_misspelled_hooks(fresh_registry):
     """The same name twice is a ValidationError; a misspelled hook fails and leaves no trace."""
     from pluggy import PluginValidationError
 
-    from xai_core.plugins import register_plugin
+    from xai_core.plugin.manager import register_plugin
 
     mod = _module("once", xai_register_explainers=lambda: [Doubler])
     register_plugin(mod)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import xai_core as xai
 from xai_core import nn
-from xai_core.quantize import multiply_by_quantized_multiplier, quantize_multiplier
+from xai_core.nn.quantize import multiply_by_quantized_multiplier, quantize_multiplier
 
 DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mnist-sample").resolve()
 

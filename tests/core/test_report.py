@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import xai_core as xai
-from xai_core.plugins import Registry, get_plugin_manager
+from xai_core.plugin.manager import Registry, get_plugin_manager
 from xai_core.report import Report, render_fragment
 
 POSITIVE = (178, 24, 43)
@@ -413,7 +413,7 @@ def test_third_party_section_renders_its_type(fresh_registry, monkeypatch, hosti
     plugin.xai_register_report_sections = xai.hookimpl(lambda: [section])
     pm = get_plugin_manager(autoload=False)
     pm.register(plugin, name="ext")
-    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", Registry.from_plugin_manager(pm))
     html = Report("r").add(_Score(hostile, 0.5)).add(_image_explanation()).to_html()
     page = _Page(html)
     assert [a["data-xai-section"] for t, a in page.tags if t == "section"] == [
@@ -440,7 +440,7 @@ def test_section_script_is_carried_once_and_allowed_by_hash(fresh_registry, monk
     plugin.xai_register_report_sections = xai.hookimpl(lambda: [section])
     pm = get_plugin_manager(autoload=False)
     pm.register(plugin, name="ext")
-    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", Registry.from_plugin_manager(pm))
     html = Report("r").add(_Score("a", 1.0)).add(_Score("b", 2.0)).to_html()
     assert html.count(js) == 1 and script_hash(js) in unescape(html)  # the CSP attribute
     assert render_fragment(_Score("x", 1.0)).count(js) == 1
@@ -461,7 +461,7 @@ def test_failing_section_names_its_plugin(fresh_registry, monkeypatch):
     )
     pm = get_plugin_manager(autoload=False)
     pm.register(plugin, name="ext")
-    monkeypatch.setattr("xai_core.plugins._DEFAULT", Registry.from_plugin_manager(pm))
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", Registry.from_plugin_manager(pm))
     with pytest.raises(xai.PluginError, match=r"plugin 'ext': report section 'bad' failed.*boom"):
         Report("r").add(_Score("a", 1.0)).to_html()
     with pytest.raises(xai.PluginError, match="must return an HTML string; got int"):

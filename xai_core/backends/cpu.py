@@ -8,7 +8,7 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import ValidationError
-from xai_core.hookspecs import hookimpl
+from xai_core.plugin.hookspecs import hookimpl
 
 __all__ = ["CPUBackend"]
 

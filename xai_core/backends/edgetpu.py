@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from xai_core.backends.presets import EDGETPU_PRESETS
 from xai_core.backends.tpu import TPUBackend
-from xai_core.hookspecs import hookimpl
+from xai_core.plugin.hookspecs import hookimpl
 
 __all__ = ["EdgeTPUBackend"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from xai_core.backends.base import Backend
 from xai_core.backends.presets import GPU_PRESETS
 from xai_core.errors import ShapeError, UnknownNameError, ValidationError
-from xai_core.hookspecs import hookimpl
+from xai_core.plugin.hookspecs import hookimpl
 
 __all__ = ["GPUBackend", "round_tf32"]
 

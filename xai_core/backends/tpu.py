@@ -11,7 +11,7 @@ from xai_core.backends import systolic
 from xai_core.backends.base import Backend
 from xai_core.backends.presets import TPU_PRESETS
 from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
-from xai_core.hookspecs import hookimpl
+from xai_core.plugin.hookspecs import hookimpl
 from xai_core.validation import check_positive_int
 
 __all__ = ["TPUBackend", "int8_gemm"]

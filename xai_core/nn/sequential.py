@@ -1,4 +1,4 @@
-"""Sequential: a stack of layers that is a :class:`~xai_core.model.Model` with gradients."""
+"""Sequential: a stack of layers that is a :class:`~xai_core.model.base.Model` with gradients."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from xai_core.backends.base import Backend
 from xai_core.backends.cpu import CPUBackend
 from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
-from xai_core.model import Model
+from xai_core.model.base import Model
 from xai_core.nn.activations import Sigmoid, Softmax
 from xai_core.nn.layer import Layer
 from xai_core.nn.layers import Reshape
@@ -198,7 +198,7 @@ class Sequential(Model):
     def _backend(self, backend: Any) -> Backend:
         if backend is None:
             return CPUBackend(dtype=self.dtype)
-        from xai_core.runner import get_backend
+        from xai_core.model.runner import get_backend
 
         be = get_backend(backend)
         if be.requires_quantized:

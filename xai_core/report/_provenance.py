@@ -56,7 +56,7 @@ def backend_numerics(backend: str, meta: Mapping[str, Any]) -> str | None:
     if not backend:
         return None
     try:
-        from xai_core.plugins import get_registry
+        from xai_core.plugin.manager import get_registry
 
         describe = get_registry().backends[backend]().describe()
         return str(describe.get("numerics")) if describe.get("numerics") else None

@@ -9,8 +9,8 @@ from typing import Any
 from markupsafe import Markup
 
 from xai_core.errors import PluginError, UnknownNameError, ValidationError
-from xai_core.extension import ReportSection
 from xai_core.files import atomic_write
+from xai_core.plugin.records import ReportSection
 from xai_core.report._html import (
     asset,
     environment,
@@ -38,7 +38,7 @@ def find_section(result: Any) -> ReportSection:
     UnknownNameError
         No section renders ``result``'s type; the message lists the types that have one.
     """
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     sections = get_registry().report_sections
     for section in sections:
@@ -49,7 +49,7 @@ def find_section(result: Any) -> ReportSection:
 
 
 def _render_section(section: ReportSection, result: Any) -> Markup:
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     try:
         html = section.render(result)
@@ -87,7 +87,7 @@ def _result_record(section: ReportSection, result: Any, title: str) -> dict[str,
         "section": section.name,
         "type": type(result).__qualname__,
     }
-    from xai_core.explanation import Explanation
+    from xai_core.attribution.explanation import Explanation
 
     if isinstance(result, Explanation):
         record.update(explanation_provenance(result))

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
-from xai_core.explanation import Explanation
-from xai_core.extension import ReportSection
-from xai_core.hookspecs import hookimpl
+from xai_core.model.runner import ModelRunner
+from xai_core.plugin.hookspecs import hookimpl
+from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import NEGATIVE, POSITIVE, colorbar_rgb, heatmap_rgb
 from xai_core.report._html import environment, format_number, new_id, plain
 from xai_core.report._png import png_data_uri
 from xai_core.report._provenance import backend_numerics, explanation_provenance
-from xai_core.runner import ModelRunner
 
 __all__ = [
     "MAX_ROWS",

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from xai_core.agreement import BackendComparison, MethodComparison
-from xai_core.extension import ReportSection
-from xai_core.faithfulness import Faithfulness, _auc
-from xai_core.hookspecs import hookimpl
+from xai_core.compare.agreement import BackendComparison, MethodComparison
+from xai_core.compare.faithfulness import Faithfulness, _auc
+from xai_core.plugin.hookspecs import hookimpl
+from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import heatmap_rgb
 from xai_core.report._html import environment, new_id
 from xai_core.report._png import png_data_uri

@@ -8,7 +8,7 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError
-from xai_core.model import Model, as_model
+from xai_core.model.base import Model, as_model
 from xai_core.validation import check_array, check_positive_int, check_target
 
 __all__ = ["ModelRunner", "get_backend"]
@@ -35,7 +35,7 @@ def get_backend(backend: str | Backend = "cpu", **settings: Any) -> Backend:
                 f"settings {sorted(settings)} apply to a backend name; got an instance {backend!r}."
             )
         return backend
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     cls = get_registry().backend(backend)
     return cls(**settings)
@@ -173,7 +173,7 @@ class ModelRunner:
                 "them on the float network it was quantised from, on one of: "
                 f"{', '.join(self.backends_with(capability))}."
             )
-        from xai_core.plugins import get_registry
+        from xai_core.plugin.manager import get_registry
 
         black_box_methods = sorted(
             name for name, cls in get_registry().explainers.items() if cls.requires <= {"predict"}
@@ -187,7 +187,7 @@ class ModelRunner:
     @staticmethod
     def backends_with(capability: str) -> list[str]:
         """Names of the registered backends that can compute ``capability``."""
-        from xai_core.plugins import get_registry
+        from xai_core.plugin.manager import get_registry
 
         if capability != "gradient":
             return sorted(get_registry().backends)

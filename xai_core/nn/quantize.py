@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ValidationError
-from xai_core.model import Model
+from xai_core.model.base import Model
 from xai_core.validation import check_array, check_positive_int
 
 __all__ = [
@@ -454,7 +454,7 @@ class QuantizedModel(Model):
             from xai_core.backends.cpu import CPUBackend
 
             return CPUBackend()
-        from xai_core.runner import get_backend
+        from xai_core.model.runner import get_backend
 
         return get_backend(backend)
 

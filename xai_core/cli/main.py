@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from xai_core.errors import XaiError
-from xai_core.plugins import get_registry
+from xai_core.plugin.manager import get_registry
 
 __all__ = ["main", "build_parser"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pluggy
 
-from xai_core import hookspecs
 from xai_core.errors import DuplicateNameError, UnknownNameError, ValidationError
+from xai_core.plugin import hookspecs
 
 __all__ = [
     "BUILTIN_PLUGINS",
@@ -39,9 +39,9 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "xai_core.backends.gpu",
     "xai_core.backends.tpu",
     "xai_core.backends.edgetpu",
-    "xai_core.cli_commands",
+    "xai_core.cli.commands",
     "xai_core.report.sections",
-    "xai_core.report.analysis",
+    "xai_core.compare.sections",
 )
 
 
@@ -297,7 +297,7 @@ def register_plugin(plugin: Any, name: str | None = None) -> Registry:
     if pm.is_registered(plugin) or pm.has_plugin(name):
         raise ValidationError(
             f"plugin must not be registered already; got {name!r}, which is (pass another "
-            "name=, or call xai_core.plugins.reset_registry() to start again)."
+            "name=, or call xai_core.plugin.manager.reset_registry() to start again)."
         )
     registered_name = pm.register(plugin, name=name)
     try:

@@ -1,59 +1,19 @@
-"""The built-in sub-commands of ``xai``: plugins, backends, explain, report, demo."""
+"""``xai demo``, ``xai explain`` and ``xai report``: the commands that work from data files.
+
+The one first-party package that imports :mod:`xai_datasets`; the core never does.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from xai_core import CliCommand, hookimpl
 from xai_core.errors import ValidationError
-from xai_core.extension import CliCommand
-from xai_core.hookspecs import hookimpl
-from xai_core.plugins import get_registry
-
-
-def _plugins_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
-
-
-def _plugins(args: argparse.Namespace) -> int:
-    records = get_registry().plugins()
-    if args.json:
-        print(json.dumps(records, indent=2))
-        return 0
-    for r in records:
-        dist = r["distribution"] or "-"
-        if r["status"] == "broken":
-            print(f"{r['name']}  [{dist}]  BROKEN during {r['stage']}: {r['error']}")
-            continue
-        registers = "; ".join(
-            f"{kind}: {', '.join(names)}" for kind, names in r["registers"].items()
-        )
-        print(f"{r['name']}  [{dist}]  {registers or '(registers nothing)'}")
-    return 0
-
-
-def _backends(args: argparse.Namespace) -> int:
-    registry = get_registry()
-    rows = []
-    for name, cls in sorted(registry.backends.items()):
-        try:
-            info = cls().describe()
-        except Exception as exc:  # noqa: BLE001 - a backend that cannot start with defaults is shown as such
-            info = {"numerics": f"(cannot build with defaults: {exc})"}
-        info["plugin"] = registry.owners.get(("backend", name))
-        rows.append({"name": name, **{k: v for k, v in info.items() if k != "name"}})
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-        return 0
-    for row in rows:
-        presets = ", ".join(row.get("presets") or []) or "-"
-        grads = "gradients" if row.get("gradients") else "inference only"
-        print(f"{row['name']:<10} {row['numerics']}; {grads}; presets: {presets}")
-    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from xai_core.demo import run_demo
+    from xai_demo.demo import run_demo
 
     return run_demo(
         output=args.out, dataset=args.dataset, quick=args.quick, progress=not args.no_progress
@@ -76,9 +36,9 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 def _explain(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from xai_core.explainer import explain
+    from xai_core.attribution.explainer import explain
     from xai_core.nn import load_model
-    from xai_core.report.build import load_data
+    from xai_demo.build import load_data
 
     net = load_model(args.model)
     X, _, names = load_data(args.data, args.target)
@@ -126,7 +86,7 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from xai_core.report.build import build_report
+    from xai_demo.build import build_report
 
     report = build_report(
         model=args.model,
@@ -163,8 +123,14 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
 
 @hookimpl
 def xai_register_cli_commands():
-    """``xai plugins``, ``xai backends``, ``xai explain``, ``xai report`` and ``xai demo``."""
+    """``xai demo``, ``xai explain`` and ``xai report``."""
     return [
+        CliCommand(
+            "demo",
+            "train a small MNIST network and explain it on every backend",
+            _demo,
+            _demo_arguments,
+        ),
         CliCommand(
             "explain",
             "explain a saved model on rows of a data file; save the explanation as JSON",
@@ -176,23 +142,5 @@ def xai_register_cli_commands():
             "build a report from saved explanations, or from a saved model and a data file",
             _report,
             _report_arguments,
-        ),
-        CliCommand(
-            "plugins",
-            "list every plugin, what it registers, and the broken ones",
-            _plugins,
-            _plugins_arguments,
-        ),
-        CliCommand(
-            "backends",
-            "list the simulated hardware backends and their numerics",
-            _backends,
-            _plugins_arguments,
-        ),
-        CliCommand(
-            "demo",
-            "train a small MNIST network and explain it on every backend",
-            _demo,
-            _demo_arguments,
         ),
     ]

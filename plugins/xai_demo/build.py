@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from xai_core.attribution.explainer import explain
+from xai_core.attribution.explanation import Explanation
 from xai_core.errors import ValidationError
-from xai_core.explainer import explain
-from xai_core.explanation import Explanation
 from xai_core.report._report import Report
 
 __all__ = ["build_report", "load_data"]

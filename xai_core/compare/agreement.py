@@ -2,7 +2,7 @@
 
 :func:`compare_backends` computes one explanation on several backends and compares each
 with the fp32 CPU reference; :func:`compare_methods` compares methods on one backend.
-Both use the row-wise figures of :mod:`xai_core.metrics`.
+Both use the row-wise figures of :mod:`xai_core.compare.metrics`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xai_core import metrics
+from xai_core.attribution.explainer import explain, resolve_target
+from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
+from xai_core.compare import metrics
 from xai_core.errors import ValidationError
-from xai_core.explainer import explain, resolve_target
-from xai_core.explanation import Explanation
-from xai_core.model import as_model
-from xai_core.runner import ModelRunner, get_backend
+from xai_core.model.base import as_model
+from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.validation import check_positive_int
 
 __all__ = ["BackendComparison", "MethodComparison", "compare_backends", "compare_methods"]
@@ -217,7 +217,7 @@ def compare_backends(
     -------
     BackendComparison
     """
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     cls = get_registry().explainer(method)
     k = check_positive_int(k, "k")
@@ -242,7 +242,7 @@ def compare_backends(
             continue
         run_model = model
         if backend.requires_quantized and not model.is_quantized:
-            from xai_core.quantize import quantize
+            from xai_core.nn.quantize import quantize
 
             if quantized is None:
                 quantized = quantize(
@@ -378,7 +378,7 @@ def compare_methods(
     -------
     MethodComparison
     """
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     if isinstance(methods, str) or len(methods) < 2:
         raise ValidationError(f"methods must name at least two methods; got {methods!r}.")

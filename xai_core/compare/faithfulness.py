@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xai_core.explanation import Explanation
-from xai_core.runner import ModelRunner
+from xai_core.attribution.explanation import Explanation
+from xai_core.model.runner import ModelRunner
 from xai_core.validation import check_positive_int
 
 __all__ = ["Faithfulness", "faithfulness", "deletion_curves", "infidelity"]

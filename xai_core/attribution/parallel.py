@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ChunkError, ValidationError
-from xai_core.explanation import Explanation
-from xai_core.model import Model
-from xai_core.runner import ModelRunner, get_backend
+from xai_core.model.base import Model
+from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.validation import check_positive_int
 
 __all__ = [
@@ -135,7 +135,7 @@ def _model_spec(model: Model, shared: bool) -> Any:
 
 
 def _backend_spec(backend: Backend) -> Any:
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     config = backend.config()
     registered = get_registry().backends.get(config["name"])
@@ -184,7 +184,7 @@ def run_chunk(task: ChunkTask) -> dict[str, Any]:
         ``backend``, ``output_names``, ``feature_names`` and ``counters`` (plain types:
         an :class:`Explanation` holds a read-only mapping, which does not pickle).
     """
-    from xai_core.explainer import explain
+    from xai_core.attribution.explainer import explain
 
     backend = task.backend.build()
     e = explain(
@@ -472,7 +472,7 @@ def explain_chunked(
     CapabilityError
         When the model cannot travel to the executor's workers (an unpicklable function).
     """
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     cls = get_registry().explainer(method)
     chunk_size = check_positive_int(

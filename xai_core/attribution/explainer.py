@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.attribution.explanation import Explanation
 from xai_core.errors import CapabilityError, UnknownNameError, ValidationError
-from xai_core.explanation import Explanation
-from xai_core.runner import ModelRunner, get_backend
+from xai_core.model.runner import ModelRunner, get_backend
 
 __all__ = ["Explainer", "explain", "list_explainers", "CAPABILITIES"]
 
@@ -75,7 +75,7 @@ class Explainer:
 
 def list_explainers() -> list[str]:
     """Names of the registered explainers, sorted."""
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     return sorted(get_registry().explainers)
 
@@ -115,7 +115,7 @@ def explain(
         Rows per model call.
     executor : concurrent.futures.Executor, distributed.Client or "processes", optional
         Explain the rows in chunks on this executor (``"processes"``: a process pool over
-        all local cores); see :mod:`xai_core.parallel`. The result equals the serial run
+        all local cores); see :mod:`xai_core.attribution.parallel`. The result equals the serial run
         with the same ``chunk_size`` and seed.
     chunk_size : int, optional
         Rows per chunk; each chunk gets a seed derived from ``seed`` and its index. Given
@@ -128,11 +128,11 @@ def explain(
     -------
     Explanation
     """
-    from xai_core.plugins import get_registry
+    from xai_core.plugin.manager import get_registry
 
     chunked = executor is not None or chunk_size is not None
     if chunked:
-        from xai_core.parallel import check_parallel, explain_chunked
+        from xai_core.attribution.parallel import check_parallel, explain_chunked
 
         check_parallel(executor, chunk_size)
     cls = get_registry().explainer(method)

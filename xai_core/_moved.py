@@ -1,0 +1,55 @@
+"""Modules that moved when the core was grouped by concern; the old paths keep working for now.
+
+``import xai_core.runner`` still gives the module now at ``xai_core.model.runner``, with a
+:class:`DeprecationWarning` naming the new path. One finder serves every old name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+
+#: Old module path -> new module path.
+MOVED: dict[str, str] = {
+    "xai_core.hookspecs": "xai_core.plugin.hookspecs",
+    "xai_core.extension": "xai_core.plugin.records",
+    "xai_core.plugins": "xai_core.plugin.manager",
+    "xai_core.runner": "xai_core.model.runner",
+    "xai_core.explainer": "xai_core.attribution.explainer",
+    "xai_core.explanation": "xai_core.attribution.explanation",
+    "xai_core.parallel": "xai_core.attribution.parallel",
+    "xai_core.agreement": "xai_core.compare.agreement",
+    "xai_core.metrics": "xai_core.compare.metrics",
+    "xai_core.report.analysis": "xai_core.compare.sections",
+    "xai_core.cli_commands": "xai_core.cli.commands",
+}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old module path and hands back the module at its new path."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec):
+        new = MOVED[spec.name]
+        warnings.warn(
+            f"{spec.name} moved to {new}; import it from there (or from xai_core).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(new)
+
+    def exec_module(self, module):
+        """The module is already executed at its new path."""
+
+
+def install() -> None:
+    """Put the finder on :data:`sys.meta_path` once."""
+    if not any(isinstance(f, _Alias) for f in sys.meta_path):
+        sys.meta_path.append(_Alias())
