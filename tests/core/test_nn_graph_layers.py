@@ -249,3 +249,25 @@ def test_fold_batch_norm_keeps_the_function_and_removes_the_work():
     assert [type(folded[n]).__name__ for n in ("bn1", "bn2")] == ["Identity", "Identity"]
     assert type(folded["bn3"]).__name__ == "Identity" or folded.output == "bn3"
     assert isinstance(g["bn1"], nn.BatchNormalization)  # the original is untouched
+
+
+def test_sequential_is_a_chain_graph():
+    """A Sequential and the Graph of the same chain, with the same weights, agree exactly."""
+    rng = np.random.default_rng(4)
+    make = [
+        lambda: nn.Conv2D(3, 3, padding=1),
+        lambda: nn.ReLU(),
+        lambda: nn.MaxPool2D(2),
+        lambda: nn.Flatten(),
+        lambda: nn.Dense(4),
+        lambda: nn.Softmax(),
+    ]
+    seq = nn.Sequential([m() for m in make], input_shape=(2, 6, 6), seed=1)
+    g = nn.Graph((2, 6, 6), seed=1)
+    for m in make:
+        g.add(m())
+    assert [n.name for n in g.nodes] == [n.name for n in seq.nodes]
+    X = rng.normal(size=(5, 2, 6, 6)).astype(np.float32)
+    np.testing.assert_array_equal(g.predict(X), seq.predict(X))
+    np.testing.assert_array_equal(g.gradient(X, 2), seq.gradient(X, 2))
+    np.testing.assert_array_equal(g.activations(X, "dense_1"), seq.activations(X, "dense_1"))
