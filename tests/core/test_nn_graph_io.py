@@ -94,13 +94,13 @@ def test_declared_shapes_must_match_the_arrays(tmp_path):
 
 
 def test_a_huge_layer_in_the_json_is_refused_without_allocating(tmp_path):
-    """Dense(10**12) with a small weight array is refused by shape, before any weight is made."""
+    """Dense(10**8) with a small weight array is refused by shape, before any weight is made."""
     path = tmp_path / "m.npz"
     nn.mlp(2).save(path)
     arch = arch_of(path)
-    arch["layers"][0]["config"]["units"] = 10**12
+    arch["layers"][0]["config"]["units"] = 10**8
     rewrite(path, arch=arch)
-    refused(path, "expected floats of shape (2, 1000000000000)")
+    refused(path, "expected floats of shape (2, 100000000)")
 
 
 def test_member_sizes_must_match_their_headers(tmp_path):
@@ -187,3 +187,16 @@ def test_every_new_layer_round_trips(tmp_path, kind):
     loaded = xai.load_model(tmp_path / "m.npz")
     assert repr(loaded) == repr(g) and loaded["layer"].get_config() == g["layer"].get_config()
     np.testing.assert_array_equal(loaded.predict(X), g.predict(X))
+
+
+def test_a_huge_activation_in_the_json_is_refused(tmp_path):
+    """A padding that would make each sample's tensor enormous is refused at load, not at predict."""
+    path = tmp_path / "m.npz"
+    g = nn.Graph((1, 4, 4))
+    g.add(nn.ZeroPadding2D(1), name="pad")
+    g.add(nn.GlobalAveragePooling2D())
+    g.save(path)
+    arch = arch_of(path)
+    arch["layers"][0]["config"]["padding"] = [10**6, 10**6, 10**6, 10**6]
+    rewrite(path, arch=arch)
+    refused(path, "more than 1073741824 values")
