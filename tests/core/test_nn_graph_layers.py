@@ -271,3 +271,22 @@ def test_sequential_is_a_chain_graph():
     np.testing.assert_array_equal(g.predict(X), seq.predict(X))
     np.testing.assert_array_equal(g.gradient(X, 2), seq.gradient(X, 2))
     np.testing.assert_array_equal(g.activations(X, "dense_1"), seq.activations(X, "dense_1"))
+
+
+def test_a_layer_of_the_older_protocol_still_runs():
+    """A custom layer written with stateful forward / backward still predicts and differentiates."""
+
+    class Square(nn.Layer):
+        """``x ** 2`` in the older protocol: a cache on the layer."""
+
+        def forward(self, x, backend, *, cache=True):
+            self._x = x if cache else None
+            return backend.elementwise(np.square, x)
+
+        def backward(self, grad, backend, *, param_grads=True, input_grad=True):
+            x = self._need_cache("_x")
+            return backend.elementwise(lambda g, v: 2 * g * v, grad, x, ops=2)
+
+    net = nn.Sequential([nn.Dense(3), Square(), nn.Dense(2)], input_shape=(4,), dtype="float64")
+    X = np.random.default_rng(0).normal(size=(5, 4))
+    check_graph(net, X)
