@@ -290,3 +290,27 @@ def test_a_layer_of_the_older_protocol_still_runs():
     net = nn.Sequential([nn.Dense(3), Square(), nn.Dense(2)], input_shape=(4,), dtype="float64")
     X = np.random.default_rng(0).normal(size=(5, 4))
     check_graph(net, X)
+
+
+def test_a_graph_trains_with_fit():
+    """fit trains a residual graph with a batch norm: the loss falls and the two moons separate."""
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(400, noise=0.1, random_state=0)
+    X = X.astype(np.float32)
+    g = nn.Graph((2,), seed=0)
+    h = g.add(nn.Dense(16), name="d1")
+    h = g.add(nn.Tanh(), h)
+    r = g.add(nn.Dense(16), h, name="d2")
+    r = g.add(nn.BatchNormalization(), r, name="bn")
+    r = g.add(nn.Tanh(), r)
+    s = g.add(nn.Add(), [h, r])
+    g.add(nn.Dense(2), s)
+    g.add(nn.Softmax())
+    before = {k: v.copy() for k, v in g["bn"].buffers.items()}
+    g.fit(X, y, optimizer="adam", learning_rate=0.01, batch_size=32, epochs=40, progress=False)
+    assert g.history["loss"].iloc[-1] < 0.5 * g.history["loss"].iloc[0]
+    assert g.score(X, y) > 0.95
+    assert not np.allclose(g["bn"].gamma, 1)  # the batch norm's scale is trained too
+    for key, value in before.items():
+        np.testing.assert_array_equal(g["bn"].buffers[key], value)  # its statistics are not
