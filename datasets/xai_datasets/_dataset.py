@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core.errors import ShapeError, UnknownNameError, ValidationError
-
-from ._png import png_data_uri
+from xai_core.images import image_layout
+from xai_core.report import new_id, png_data_uri, to_pixels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +64,8 @@ class Dataset:
         ``"1"``, ... up to the largest label.
     task : {"classification", "regression"}
     image_shape : tuple of int or None
-        ``(height, width)`` of each image, or None for tabular data.
+        ``(height, width)``, ``(height, width, channels)`` or ``(channels, height, width)``
+        of each image (the rule of :mod:`xai_core.images`), or None for tabular data.
     name : str
         A short name, e.g. ``"fashion-mnist (sample, train)"``.
     description : str
@@ -152,11 +152,11 @@ class Dataset:
         if len(features) != d:
             raise ShapeError(f"feature_names must have n_features = {d} names; got {len(features)}")
         if self.image_shape is not None:
-            shape = tuple(int(s) for s in self.image_shape)
-            if math.prod(shape) != d or len(shape) not in (2, 3):
+            shape = image_layout(self.image_shape).shape
+            if math.prod(shape) != d:
                 raise ShapeError(
-                    f"image_shape must be (height, width[, channels]) with product "
-                    f"n_features = {d}; got {shape}"
+                    f"image_shape must be (height, width[, channels]) or (channels, height, "
+                    f"width) with product n_features = {d}; got {shape}"
                 )
             put("image_shape", shape)
         unknown = [c for c in self.categorical_features if c not in features]
@@ -301,7 +301,7 @@ class Dataset:
         return f"Dataset({self.name!r}, {self._summary()})"
 
     def _repr_html_(self) -> str:
-        uid = f"xai-ds-{uuid.uuid4().hex}"
+        uid = new_id("ds")
         esc = html.escape
         style = (
             f"#{uid}{{font-family:sans-serif;font-size:13px}}"
@@ -326,12 +326,11 @@ class Dataset:
 
     def _html_images(self) -> str:
         k = min(self.n_samples, _MAX_THUMBNAILS)
-        images = np.clip(self.images[:k], 0.0, 1.0)
-        images = np.nan_to_num(images) * 255.0 + 0.5
+        pixels = to_pixels(image_layout(self.image_shape).to_hwc(self.X[:k]))
         figures = []
         for i in range(k):
             label = self._label(i)
-            uri = png_data_uri(images[i].astype(np.uint8))
+            uri = png_data_uri(pixels[i])
             figures.append(
                 f'<figure><img src="{uri}" alt="{html.escape(label)}">'
                 f"<figcaption>{html.escape(label)}</figcaption></figure>"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import importlib.metadata
+import io
 import json
 import os
 import re
-import struct
 import types
-import zlib
 from html.parser import HTMLParser
 from importlib import resources
 
@@ -75,26 +74,16 @@ def _strings(value) -> list[str]:
 
 
 def _decode_png(uri: str) -> np.ndarray:
-    """Decode an 8-bit, filter-0 PNG data URI by hand: (height, width, channels) uint8."""
+    """Decode a PNG data URI with Pillow: (height, width, channels) uint8."""
+    from PIL import Image
+
     prefix = "data:image/png;base64,"
     assert uri.startswith(prefix)
-    raw = base64.b64decode(uri[len(prefix) :])
-    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(raw):
-        (length,) = struct.unpack(">I", raw[pos : pos + 4])
-        kind, data = raw[pos + 4 : pos + 8], raw[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", raw[pos + 8 + length : pos + 12 + length])
-        assert crc == zlib.crc32(kind + data) & 0xFFFFFFFF
-        chunks.setdefault(kind, b"")
-        chunks[kind] += data
-        pos += 12 + length
-    width, height, depth, colour, _, _, _ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
-    assert depth == 8 and b"IEND" in chunks
-    channels = {0: 1, 2: 3, 6: 4}[colour]
-    rows = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(height, -1)
-    assert (rows[:, 0] == 0).all()
-    return rows[:, 1:].reshape(height, width, channels)
+    with Image.open(io.BytesIO(base64.b64decode(uri[len(prefix) :]))) as image:
+        assert image.format == "PNG"
+        pixels = np.asarray(image)
+    assert pixels.dtype == np.uint8
+    return pixels if pixels.ndim == 3 else pixels[:, :, None]
 
 
 def _image_explanation(n: int = 3, side: int = 8, **kw) -> xai.Explanation:
@@ -260,17 +249,30 @@ def test_repr_html_escapes_hostile_strings(hostile):
 
 # -- images --------------------------------------------------------------------------------
 def test_png_encoder_round_trips():
-    """Grey, RGB and RGBA images decode back to the same pixels and size."""
-    from xai_core.report._png import png_data_uri
+    """Grey, grey + alpha, RGB and RGBA images decode back to the same pixels, the same every time."""
+    from xai_core.report import encode_png, png_data_uri
 
     rng = np.random.default_rng(3)
-    for shape in [(5, 7), (4, 9, 3), (3, 2, 4)]:
+    for shape in [(5, 7), (6, 5, 1), (3, 3, 2), (4, 9, 3), (3, 2, 4)]:
         pixels = rng.integers(0, 256, shape, dtype=np.uint8)
         decoded = _decode_png(png_data_uri(pixels))
         assert decoded.shape[:2] == shape[:2]
         np.testing.assert_array_equal(decoded.reshape(pixels.shape), pixels)
-    with pytest.raises(xai.ShapeError, match="pixels must have shape"):
-        png_data_uri(np.zeros((2, 2, 2), np.uint8))
+        assert encode_png(pixels) == encode_png(pixels.copy())
+        assert b"tIME" not in encode_png(pixels) and b"tEXt" not in encode_png(pixels)
+    for bad in [np.zeros((2, 2, 5), np.uint8), np.zeros((0, 3), np.uint8), np.zeros(4, np.uint8)]:
+        with pytest.raises(xai.ShapeError, match="pixels must have shape"):
+            png_data_uri(bad)
+
+
+def test_to_pixels_maps_a_range_to_bytes():
+    """low is 0, high is 255, halfway rounds to 128; NaN is low and the range is clipped."""
+    from xai_core.report import to_pixels
+
+    got = to_pixels([np.nan, -1.0, 0.0, 0.5, 1.0, 2.0, 0.25], low=0.0, high=1.0)
+    np.testing.assert_array_equal(got, [0, 0, 0, 128, 255, 255, 64])
+    np.testing.assert_array_equal(to_pixels([3.0, 5.0], low=3.0, high=5.0), [0, 255])
+    np.testing.assert_array_equal(to_pixels([1.0, 1.0], low=1.0, high=1.0), [0, 0])
 
 
 def test_heatmap_colours_at_known_pixels():
