@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +13,6 @@ import numpy as np
 
 from xai_core.errors import ShapeError, UnknownNameError, ValidationError
 from xai_core.images import image_layout
-from xai_core.report import new_id, png_data_uri, to_pixels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,9 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "pixel_names"]
 
 _TASKS = ("classification", "regression")
-_MAX_THUMBNAILS = 24
-_MAX_TABLE_COLUMNS = 12
-_MAX_TABLE_ROWS = 5
 
 
 def pixel_names(image_shape: Sequence[int]) -> tuple[str, ...]:
@@ -301,70 +296,7 @@ class Dataset:
         return f"Dataset({self.name!r}, {self._summary()})"
 
     def _repr_html_(self) -> str:
-        uid = new_id("ds")
-        esc = html.escape
-        style = (
-            f"#{uid}{{font-family:sans-serif;font-size:13px}}"
-            f"#{uid} .xai-grid{{display:flex;flex-wrap:wrap;gap:4px;margin:6px 0}}"
-            f"#{uid} figure{{margin:0;text-align:center;font-size:10px;width:64px}}"
-            f"#{uid} img{{image-rendering:pixelated;width:56px;height:56px;"
-            f"border:1px solid #ccc;display:block;margin:auto}}"
-            f"#{uid} table{{border-collapse:collapse}}"
-            f"#{uid} td,#{uid} th{{border:1px solid #ddd;padding:2px 6px;text-align:right}}"
-        )
-        body = [
-            f'<div id="{uid}" class="xai-dataset"><style>{style}</style>',
-            f"<strong>{esc(self.name)}</strong> <span>{esc(self._summary())}</span>",
-        ]
-        body.append(self._html_images() if self.image_shape else self._html_table())
-        if self.description:
-            body.append(
-                f"<details><summary>About</summary><p>{esc(self.description)}</p></details>"
-            )
-        body.append("</div>")
-        return "".join(body)
+        """The report's dataset section as a notebook fragment (names escaped, fresh ids)."""
+        from xai_core.report import render_fragment
 
-    def _html_images(self) -> str:
-        k = min(self.n_samples, _MAX_THUMBNAILS)
-        pixels = to_pixels(image_layout(self.image_shape).to_hwc(self.X[:k]))
-        figures = []
-        for i in range(k):
-            label = self._label(i)
-            uri = png_data_uri(pixels[i])
-            figures.append(
-                f'<figure><img src="{uri}" alt="{html.escape(label)}">'
-                f"<figcaption>{html.escape(label)}</figcaption></figure>"
-            )
-        more = f"<div>first {k} of {self.n_samples}</div>" if k < self.n_samples else ""
-        return f'<div class="xai-grid">{"".join(figures)}</div>{more}'
-
-    def _label(self, i: int) -> str:
-        if self.task == "classification":
-            return self.class_names[int(self.y[i])]
-        return f"{float(self.y[i]):.3g}"
-
-    def _html_table(self) -> str:
-        esc = html.escape
-        cols = list(range(min(self.n_features, _MAX_TABLE_COLUMNS)))
-        head = "".join(f"<th>{esc(self.feature_names[j])}</th>" for j in cols)
-        if self.n_features > len(cols):
-            head += f"<th>… {self.n_features - len(cols)} more</th>"
-        head += f"<th>{esc(self.target_name)}</th>"
-        rows = []
-        for i in range(min(self.n_samples, _MAX_TABLE_ROWS)):
-            cells = []
-            for j in cols:
-                v = float(self.X[i, j])
-                name = self.feature_names[j]
-                if math.isnan(v):
-                    text = "NaN"
-                elif name in self.categories:
-                    text = self.categories[name][int(v)]
-                else:
-                    text = f"{v:.4g}"
-                cells.append(f"<td>{esc(text)}</td>")
-            if self.n_features > len(cols):
-                cells.append("<td>…</td>")
-            cells.append(f"<td>{esc(self._label(i))}</td>")
-            rows.append(f"<tr>{''.join(cells)}</tr>")
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        return render_fragment(self)

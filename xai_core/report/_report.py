@@ -250,14 +250,7 @@ class Report:
     def to_html(self) -> str:
         """The whole report as one HTML document (UTF-8 text)."""
         with id_scope(self.seed):
-            body, scope = _body(
-                self._entries,
-                self.title,
-                self.seed,
-                with_provenance=True,
-                inline_css=False,
-                created=self.created,
-            )
+            body, scope = self._body(inline_css=False)
         scripts = [asset("report.js"), *_section_scripts(self._entries)]
         csp = (
             "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
@@ -294,15 +287,10 @@ class Report:
 
     def _repr_html_(self) -> str:
         """The report's body for a notebook cell (scoped style, unique ids, provenance)."""
-        body, _ = _body(
-            self._entries,
-            self.title,
-            self.seed,
-            with_provenance=True,
-            inline_css=True,
-            created=self.created,
-        )
-        return body
+        return self._body(inline_css=True)[0]
+
+    def _body(self, inline_css: bool) -> tuple[str, str]:
+        return _body(self._entries, self.title, self.seed, True, inline_css, created=self.created)
 
     def __repr__(self) -> str:
         return f"Report({self.title!r}, sections={len(self)})"

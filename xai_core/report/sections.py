@@ -307,8 +307,17 @@ def render_dataset(ds: Any) -> str:
         cols = list(range(min(n_features, _MAX_COLUMNS)))
         names = [feature_names[j] if j < len(feature_names) else f"x{j}" for j in cols]
         target = str(getattr(ds, "target_name", "") or "target")
+        categories = dict(getattr(ds, "categories", None) or {})
+
+        def value(i: int, j: int) -> dict[str, Any]:
+            labels = categories.get(names[j])
+            v = X[i, j]
+            if labels is not None and np.isfinite(v) and 0 <= int(v) < len(labels):
+                return {"text": str(labels[int(v)]), "sort": None}  # a category's label
+            return _cell(v)
+
         rows = [
-            [_cell(i)] + [_cell(X[i, j]) for j in cols] + [{"text": label(i), "sort": None}]
+            [_cell(i)] + [value(i, j) for j in cols] + [{"text": label(i), "sort": None}]
             for i in range(min(n, 10))
         ]
         more = n_features - len(cols)
