@@ -12,7 +12,7 @@ from xai_core.compare.faithfulness import Faithfulness, _auc
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._figures import explanation_layout, heatmaps
-from xai_core.report._html import environment, new_id
+from xai_core.report._html import environment, format_number, new_id
 from xai_core.report.sections import render_frame
 
 __all__ = ["render_backend_comparison", "render_method_comparison", "render_faithfulness"]
@@ -150,10 +150,12 @@ def render_faithfulness(f: Faithfulness) -> str:
         "Explained output as features are removed (deletion) or restored (insertion) "
         "in attribution order; dashed: random order",
     )
+    n = format_number
     headline = (
-        f"{f.method} on {f.backend}: deletion AUC {s.deletion_auc:.4g} (random {s.random_deletion_auc:.4g}, "
-        f"lower is better), insertion AUC {s.insertion_auc:.4g} (random {s.random_insertion_auc:.4g}, "
-        f"higher is better), infidelity {s.infidelity:.4g} (random {s.random_infidelity:.4g})."
+        f"{f.method} on {f.backend}: deletion AUC {n(s.deletion_auc)} (random "
+        f"{n(s.random_deletion_auc)}, lower is better), insertion AUC {n(s.insertion_auc)} (random "
+        f"{n(s.random_insertion_auc)}, higher is better), infidelity {n(s.infidelity)} (random "
+        f"{n(s.random_infidelity)})."
     )
     data = {
         "kind": "faithfulness",
