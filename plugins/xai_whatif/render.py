@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
-from xai_core.images import image_layout
+from xai_core.images import image_layout, is_image_shape
 from xai_core.report import environment, format_number, new_id, png_data_uri, to_pixels
 
 __all__ = [
@@ -164,7 +164,7 @@ def render_counterfactuals(c: Any) -> str:
     if len(c.X):
         shown = min(len(c.X), 10)
         changed = (c.X[:shown] != c.x).any(axis=0)
-        is_image = len(c.sample_shape) in (2, 3)
+        is_image = is_image_shape(c.sample_shape)
         if is_image:
             lo = float(min(c.x.min(), c.X[:shown].min()))
             hi = float(max(c.x.max(), c.X[:shown].max()))
