@@ -539,3 +539,54 @@ def test_saved_files_get_ordinary_permissions(tmp_path):
     for path in paths:
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path.name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "m.npz", "r.html"]
+
+
+# -- the toolkit ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ({"a": np.arange(3), "b": np.float32(0.5)}, {"a": [0, 1, 2], "b": 0.5}),
+        ({"x": [1.0, float("nan"), np.inf]}, {"x": [1.0, None, None]}),
+        ({(1, 2): np.array([np.nan])}, {"(1, 2)": [None]}),
+        ({"s": "</script><!-- \u2028 & >"}, {"s": "</script><!-- \u2028 & >"}),
+    ],
+    ids=["arrays", "non-finite", "tuple-keys", "hostile"],
+)
+def test_json_for_script_round_trips_and_cannot_close_its_block(value, expected):
+    """json_for_script is valid JSON equal to the plain value, with no <, >, & or U+2028 left raw."""
+    text = str(xai.report.json_for_script(value))
+    assert json.loads(text) == expected
+    assert not set("<>&\u2028") & set(text)
+
+
+def test_environment_escapes_and_loads_core_macros():
+    """The toolkit's environment autoescapes, has num and json_script, and imports the core macros."""
+    env = xai.report.environment(
+        {
+            "t": '{% from "macros.html.j2" import kv_table %}{{ kv_table([(k, v|num)]) }}{{ d|json_script }}'
+        }
+    )
+    html = env.get_template("t").render(k="<b>", v=1234567, d={"k": "</script>"})
+    assert "&lt;b&gt;" in html and "1,234,567" in html and "\\u003c/script\\u003e" in html
+    with pytest.raises(Exception, match="undefined"):
+        env.from_string("{{ missing }}").render()
+    assert xai.report.environment() is xai.report.environment()
+
+
+def test_ids_follow_the_seed():
+    """new_id is reproducible inside id_scope(seed) and fresh outside it."""
+    with xai.report.id_scope(3):
+        first = [xai.report.new_id("k") for _ in range(3)]
+    with xai.report.id_scope(3):
+        again = [xai.report.new_id("k") for _ in range(3)]
+    assert first == again and len(set(first)) == 3 and first[0].startswith("xai-k-")
+    assert xai.report.new_id("k") != xai.report.new_id("k")
+
+
+def test_seeded_report_is_the_same_bytes(monkeypatch):
+    """A seeded report renders the same bytes every time; SOURCE_DATE_EPOCH fixes the time across reports."""
+    r = Report("r", seed=0).add(_image_explanation())
+    assert r.to_html() == r.to_html()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    a, b = (Report("r", seed=0).add(_image_explanation()).to_html() for _ in range(2))
+    assert a == b and "1970-01-01T00:00:00+00:00" in a
