@@ -22,7 +22,7 @@ from xai_core import (
 from xai_lime._checks import check_bool, check_choice, check_float, check_int, check_matrix
 from xai_lime.image import (
     cosine_distances_to_all_on,
-    image_layout,
+    image_layout_of,
     perturb,
     segment,
     segmentation_function,
@@ -408,7 +408,7 @@ class LimeExplainer(Explainer):
 
     # -- images -----------------------------------------------------------------------
     def _explain_image(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
-        layout = image_layout(X.shape[1:], self.image_shape)
+        layout = image_layout_of(X.shape[1:], self.image_shape)
         for name in ("training_data", "training_labels", "categorical_features"):
             if getattr(self, name) is not None:
                 raise ValidationError(f"{name} applies to tabular mode; got it in image mode.")

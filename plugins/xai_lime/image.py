@@ -27,7 +27,7 @@ from xai_core.images import MAX_CHANNELS, ImageLayout, sample_layout
 
 __all__ = [
     "SEGMENTATIONS",
-    "image_layout",
+    "image_layout_of",
     "cosine_distances_to_all_on",
     "perturb",
     "segment",
@@ -44,7 +44,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def image_layout(input_shape: tuple[int, ...], image_shape: Any = None) -> ImageLayout:
+def image_layout_of(input_shape: tuple[int, ...], image_shape: Any = None) -> ImageLayout:
     """The layout of samples of ``input_shape`` (:mod:`xai_core.images`), flat ones read as ``image_shape``.
 
     Parameters
