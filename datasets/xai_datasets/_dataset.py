@@ -28,15 +28,18 @@ def pixel_names(image_shape: Sequence[int]) -> tuple[str, ...]:
     Parameters
     ----------
     image_shape : sequence of int
-        ``(height, width)`` or ``(height, width, channels)``.
+        ``(height, width)``, ``(height, width, channels)`` or ``(channels, height, width)``
+        (the rule of :mod:`xai_core.images`); names are row, column, then channel.
 
     Returns
     -------
     tuple of str
-        ``prod(image_shape)`` names in C (row-major) order.
+        ``prod(image_shape)`` names in C (row-major) order of ``image_shape``.
     """
-    idx = np.indices(tuple(image_shape)).reshape(len(image_shape), -1).T
-    return tuple("pixel_" + "_".join(map(str, row)) for row in idx.tolist())
+    layout = image_layout(image_shape)
+    idx = np.indices(layout.shape).reshape(len(layout.shape), -1)
+    axes = [*layout.spatial_axes] + ([] if layout.channel_axis is None else [layout.channel_axis])
+    return tuple("pixel_" + "_".join(map(str, row)) for row in idx[axes].T.tolist())
 
 
 @dataclass(frozen=True, eq=False, repr=False)

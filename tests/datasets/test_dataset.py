@@ -168,3 +168,15 @@ def test_html_table_for_tabular_data_escapes_names() -> None:
     page = _table()._repr_html_()
     assert "<table" in page and HOSTILE not in page
     assert "&lt;script&gt;" in page and ">dog<" in page and ">NaN<" in page
+
+
+def test_pixel_names_follow_the_image_layout() -> None:
+    """pixel_<row>_<col>[_<channel>] names each value of a flat row, channels first or last."""
+    from xai_datasets._dataset import pixel_names
+
+    chw = np.arange(30).reshape(3, 2, 5)
+    names = pixel_names((3, 2, 5))
+    c, h, w = np.unravel_index(17, chw.shape)
+    assert names[17] == f"pixel_{h}_{w}_{c}" and len(set(names)) == 30
+    assert pixel_names((2, 5, 3))[17] == "pixel_1_0_2"
+    assert pixel_names((2, 3))[4] == "pixel_1_1"
