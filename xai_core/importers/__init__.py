@@ -1,0 +1,1 @@
+"""Importers (being built)."""
