@@ -1,0 +1,190 @@
+"""Keras models imported from the object, .keras, .h5 and TF.js: predictions equal Keras's own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import xai_core as xai
+
+RNG = np.random.default_rng(0)
+
+
+def keras_cnn():
+    """A functional NHWC CNN: strided 'same' conv, batch norm, ReLU6, depthwise, residual add."""
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((9, 10, 3), name="image")
+    x = keras.layers.Conv2D(8, 3, strides=2, padding="same", name="conv")(inp)
+    x = keras.layers.BatchNormalization(name="bn")(x)
+    x = keras.layers.ReLU(6.0, name="relu6")(x)
+    y = keras.layers.DepthwiseConv2D(3, padding="same", use_bias=False, name="dw")(x)
+    y = keras.layers.BatchNormalization(name="dw_bn")(y)
+    x = keras.layers.Add(name="residual")([x, y])
+    x = keras.layers.Conv2D(6, 1, activation="relu", name="project")(x)
+    z = keras.layers.MaxPooling2D(2, padding="same", name="pool")(x)
+    z = keras.layers.Flatten(name="flat")(z)
+    w = keras.layers.GlobalAveragePooling2D(name="gap")(x)
+    x = keras.layers.Concatenate(name="concat")([z, w])
+    x = keras.layers.Dropout(0.3, name="drop")(x)
+    out = keras.layers.Dense(4, activation="softmax", name="probs")(x)
+    model = keras.Model(inp, out, name="cnn")
+    for layer in model.layers:  # non-trivial batch-norm statistics
+        if isinstance(layer, keras.layers.BatchNormalization):
+            n = layer.gamma.shape[0]
+            layer.set_weights(
+                [
+                    RNG.uniform(0.5, 1.5, n),
+                    RNG.uniform(-0.5, 0.5, n),
+                    RNG.uniform(-0.5, 0.5, n),
+                    RNG.uniform(0.5, 1.5, n),
+                ]
+            )
+    return model
+
+
+def keras_mlp():
+    """A Sequential MLP with a nested Sequential inside."""
+    keras.utils.set_random_seed(1)
+    inner = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(8, activation="tanh")], name="inner"
+    )
+    return keras.Sequential(
+        [
+            keras.Input((6,)),
+            inner,
+            keras.layers.Dense(5),
+            keras.layers.LeakyReLU(0.1),
+            keras.layers.Dense(3, activation="softmax"),
+        ],
+        name="mlp",
+    )
+
+
+def write_tfjs(model, folder, *, wrap=True):
+    """A TF.js layers model as the converter writes it: model.json and two weight shards."""
+    folder.mkdir()
+    kind = "Sequential" if isinstance(model, keras.Sequential) else "Functional"
+    config = {"class_name": kind, "config": model.get_config()}
+    topology = (
+        {"model_config": config, "keras_version": keras.__version__, "backend": "torch"}
+        if wrap
+        else config
+    )
+    specs, blobs = [], []
+    for v in model.weights:
+        arr = np.asarray(keras.ops.convert_to_numpy(v), dtype="<f4")
+        specs.append({"name": v.path, "shape": list(arr.shape), "dtype": "float32"})
+        blobs.append(arr.tobytes())
+    data = b"".join(blobs)
+    half = len(data) // 2
+    (folder / "group1-shard1of2.bin").write_bytes(data[:half])
+    (folder / "group1-shard2of2.bin").write_bytes(data[half:])
+    manifest = [{"paths": ["group1-shard1of2.bin", "group1-shard2of2.bin"], "weights": specs}]
+    doc = {
+        "format": "layers-model",
+        "generatedBy": "keras",
+        "modelTopology": topology,
+        "weightsManifest": manifest,
+    }
+    (folder / "model.json").write_text(json.dumps(doc))
+    return folder / "model.json"
+
+
+@pytest.fixture(scope="module", params=["cnn", "mlp"])
+def saved(request, tmp_path_factory):
+    """A Keras model, its predictions on random inputs, and its .keras / .h5 / TF.js exports."""
+    model = keras_cnn() if request.param == "cnn" else keras_mlp()
+    X = RNG.standard_normal((20, *model.input_shape[1:])).astype(np.float32)
+    want = keras.ops.convert_to_numpy(model(X, training=False))
+    d = tmp_path_factory.mktemp(request.param)
+    model.save(d / "m.keras")
+    model.save(d / "m.h5")
+    paths = {"keras": d / "m.keras", "h5": d / "m.h5", "tfjs": write_tfjs(model, d / "tfjs")}
+    return model, X, want, paths
+
+
+@pytest.mark.parametrize("source", ["object", "keras", "h5", "tfjs"])
+def test_predictions_equal_keras(saved, source):
+    """Each source imports to a network whose probabilities equal Keras's to 1e-5."""
+    model, X, want, paths = saved
+    net = xai.from_keras(model if source == "object" else paths[source])
+    assert net.input_shape == tuple(model.input_shape[1:])
+    np.testing.assert_allclose(net.predict(X), want, atol=1e-5, rtol=0)
+    if len(net.input_shape) == 3:
+        assert net.layout == "NHWC" and net.image_shape == (9, 10, 3)
+
+
+def test_files_are_read_without_keras_or_tensorflow(saved, tmp_path):
+    """In a process where keras and tensorflow cannot be imported, every file still imports."""
+    model, X, want, paths = saved
+    np.save(tmp_path / "X.npy", X)
+    script = (
+        "import sys, numpy as np\n"
+        "sys.modules['keras'] = sys.modules['tensorflow'] = sys.modules['tensorflowjs'] = None\n"
+        "import xai_core as xai\n"
+        f"X = np.load({str(tmp_path / 'X.npy')!r})\n"
+        f"for p in {[str(p) for p in paths.values()]!r}:\n"
+        "    np.save(p + '.out.npy', xai.from_keras(p).predict(X))\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    for p in paths.values():
+        np.testing.assert_allclose(np.load(str(p) + ".out.npy"), want, atol=1e-5, rtol=0)
+
+
+def test_teachable_machine_style_tfjs_with_labels(tmp_path):
+    """An unwrapped modelTopology and metadata.json labels, as Teachable Machine writes them."""
+    model = keras_mlp()
+    write_tfjs(model, tmp_path / "tm", wrap=False)
+    (tmp_path / "tm" / "metadata.json").write_text(
+        json.dumps({"labels": ["cat", "dog", "<b>bird</b>"]})
+    )
+    net = xai.from_keras(tmp_path / "tm")
+    X = RNG.standard_normal((5, 6)).astype(np.float32)
+    np.testing.assert_allclose(net.predict(X), keras.ops.convert_to_numpy(model(X)), atol=1e-5)
+    assert net.output_names == ("cat", "dog", "<b>bird</b>")
+
+
+def test_unsupported_layer_is_named_before_any_work(tmp_path):
+    """An LSTM fails naming the layer class, the layer and the supported list."""
+    model = keras.Sequential([keras.Input((4, 3)), keras.layers.LSTM(2, name="memory")])
+    model.save(tmp_path / "lstm.keras")
+    with pytest.raises(
+        xai.CapabilityError, match=r"'LSTM' \(layer 'memory'\).*Supported layers: .*Conv2D"
+    ):
+        xai.from_keras(tmp_path / "lstm.keras")
+
+
+def test_hostile_tfjs_files_are_refused(tmp_path):
+    """A shard outside the folder, or fewer bytes than declared, is a ModelFormatError."""
+    path = write_tfjs(keras_mlp(), tmp_path / "bad")
+    doc = json.loads(path.read_text())
+    doc["weightsManifest"][0]["paths"][0] = "../../etc/passwd"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(xai.ModelFormatError, match="not a file name beside it"):
+        xai.from_keras(path)
+    path = write_tfjs(keras_mlp(), tmp_path / "short")
+    shard = tmp_path / "short" / "group1-shard2of2.bin"
+    shard.write_bytes(shard.read_bytes()[:-8])
+    with pytest.raises(xai.ModelFormatError, match="needs bytes"):
+        xai.from_keras(path)
+
+
+def test_not_a_model_is_a_clear_error(tmp_path):
+    """A text file named .keras, an .h5 of weights only, an unknown suffix."""
+    (tmp_path / "x.keras").write_text("hello")
+    with pytest.raises(xai.ModelFormatError, match="not a .keras archive"):
+        xai.from_keras(tmp_path / "x.keras")
+    model = keras_mlp()
+    model.save_weights(tmp_path / "w.weights.h5")
+    (tmp_path / "w.weights.h5").rename(tmp_path / "w.h5")
+    with pytest.raises(xai.ModelFormatError, match="model_config"):
+        xai.from_keras(tmp_path / "w.h5")
+    with pytest.raises(xai.ValidationError, match="model_or_path"):
+        xai.from_keras(tmp_path / "x.txt")
+    with pytest.raises(xai.ValidationError, match="model_or_path must be"):
+        xai.from_keras(42)
