@@ -45,9 +45,10 @@ Rules:
 - Shapes, axes and permutations are **per sample**: the batch axis is never included.
   ``Reshape((-1,))``, ``Transpose((1, 2, 0))``, ``Concatenate(axis=0)`` (channels of
   NCHW) act on one sample. An ONNX ``perm`` of ``[0, 2, 3, 1]`` becomes ``(1, 2, 0)``.
-- Binary elementwise layers broadcast numpy-style over whole batches; a ``Constant``'s
-  output has a batch axis of 1, so a constant of per-sample shape ``(c, 1, 1)`` scales the
-  channels of an NCHW tensor and a scalar constant is ``Constant(np.float32(2))``.
+- Elementwise layers with several inputs broadcast per sample, numpy-style (trailing axes
+  aligned); a ``Constant``'s output has a batch axis of 1, so a constant of per-sample
+  shape ``(c, 1, 1)`` scales the channels of NCHW samples and a scalar constant is
+  ``Constant(np.float32(2))``. ONNX constants lose a leading batch axis of 1.
 - Layouts: spatial layers (``Conv2D``, ``DepthwiseConv2D``, pools,
   ``GlobalAveragePooling2D``, ``ZeroPadding2D``) take ``layout="NCHW"`` (default;
   weights ``(filters, in_channels / groups, kh, kw)``, as ONNX and PyTorch) or
