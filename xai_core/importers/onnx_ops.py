@@ -114,6 +114,11 @@ class Builder:
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _f32(value: Any) -> float:
+    """An ONNX float attribute (float32) as the shortest Python float that rounds back to it."""
+    return float(str(np.float32(value)))
+
+
 def _axis(b: Builder, node: IRNode, axis: int, rank: int) -> int:
     """Per-sample axis of a full-tensor ``axis`` (the batch axis refused)."""
     a = axis + rank if axis < 0 else axis
@@ -218,7 +223,7 @@ def op_batchnorm(b: Builder, node: IRNode) -> None:
     if node.attrs.get("training_mode", 0):
         raise b.fail(node, "training_mode=1 is not supported; export the model in eval mode.")
     scale, bias, mean, var = (b.value(node, i) for i in node.inputs[1:5])
-    layer = nn.BatchNormalization(epsilon=float(node.attrs.get("epsilon", 1e-5)), axis=0)
+    layer = nn.BatchNormalization(epsilon=_f32(node.attrs.get("epsilon", 1e-5)), axis=0)
     name = b.add(node, layer, node.inputs[0])
     b.g.set_params(name, gamma=scale, beta=bias, mean=mean, variance=var)
 
@@ -451,7 +456,7 @@ OPS: dict[str, Callable[[Builder, IRNode], None]] = {
     "BatchNormalization": op_batchnorm,
     "Relu": _unary(lambda b, n: nn.ReLU()),
     "Clip": _unary(_clip),
-    "LeakyRelu": _unary(lambda b, n: nn.LeakyReLU(float(n.attrs.get("alpha", 0.01)))),
+    "LeakyRelu": _unary(lambda b, n: nn.LeakyReLU(_f32(n.attrs.get("alpha", 0.01)))),
     "HardSwish": _unary(lambda b, n: nn.HardSwish()),
     "Sigmoid": _unary(lambda b, n: nn.Sigmoid()),
     "Tanh": _unary(lambda b, n: nn.Tanh()),
