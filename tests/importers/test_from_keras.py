@@ -159,6 +159,21 @@ def test_unsupported_layer_is_named_before_any_work(tmp_path):
         xai.from_keras(tmp_path / "lstm.keras")
 
 
+def test_subclassed_model_is_refused_clearly():
+    """A subclassed model has no layer graph: a CapabilityError says so and what to do."""
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = keras.layers.Dense(2)
+
+        def call(self, x):
+            return self.d(x)
+
+    with pytest.raises(xai.CapabilityError, match="subclassed Keras model"):
+        xai.from_keras(Net())
+
+
 def test_hostile_tfjs_files_are_refused(tmp_path):
     """A shard outside the folder, or fewer bytes than declared, is a ModelFormatError."""
     path = write_tfjs(keras_mlp(), tmp_path / "bad")
@@ -188,3 +203,30 @@ def test_not_a_model_is_a_clear_error(tmp_path):
         xai.from_keras(tmp_path / "x.txt")
     with pytest.raises(xai.ValidationError, match="model_or_path must be"):
         xai.from_keras(42)
+
+
+def test_tfjs_uint8_quantised_weights(tmp_path):
+    """A kernel stored as uint8 with the converter's scale and min dequantises to q * scale + min."""
+    model = keras_mlp()
+    path = write_tfjs(model, tmp_path / "q")
+    doc = json.loads(path.read_text())
+    specs = doc["weightsManifest"][0]["weights"]
+    folder = tmp_path / "q"
+    data = b"".join((folder / p).read_bytes() for p in doc["weightsManifest"][0]["paths"])
+    arrays, offset = [], 0
+    for spec in specs:
+        n = int(np.prod(spec["shape"]))
+        arrays.append(np.frombuffer(data, "<f4", n, offset).reshape(spec["shape"]))
+        offset += 4 * n
+    k = arrays[0]
+    lo, scale = float(k.min()), float(k.max() - k.min()) / 255
+    q = np.round((k - lo) / scale).astype(np.uint8)
+    specs[0]["quantization"] = {"dtype": "uint8", "scale": scale, "min": lo}
+    blob = q.tobytes() + b"".join(a.astype("<f4").tobytes() for a in arrays[1:])
+    (folder / "group1-shard1of2.bin").write_bytes(blob)
+    (folder / "group1-shard2of2.bin").write_bytes(b"")
+    path.write_text(json.dumps(doc))
+    net = xai.from_keras(path)
+    model.weights[0].assign(q.astype(np.float32) * np.float32(scale) + np.float32(lo))
+    X = RNG.standard_normal((5, 6)).astype(np.float32)
+    np.testing.assert_allclose(net.predict(X), keras.ops.convert_to_numpy(model(X)), atol=1e-5)

@@ -141,3 +141,15 @@ def test_shape_arithmetic_is_folded():
     net = xai.from_onnx(data)
     assert [type(n.layer).__name__ for n in net.nodes] == ["Reshape"]
     np.testing.assert_allclose(net.predict(X), ort_run(data, X), atol=1e-6)
+
+
+def test_nhwc_input_transposed_first_is_recorded_as_nhwc():
+    """A TensorFlow-style model (NHWC input, Transpose to NCHW, Conv) imports as an NHWC network."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2])]
+    data, shape = single(
+        "Conv", inputs=["t", "W"], inits={"W": w(2, 3, 3, 3)}, shape=(7, 8, 3), nodes=nodes
+    )
+    net = xai.from_onnx(data)
+    assert net.layout == "NHWC" and net.image_shape == (7, 8, 3)
+    X = RNG.standard_normal((3, *shape)).astype(np.float32)
+    np.testing.assert_allclose(net.predict(X), ort_run(data, X).reshape(3, -1), atol=1e-5)

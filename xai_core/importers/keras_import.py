@@ -23,19 +23,33 @@ SUPPORTED_KERAS_LAYERS = sorted({*LAYERS, "InputLayer", *MODELS})
 
 
 def _source_of_model(model: Any) -> KerasSource:
-    """Configuration and weights of a live ``keras.Model``."""
-    import keras
-
-    kind = "Sequential" if isinstance(model, keras.Sequential) else "Functional"
+    """Configuration and weights of a live Keras model (Keras 3, or tf.keras 2)."""
+    kind = "Sequential" if type(model).__name__ == "Sequential" else "Functional"
+    try:
+        config = model.get_config()
+    except NotImplementedError:
+        config = None
+    if not isinstance(config, dict) or "layers" not in config:
+        raise CapabilityError(
+            f"{type(model).__name__} is a subclassed Keras model: it has no layer graph to "
+            "import. Build it as a Sequential or functional model, or export it to ONNX."
+        )
     weights: dict[str, dict[str, np.ndarray]] = {}
     for v in model.weights:
-        scope, _, var = v.path.rpartition("/")
-        weights.setdefault(scope, {})[var] = np.asarray(keras.ops.convert_to_numpy(v))
-    return KerasSource(
-        {"class_name": kind, "config": model.get_config()},
-        weights,
-        {"source": "the Keras model", "format": "object"},
-    )
+        path = getattr(v, "path", None) or v.name  # Keras 3: "dense/kernel"; 2: "dense/kernel:0"
+        scope, _, var = path.split(":")[0].rpartition("/")
+        weights.setdefault(scope, {})[var] = _numpy(v)
+    meta = {"source": "the Keras model", "format": "object"}
+    return KerasSource({"class_name": kind, "config": config}, weights, meta)
+
+
+def _numpy(v: Any) -> np.ndarray:
+    try:
+        import keras
+
+        return np.array(keras.ops.convert_to_numpy(v))
+    except (ImportError, AttributeError):  # tf.keras 2 variables
+        return np.array(v.numpy())
 
 
 def _refs(inbound: Any) -> list[tuple[str, int, int]]:

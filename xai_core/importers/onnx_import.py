@@ -35,16 +35,30 @@ def _class_names(meta: dict[str, str]) -> list[str] | None:
     return None
 
 
+def _layout(ir: IRGraph) -> str:
+    """NHWC when every reader of an image input transposes it to NCHW (TensorFlow's export)."""
+    readers = [n for n in ir.nodes if ir.input_name in n.inputs]
+    if (
+        len(ir.input_shape) == 3
+        and readers
+        and all(
+            n.op == "Transpose" and list(n.attrs.get("perm", [])) == [0, 3, 1, 2] for n in readers
+        )
+    ):
+        return "NHWC"
+    return "NCHW"
+
+
 def build_onnx(
     ir: IRGraph, *, output_names: Sequence[str] | None = None, dtype: Any = "float32"
 ) -> nn.Graph:
     """The native network of an ONNX graph read by :func:`~xai_core.importers.onnx_reader.read_onnx`."""
     where = ir.meta.get("source", "the ONNX model")
     check_supported(ir.nodes, {*OPS, *SHAPE_OPS}, "ONNX")
-    g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout="NCHW", dtype=dtype)
-    b = Builder(g, ir.initializers, where)
-    b.opset = ir.meta.get("opset") or 13
-    b.batch = ir.meta.get("batch")
+    g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout=_layout(ir), dtype=dtype)
+    b = Builder(
+        g, ir.initializers, where, opset=ir.meta.get("opset") or 13, batch=ir.meta.get("batch")
+    )
     for node in ir.nodes:
         (OPS.get(node.op) or SHAPE_OPS[node.op])(b, node)
         check_declared(b, node, ir.declared)
@@ -89,7 +103,8 @@ def from_onnx(
     Returns
     -------
     xai_core.nn.Graph
-        Input shape: the ONNX input's without the batch axis, layout NCHW. Node names are
+        Input shape: the ONNX input's without the batch axis; layout NCHW, or NHWC when
+        the input is transposed to NCHW before anything else reads it. Node names are
         the ONNX node names, so ``activations(X, "/layer1/conv/Conv")`` reads any node.
 
     Raises

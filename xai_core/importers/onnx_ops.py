@@ -38,9 +38,19 @@ BATCH = _Batch()
 class Builder:
     """Builds a native graph from ONNX nodes; holds what each ONNX tensor is."""
 
-    def __init__(self, graph: nn.Graph, initializers: dict[str, np.ndarray], where: str) -> None:
+    def __init__(
+        self,
+        graph: nn.Graph,
+        initializers: dict[str, np.ndarray],
+        where: str,
+        *,
+        opset: int = 13,
+        batch: int | None = None,
+    ) -> None:
         self.g = graph
         self.where = where
+        self.opset = opset  # the default domain's opset version (Softmax's default axis)
+        self.batch = batch  # the batch size the input declares, if fixed
         self.const: dict[str, np.ndarray] = dict(initializers)
         self.shape: dict[str, np.ndarray] = {}
         self.act: dict[str, str] = {graph.input_name: graph.input_name}
