@@ -11,7 +11,7 @@ nn = xai.nn
 
 def residual_cnn() -> "nn.Graph":
     """A small CNN with a residual addition and a batch norm."""
-    g = nn.Graph((1, 8, 8), seed=3)
+    g = nn.Graph((1, 16, 16), seed=3)
     h = g.add(nn.Conv2D(4, 3, padding="same"), name="conv")
     h = g.add(nn.BatchNormalization(), h)
     h = g.add(nn.ReLU(), h)
@@ -29,7 +29,7 @@ def test_sixteen_concurrent_ig_and_gradient_calls_equal_serial_results():
     rng = np.random.default_rng(0)
     net = residual_cnn()
     runner = xai.ModelRunner(net, backend="cpu")
-    inputs = [rng.normal(size=(4 + k % 3, 1, 8, 8)).astype(np.float32) for k in range(16)]
+    inputs = [rng.normal(size=(12 + k % 3, 1, 16, 16)).astype(np.float32) for k in range(16)]
 
     def call(k):
         X = inputs[k]
