@@ -153,3 +153,17 @@ def test_nhwc_input_transposed_first_is_recorded_as_nhwc():
     assert net.layout == "NHWC" and net.image_shape == (7, 8, 3)
     X = RNG.standard_normal((3, *shape)).astype(np.float32)
     np.testing.assert_allclose(net.predict(X), ort_run(data, X).reshape(3, -1), atol=1e-5)
+
+
+def test_constants_reshaped_and_transposed_are_folded():
+    """A weight reshaped and transposed in the graph folds into one constant operand."""
+    nodes = [
+        helper.make_node("Reshape", ["c", "s"], ["c2"]),
+        helper.make_node("Transpose", ["c2"], ["c3"], perm=[1, 0]),
+    ]
+    inits = {"c": w(4, 6), "s": np.array([6, 4], np.int64)}
+    data, shape = single("MatMul", inputs=["x", "c3"], inits=inits, shape=(4,), nodes=nodes)
+    net = xai.from_onnx(data)
+    assert [type(n.layer).__name__ for n in net.nodes] == ["Dense"]
+    X = RNG.standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_allclose(net.predict(X), ort_run(data, X), atol=1e-5)

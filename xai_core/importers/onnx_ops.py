@@ -343,6 +343,12 @@ def op_flatten(b: Builder, node: IRNode) -> None:
 
 
 def op_reshape(b: Builder, node: IRNode) -> None:
+    if not b.is_act(node.inputs[0]):  # a constant reshaped: fold it
+        shape = b.ints(node, node.inputs[1])
+        data = np.asarray(b.value(node, node.inputs[0]))
+        shape = [data.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        _store(b, node, data.reshape(shape))
+        return
     target = list(b.value(node, node.inputs[1]).reshape(-1))
     src = b.g.shape_of(b.node_of(node, node.inputs[0]))
     if not target:
@@ -362,6 +368,10 @@ def op_reshape(b: Builder, node: IRNode) -> None:
 
 
 def op_transpose(b: Builder, node: IRNode) -> None:
+    if not b.is_act(node.inputs[0]):  # a constant transposed: fold it
+        data = np.asarray(b.value(node, node.inputs[0]))
+        _store(b, node, np.transpose(data, node.attrs.get("perm")))
+        return
     rank = b.rank(node, node.inputs[0])
     perm = list(node.attrs.get("perm", range(rank - 1, -1, -1)))
     if perm[0] != 0:
