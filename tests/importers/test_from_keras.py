@@ -230,3 +230,117 @@ def test_tfjs_uint8_quantised_weights(tmp_path):
     model.weights[0].assign(q.astype(np.float32) * np.float32(scale) + np.float32(lo))
     X = RNG.standard_normal((5, 6)).astype(np.float32)
     np.testing.assert_allclose(net.predict(X), keras.ops.convert_to_numpy(model(X)), atol=1e-5)
+
+
+def test_keras2_style_teachable_machine_topology(tmp_path):
+    """A Keras 2 / tfjs-layers topology (nested Sequential > Model > layers, list-style inbound
+    nodes, batch_input_shape, depthwise_kernel names) imports to Keras's own predictions."""
+    keras.utils.set_random_seed(3)
+    inp = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(4, 3, strides=2, padding="same", name="Conv1")(inp)
+    x = keras.layers.BatchNormalization(name="bn_Conv1")(x)
+    x = keras.layers.ReLU(6.0, name="Conv1_relu")(x)
+    x = keras.layers.DepthwiseConv2D(3, padding="same", use_bias=False, name="dw")(x)
+    x = keras.layers.GlobalAveragePooling2D(name="gap")(x)
+    model = keras.Model(inp, keras.layers.Dense(3, activation="softmax", name="dense_Dense1")(x))
+    bn = model.get_layer("bn_Conv1")
+    bn.set_weights(
+        [RNG.uniform(0.5, 1.5, 4) for _ in range(2)]
+        + [RNG.uniform(-0.5, 0.5, 4), RNG.uniform(0.5, 1.5, 4)]
+    )
+
+    def layer(kind, name, config, inbound):
+        return {
+            "class_name": kind,
+            "config": {"name": name, **config},
+            "name": name,
+            "inbound_nodes": [[[inbound, 0, 0, {}]]] if inbound else [],
+        }
+
+    conv = {
+        "filters": 4,
+        "kernel_size": [3, 3],
+        "strides": [2, 2],
+        "padding": "same",
+        "data_format": "channels_last",
+        "dilation_rate": [1, 1],
+        "activation": "linear",
+        "use_bias": True,
+    }
+    inner = {
+        "class_name": "Model",
+        "config": {
+            "name": "model1",
+            "layers": [
+                layer(
+                    "InputLayer",
+                    "input_1",
+                    {"batch_input_shape": [None, 8, 8, 3], "dtype": "float32"},
+                    None,
+                ),
+                layer("Conv2D", "Conv1", conv, "input_1"),
+                layer(
+                    "BatchNormalization",
+                    "bn_Conv1",
+                    {"axis": [3], "epsilon": 0.001, "center": True, "scale": True},
+                    "Conv1",
+                ),
+                layer(
+                    "ReLU",
+                    "Conv1_relu",
+                    {"max_value": 6.0, "negative_slope": 0.0, "threshold": 0.0},
+                    "bn_Conv1",
+                ),
+                layer(
+                    "DepthwiseConv2D",
+                    "dw",
+                    {**conv, "strides": [1, 1], "depth_multiplier": 1, "use_bias": False},
+                    "Conv1_relu",
+                ),
+                layer("GlobalAveragePooling2D", "gap", {"data_format": "channels_last"}, "dw"),
+            ],
+            "input_layers": [["input_1", 0, 0]],
+            "output_layers": [["gap", 0, 0]],
+        },
+    }
+    head = {
+        "class_name": "Sequential",
+        "config": {
+            "name": "sequential_3",
+            "layers": [
+                {
+                    "class_name": "Dense",
+                    "config": {
+                        "name": "dense_Dense1",
+                        "units": 3,
+                        "activation": "softmax",
+                        "use_bias": True,
+                    },
+                }
+            ],
+        },
+    }
+    topology = {
+        "class_name": "Sequential",
+        "config": {"name": "sequential_4", "layers": [inner, head]},
+        "keras_version": "tfjs-layers 1.3.1",
+        "backend": "tensor_flow.js",
+    }
+    names = {"dw/kernel": "dw/depthwise_kernel"}
+    specs, blobs = [], []
+    for v in model.weights:
+        arr = np.asarray(keras.ops.convert_to_numpy(v), dtype="<f4")
+        specs.append(
+            {"name": names.get(v.path, v.path), "shape": list(arr.shape), "dtype": "float32"}
+        )
+        blobs.append(arr.tobytes())
+    folder = tmp_path / "tm"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"".join(blobs))
+    manifest = [{"paths": ["weights.bin"], "weights": specs}]
+    (folder / "model.json").write_text(
+        json.dumps({"modelTopology": topology, "weightsManifest": manifest})
+    )
+    net = xai.from_keras(folder / "model.json")
+    X = RNG.standard_normal((6, 8, 8, 3)).astype(np.float32)
+    np.testing.assert_allclose(net.predict(X), keras.ops.convert_to_numpy(model(X)), atol=1e-5)
