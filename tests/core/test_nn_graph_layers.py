@@ -249,3 +249,68 @@ def test_fold_batch_norm_keeps_the_function_and_removes_the_work():
     assert [type(folded[n]).__name__ for n in ("bn1", "bn2")] == ["Identity", "Identity"]
     assert type(folded["bn3"]).__name__ == "Identity" or folded.output == "bn3"
     assert isinstance(g["bn1"], nn.BatchNormalization)  # the original is untouched
+
+
+def test_sequential_is_a_chain_graph():
+    """A Sequential and the Graph of the same chain, with the same weights, agree exactly."""
+    rng = np.random.default_rng(4)
+    make = [
+        lambda: nn.Conv2D(3, 3, padding=1),
+        lambda: nn.ReLU(),
+        lambda: nn.MaxPool2D(2),
+        lambda: nn.Flatten(),
+        lambda: nn.Dense(4),
+        lambda: nn.Softmax(),
+    ]
+    seq = nn.Sequential([m() for m in make], input_shape=(2, 6, 6), seed=1)
+    g = nn.Graph((2, 6, 6), seed=1)
+    for m in make:
+        g.add(m())
+    assert [n.name for n in g.nodes] == [n.name for n in seq.nodes]
+    X = rng.normal(size=(5, 2, 6, 6)).astype(np.float32)
+    np.testing.assert_array_equal(g.predict(X), seq.predict(X))
+    np.testing.assert_array_equal(g.gradient(X, 2), seq.gradient(X, 2))
+    np.testing.assert_array_equal(g.activations(X, "dense_1"), seq.activations(X, "dense_1"))
+
+
+def test_a_layer_of_the_older_protocol_still_runs():
+    """A custom layer written with stateful forward / backward still predicts and differentiates."""
+
+    class Square(nn.Layer):
+        """``x ** 2`` in the older protocol: a cache on the layer."""
+
+        def forward(self, x, backend, *, cache=True):
+            self._x = x if cache else None
+            return backend.elementwise(np.square, x)
+
+        def backward(self, grad, backend, *, param_grads=True, input_grad=True):
+            x = self._need_cache("_x")
+            return backend.elementwise(lambda g, v: 2 * g * v, grad, x, ops=2)
+
+    net = nn.Sequential([nn.Dense(3), Square(), nn.Dense(2)], input_shape=(4,), dtype="float64")
+    X = np.random.default_rng(0).normal(size=(5, 4))
+    check_graph(net, X)
+
+
+def test_a_graph_trains_with_fit():
+    """fit trains a residual graph with a batch norm: the loss falls and the two moons separate."""
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(400, noise=0.1, random_state=0)
+    X = X.astype(np.float32)
+    g = nn.Graph((2,), seed=0)
+    h = g.add(nn.Dense(16), name="d1")
+    h = g.add(nn.Tanh(), h)
+    r = g.add(nn.Dense(16), h, name="d2")
+    r = g.add(nn.BatchNormalization(), r, name="bn")
+    r = g.add(nn.Tanh(), r)
+    s = g.add(nn.Add(), [h, r])
+    g.add(nn.Dense(2), s)
+    g.add(nn.Softmax())
+    before = {k: v.copy() for k, v in g["bn"].buffers.items()}
+    g.fit(X, y, optimizer="adam", learning_rate=0.01, batch_size=32, epochs=40, progress=False)
+    assert g.history["loss"].iloc[-1] < 0.5 * g.history["loss"].iloc[0]
+    assert g.score(X, y) > 0.95
+    assert not np.allclose(g["bn"].gamma, 1)  # the batch norm's scale is trained too
+    for key, value in before.items():
+        np.testing.assert_array_equal(g["bn"].buffers[key], value)  # its statistics are not

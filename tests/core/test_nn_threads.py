@@ -73,3 +73,16 @@ def test_backend_counters_are_exact_under_threads():
     got = be.counters
     for key, value in expected.items():
         assert np.isclose(got[key], value, rtol=1e-12), key
+
+
+def test_chunked_ig_on_a_thread_pool_equals_serial():
+    """IG in chunks on a thread pool, sharing one graph network, equals the serial explanation."""
+    rng = np.random.default_rng(2)
+    net = residual_cnn()
+    X = rng.normal(size=(20, 1, 16, 16)).astype(np.float32)
+    serial = xai.explain(net, X, "ig", target=1, steps=8, progress=False)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = xai.explain(
+            net, X, "ig", target=1, steps=8, progress=False, executor=pool, chunk_size=5
+        )
+    np.testing.assert_array_equal(threaded.values, serial.values)

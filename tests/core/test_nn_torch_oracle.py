@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import xai_core as xai
 
@@ -118,3 +120,37 @@ def test_pools_and_activations_equal_torch(include):
         return F.relu6(a + m).mean(dim=(2, 3))
 
     compare(g, fn, 3 * rng.normal(size=(3, 2, 7, 8)), {})
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    groups=st.integers(1, 3),
+    per_group=st.integers(1, 2),
+    filters_per_group=st.integers(1, 2),
+    kernel=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    pads=st.tuples(*(st.integers(0, 2) for _ in range(4))),
+    size=st.tuples(st.integers(4, 9), st.integers(4, 9)),
+    seed=st.integers(0, 2**16),
+)
+def test_conv2d_geometry_property_equals_torch(
+    groups, per_group, filters_per_group, kernel, stride, dilation, pads, size, seed
+):
+    """Random groups, kernels, strides, dilations and asymmetric pads: outputs and gradients equal torch's."""
+    span = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    assume(size[0] + pads[0] + pads[1] >= span[0] and size[1] + pads[2] + pads[3] >= span[1])
+    c, filters = groups * per_group, groups * filters_per_group
+    rng = np.random.default_rng(seed)
+    g = nn.Graph((c, *size), dtype="float64")
+    g.add(nn.Conv2D(filters, kernel, stride, pads, dilation, groups), name="conv")
+    params = {
+        ("conv", "weight"): rng.normal(size=(filters, per_group, *kernel)),
+        ("conv", "bias"): rng.normal(size=filters),
+    }
+
+    def fn(x, p):
+        x = F.pad(x, (pads[2], pads[3], pads[0], pads[1]))
+        return F.conv2d(x, p[("conv", "weight")], p[("conv", "bias")], stride, 0, dilation, groups)
+
+    compare(g, fn, rng.normal(size=(2, c, *size)), params)

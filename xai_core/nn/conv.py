@@ -255,7 +255,7 @@ class Conv2D(Layer):
             if v not in ((1, 1), 1)
         )
         return (
-            f"Conv2D({c} -> {self.filters}, kernel={kh}x{kw}, stride={self.stride}, "
+            f"{type(self).__name__}({c} -> {self.filters}, kernel={kh}x{kw}, stride={self.stride}, "
             f"padding={self.pads if self.pads is not None else self.padding}{extra})"
         )
 

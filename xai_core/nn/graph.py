@@ -82,13 +82,14 @@ import numpy as np
 from xai_core.errors import ShapeError, UnknownNameError, ValidationError
 from xai_core.nn.layer import Layer
 from xai_core.nn.network import Network, Node
+from xai_core.nn.trainable import Trainable
 
 __all__ = ["Graph"]
 
 LAYOUTS = ("NCHW", "NHWC")
 
 
-class Graph(Network):
+class Graph(Trainable, Network):
     """A network that is a directed acyclic graph of layers; see the module docstring.
 
     Parameters

@@ -12,7 +12,8 @@ Loading is defensive. Before anything is allocated, every archive member is chec
 member's size, which must itself be plausible for the compressed bytes in the file; the
 JSON is bounded in size and nesting; every shape the JSON declares must equal that of the
 array in the file, and every layer's parameter shapes (found without allocating them)
-must equal both. Non-finite weights are refused.
+must equal both; no node may produce more than ``MAX_SAMPLE_ELEMENTS`` values per
+sample. Non-finite weights are refused.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ MAX_JSON_DEPTH = 32
 #: Most archive members, and the largest expansion of a compressed member.
 MAX_MEMBERS = 100_000
 MAX_RATIO = 1_000
+#: Largest per-sample tensor a loaded network may produce, in elements.
+MAX_SAMPLE_ELEMENTS = 2**30
 
 #: Layer classes by the type name stored in files.
 LAYER_TYPES: dict[str, type[Layer]] = {name: getattr(_layers, name) for name in _layers.__all__}
@@ -358,6 +361,11 @@ def _check_shapes(layer: Layer, i: int, shape: Any, arrays: dict, bad) -> tuple[
     Returns the layer's per-sample output shape.
     """
     out = Layer.build(layer, shape, None, None)  # shapes only: the base class allocates nothing
+    if int(np.prod(out, dtype=np.float64)) > MAX_SAMPLE_ELEMENTS:
+        raise bad(
+            f"layer {i} ({layer.name}) would produce {tuple(out)} per sample, more than "
+            f"{MAX_SAMPLE_ELEMENTS} values"
+        )
     expected_all = layer.param_shapes() if hasattr(layer, "param_shapes") else {}
     for key, expected in expected_all.items():
         value = arrays.get(f"layer_{i}.{key}")

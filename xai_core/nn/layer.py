@@ -97,8 +97,18 @@ class Layer:
         """Per-sample output shape for a per-sample input shape (raise if incompatible)."""
         return input_shape
 
+    def _legacy(self) -> bool:
+        """Whether a subclass implements the older stateful protocol (forward / backward)."""
+        return type(self).forward is not Layer.forward and type(self).apply is Layer.apply
+
     def apply(self, x: Any, backend: Any, record: dict | None) -> np.ndarray:
-        """Output of shape (n_samples, *output_shape); fills ``record`` when it is a dict."""
+        """Output of shape (n_samples, *output_shape); fills ``record`` when it is a dict.
+
+        A layer that overrides only the older ``forward(x, backend, *, cache)`` still runs
+        here (keeping its cache on itself, so one thread at a time).
+        """
+        if self._legacy():
+            return self.forward(x, backend, cache=record is not None)
         raise NotImplementedError
 
     def vjp(
@@ -111,6 +121,9 @@ class Layer:
         input_grad: bool = True,
     ) -> tuple[Any, dict[str, np.ndarray]]:
         """``(d loss / d x, {param: d loss / d param})`` from ``grad`` = d loss / d y."""
+        if type(self).backward is not Layer.backward:
+            gx = self.backward(grad, backend, param_grads=param_grads, input_grad=input_grad)
+            return gx, (dict(self.grads) if param_grads else {})
         raise NotImplementedError
 
     def set_params(self, **arrays: Any) -> Layer:
@@ -181,6 +194,13 @@ class Layer:
     def clear_cache(self) -> None:
         """Drop this thread's record of the last :meth:`forward`."""
         self._local.record = None
+
+    def _need_cache(self, attr: str) -> Any:
+        """The attribute a layer of the older protocol cached, or a clear error."""
+        value = getattr(self, attr, None)
+        if value is None:
+            self._need(None, self)
+        return value
 
     def get_config(self) -> dict[str, Any]:
         """Constructor arguments other than ``name``, JSON-serialisable."""

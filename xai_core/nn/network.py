@@ -456,7 +456,7 @@ class Network(Model):
             {
                 "name": node.name,
                 "layer": node.layer._describe(),
-                "inputs": node.inputs,
+                **({"inputs": ", ".join(node.inputs) or "()"} if self._show_inputs else {}),
                 "output_shape": node.layer.output_shape,
                 "params": node.layer.n_params,
                 "macs": node.layer.macs_per_sample(),
