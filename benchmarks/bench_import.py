@@ -17,7 +17,8 @@ Run from the repository root::
 Both at 1 and 2 threads: torch (``torch.set_num_threads``), onnxruntime
 (``intra_op_num_threads``) and numpy's BLAS (threadpoolctl) are pinned alike. Each time
 is the median of ``--repeats`` interleaved rounds (every contender once per round), so a
-change of machine load touches all alike. Ratios are ours / theirs (below 1: faster).
+change of machine load touches all alike; idle threads wait passively (``OMP_WAIT_POLICY``,
+onnxruntime's ``allow_spinning=0``) so that no library's spinning workers slow the next. Ratios are ours / theirs (below 1: faster).
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+# Idle threads of one library must not spin on the cores another is timed on: passive
+# OpenMP waits for torch, no spinning in onnxruntime (set below), before anything loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import xai_core as xai
+import numpy as np  # noqa: E402
+
+import xai_core as xai  # noqa: E402
 
 
 def median_seconds(*fns: Callable[[], Any], repeats: int) -> list[tuple[float, Any]]:
@@ -137,6 +142,7 @@ def forward_section(mobilenet, X: np.ndarray, threads: int, repeats: int) -> flo
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     backend = xai.get_backend("cpu")
