@@ -27,7 +27,7 @@ test: lint
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,bench,import]'
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

@@ -12,7 +12,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-from xai_core import _moved, errors, nn
+from xai_core import _moved, errors, importers, nn
 from xai_core.attribution.explainer import Explainer, explain, list_explainers
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
@@ -36,6 +36,7 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
+from xai_core.importers import from_keras, from_onnx, from_torch
 from xai_core.model.base import BlackBoxModel, Model, as_model
 from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.nn import from_sklearn, load_model
@@ -100,7 +101,10 @@ __all__ = [
     "as_model",
     "errors",
     "explain",
+    "from_keras",
+    "from_onnx",
     "from_sklearn",
+    "from_torch",
     "get_backend",
     "get_plugin_manager",
     "get_registry",
@@ -112,6 +116,7 @@ __all__ = [
     "tool",
     "what_if",
     "load_model",
+    "importers",
     "nn",
     "quantize",
 ]
