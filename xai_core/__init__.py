@@ -38,6 +38,7 @@ from xai_core.errors import (
 )
 from xai_core.model.base import BlackBoxModel, Model, as_model
 from xai_core.model.runner import ModelRunner, get_backend
+from xai_core.importers.tflite import from_tflite
 from xai_core.nn import from_sklearn, load_model
 from xai_core.nn.quantize import quantize
 from xai_core.plugin.hookspecs import hookimpl, hookspec
@@ -101,6 +102,7 @@ __all__ = [
     "errors",
     "explain",
     "from_sklearn",
+    "from_tflite",
     "get_backend",
     "get_plugin_manager",
     "get_registry",
