@@ -14,7 +14,14 @@ litert = pytest.importorskip(
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
-INT8 = ["cnn_int8", "separable_int8", "mlp_int8", "elementwise_int8", "mlp_int8_float_io"]
+INT8 = [
+    "cnn_int8",
+    "separable_int8",
+    "mlp_int8",
+    "elementwise_int8",
+    "mlp_int8_float_io",
+    "cnn_int8_uint8_io",
+]
 FLOAT = ["cnn_float", "separable_float", "mlp_float", "elementwise_float"]
 ROWS = 200
 
@@ -31,12 +38,13 @@ def reference(name: str):
 
 
 def random_inputs(it, n: int, seed: int = 0) -> np.ndarray:
-    """Inputs of the interpreter's input type: every int8 value, or floats in [0, 1)."""
+    """Inputs of the interpreter's input type: every int8 / uint8 value, or floats in [0, 1)."""
     detail = it.get_input_details()[0]
     rng = np.random.default_rng(seed)
     shape = (n, *detail["shape"][1:])
-    if detail["dtype"] == np.int8:
-        return rng.integers(-128, 128, shape).astype(np.int8)
+    if detail["dtype"] in (np.int8, np.uint8):
+        info = np.iinfo(detail["dtype"])
+        return rng.integers(info.min, info.max + 1, shape).astype(detail["dtype"])
     return rng.uniform(0, 1, shape).astype(np.float32)
 
 

@@ -391,14 +391,17 @@ def softmax(op, tensors, inputs, backend):
 
 
 def quantize(op, tensors, inputs, backend):
+    """QUANTIZE: float -> int8/uint8, or a requantisation between int8 and uint8."""
     x = inputs[0]
     out_t = tensors[op.outputs[0]]
-    if x.dtype == np.int8:  # int8 -> int8 requantisation
+    info = np.iinfo(out_t.dtype)
+    if x.dtype in (np.int8, np.uint8):
         x_t = tensors[op.inputs[0]]
         q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
-        return requantize(x.astype(np.int64) - _zp(x_t), q, shift, _zp(out_t), QMIN, QMAX)
-    q = _round_half_away(np.asarray(x, np.float32) / _scale(out_t))
-    return np.clip(q.astype(np.int64) + _zp(out_t), QMIN, QMAX).astype(np.int8)
+        out = multiply_by_quantized_multiplier(x.astype(np.int64) - _zp(x_t), q, shift) + _zp(out_t)
+    else:
+        out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(out_t)
+    return np.clip(out, info.min, info.max).astype(out_t.dtype)
 
 
 def dequantize(op, tensors, inputs, backend):

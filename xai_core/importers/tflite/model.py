@@ -14,6 +14,8 @@ from xai_core.validation import check_array
 
 __all__ = ["TFLiteModel"]
 
+_INTEGER = (np.dtype(np.int8), np.dtype(np.uint8))
+
 #: The custom operator that the Edge TPU compiler puts in ``*_edgetpu.tflite`` files.
 EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
 
@@ -74,13 +76,14 @@ class TFLiteModel(Model):
                 f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs."
             )
         self.is_quantized = any(
-            graph.tensors[op.outputs[0]].dtype == np.int8 for op in graph.operators
+            graph.tensors[op.outputs[0]].dtype in _INTEGER for op in graph.operators
         )
         self._kernels = []
         unsupported = []
         for op in graph.operators:
             out = graph.tensors[op.outputs[0]]
-            table = INT8_KERNELS if out.dtype == np.int8 or op.op == "DEQUANTIZE" else FLOAT_KERNELS
+            integer = out.dtype in _INTEGER or op.op == "DEQUANTIZE"
+            table = INT8_KERNELS if integer else FLOAT_KERNELS
             kernel = table.get(op.op)
             if kernel is None:
                 unsupported.append(
@@ -119,14 +122,15 @@ class TFLiteModel(Model):
         return get_backend(backend)
 
     def quantize_input(self, X: np.ndarray) -> np.ndarray:
-        """``X`` in the input tensor's type: int8 as TFLite's QUANTIZE computes it, else float32."""
+        """``X`` in the input tensor's type: int8 / uint8 as TFLite's QUANTIZE computes it, else float32."""
         t = self.input_tensor
-        if t.dtype != np.int8:
+        if t.dtype not in _INTEGER:
             return np.asarray(X, dtype=np.float32)
         from xai_core.nn.quantize import _round_half_away
 
+        info = np.iinfo(t.dtype)
         q = _round_half_away(np.asarray(X, np.float32) / np.float32(t.scale[0]))
-        return np.clip(q.astype(np.int64) + int(t.zero_point[0]), -128, 127).astype(np.int8)
+        return np.clip(q.astype(np.int64) + int(t.zero_point[0]), info.min, info.max).astype(t.dtype)
 
     def run(
         self, inputs: np.ndarray, backend: Any = None, *, until: int | None = None
@@ -149,7 +153,7 @@ class TFLiteModel(Model):
 
     def _output_float(self, index: int, value: np.ndarray) -> np.ndarray:
         t = self.graph.tensors[index]
-        if value.dtype == np.int8 and t.scale is not None:
+        if value.dtype in _INTEGER and t.scale is not None:
             real = np.float64(t.scale[0]) * (value.astype(np.float64) - int(t.zero_point[0]))
             return real.astype(np.float32)
         return np.asarray(value, dtype=np.float32)

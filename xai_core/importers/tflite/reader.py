@@ -81,6 +81,8 @@ class OperatorInfo:
     outputs: tuple[int, ...]
     options: dict[str, Any] = field(default_factory=dict)
     custom_code: str | None = None
+    #: Name of the builtin options table (``"Conv2DOptions"``), for writing the file again.
+    options_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,18 +116,18 @@ def _options_classes() -> dict[int, str]:
 _SKIP = ("GetRootAs", "Init", "BufferHasIdentifier")
 
 
-def _read_options(op: Any) -> dict[str, Any]:
-    """Every scalar field of an operator's builtin options, by name (``StrideH``: 2, ...)."""
+def _read_options(op: Any) -> tuple[str | None, dict[str, Any]]:
+    """The options table's name and every scalar field, by name (``StrideH``: 2, ...)."""
     import tflite
 
     kind = op.BuiltinOptionsType()
     if kind == 0:
-        return {}
+        return None, {}
     cls_name = _options_classes().get(kind)
     table = op.BuiltinOptions()
     cls = getattr(tflite, cls_name, None) if cls_name else None
     if cls is None or table is None:
-        return {}
+        return cls_name, {}
     options = cls()
     options.Init(table.Bytes, table.Pos)
     values: dict[str, Any] = {}
@@ -139,7 +141,7 @@ def _read_options(op: Any) -> dict[str, Any]:
             continue
         if len(inspect.signature(method).parameters) == 0 and name + "AsNumpy" not in values:
             values[name] = method()
-    return values
+    return cls_name, values
 
 
 def _buffer_bytes(model: Any, index: int, raw: bytes) -> bytes | None:
@@ -203,14 +205,16 @@ def read_tflite(source: str | os.PathLike[str] | bytes) -> TFLiteGraph:
             code = model.OperatorCodes(op.OpcodeIndex())
             builtin = max(int(code.BuiltinCode()), int(code.DeprecatedBuiltinCode()))
             custom = code.CustomCode()
+            options_type, options = _read_options(op)
             operators.append(
                 OperatorInfo(
                     index=i,
                     op=names.get(builtin, f"BUILTIN_{builtin}"),
                     inputs=tuple(int(t) for t in op.InputsAsNumpy()) if op.InputsLength() else (),
                     outputs=tuple(int(t) for t in op.OutputsAsNumpy()),
-                    options=_read_options(op),
+                    options=options,
                     custom_code=custom.decode("utf-8", "replace") if custom else None,
+                    options_type=options_type,
                 )
             )
         description = model.Description()
