@@ -36,9 +36,10 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
+from xai_core.importers.teachable import from_teachable_machine, to_teachable_machine
+from xai_core.importers.tflite import from_tflite, to_tflite
 from xai_core.model.base import BlackBoxModel, Model, as_model
 from xai_core.model.runner import ModelRunner, get_backend
-from xai_core.importers.tflite import from_tflite
 from xai_core.nn import from_sklearn, load_model
 from xai_core.nn.quantize import quantize
 from xai_core.plugin.hookspecs import hookimpl, hookspec
@@ -102,7 +103,10 @@ __all__ = [
     "errors",
     "explain",
     "from_sklearn",
+    "from_teachable_machine",
     "from_tflite",
+    "to_teachable_machine",
+    "to_tflite",
     "get_backend",
     "get_plugin_manager",
     "get_registry",

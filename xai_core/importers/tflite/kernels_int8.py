@@ -400,7 +400,9 @@ def quantize(op, tensors, inputs, backend):
         q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
         out = multiply_by_quantized_multiplier(x.astype(np.int64) - _zp(x_t), q, shift) + _zp(out_t)
     else:
-        out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(out_t)
+        out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(
+            out_t
+        )
     return np.clip(out, info.min, info.max).astype(out_t.dtype)
 
 

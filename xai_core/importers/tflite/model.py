@@ -110,6 +110,7 @@ class TFLiteModel(Model):
                 )
         self.output_names = output_names
         self.preprocessing = dict(preprocessing or {})
+        self._placement = None
 
     # -- running ---------------------------------------------------------------------------
     def _backend(self, backend: Any):
@@ -130,7 +131,9 @@ class TFLiteModel(Model):
 
         info = np.iinfo(t.dtype)
         q = _round_half_away(np.asarray(X, np.float32) / np.float32(t.scale[0]))
-        return np.clip(q.astype(np.int64) + int(t.zero_point[0]), info.min, info.max).astype(t.dtype)
+        return np.clip(q.astype(np.int64) + int(t.zero_point[0]), info.min, info.max).astype(
+            t.dtype
+        )
 
     def run(
         self, inputs: np.ndarray, backend: Any = None, *, until: int | None = None
@@ -145,11 +148,50 @@ class TFLiteModel(Model):
         """
         backend = self._backend(backend)
         tensors = self.graph.tensors
+        split = hasattr(backend, "count_operator")  # the Edge TPU: unmapped operators on its host
+        on_host = [p.device == "host" for p in self.placement()] if split else None
         values: dict[int, np.ndarray] = {self.graph.inputs[0]: inputs}
-        for op, kernel in zip(self.graph.operators[:until], self._kernels[:until]):
+        for k, (op, kernel) in enumerate(zip(self.graph.operators[:until], self._kernels[:until])):
             args = [values[i] if i in values else tensors[i].data for i in op.inputs if i >= 0]
-            values[op.outputs[0]] = kernel(op, tensors, args, backend)
+            device = backend
+            if split:
+                backend.count_operator(on_host[k])
+                device = backend.host if on_host[k] else backend
+            values[op.outputs[0]] = kernel(op, tensors, args, device)
         return values
+
+    def placement(self):
+        """Where the Edge TPU compiler would put each operator: a list of placements.
+
+        Returns
+        -------
+        list of :class:`~xai_core.importers.tflite.edgetpu_map.OperatorPlacement`
+            ``index``, ``op``, ``device`` (``"edgetpu"`` or ``"host"``) and ``reason`` per
+            operator, in order. Everything from the first unmapped operator on is on the host.
+        """
+        if self._placement is None:
+            from xai_core.importers.tflite.edgetpu_map import place_operators
+
+            self._placement = place_operators(self.graph)
+        return self._placement
+
+    def placement_table(self):
+        """:meth:`placement` as a DataFrame with the MACs of each operator."""
+        import pandas as pd
+
+        from xai_core.importers.tflite.edgetpu_map import operator_macs
+
+        rows = [
+            {
+                "operator": p.index,
+                "op": p.op,
+                "device": p.device,
+                "macs": operator_macs(self.graph, p.index),
+                "reason": p.reason,
+            }
+            for p in self.placement()
+        ]
+        return pd.DataFrame(rows)
 
     def _output_float(self, index: int, value: np.ndarray) -> np.ndarray:
         t = self.graph.tensors[index]
