@@ -294,8 +294,8 @@ class _QConv(_QGemm):
     def __init__(self, layer, in_params, out_params, fused_relu):
         self.filters = layer.filters
         self.kernel_size = layer.kernel_size
-        self.stride = layer.stride
-        self.padding = layer.padding
+        self.stride = layer.strides
+        self.padding = layer.pads
         self.output_shape = layer.output_shape
         weight = np.asarray(layer.weight).reshape(layer.filters, -1).T  # (c * kh * kw, filters)
         super().__init__(layer.name, weight, layer.bias, in_params, out_params, fused_relu)
@@ -364,7 +364,7 @@ class _QPool(_QOp):
     def __init__(self, layer, kind, in_params):
         super().__init__(layer.name, in_params, in_params)
         self.kind = kind
-        self.pool_size, self.stride, self.padding = layer.pool_size, layer.stride, layer.padding
+        self.pool_size, self.stride, self.padding = layer.pool_size, layer.strides, layer.pads
 
     def run(self, q, backend):
         from xai_core.nn.im2col import windows
@@ -529,6 +529,20 @@ _SUPPORTED = (
 )
 
 
+def _plain(layer: Any) -> bool:
+    """Whether a layer uses only what the int8 pipeline implements (NCHW, no groups, ...)."""
+    if getattr(layer, "layout", "NCHW") != "NCHW":
+        return False
+    if type(layer).__name__ in ("Conv2D", "Dense"):
+        plain = layer.use_bias
+        return (
+            plain
+            and getattr(layer, "groups", 1) == 1
+            and getattr(layer, "dilation", (1, 1)) == (1, 1)
+        )
+    return getattr(layer, "count_include_pad", True)
+
+
 def quantize(
     net: Any, calibration_X: Any, *, batch_size: int = 1024, progress: bool = True
 ) -> QuantizedModel:
@@ -571,10 +585,10 @@ def quantize(
     X = check_array(calibration_X, "calibration_X", feature_shape=net.input_shape, dtype=net.dtype)
     kinds = [type(layer).__name__ for layer in net.layers]
     for layer, kind in zip(net.layers, kinds):
-        if kind not in _SUPPORTED:
+        if kind not in _SUPPORTED or not _plain(layer):
             raise CapabilityError(
                 f"layer {layer.name!r} ({kind}) cannot be quantised; quantisable layers: "
-                f"{', '.join(_SUPPORTED)}."
+                f"{', '.join(_SUPPORTED)} (NCHW, with bias, no groups or dilation)."
             )
 
     # calibration: the range of the input and of every layer's output, in fp32 on the cpu
