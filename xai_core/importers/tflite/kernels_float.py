@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core.errors import ModelFormatError
-from xai_core.importers.tflite.kernels_int8 import _bias_float, _windows
+from xai_core.importers.tflite.kernels_int8 import _bias_float, _windows, transpose
 
 __all__ = ["FLOAT_KERNELS"]
 
@@ -154,4 +154,5 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "SQUEEZE": reshape,
     "SUB": _binary(np.subtract),
     "TANH": _unary(np.tanh, ops=3),
+    "TRANSPOSE": transpose,
 }

@@ -28,6 +28,7 @@ from xai_core.importers.tflite.fixedpoint import (
 from xai_core.importers.tflite.reader import OperatorInfo, TensorInfo
 from xai_core.nn.quantize import (
     _round_half_away,
+    _vector,
     int8_matmul,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -138,10 +139,14 @@ def _gemm_requant(cols, w_kc, op, tensors, backend, x_t, w_t, out_t):
     scales = np.asarray(w_t.scale, dtype=np.float32).astype(np.float64)
     if op.op == "FULLY_CONNECTED":
         effective = np.float64(_scale(x_t)) * scales / np.float64(_scale(out_t))
-        out = _round_half_away(acc.astype(np.float64) * effective).astype(np.int64) + _zp(out_t)
-        return np.clip(out, lo, hi).astype(np.int8)
+
+        def rescale(a):
+            out = _round_half_away(a.astype(np.float64) * effective).astype(np.int64) + _zp(out_t)
+            return np.clip(out, lo, hi).astype(np.int8)
+
+        return _vector(backend, rescale, acc)
     q, shift = multiplier_from_scales(np.float64(_scale(x_t)) * scales, np.float64(_scale(out_t)))
-    return requantize(acc, q, shift, _zp(out_t), lo, hi)
+    return _vector(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
 
 
 def conv_2d(op, tensors, inputs, backend):
@@ -178,7 +183,8 @@ def depthwise_conv_2d(op, tensors, inputs, backend):
     acc += _bias(op, tensors, oc)
     q, shift = _per_channel_multipliers(x_t, w_t, out_t)
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
-    return requantize(acc, q, shift, _zp(out_t), lo, hi).reshape(n, oh, ow, oc)
+    out = _vector(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
+    return out.reshape(n, oh, ow, oc)
 
 
 def fully_connected(op, tensors, inputs, backend):
@@ -257,6 +263,13 @@ def reshape(op, tensors, inputs, backend):
     x = inputs[0]
     out_shape = tensors[op.outputs[0]].shape
     return x.reshape(len(x), *out_shape[1:])
+
+
+def transpose(op, tensors, inputs, backend):
+    perm = [int(a) for a in np.ravel(tensors[op.inputs[1]].data)]
+    if perm[0] != 0:
+        raise ModelFormatError(f"operator {op.index}: TRANSPOSE must keep the batch axis first.")
+    return np.ascontiguousarray(inputs[0].transpose(perm))
 
 
 def concatenation(op, tensors, inputs, backend):
@@ -436,4 +449,5 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "SQUEEZE": reshape,
     "SUB": sub,
     "TANH": _lut(np.tanh),
+    "TRANSPOSE": transpose,
 }
