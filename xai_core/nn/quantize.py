@@ -133,17 +133,21 @@ def multiply_by_quantized_multiplier(x: Any, q: Any, shift: Any) -> np.ndarray:
     x = np.asarray(x, dtype=np.int64)
     q = np.asarray(q, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    left = np.maximum(shift, 0)
+    if np.any(shift > 0):
+        x = np.clip(x << np.maximum(shift, 0), -(2**31), 2**31 - 1)
+    ab = x * q  # |x * q| < 2**62: exact in int64; every step below works in place on it
+    neg = ab < 0
+    ab += 1 << 30  # the nudge: 2**30, or 1 - 2**30 for a negative product
+    ab -= neg * ((1 << 31) - 1)
+    ab += (ab < 0) * ((1 << 31) - 1)  # the shift below floors; this makes it truncate
+    ab >>= 31
     right = np.maximum(-shift, 0)
-    x = np.clip(x << left, -(2**31), 2**31 - 1)
-    ab = x * q
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    total = ab + nudge
-    high = np.where(total >= 0, total >> 31, -((-total) >> 31))  # division truncating to zero
     mask = (np.int64(1) << right) - 1
-    remainder = high & mask
-    threshold = (mask >> 1) + (high < 0)
-    return (high >> right) + (remainder > threshold)
+    remainder = ab & mask
+    threshold = (mask >> 1) + (ab < 0)
+    ab >>= right
+    ab += remainder > threshold
+    return ab
 
 
 # -- integer work on a backend ---------------------------------------------------------------
