@@ -112,8 +112,8 @@ def main() -> None:
                 {
                     "edgetpu": lambda: model.run(Q, edgetpu),
                     "cpu": lambda: model.run(Q, "cpu"),
-                    "litert_ref": lambda: run_litert(ref_it, Q),
-                    "litert_default": lambda: run_litert(default_it, Q),
+                    "litert_ref": lambda it=ref_it: run_litert(it, Q),
+                    "litert_default": lambda it=default_it: run_litert(it, Q),
                     "floor": lambda: floor_products(model, Q),
                 },
                 args.repeats,
