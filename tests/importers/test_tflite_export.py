@@ -206,3 +206,15 @@ def test_teachable_machine_round_trip(tmp_path):
     q = xai.quantize(net, X)
     assert back.output_names == ("a", "b", "c")
     np.testing.assert_array_equal(back.predict(X), q.predict(X))
+
+
+@pytest.mark.parametrize("name", list(NETWORKS))
+def test_float_network_written_as_float_tflite_predicts_alike_in_litert(name, tmp_path):
+    """Without calibration rows to_tflite writes a float32 model; LiteRT and from_tflite match the network."""
+    net = NETWORKS[name]()
+    X = np.random.default_rng(6).uniform(0, 1, (30, *net.input_shape)).astype(np.float32)
+    path = xai.to_tflite(net, tmp_path / f"{name}_float.tflite")
+    model = xai.from_tflite(path)
+    assert not model.is_quantized
+    np.testing.assert_allclose(litert_outputs(path, X).reshape(30, -1), net.predict(X), atol=1e-6)
+    np.testing.assert_allclose(model.predict(X), net.predict(X), atol=1e-6)

@@ -62,9 +62,45 @@ class _Value:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, int8: bool = True) -> None:
+        self.int8 = int8  # False: a float32 graph with the same operators
         self.tensors: list[TensorInfo] = []
         self.ops: list[OperatorInfo] = []
+
+    def activation(self, name: str, shape, scale: float, zero_point: int) -> int:
+        """An activation tensor: int8 at ``scale`` / ``zero_point``, or float32."""
+        if self.int8:
+            return self.tensor(name, shape, scale=scale, zero_point=zero_point)
+        return self.tensor(name, shape, np.float32)
+
+    def weights(self, name: str, w_oc: np.ndarray, layout, qdim: int = 0):
+        """Weights with the output channel first, laid out by ``layout(w)``; int8 or float32.
+
+        Returns the tensor index and the per-channel scales (``None`` for float)."""
+        if not self.int8:
+            data = np.ascontiguousarray(layout(np.asarray(w_oc, np.float32)))
+            return self.tensor(name, data.shape, np.float32, data=data), None
+        q, scale = _quantize_weight(w_oc)
+        data = np.ascontiguousarray(layout(q))
+        n = len(scale)
+        return self.tensor(
+            name, data.shape, scale=scale, zero_point=np.zeros(n), qdim=qdim, data=data
+        ), scale
+
+    def bias(self, name: str, bias, n: int, x: int, s_w) -> int:
+        """A bias: int32 at scale ``s_in * s_w``, or float32."""
+        if not self.int8:
+            data = np.zeros(n, np.float32) if bias is None else np.asarray(bias, np.float32)
+            return self.tensor(name, (n,), np.float32, data=data)
+        s_in = self.params_of(x)[0]
+        return self.tensor(
+            name,
+            (n,),
+            np.int32,
+            scale=s_in * s_w,
+            zero_point=np.zeros(n),
+            data=_bias(bias, n, s_in, s_w),
+        )
 
     def tensor(
         self, name, shape, dtype=np.int8, scale=None, zero_point=None, qdim=0, data=None
@@ -143,11 +179,13 @@ def check_quantisable(net: Any) -> None:
 
 
 def build_int8_graph(
-    net: Any, ranges: dict[str, tuple[float, float]]
+    net: Any, ranges: dict[str, tuple[float, float]] | None
 ) -> tuple[TFLiteGraph, dict[str, tuple[int, bool]]]:
     """The int8 TFLite graph of ``net`` for the calibration ``ranges`` (node name -> (lo, hi)).
 
-    ``ranges`` also holds ``net.input_name``.
+    ``ranges`` also holds ``net.input_name``. With ``ranges=None`` the graph is float32: the
+    same operators and layouts, the network's own weights (what :func:`xai_core.to_tflite`
+    writes for a float network without calibration rows).
 
     Returns
     -------
@@ -157,11 +195,11 @@ def build_int8_graph(
         the network's NCHW image as NHWC.
     """
     check_quantisable(net)
-    b = _Builder()
+    b = _Builder(int8=ranges is not None)
     consumers = _consumers(net)
     input_shape = tuple(net.input_shape)
-    s, z = _params(*ranges[net.input_name])
-    x = b.tensor(net.input_name, (1, *input_shape), scale=s, zero_point=z)
+    s, z = _params(*ranges[net.input_name]) if b.int8 else (None, None)
+    x = b.activation(net.input_name, (1, *input_shape), s, z)
     values: dict[str, _Value] = {net.input_name: _Value(x)}
     if len(input_shape) == 3 and getattr(net, "layout", "NCHW") == "NCHW":
         values[net.input_name] = _Value(_to_nhwc(b, x, input_shape, net.input_name), True)
@@ -184,9 +222,9 @@ def build_int8_graph(
             passed.append(nxt.name)
             after = consumers.get(nxt.name, [])
         out_name = fused.name if fused is not None else node.name
-        lo, hi = ranges[out_name]
+        rng = ranges[out_name] if b.int8 else (0.0, 0.0)
         args = [values[n] for n in node.inputs]
-        values[out_name] = _convert(b, net, node, kind, layer, args, (lo, hi), fused, out_name)
+        values[out_name] = _convert(b, net, node, kind, layer, args, rng, fused, out_name)
         if fused is not None:  # the layer's own name reads its clamped output
             for name in (node.name, *passed):
                 values[name] = values[out_name]
@@ -257,9 +295,10 @@ def _pad(b: _Builder, t: int, pads, name: str, value: int | None = None) -> int:
     constant = b.tensor(
         f"{name}/pad_value",
         (),
+        src.dtype,
         scale=src.scale,
         zero_point=src.zero_point,
-        data=np.array(value, np.int8),
+        data=np.array(value, src.dtype),
     )
     return b.op("PADV2", [t, widths, constant], [out], "PadV2Options")
 
@@ -273,27 +312,29 @@ def _out_shape(layer, v: _Value) -> tuple[int, ...]:
 
 
 def _convert(b: _Builder, net, node, kind, layer, args, rng, fused, out_name) -> _Value:
-    s_out, z_out = _params(*rng)
-    if kind in FIXED_OUTPUT:
+    s_out, z_out = _params(*rng) if b.int8 else (None, None)
+    if b.int8 and kind in FIXED_OUTPUT:
         s_out, z_out = FIXED_OUTPUT[kind]
     a = args[0] if args else None
     activation = {None: 0, "ReLU": 1, "ReLU6": 3}[
         None if fused is None else type(fused.layer).__name__
     ]
 
-    def new(shape, scale=s_out, zp=z_out):
-        return b.tensor(out_name, shape, scale=scale, zero_point=zp)
+    def new(shape):
+        return b.activation(out_name, shape, s_out, z_out)
 
     if kind in ("Identity", "Dropout", "Linear"):
         return a
     if kind == "Constant":
         value = np.asarray(layer.value, np.float64)
+        if not b.int8:
+            data = value.astype(np.float32).reshape((1, *value.shape))
+            return _Value(b.tensor(out_name, data.shape, np.float32, data=data))
         cs, cz = _params(min(value.min(), 0.0), max(value.max(), 0.0))
         from xai_core.nn.quantize import QuantParams
 
         q = QuantParams(cs, cz).quantize(value).reshape((1, *value.shape))
         return _Value(b.tensor(out_name, q.shape, scale=cs, zero_point=cz, data=q))
-    s_in, z_in = b.params_of(a.tensor)
     if kind in ("Conv2D", "DepthwiseConv2D"):
         t = a.tensor
         if not (a.nhwc_of_nchw or layer.layout == "NHWC"):
@@ -312,60 +353,30 @@ def _convert(b: _Builder, net, node, kind, layer, args, rng, fused, out_name) ->
             raise CapabilityError(
                 f"layer {node.name!r}: grouped convolutions with 1 < groups < channels cannot be quantised."
             )
-        q, s_w = _quantize_weight(weight)
-        q_bias = _bias(layer.bias, f, s_in, s_w)
         sh, sw = layer.strides
         dh, dw = layer.dilation
-        if depthwise:
-            filt = q.reshape(f, kh, kw).transpose(1, 2, 0)[None]
-            w_t = b.tensor(
+        if depthwise:  # TFLite: (1, kh, kw, f), quantised along the last axis
+            w_t, s_w = b.weights(
                 f"{node.name}/weight",
-                filt.shape,
-                scale=s_w,
-                zero_point=np.zeros(f),
+                weight,
+                lambda w: w.reshape(f, kh, kw).transpose(1, 2, 0)[None],
                 qdim=3,
-                data=filt,
             )
             op, options = "DEPTHWISE_CONV_2D", {"DepthMultiplier": f // c}
             opts_type = "DepthwiseConv2DOptions"
-        else:
-            filt = q.transpose(0, 2, 3, 1)
-            w_t = b.tensor(
-                f"{node.name}/weight",
-                filt.shape,
-                scale=s_w,
-                zero_point=np.zeros(f),
-                qdim=0,
-                data=filt,
-            )
+        else:  # TFLite: (f, kh, kw, c)
+            w_t, s_w = b.weights(f"{node.name}/weight", weight, lambda w: w.transpose(0, 2, 3, 1))
             op, options, opts_type = "CONV_2D", {}, "Conv2DOptions"
-        bias_t = b.tensor(
-            f"{node.name}/bias",
-            (f,),
-            np.int32,
-            scale=s_in * s_w,
-            zero_point=np.zeros(f),
-            data=q_bias,
-        )
+        bias_t = b.bias(f"{node.name}/bias", layer.bias, f, a.tensor, s_w)
         out = new(_out_shape(layer, a))
         b.op(op, [t, w_t, bias_t], [out], opts_type, Padding=padding, StrideH=sh, StrideW=sw,
              DilationHFactor=dh, DilationWFactor=dw, FusedActivationFunction=activation, **options)  # fmt: skip
         return _Value(out, a.nhwc_of_nchw or layer.layout == "NCHW")
     if kind == "Dense":
         weight = np.asarray(layer.weight, np.float64).T  # (units, n_in)
-        q, s_w = _quantize_weight(weight)
-        units = len(q)
-        w_t = b.tensor(
-            f"{node.name}/weight", q.shape, scale=s_w, zero_point=np.zeros(units), data=q
-        )
-        bias_t = b.tensor(
-            f"{node.name}/bias",
-            (units,),
-            np.int32,
-            scale=s_in * s_w,
-            zero_point=np.zeros(units),
-            data=_bias(layer.bias, units, s_in, s_w),
-        )
+        units = len(weight)
+        w_t, s_w = b.weights(f"{node.name}/weight", weight, lambda w: w)
+        bias_t = b.bias(f"{node.name}/bias", layer.bias, units, a.tensor, s_w)
         out = new((1, units))
         b.op(
             "FULLY_CONNECTED",
@@ -389,8 +400,10 @@ def _convert(b: _Builder, net, node, kind, layer, args, rng, fused, out_name) ->
         _, h, w, _ = b.tensors[t].shape
         padding, pads = _padding_option(layer, (h, w))
         include_pad = kind == "AvgPool2D" and getattr(layer, "count_include_pad", True)
-        if pads is not None and kind == "MaxPool2D":
-            t = _pad(b, t, pads, node.name, value=QMIN)  # -128 never wins a max
+        if pads is not None and kind == "MaxPool2D":  # a value that never wins a max
+            t = _pad(
+                b, t, pads, node.name, value=QMIN if b.int8 else float(np.finfo(np.float32).min)
+            )
         elif pads is not None and include_pad:
             t = _pad(b, t, pads, node.name)  # zeros that count, as the layer counts them
         elif pads is not None or (padding == 0 and include_pad):
@@ -448,7 +461,7 @@ def _convert(b: _Builder, net, node, kind, layer, args, rng, fused, out_name) ->
             axis = axis + 1
         parts = []
         for k, v in enumerate(args):
-            if b.params_of(v.tensor) != (float(np.float32(s_out)), z_out):
+            if b.int8 and b.params_of(v.tensor) != (float(np.float32(s_out)), z_out):
                 shape = b.tensors[v.tensor].shape
                 requant = b.tensor(f"{node.name}/input_{k}", shape, scale=s_out, zero_point=z_out)
                 parts.append(b.op("QUANTIZE", [v.tensor], [requant]))

@@ -52,17 +52,18 @@ def from_tflite(
 
 
 def to_tflite(model: Any, path: str | os.PathLike[str], *, calibration_X: Any = None) -> Path:
-    """Write an int8 model as a ``.tflite`` file that LiteRT (and the Edge TPU compiler) loads.
+    """Write a model as a ``.tflite`` file that LiteRT (and, for int8, the Edge TPU compiler) loads.
 
     Parameters
     ----------
     model : TFLiteModel, QuantizedModel or native network
         A model read by :func:`from_tflite`, one made by :func:`xai_core.quantize`, or a float
-        native network, which is quantised first on ``calibration_X``.
+        native network: written as a float32 model, or quantised first when
+        ``calibration_X`` is given.
     path : path-like
         Written atomically.
     calibration_X : array-like, optional
-        Representative inputs, needed for a float network.
+        Representative inputs: quantise a float network to full-integer int8 with them.
 
     Returns
     -------
@@ -70,15 +71,19 @@ def to_tflite(model: Any, path: str | os.PathLike[str], *, calibration_X: Any = 
     """
     from xai_core.errors import CapabilityError
     from xai_core.importers.tflite.writer import write_tflite
+    from xai_core.nn.network import Network
 
     graph = getattr(model, "graph", None)
-    if not isinstance(graph, TFLiteGraph):
-        if calibration_X is None:
-            raise CapabilityError(
-                f"to_tflite writes int8 models; {type(model).__name__} is not one. Quantise it "
-                "(xai.quantize(net, calibration_X)) or pass calibration_X= to do it here."
-            )
+    if isinstance(graph, TFLiteGraph):
+        return write_tflite(graph, path)
+    if not isinstance(model, Network):
+        raise CapabilityError(
+            f"to_tflite writes native networks and TFLite models; got {type(model).__name__}."
+        )
+    if calibration_X is not None:
         from xai_core.nn.quantize import quantize
 
-        graph = quantize(model, calibration_X, progress=False).graph
-    return write_tflite(graph, path)
+        return write_tflite(quantize(model, calibration_X, progress=False).graph, path)
+    from xai_core.nn.int8_graph import build_int8_graph
+
+    return write_tflite(build_int8_graph(model.fold_batch_norm(), None)[0], path)
