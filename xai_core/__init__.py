@@ -36,7 +36,15 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
-from xai_core.importers import from_keras, from_onnx, from_torch
+from xai_core.importers import (
+    from_keras,
+    from_onnx,
+    from_teachable_machine,
+    from_tflite,
+    from_torch,
+    to_teachable_machine,
+    to_tflite,
+)
 from xai_core.model.base import BlackBoxModel, Model, as_model
 from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.nn import from_sklearn, load_model
@@ -104,7 +112,11 @@ __all__ = [
     "from_keras",
     "from_onnx",
     "from_sklearn",
+    "from_teachable_machine",
+    "from_tflite",
     "from_torch",
+    "to_teachable_machine",
+    "to_tflite",
     "get_backend",
     "get_plugin_manager",
     "get_registry",

@@ -40,6 +40,8 @@ __all__ = ["FORMAT", "FORMAT_GRAPH", "FORMAT_VERSION", "LAYER_TYPES", "save_mode
 
 FORMAT = "xai_core.nn.Sequential"
 FORMAT_GRAPH = "xai_core.nn.Graph"
+#: An int8 model made by ``xai.quantize`` (see :mod:`xai_core.nn.quantized`).
+FORMAT_QUANTIZED = "xai_core.QuantizedModel"
 #: The version this code writes; it reads this version and older ones.
 FORMAT_VERSION = 2
 #: Largest architecture document read, in bytes, and its deepest nesting.
@@ -246,7 +248,11 @@ def _parse(raw: np.ndarray, bad, path: Path) -> dict[str, Any]:
         raise bad(f"its architecture is not valid JSON ({exc})") from exc
     if _depth(arch) > MAX_JSON_DEPTH:
         raise bad(f"its architecture nests deeper than {MAX_JSON_DEPTH} levels")
-    if not isinstance(arch, dict) or arch.get("format") not in (FORMAT, FORMAT_GRAPH):
+    if not isinstance(arch, dict) or arch.get("format") not in (
+        FORMAT,
+        FORMAT_GRAPH,
+        FORMAT_QUANTIZED,
+    ):
         raise bad(
             f"its format is {arch.get('format') if isinstance(arch, dict) else arch!r}, not {FORMAT!r}"
             f" or {FORMAT_GRAPH!r}"
@@ -259,6 +265,14 @@ def _parse(raw: np.ndarray, bad, path: Path) -> dict[str, Any]:
             f"{str(path)!r} was written in model format version {version}; this xai-core reads "
             f"versions up to {FORMAT_VERSION}. Upgrade xai-core to load it."
         )
+    if arch["format"] == FORMAT_QUANTIZED:
+        if not all(
+            isinstance(arch.get(k), list) for k in ("tensors", "operators", "inputs", "outputs")
+        ):
+            raise bad("its int8 graph lacks tensors, operators, inputs or outputs")
+        if not isinstance(arch.get("nodes"), dict):
+            raise bad("its int8 graph lacks the map of nodes")
+        return arch
     if not isinstance(arch.get("layers"), list):
         raise bad("its architecture has no list of layers")
     return arch
@@ -266,6 +280,16 @@ def _parse(raw: np.ndarray, bad, path: Path) -> dict[str, Any]:
 
 def _check_declared(arch: dict[str, Any], headers: dict, bad) -> None:
     """Every shape the JSON declares equals the array's in the file (before reading any)."""
+    if arch["format"] == FORMAT_QUANTIZED:
+        for i, spec in enumerate(arch["tensors"]):
+            found = headers.get(f"tensor_{i}")
+            if found is not None and (
+                list(found[0]) != list(spec["shape"]) or str(found[1]) != spec["dtype"]
+            ):
+                raise bad(
+                    f"tensor_{i} is {found[1]} of shape {found[0]}, not the declared {spec['dtype']} {spec['shape']}"
+                )
+        return
     for i, spec in enumerate(arch["layers"]):
         if not isinstance(spec, dict):
             raise bad(f"layer {i} is not a JSON object")
@@ -279,6 +303,10 @@ def _check_declared(arch: dict[str, Any], headers: dict, bad) -> None:
 
 
 def _rebuild(arch: dict[str, Any], arrays: dict[str, np.ndarray], bad) -> Network:
+    if arch["format"] == FORMAT_QUANTIZED:
+        from xai_core.nn.quantized import load_quantized
+
+        return load_quantized(arch, arrays, bad)
     graph = arch["format"] == FORMAT_GRAPH
     dtype = arch["dtype"]
     layers, inputs = [], []
