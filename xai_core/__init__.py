@@ -5,24 +5,10 @@ The public facade. Plugin authors write ``from xai_core import hookimpl, Explain
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("xai-core")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
-
-from xai_core import _moved, errors, nn
-from xai_core.attribution.explainer import Explainer, explain, list_explainers
-from xai_core.attribution.explanation import Explanation
-from xai_core.backends.base import Backend
-from xai_core.compare.agreement import (
-    BackendComparison,
-    MethodComparison,
-    compare_backends,
-    compare_methods,
-)
-from xai_core.compare.faithfulness import Faithfulness, faithfulness
+from xai_core import _moved, errors
 from xai_core.errors import (
     CapabilityError,
     ChunkError,
@@ -36,20 +22,89 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
-from xai_core.model.base import BlackBoxModel, Model, as_model
-from xai_core.model.runner import ModelRunner, get_backend
-from xai_core.nn import from_sklearn, load_model
-from xai_core.nn.quantize import quantize
 from xai_core.plugin.hookspecs import hookimpl, hookspec
-from xai_core.plugin.manager import get_plugin_manager, get_registry
 from xai_core.plugin.records import CliCommand, ReportSection, Tool
-from xai_core.report import Report
+
+if TYPE_CHECKING:  # what the names below resolve to, for readers and type checkers
+    from xai_core import nn
+    from xai_core.attribution.explainer import Explainer, explain, list_explainers
+    from xai_core.attribution.explanation import Explanation
+    from xai_core.backends.base import Backend
+    from xai_core.compare.agreement import (
+        BackendComparison,
+        MethodComparison,
+        compare_backends,
+        compare_methods,
+    )
+    from xai_core.compare.faithfulness import Faithfulness, faithfulness
+    from xai_core.model.base import BlackBoxModel, Model, as_model
+    from xai_core.model.runner import ModelRunner, get_backend
+    from xai_core.nn import from_sklearn, load_model
+    from xai_core.nn.quantize import quantize
+    from xai_core.plugin.manager import get_plugin_manager, get_registry
+    from xai_core.report import Report
+
+#: Public name -> the module that defines it. Importing ``xai_core`` imports none of these
+#: modules (nor numpy, scipy, pandas, Jinja2 ...); the first use of a name imports its module.
+_LAZY: dict[str, str] = {
+    "Explainer": "xai_core.attribution.explainer",
+    "explain": "xai_core.attribution.explainer",
+    "list_explainers": "xai_core.attribution.explainer",
+    "Explanation": "xai_core.attribution.explanation",
+    "Backend": "xai_core.backends.base",
+    "BackendComparison": "xai_core.compare.agreement",
+    "MethodComparison": "xai_core.compare.agreement",
+    "compare_backends": "xai_core.compare.agreement",
+    "compare_methods": "xai_core.compare.agreement",
+    "Faithfulness": "xai_core.compare.faithfulness",
+    "faithfulness": "xai_core.compare.faithfulness",
+    "BlackBoxModel": "xai_core.model.base",
+    "Model": "xai_core.model.base",
+    "as_model": "xai_core.model.base",
+    "ModelRunner": "xai_core.model.runner",
+    "get_backend": "xai_core.model.runner",
+    "from_sklearn": "xai_core.nn",
+    "load_model": "xai_core.nn",
+    "quantize": "xai_core.nn.quantize",
+    "get_plugin_manager": "xai_core.plugin.manager",
+    "get_registry": "xai_core.plugin.manager",
+    "Report": "xai_core.report",
+}
+
+#: Sub-packages reachable as attributes (``xai.nn``, ``xai.testing``) without importing them first.
+_SUBMODULES = frozenset({"nn", "testing", "backends", "model", "attribution", "compare", "report"})
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562), then keep the name here."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value: Any = version("xai-core")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            value = "0.0.0"
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
+
 
 _moved.install()
 
 
 def tool(name: str):
     """The tool a plugin registered as ``name`` (see :func:`xai_core.plugin.hookspecs.xai_register_tools`)."""
+    from xai_core.plugin.manager import get_registry
+
     return get_registry().tool(name)
 
 
@@ -65,6 +120,8 @@ def project(*args, **kwargs):
 
 def list_backends() -> list[str]:
     """Names of the registered backends, sorted."""
+    from xai_core.plugin.manager import get_registry
+
     return sorted(get_registry().backends)
 
 

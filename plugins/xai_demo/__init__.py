@@ -1,7 +1,17 @@
 """First-party plugin: the demo and the commands that build explanations and reports from data files."""
 
-from xai_demo.build import build_report, load_data
-from xai_demo.commands import xai_register_cli_commands
-from xai_demo.demo import DemoSettings, run_demo
+import lazy_loader
 
-__all__ = ["DemoSettings", "build_report", "load_data", "run_demo", "xai_register_cli_commands"]
+from xai_demo.commands import xai_register_cli_commands
+
+# pandas and the datasets are imported when the demo first runs, not when the plugin loads.
+__getattr__, _, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={"build": ["build_report", "load_data"], "demo": ["DemoSettings", "run_demo"]},
+)
+__all__ += ["xai_register_cli_commands"]
+
+
+def __dir__() -> list[str]:
+    # The hooks must be listed: pluggy finds them through dir().
+    return sorted({*globals(), *__all__})

@@ -7,13 +7,25 @@
 
 from __future__ import annotations
 
-from xai_core import hookimpl
-from xai_lime.explainer import LimeExplainer
+import lazy_loader
 
-__all__ = ["LimeExplainer", "xai_register_explainers"]
+from xai_core import hookimpl
+
+# The lime library (and scikit-learn under it) is imported when the explainer is first
+# needed, not when the plugin loads: ``xai --help`` loads every plugin.
+__getattr__, _, __all__ = lazy_loader.attach(
+    __name__, submod_attrs={"explainer": ["LimeExplainer"]}
+)
+__all__ += ["xai_register_explainers"]
+
+
+def __dir__() -> list[str]:
+    # The hooks must be listed: pluggy finds them through dir().
+    return sorted({*globals(), *__all__})
 
 
 @hookimpl
 def xai_register_explainers():
-    """Register :class:`LimeExplainer` as ``method="lime"``."""
+    from xai_lime.explainer import LimeExplainer
+
     return [LimeExplainer]

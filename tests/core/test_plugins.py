@@ -45,6 +45,25 @@ def test_first_party_plugins_load_through_entry_points():
     for name in ("shap", "lime", "ig"):
         assert pm.has_plugin(name)
     assert not pm.xai_broken
+    owners = Registry.from_plugin_manager(pm).owners
+    expected = {
+        ("explainer", "shap"): "shap",
+        ("explainer", "lime"): "lime",
+        ("explainer", "ig"): "ig",
+        ("tool", "what_if"): "whatif",
+        ("tool", "project"): "projector",
+        ("command", "demo"): "demo",
+        ("backend", "tpu"): "xai_core.backends.tpu",
+    }
+    assert {key: owners.get(key) for key in expected} == expected
+
+
+def test_plugin_without_hooks_is_reported():
+    """A plugin whose hooks pluggy cannot see (say, hidden by a module __dir__) is reported."""
+    pm = get_plugin_manager(autoload=False)
+    _load(pm, "empty", None, lambda: _module("empty"))
+    assert not pm.has_plugin("empty")
+    assert "implements no hook" in pm.xai_broken[0].error
 
 
 def test_autoload_can_be_disabled(monkeypatch):

@@ -1,8 +1,8 @@
 """The plugin manager: hook specs, built-in plugins, then third-party entry points.
 
 One broken plugin never blocks the rest. A plugin that fails to import (raises, or calls
-``sys.exit()``), that implements a hook no specification has (a misspelled name), or whose
-hook signature does not match is left out and recorded with its name, distribution and
+``sys.exit()``), that implements a hook no specification has (a misspelled name) or no hook
+at all, or whose hook signature does not match is left out and recorded with its name, distribution and
 error; :class:`~xai_core.plugin.registry.Registry` records the hooks that misbehave when
 called. ``xai plugins`` shows both.
 
@@ -122,9 +122,13 @@ def _load(pm: pluggy.PluginManager, name: str, dist: str | None, load: Callable[
         broken("register", exc)
         return
     unknown = unknown_hooks(pm, plugin)
-    if unknown:
+    if unknown or not pm.get_hookcallers(plugin):
         pm.unregister(name=name)
-        broken("register", None, f"PluginValidationError: {'; '.join(unknown)}")
+        problem = "; ".join(unknown) or (
+            "implements no hook: no function decorated @xai_core.hookimpl is listed by "
+            "dir() of the plugin"
+        )
+        broken("register", None, f"PluginValidationError: {problem}")
         return
     pm.xai_distributions[name] = dist
 
