@@ -18,6 +18,7 @@ __all__ = [
     "TSNE_BACKENDS",
     "linear_axes",
     "pca",
+    "run",
     "spherize",
     "tsne",
     "umap",
@@ -278,3 +279,57 @@ def linear_axes(
         axes.extend(pieces["components"])
     A = np.array(axes[:n_components])
     return Xc @ A.T, {"axes": A}
+
+
+def run(
+    method: str,
+    X: np.ndarray,
+    n_components: int,
+    *,
+    seed: int,
+    groups: list[tuple[np.ndarray, np.ndarray]],
+    perplexity: float,
+    learning_rate: float | str,
+    max_iter: int,
+    tsne_backend: str,
+    n_neighbors: int,
+    min_dist: float,
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """Run one of :data:`METHODS` with its settings (the others' settings are ignored).
+
+    Returns
+    -------
+    coordinates : ndarray of shape (n_samples, n_components)
+    extra : dict
+        The method's figures.
+    options : dict
+        The settings that applied, as recorded in ``Projection.meta["options"]``.
+    """
+    if method == "pca":
+        coords, extra = pca(X, n_components, seed=seed)
+        return coords, extra, {}
+    if method == "tsne":
+        options: dict[str, Any] = {
+            "perplexity": perplexity,
+            "learning_rate": learning_rate,
+            "max_iter": max_iter,
+            "tsne_backend": tsne_backend,
+        }
+        coords, extra = tsne(
+            X,
+            n_components,
+            seed=seed,
+            perplexity=perplexity,
+            learning_rate=learning_rate,
+            max_iter=max_iter,
+            backend=tsne_backend,
+        )
+        return coords, extra, {**options, "implementation": extra["implementation"]}
+    if method == "umap":
+        options = {"n_neighbors": n_neighbors, "min_dist": min_dist}
+        coords, extra = umap(X, n_components, seed=seed, **options)
+        return coords, extra, options
+    if method == "linear":
+        coords, extra = linear_axes(X, groups, n_components, seed=seed)
+        return coords, extra, {"groups": len(groups)}
+    raise UnknownNameError("projection method", method, METHODS)
