@@ -12,6 +12,7 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core.validation import check_array
 from xai_projector.search import Selection
 
 __all__ = [
@@ -26,34 +27,14 @@ __all__ = [
 
 
 def check_vectors(vectors: Any) -> np.ndarray:
-    try:
-        arr = np.asarray(vectors)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"vectors must be an array of shape (n_samples, n_features); {exc}."
-        ) from exc
-    if arr.dtype.kind not in "biuf":
-        raise ValidationError(
-            f"vectors must be numeric; got an array of dtype {arr.dtype} (shape {arr.shape})."
-        )
-    if arr.ndim != 2:
+    """``vectors`` as a finite float array of shape (n_samples, n_features), at least 3 rows."""
+    arr = check_array(vectors, "vectors", dtype=None, min_samples=3)
+    if arr.ndim != 2 or arr.shape[1] < 1:
         raise ShapeError(
-            f"vectors must have shape (n_samples, n_features); got an array of shape {arr.shape}."
+            "vectors must have shape (n_samples, n_features) with at least 1 column; got an "
+            f"array of shape {arr.shape}."
         )
-    if arr.shape[0] < 3 or arr.shape[1] < 1:
-        raise ValidationError(
-            "vectors must have at least 3 rows and 1 column, shape (n_samples, n_features); "
-            f"got an array of shape {arr.shape}."
-        )
-    if arr.dtype.kind != "f":
-        arr = arr.astype(np.float64)
-    if not np.isfinite(arr).all():
-        bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
-        raise ValidationError(
-            f"vectors must be finite; rows {bad[:5].tolist()} hold NaN or infinity "
-            f"({bad.size} rows in all)."
-        )
-    return arr
+    return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
 
 
 def check_strings(values: Any, name: str, n: int) -> np.ndarray:

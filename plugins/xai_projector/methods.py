@@ -18,6 +18,7 @@ __all__ = [
     "TSNE_BACKENDS",
     "linear_axes",
     "pca",
+    "SETTINGS",
     "run",
     "spherize",
     "tsne",
@@ -230,13 +231,8 @@ def umap(
     n = X.shape[0]
     if not 2 <= n_neighbors < n:
         raise ValidationError(f"n_neighbors must be in [2, {n}); got {n_neighbors!r}.")
-    model = UMAP(
-        n_components=n_components,
-        n_neighbors=n_neighbors,
-        min_dist=min_dist,
-        metric=metric,
-        random_state=seed,
-    )
+    settings = {"n_neighbors": n_neighbors, "min_dist": min_dist, "metric": metric}
+    model = UMAP(n_components=n_components, random_state=seed, **settings)
     coords = model.fit_transform(X)
     return np.asarray(coords, dtype=np.float64), {"implementation": "umap-learn"}
 
@@ -281,6 +277,15 @@ def linear_axes(
     return Xc @ A.T, {"axes": A}
 
 
+#: The settings of :func:`xai_projector.project` each method takes (its ``meta["options"]``).
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "pca": (),
+    "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend"),
+    "umap": ("n_neighbors", "min_dist"),
+    "linear": (),
+}
+
+
 def run(
     method: str,
     X: np.ndarray,
@@ -288,14 +293,9 @@ def run(
     *,
     seed: int,
     groups: list[tuple[np.ndarray, np.ndarray]],
-    perplexity: float,
-    learning_rate: float | str,
-    max_iter: int,
-    tsne_backend: str,
-    n_neighbors: int,
-    min_dist: float,
+    settings: dict[str, Any],
 ) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
-    """Run one of :data:`METHODS` with its settings (the others' settings are ignored).
+    """Run one of :data:`METHODS` with the settings it takes (:data:`SETTINGS`; others are ignored).
 
     Returns
     -------
@@ -305,31 +305,18 @@ def run(
     options : dict
         The settings that applied, as recorded in ``Projection.meta["options"]``.
     """
+    if method not in SETTINGS:
+        raise UnknownNameError("projection method", method, METHODS)
+    options = {name: settings[name] for name in SETTINGS[method]}
     if method == "pca":
         coords, extra = pca(X, n_components, seed=seed)
-        return coords, extra, {}
-    if method == "tsne":
-        options: dict[str, Any] = {
-            "perplexity": perplexity,
-            "learning_rate": learning_rate,
-            "max_iter": max_iter,
-            "tsne_backend": tsne_backend,
-        }
-        coords, extra = tsne(
-            X,
-            n_components,
-            seed=seed,
-            perplexity=perplexity,
-            learning_rate=learning_rate,
-            max_iter=max_iter,
-            backend=tsne_backend,
-        )
-        return coords, extra, {**options, "implementation": extra["implementation"]}
-    if method == "umap":
-        options = {"n_neighbors": n_neighbors, "min_dist": min_dist}
+    elif method == "tsne":
+        own = {k: v for k, v in options.items() if k != "tsne_backend"}
+        coords, extra = tsne(X, n_components, seed=seed, backend=options["tsne_backend"], **own)
+        options["implementation"] = extra["implementation"]
+    elif method == "umap":
         coords, extra = umap(X, n_components, seed=seed, **options)
-        return coords, extra, options
-    if method == "linear":
+    else:
         coords, extra = linear_axes(X, groups, n_components, seed=seed)
-        return coords, extra, {"groups": len(groups)}
-    raise UnknownNameError("projection method", method, METHODS)
+        options = {"groups": len(groups)}
+    return coords, extra, options

@@ -350,18 +350,16 @@ def project(
 
     data = _methods.spherize(V) if spherize else V
     start = time.perf_counter()
+    settings = {
+        "perplexity": perplexity,
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tsne_backend": tsne_backend,
+        "n_neighbors": n_neighbors,
+        "min_dist": min_dist,
+    }
     coords, extra, options = _methods.run(
-        method,
-        data,
-        n_components,
-        seed=seed,
-        groups=pairs,
-        perplexity=perplexity,
-        learning_rate=learning_rate,
-        max_iter=max_iter,
-        tsne_backend=tsne_backend,
-        n_neighbors=n_neighbors,
-        min_dist=min_dist,
+        method, data, n_components, seed=seed, groups=pairs, settings=settings
     )
     meta = {
         "seed": seed,

@@ -19,6 +19,7 @@ Every result renders in notebooks and reports through the report-section hook.
 from __future__ import annotations
 
 from xai_core import ReportSection, Tool, hookimpl
+from xai_whatif import results
 from xai_whatif.render import (
     render_counterfactuals,
     render_edit,
@@ -37,11 +38,7 @@ from xai_whatif.results import (
 from xai_whatif.whatif import WhatIf, what_if
 
 __all__ = [
-    "Counterfactuals",
-    "EditResult",
-    "PartialDependence",
-    "SliceMetrics",
-    "ThresholdChoice",
+    *results.__all__,
     "WhatIf",
     "what_if",
     "xai_register_report_sections",

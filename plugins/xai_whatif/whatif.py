@@ -18,7 +18,7 @@ import numpy as np
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
 from xai_whatif import counterfactuals, dependence, edits, performance
-from xai_whatif._data import Table
+from xai_whatif._data import Table, number_pair
 from xai_whatif.distance import ScaledData
 from xai_whatif.results import EditResult
 
@@ -180,13 +180,9 @@ class WhatIf:
         if target is None:
             return None
         if self.task == "regression":
-            try:
-                lo, hi = (float(v) for v in target)
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(
-                    f"target must be an interval (low, high) of outputs for regression; got {target!r}."
-                ) from exc
-            return lo, hi
+            return number_pair(
+                target, "target must be an interval (low, high) of outputs for regression"
+            )
         n_classes = max(2, self.outputs.shape[1])
         if isinstance(target, str) and target in self.output_names:
             return self.output_names.index(target)
