@@ -131,6 +131,8 @@ def test_bad_arguments():
         xai.compare_backends(model, np.ones((1, 2)), method="nope")
     with pytest.raises(xai.UnknownNameError):
         xai.compare_backends(model, np.ones((1, 2)), backends=("cpu", "abacus"))
+    with pytest.raises(xai.ValidationError, match="non-empty sequence"):
+        xai.compare_backends(model, np.ones((1, 2)), backends="tpu")
     with pytest.raises(xai.ValidationError, match="at least two"):
         xai.compare_methods(model, np.ones((1, 2)), methods=("ig",))
     with pytest.raises(xai.ValidationError, match="not compared"):

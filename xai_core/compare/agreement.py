@@ -78,11 +78,6 @@ def _registered_backends(reference: Any) -> tuple[list[Any], dict[str, str]]:
 
 def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Backend]]:
     """(label, backend) pairs, the reference first; a repeated name gets a ``#2`` suffix."""
-    if isinstance(backends, (str, Backend)) or not len(backends):
-        raise ValidationError(
-            "backends must be a non-empty sequence of backend names or instances, or None for "
-            f"every registered backend; got {backends!r}."
-        )
     ref = get_backend(reference)
     pairs = [(ref.name, ref)]
     for b in backends:
@@ -274,6 +269,11 @@ def compare_backends(
     skipped: dict[str, str] = {}
     if backends is None:
         backends, skipped = _registered_backends(reference)
+    elif isinstance(backends, (str, Backend)) or not len(backends):
+        raise ValidationError(
+            "backends must be a non-empty sequence of backend names or instances, or None for "
+            f"every registered backend; got {backends!r}."
+        )
     pairs = _backend_list(backends, reference)
     ref_runner = ModelRunner(model, pairs[0][1])
     for capability in sorted(cls.requires):
