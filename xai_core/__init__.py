@@ -5,7 +5,6 @@ The public facade. Plugin authors write ``from xai_core import hookimpl, Explain
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from xai_core import _moved, errors
@@ -22,6 +21,7 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
+from xai_core.lazy import lazy_exports
 from xai_core.plugin.hookspecs import hookimpl, hookspec
 from xai_core.plugin.records import CliCommand, ReportSection, Tool
 
@@ -44,58 +44,44 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
     from xai_core.plugin.manager import get_plugin_manager, get_registry
     from xai_core.report import Report
 
-#: Public name -> the module that defines it. Importing ``xai_core`` imports none of these
-#: modules (nor numpy, scipy, pandas, Jinja2 ...); the first use of a name imports its module.
-_LAZY: dict[str, str] = {
-    "Explainer": "xai_core.attribution.explainer",
-    "explain": "xai_core.attribution.explainer",
-    "list_explainers": "xai_core.attribution.explainer",
-    "Explanation": "xai_core.attribution.explanation",
-    "Backend": "xai_core.backends.base",
-    "BackendComparison": "xai_core.compare.agreement",
-    "MethodComparison": "xai_core.compare.agreement",
-    "compare_backends": "xai_core.compare.agreement",
-    "compare_methods": "xai_core.compare.agreement",
-    "Faithfulness": "xai_core.compare.faithfulness",
-    "faithfulness": "xai_core.compare.faithfulness",
-    "BlackBoxModel": "xai_core.model.base",
-    "Model": "xai_core.model.base",
-    "as_model": "xai_core.model.base",
-    "ModelRunner": "xai_core.model.runner",
-    "get_backend": "xai_core.model.runner",
-    "from_sklearn": "xai_core.nn",
-    "load_model": "xai_core.nn",
-    "quantize": "xai_core.nn.quantize",
-    "get_plugin_manager": "xai_core.plugin.manager",
-    "get_registry": "xai_core.plugin.manager",
-    "Report": "xai_core.report",
+#: Module -> the public names it defines. Importing ``xai_core`` imports none of these modules
+#: (nor numpy, scipy, pandas, Jinja2 ...); the first use of a name imports its module.
+_EXPORTS: dict[str, list[str]] = {
+    "attribution.explainer": ["Explainer", "explain", "list_explainers"],
+    "attribution.explanation": ["Explanation"],
+    "backends.base": ["Backend"],
+    "compare.agreement": [
+        "BackendComparison",
+        "MethodComparison",
+        "compare_backends",
+        "compare_methods",
+    ],
+    "compare.faithfulness": ["Faithfulness", "faithfulness"],
+    "model.base": ["BlackBoxModel", "Model", "as_model"],
+    "model.runner": ["ModelRunner", "get_backend"],
+    "nn": ["from_sklearn", "load_model"],
+    "nn.quantize": ["quantize"],
+    "plugin.manager": ["get_plugin_manager", "get_registry"],
+    "report": ["Report"],
 }
 
 #: Sub-packages reachable as attributes (``xai.nn``, ``xai.testing``) without importing them first.
-_SUBMODULES = frozenset({"nn", "testing", "backends", "model", "attribution", "compare", "report"})
+_SUBMODULES = ("nn", "testing", "backends", "model", "attribution", "compare", "report")
+
+_lazy_getattr, __dir__, _ = lazy_exports(__name__, _EXPORTS, submodules=_SUBMODULES)
 
 
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first use (PEP 562), then keep the name here."""
-    if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+    if name != "__version__":
+        return _lazy_getattr(name)
+    from importlib.metadata import PackageNotFoundError, version
 
-        try:
-            value: Any = version("xai-core")
-        except PackageNotFoundError:  # pragma: no cover - running from a source tree
-            value = "0.0.0"
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
+    try:
+        globals()[name] = version("xai-core")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        globals()[name] = "0.0.0"
+    return globals()[name]
 
 
 _moved.install()
@@ -163,6 +149,7 @@ __all__ = [
     "get_registry",
     "hookimpl",
     "hookspec",
+    "lazy_exports",
     "list_backends",
     "list_explainers",
     "project",

@@ -7,21 +7,13 @@
 
 from __future__ import annotations
 
-import lazy_loader
-
+import xai_core
 from xai_core import hookimpl
 
-# The lime library (and scikit-learn under it) is imported when the explainer is first
-# needed, not when the plugin loads: ``xai --help`` loads every plugin.
-__getattr__, _, __all__ = lazy_loader.attach(
-    __name__, submod_attrs={"explainer": ["LimeExplainer"]}
+# The lime library (and scikit-learn under it) is imported when the explainer is first needed.
+__getattr__, __dir__, __all__ = xai_core.lazy_exports(
+    __name__, {"explainer": ["LimeExplainer"]}, eager=["xai_register_explainers"]
 )
-__all__ += ["xai_register_explainers"]
-
-
-def __dir__() -> list[str]:
-    # The hooks must be listed: pluggy finds them through dir().
-    return sorted({*globals(), *__all__})
 
 
 @hookimpl
