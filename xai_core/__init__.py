@@ -1,6 +1,8 @@
 """xai-core: explanations you can run on simulated hardware, and check.
 
 The public facade. Plugin authors write ``from xai_core import hookimpl, Explainer``.
+Importing it is cheap: errors, hook markers and records are imported here, every other
+name on first use (``_EXPORTS`` lists where each lives; add a new public name there).
 """
 
 from __future__ import annotations
