@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except XaiError as exc:  # a user's mistake: say it plainly, no traceback
         print(f"xai {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `xai plugins | head`: the reader has gone, which is no error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush does not fail too
+        return 141  # 128 + SIGPIPE, as a shell reports it
 
 
 if __name__ == "__main__":  # pragma: no cover
