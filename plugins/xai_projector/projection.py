@@ -12,8 +12,9 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
-from xai_core.images import sample_layout
+from xai_core.validation import check_seed
 from xai_projector import export as _export
+from xai_projector import inputs as _inputs
 from xai_projector import methods as _methods
 from xai_projector.neighbors import (
     METRICS,
@@ -25,67 +26,6 @@ from xai_projector.neighbors import (
 from xai_projector.search import Selection, search_columns
 
 __all__ = ["Projection", "project"]
-
-
-def _check_vectors(vectors: Any) -> np.ndarray:
-    try:
-        arr = np.asarray(vectors)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"vectors must be an array of shape (n_samples, n_features); {exc}."
-        ) from exc
-    if arr.dtype.kind not in "biuf":
-        raise ValidationError(
-            f"vectors must be numeric; got an array of dtype {arr.dtype} (shape {arr.shape})."
-        )
-    if arr.ndim != 2:
-        raise ShapeError(
-            f"vectors must have shape (n_samples, n_features); got an array of shape {arr.shape}."
-        )
-    if arr.shape[0] < 3 or arr.shape[1] < 1:
-        raise ValidationError(
-            "vectors must have at least 3 rows and 1 column, shape (n_samples, n_features); "
-            f"got an array of shape {arr.shape}."
-        )
-    if arr.dtype.kind != "f":
-        arr = arr.astype(np.float64)
-    if not np.isfinite(arr).all():
-        bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
-        raise ValidationError(
-            f"vectors must be finite; rows {bad[:5].tolist()} hold NaN or infinity "
-            f"({bad.size} rows in all)."
-        )
-    return arr
-
-
-def _check_strings(values: Any, name: str, n: int) -> np.ndarray:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise ValidationError(
-            f"{name} must be a sequence of length n_samples = {n}; got {type(values).__name__}."
-        )
-    arr = np.asarray(values)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ShapeError(f"{name} must have shape ({n},) (one per row); got shape {arr.shape}.")
-    return np.array(["" if v is None else str(v) for v in arr.tolist()], dtype=object)
-
-
-def _check_metadata(metadata: Any, n: int) -> dict[str, np.ndarray]:
-    if metadata is None:
-        return {}
-    if hasattr(metadata, "columns") and hasattr(metadata, "to_dict"):  # a pandas DataFrame
-        metadata = {str(c): metadata[c].to_numpy() for c in metadata.columns}
-    if not isinstance(metadata, Mapping):
-        raise ValidationError(
-            "metadata must be a mapping of column name to a sequence of length n_samples, "
-            f"or a pandas DataFrame; got {type(metadata).__name__}."
-        )
-    return {str(k): _check_strings(v, f"metadata[{k!r}]", n) for k, v in metadata.items()}
-
-
-def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValidationError(f"seed must be a non-negative int; got {seed!r}.")
-    return int(seed)
 
 
 class Projection:
@@ -197,7 +137,7 @@ class Projection:
         k = check_k(k, n)
         if metric not in METRICS:
             raise UnknownNameError("metric", metric, METRICS)
-        seed = self.meta["seed"] if seed is None else _check_seed(seed)
+        seed = self.meta["seed"] if seed is None else check_seed(seed)
         if approximate:
             if rows is not None:
                 raise ValidationError("rows= works with the exact search only (approximate=False).")
@@ -314,62 +254,6 @@ class Projection:
         return notebook_html(self)
 
 
-def _check_images(images: Any, n: int) -> np.ndarray | None:
-    if images is None:
-        return None
-    arr = np.asarray(images, dtype=np.float64)
-    layout = sample_layout(arr.shape[1:], square=True) if arr.ndim in (2, 3, 4) else None
-    if layout is not None and arr.shape[0] == n:
-        arr = layout.grey(arr)  # the one layout rule (xai_core.images); channels averaged
-    if arr.ndim != 3 or arr.shape[0] != n:
-        raise ShapeError(
-            f"images must have shape ({n}, height, width), ({n}, height, width, channels), "
-            f"({n}, channels, height, width) or ({n}, height * width) of a square, in [0, 1]; "
-            f"got shape {arr.shape}."
-        )
-    return arr
-
-
-def _resolve_group(spec: Any, labels: np.ndarray | None, n: int, what: str) -> np.ndarray:
-    if isinstance(spec, Selection):
-        idx = spec.indices
-    elif isinstance(spec, (str, int, np.integer)) and not isinstance(spec, bool):
-        if labels is None:
-            raise ValidationError(f"{what} names a label ({spec!r}) but no labels were given.")
-        idx = np.flatnonzero(labels == str(spec))
-        if idx.size == 0:
-            raise UnknownNameError("label", str(spec), sorted(set(labels.tolist()))[:50])
-    else:
-        arr = np.asarray(spec)
-        if arr.dtype == bool:
-            if arr.shape != (n,):
-                raise ShapeError(f"{what} as a mask must have shape ({n},); got {arr.shape}.")
-            idx = np.flatnonzero(arr)
-        elif arr.dtype.kind in "iu":
-            idx = arr.ravel().astype(np.int64)
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise ValidationError(f"{what} holds row indices outside [0, {n - 1}].")
-        else:
-            raise ValidationError(
-                f"{what} must be a label, a Selection, row indices or a boolean mask; "
-                f"got {type(spec).__name__}."
-            )
-    if idx.size == 0:
-        raise ValidationError(f"{what} selects no rows.")
-    return idx
-
-
-def _vectors_from(source: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    runner = source if isinstance(source, xai.ModelRunner) else xai.ModelRunner(source)
-    if layer is None:
-        raise ValidationError(
-            "layer is required when projecting a model's activations: an index or layer name."
-        )
-    acts = np.asarray(runner.activations(X, layer))
-    info = {"layer": layer, "backend": getattr(runner.backend, "name", None)}
-    return acts.reshape(acts.shape[0], -1), info
-
-
 def project(
     vectors: Any,
     X: Any = None,
@@ -445,75 +329,38 @@ def project(
     if hasattr(vectors, "activations") or isinstance(vectors, xai.Model):
         if X is None:
             raise ValidationError("X is required when projecting a model's activations.")
-        vectors, source_info = _vectors_from(vectors, X, layer)
+        vectors, source_info = _inputs.vectors_from(vectors, X, layer)
     elif X is not None or layer is not None:
         raise ValidationError(
             "X and layer apply only when the first argument is a ModelRunner or a model; "
             f"got {type(vectors).__name__}."
         )
-    V = _check_vectors(vectors)
+    V = _inputs.check_vectors(vectors)
     n = V.shape[0]
     if method not in _methods.METHODS:
         raise UnknownNameError("projection method", method, _methods.METHODS)
     if isinstance(n_components, bool) or n_components not in (2, 3):
         raise ValidationError(f"n_components must be 2 or 3; got {n_components!r}.")
-    seed = _check_seed(seed)
-    label_arr = None if labels is None else _check_strings(labels, "labels", n)
-    meta_cols = _check_metadata(metadata, n)
-    image_arr = _check_images(images, n)
-    if explanation is not None:
-        shape = np.shape(getattr(explanation, "values", None))
-        if not shape or shape[0] != n:
-            raise ShapeError(
-                f"explanation must be an Explanation of the same {n} rows (values of shape "
-                f"({n}, ...)); got values of shape {shape}."
-            )
-    if method == "linear":
-        if groups is None or not 1 <= len(groups) <= n_components:
-            raise ValidationError(
-                "method='linear' needs groups=[(a, b)] or [(a, b), (c, d)]: each axis runs from "
-                "the mean of one group to the mean of another."
-            )
-        pairs = []
-        for i, pair in enumerate(groups):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValidationError(f"groups[{i}] must be a pair (a, b); got {pair!r}.")
-            pairs.append(
-                tuple(
-                    _resolve_group(g, label_arr, n, f"groups[{i}][{j}]") for j, g in enumerate(pair)
-                )
-            )
-    elif groups is not None:
-        raise ValidationError("groups applies only to method='linear'.")
+    seed = check_seed(seed)
+    label_arr = None if labels is None else _inputs.check_strings(labels, "labels", n)
+    meta_cols = _inputs.check_metadata(metadata, n)
+    image_arr = _inputs.check_images(images, n)
+    explanation = _inputs.check_explanation(explanation, n)
+    pairs = _inputs.check_groups(groups, method, n_components, label_arr, n)
 
     data = _methods.spherize(V) if spherize else V
     start = time.perf_counter()
-    if method == "pca":
-        coords, extra = _methods.pca(data, n_components, seed=seed)
-        options: dict[str, Any] = {}
-    elif method == "tsne":
-        options = {
-            "perplexity": perplexity,
-            "learning_rate": learning_rate,
-            "max_iter": max_iter,
-            "tsne_backend": tsne_backend,
-        }
-        coords, extra = _methods.tsne(
-            data,
-            n_components,
-            seed=seed,
-            perplexity=perplexity,
-            learning_rate=learning_rate,
-            max_iter=max_iter,
-            backend=tsne_backend,
-        )
-        options["implementation"] = extra["implementation"]
-    elif method == "umap":
-        options = {"n_neighbors": n_neighbors, "min_dist": min_dist}
-        coords, extra = _methods.umap(data, n_components, seed=seed, **options)
-    else:
-        options = {"groups": len(pairs)}
-        coords, extra = _methods.linear_axes(data, pairs, n_components, seed=seed)
+    settings = {
+        "perplexity": perplexity,
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tsne_backend": tsne_backend,
+        "n_neighbors": n_neighbors,
+        "min_dist": min_dist,
+    }
+    coords, extra, options = _methods.run(
+        method, data, n_components, seed=seed, groups=pairs, settings=settings
+    )
     meta = {
         "seed": seed,
         "spherize": bool(spherize),

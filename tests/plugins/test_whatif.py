@@ -439,6 +439,23 @@ def test_html_escapes_hostile_names(data):
     assert evil not in report.to_html()
 
 
+def test_analyses_are_functions_of_the_session():
+    """Each analysis is a function of the session in its own module, and the same as the method."""
+    from xai_whatif.counterfactuals import nearest_counterfactual
+    from xai_whatif.dependence import partial_dependence
+    from xai_whatif.edits import edit, revert
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    w = xai.what_if(lambda A: np.stack([A[:, 0], -A[:, 0]], axis=1), X, progress=False)
+    np.testing.assert_array_equal(nearest_counterfactual(w, 0).X, w.nearest_counterfactual(0).X)
+    np.testing.assert_array_equal(partial_dependence(w, 0).average, w.partial_dependence(0).average)
+    result = edit(w, 1, {0: 1.0})
+    assert result.predicted_after == 0 and w.X[1, 0] == 1.0
+    revert(w)
+    np.testing.assert_array_equal(w.X, X)
+
+
 def test_seeded_report_with_whatif_results_renders_the_same_bytes(data, monkeypatch):
     """Report(seed=0) with what-if results renders byte-identically, twice and in a second report."""
     ds, est = data

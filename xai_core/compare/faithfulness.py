@@ -21,14 +21,16 @@ Each figure comes with the same figure for random rankings (or random attributio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from xai_core.attribution.explanation import Explanation
 from xai_core.model.runner import ModelRunner
 from xai_core.validation import check_positive_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Faithfulness", "faithfulness", "deletion_curves", "infidelity"]
 
@@ -176,6 +178,8 @@ class Faithfulness:
     @property
     def summary(self) -> pd.DataFrame:
         """Per-row AUCs and infidelities (deletion: lower is better; insertion: higher is better)."""
+        import pandas as pd
+
         return pd.DataFrame(
             {
                 "deletion_auc": _auc(self.deletion),

@@ -53,7 +53,8 @@ def xai_register_backends():
         Subclasses of :class:`xai_core.Backend` with a unique ``name``. The class is
         called with the keyword arguments given to :func:`xai_core.get_backend`, so its
         constructor defines the backend's settings and presets. Every backend must pass
-        :func:`xai_core.testing.check_backend`.
+        :func:`xai_core.testing.check_backend`. :func:`xai_core.compare_backends` compares
+        every registered backend that its constructor builds without arguments.
     """
 
 
