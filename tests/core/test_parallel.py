@@ -30,7 +30,7 @@ def method_options(name, X):
     return {
         "ig": {"steps": 8, "baseline": "uniform"},
         "shap": {"algorithm": "kernel", "background": X[100:116], "max_evals": 128},
-        "lime": {"n_samples": 100, "training_data": X[:200], "stability_seeds": 0},
+        "lime": {"n_samples": 100, "background": X[:200], "stability_seeds": 0},
     }[name]
 
 
@@ -60,7 +60,7 @@ def assert_identical(a, b, method):
     np.testing.assert_array_equal(a.data, b.data)
     key = PER_ROW_META[method]
     np.testing.assert_array_equal(a.meta[key], b.meta[key])
-    assert a.meta["chunk_seeds"] == b.meta["chunk_seeds"]
+    assert a.meta["seed"] == b.meta["seed"]
 
 
 @pytest.fixture(scope="module")
@@ -181,27 +181,29 @@ def test_dask_cluster_matches_serial(data, serial):
 
 
 @pytest.mark.parametrize("method", METHODS, ids=METHODS)
-def test_chunks_are_independent_calls_with_derived_seeds(data, serial, method):
-    """Each chunk equals a plain explain() of its rows with seed SeedSequence([seed, i])."""
+def test_chunks_use_the_callers_seed_and_match_one_call(data, serial, method):
+    """Every chunk runs with the caller's seed; the chunked result is the one-call result.
+
+    Random draws are made per row, so they are the same in one call and in chunks; what may
+    differ is the last bits of the network's float32 matrix products, whose rounding
+    depends on how many rows share a product (see docs/scale.md).
+    """
     e = serial[method]
     assert e.meta["chunks"] == [(0, 8), (8, 16), (16, 24)]
     assert e.meta["seed"] == 0 and e.meta["options"]["seed"] == 0
-    expected_seeds = [
-        int(np.random.SeedSequence([0, i]).generate_state(1, dtype=np.uint32)[0]) for i in range(3)
-    ]
-    assert e.meta["chunk_seeds"] == expected_seeds and len(set(expected_seeds)) == 3
+    assert "chunk_seeds" not in e.meta
     np.testing.assert_array_equal(e.data, data["rows"])
-    for (start, stop), seed in zip(e.meta["chunks"], expected_seeds):
-        part = xai.explain(
-            data["net"],
-            data["rows"][start:stop],
-            method=method,
-            target=e.target[start:stop],
-            progress=False,
-            **{**method_options(method, data["X"]), "seed": seed},
-        )
-        np.testing.assert_array_equal(e.values[start:stop], part.values)
-        np.testing.assert_array_equal(e.base_values[start:stop], part.base_values)
+    whole = xai.explain(
+        data["net"],
+        data["rows"],
+        method=method,
+        target=e.target,
+        progress=False,
+        **method_options(method, data["X"]),
+    )
+    assert whole.meta["seed"] == 0
+    np.testing.assert_allclose(e.values, whole.values, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(e.base_values, whole.base_values, rtol=1e-5, atol=1e-6)
 
 
 def test_order_kept_when_chunks_finish_in_reverse(data, serial):
