@@ -10,6 +10,7 @@ import pytest
 from sklearn.neural_network import MLPClassifier
 
 import xai_core as xai
+import xai_core.attribution.executors as executors
 import xai_core.attribution.parallel as parallel
 from xai_datasets import load_breast_cancer
 
@@ -159,7 +160,11 @@ def test_processes_shortcut_matches_serial(data, serial):
 
 @pytest.mark.slow
 def test_dask_cluster_matches_serial(data, serial):
-    """A two-worker Dask LocalCluster gives bit-identical SHAP, LIME and IG attributions."""
+    """A two-worker Dask LocalCluster gives bit-identical SHAP, LIME and IG attributions.
+
+    Dask workers run with one BLAS thread (they set OMP_NUM_THREADS=1); explain() pins the
+    BLAS to one thread everywhere, so the caller's process computes as the workers do.
+    """
     distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
     with (
         distributed.LocalCluster(
@@ -175,6 +180,28 @@ def test_dask_cluster_matches_serial(data, serial):
             e = run(data, method, executor=client)
             assert_identical(e, serial[method], method)
             assert e.meta["executor"].startswith("dask")
+
+
+def test_values_do_not_depend_on_the_callers_blas_threads(data):
+    """explain() gives the same bits whatever BLAS threads the caller's process has, and restores them."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return [
+            i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"
+        ]
+
+    before = blas_threads()
+    default = run(data, "shap", chunk_size=None)
+    assert blas_threads() == before
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        single = run(data, "shap", chunk_size=None)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        double = run(data, "shap", chunk_size=None)
+    np.testing.assert_array_equal(default.values, single.values)
+    np.testing.assert_array_equal(default.values, double.values)
+    with pytest.raises(xai.ValidationError, match="blas_threads must be an integer >= 1"):
+        run(data, "shap", chunk_size=None, blas_threads=0)
 
 
 # -- what chunking means ------------------------------------------------------------------
@@ -273,7 +300,7 @@ def test_chunk_that_always_fails_names_its_rows(data):
 @pytest.mark.slow
 def test_dead_worker_in_own_pool_is_replaced(data, serial, monkeypatch):
     """A worker process that dies breaks the "processes" pool; a fresh pool retries the chunks."""
-    original = parallel._Pool.submit
+    original = executors.Pool.submit
     killed = []
 
     def submit(self, fn, task):
@@ -282,7 +309,7 @@ def test_dead_worker_in_own_pool_is_replaced(data, serial, monkeypatch):
             return self.executor.submit(os._exit, 1)
         return original(self, fn, task)
 
-    monkeypatch.setattr(parallel._Pool, "submit", submit)
+    monkeypatch.setattr(executors.Pool, "submit", submit)
     e = run(data, "ig", executor="processes")
     assert killed == [0]
     assert_identical(e, serial["ig"], "ig")

@@ -386,7 +386,11 @@ def test_bad_baselines_are_rejected_before_any_gradient(rows, case):
 
 BAD_OPTIONS = {
     "steps-zero": (dict(steps=0), xai.ValidationError, "steps must be an integer >= 1"),
-    "steps-text": (dict(steps="many"), xai.ValidationError, "steps must be an integer >= 1 or 'auto'"),
+    "steps-text": (
+        dict(steps="many"),
+        xai.ValidationError,
+        "steps must be an integer >= 1 or 'auto'",
+    ),
     "steps-float": (dict(steps=2.5), xai.ValidationError, "steps must be"),
     "trapezoid-one-step": (
         dict(steps=1, integration="riemann_trapezoid"),

@@ -310,9 +310,7 @@ def test_weights_agree_with_lime_as_lime_agrees_with_itself(cancer):
     """On breast-cancer rows, plugin-vs-lime agreement of the weights is within lime's own seed-to-seed spread."""
     X, _, model = cancer
     rows = X[:6]
-    e = xai.explain(
-        model, rows, method="lime", background=X, target=1, **quiet(stability_seeds=0)
-    )
+    e = xai.explain(model, rows, method="lime", background=X, target=1, **quiet(stability_seeds=0))
 
     def lime_run(seed):
         ex = LimeTabularExplainer(X, random_state=seed)
