@@ -177,6 +177,12 @@ def test_auto_uses_gradients_when_the_model_has_them():
     net = xai.nn.mlp(4, (3,), 2, seed=0)
     assert xai.explain(net, X[:3]).method == "ig"
 
+    class InferenceOnly(CPUBackend):
+        supports_gradients = False
+
+    e = xai.explain(Counted(), X[:3], backend=InferenceOnly(), background=X[:8])
+    assert e.method == "shap"
+
 
 class WritesX(xai.Explainer):
     """A misbehaving explainer that tries to change the rows it is given."""
@@ -211,3 +217,11 @@ def test_explain_and_runner_accept_backend_instances():
     np.testing.assert_allclose(
         runner.predict(X[:3]), xai.ModelRunner(net).predict(X[:3]), atol=1e-6
     )
+
+
+@pytest.mark.parametrize("method", ["lime", "shap", "ig", "smoothgrad"])
+def test_short_work_shows_no_progress_bar_by_default(method, capsys):
+    """progress=None (every method's default): no bar for a few rows."""
+    options = {"background": X} if method in ("lime", "shap") else {}
+    xai.explain(Counted(), X[:3], method=method, chunk_size=2, **options)
+    assert capsys.readouterr().err == ""
