@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import CapabilityError, ValidationError
+from xai_core.progress import show_progress
 
 __all__ = ["METRICS", "Neighbors", "approximate_neighbors", "check_k", "exact_neighbors", "recall"]
 
@@ -82,7 +83,7 @@ def exact_neighbors(
     *,
     queries: np.ndarray | None = None,
     block_entries: int = _BLOCK_ENTRIES,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> Neighbors:
     """Exact k nearest neighbours of ``queries`` (default: every row) among the rows of ``X``.
 
@@ -100,8 +101,8 @@ def exact_neighbors(
         Row indices; each row's own index is excluded from its neighbours.
     block_entries : int
         Distances held at once.
-    progress : bool
-        Show a progress bar over blocks.
+    progress : bool or None
+        Show a progress bar over blocks (``None``: 10 blocks or more).
 
     Returns
     -------
@@ -115,7 +116,7 @@ def exact_neighbors(
     # A fixed spread of columns whose k-th smallest distance bounds each row's k-th from above.
     probe = np.unique(np.linspace(0, n - 1, min(n, max(1024, 8 * k))).astype(np.int64))
     starts = range(0, len(q), rows)
-    if progress:
+    if show_progress(progress, len(starts)):
         from tqdm.auto import tqdm
 
         starts = tqdm(starts, desc="neighbours", unit="block")
@@ -177,7 +178,7 @@ def approximate_neighbors(
     *,
     seed: int = 0,
     recall_queries: int = 1000,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> Neighbors:
     """k nearest neighbours of every row from a pynndescent index, with measured recall.
 
@@ -199,7 +200,7 @@ def approximate_neighbors(
         metric=metric,
         n_neighbors=k + 1,
         random_state=seed,
-        verbose=progress,
+        verbose=bool(progress),
         n_jobs=1,
     )
     graph_i, graph_d = index.neighbor_graph
