@@ -208,3 +208,28 @@ def test_row_streams_are_keyed_by_seed_row_and_salt():
     assert resolve_seed(9) == 9 and isinstance(resolve_seed(None), int)
     with pytest.raises(xai.ValidationError, match="seed must be an integer >= 0"):
         resolve_seed(-2)
+
+
+@pytest.mark.filterwarnings("ignore::xai_core.XaiWarning")
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"method": "shap", "algorithm": "kernel", "max_evals": 40},
+        {"method": "lime", "n_samples": 60, "stability_seeds": 0},
+        {"method": "ig", "steps": 4, "baseline": "uniform"},
+    ],
+    ids=["shap-summary-of-X", "lime-statistics-of-X", "ig-range-of-X"],
+)
+def test_defaults_taken_from_X_are_taken_from_all_rows(options):
+    """Without a background, chunks use the reference one call derives from all of X."""
+    whole = xai.explain(RowWise(), ROWS, seed=3, progress=False, **options)
+    chunked = xai.explain(RowWise(), ROWS, seed=3, progress=False, chunk_size=4, **options)
+    np.testing.assert_array_equal(chunked.values, whole.values)
+    np.testing.assert_array_equal(chunked.base_values, whole.base_values)
+
+
+def test_the_background_warning_is_given_once_for_a_chunked_run():
+    """A chunked run without a background warns once, as one call does."""
+    with pytest.warns(xai.XaiWarning, match="background") as record:
+        xai.explain(RowWise(), ROWS, method="lime", n_samples=30, chunk_size=4, progress=False)
+    assert len([w for w in record if "background" in str(w.message)]) == 1
