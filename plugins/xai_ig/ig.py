@@ -282,7 +282,7 @@ class IntegratedGradients(Explainer):
                 f"tolerance={self.tolerance:g} (largest relative delta {trace[-1]['max_relative_delta']:.3g}); "
                 "raise max_steps or tolerance. The backend's precision may also bound the delta.",
                 XaiWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         return values, steps_used, converged, trace
 

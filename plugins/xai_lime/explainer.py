@@ -272,7 +272,7 @@ class LimeExplainer(Explainer):
                 "explained row(s) themselves. Pass background=<the training set> for a "
                 "meaningful neighbourhood.",
                 XaiWarning,
-                stacklevel=5,
+                stacklevel=6,
             )
             training = rows
         else:

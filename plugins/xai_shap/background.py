@@ -115,6 +115,6 @@ def resolve_background(
         "(training rows, or a sample of them) for a reference that does not depend on the "
         "rows being explained.",
         XaiWarning,
-        stacklevel=4,
+        stacklevel=5,
     )
     return bg, desc
