@@ -11,6 +11,7 @@ by default) through threadpoolctl, in the caller's process and in every worker a
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,23 @@ __all__ = ["blas_threads"]
 _lock = threading.Lock()
 _depth = 0
 _limiter: Any = None
+_controller: Any = None
+_modules_seen = -1
+
+
+def _get_controller() -> Any:
+    """threadpoolctl's view of the loaded libraries, rescanned only after new imports.
+
+    Scanning the process's libraries costs milliseconds; a BLAS arrives only with an import
+    (numpy, scipy, scikit-learn...), so the scan is redone when ``sys.modules`` has grown.
+    """
+    global _controller, _modules_seen
+    if _controller is None or len(sys.modules) != _modules_seen:
+        from threadpoolctl import ThreadpoolController
+
+        _controller = ThreadpoolController()
+        _modules_seen = len(sys.modules)
+    return _controller
 
 
 @contextmanager
@@ -35,11 +53,9 @@ def blas_threads(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
-    from threadpoolctl import threadpool_limits
-
     with _lock:
         if _depth == 0:
-            _limiter = threadpool_limits(limits=int(n), user_api="blas")
+            _limiter = _get_controller().limit(limits=int(n), user_api="blas")
         _depth += 1
     try:
         yield
