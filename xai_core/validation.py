@@ -162,13 +162,22 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     return value
 
 
-def check_int(value: Any, name: str, minimum: int = 1, *, allow_none: bool = False) -> int | None:
-    """Return ``value`` as an int ``>= minimum`` (or ``None`` when allowed); otherwise raise."""
+def check_int(
+    value: Any,
+    name: str,
+    minimum: int = 1,
+    *,
+    allow_none: bool = False,
+    maximum: int | None = None,
+) -> int | None:
+    """Return ``value`` as an int ``>= minimum`` (and ``<= maximum``), or ``None`` when allowed; otherwise raise."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    ok = not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= minimum
+    if not ok or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
         extra = " or None" if allow_none else ""
-        raise ValidationError(f"{name} must be an integer >= {minimum}{extra}; got {value!r}.")
+        raise ValidationError(f"{name} must be an integer {bound}{extra}; got {value!r}.")
     return int(value)
 
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from xai_core import CapabilityError, ValidationError
+from xai_core import CapabilityError
 from xai_core.progress import show_progress
+from xai_core.validation import check_int
 
 __all__ = ["METRICS", "Neighbors", "approximate_neighbors", "check_k", "exact_neighbors", "recall"]
 
@@ -226,7 +227,5 @@ def approximate_neighbors(
 
 
 def check_k(k: Any, n: int) -> int:
-    """``k`` as an int in [1, n - 1], or a ValidationError."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n - 1:
-        raise ValidationError(f"k must be an int in [1, n_samples - 1] = [1, {n - 1}]; got {k!r}.")
-    return int(k)
+    """``k`` as an int in [1, n - 1] (n_samples - 1), or a ValidationError."""
+    return check_int(k, "k", 1, maximum=n - 1)
