@@ -236,14 +236,17 @@ def run_permutation(
     *,
     max_evals: int,
     seeds: np.ndarray,
-    silent: bool,
+    progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Antithetic permutation sampling by shap's ``Permutation`` explainer (additive by construction).
 
     Row ``i``'s permutations come from numpy's global generator seeded with ``seeds[i]``
-    (shap draws from it), so they do not depend on the other rows.
+    (shap draws from it), so they do not depend on the other rows. A bar over rows is
+    shown by the progress rule, long work being 2**24 model rows or more.
     """
     import shap
+
+    from xai_core.progress import progress_bar
 
     fn, rows, bg = _game(model, X, background, groups)
     masker = shap.maskers.Independent(bg, max_samples=len(bg))
@@ -252,11 +255,16 @@ def run_permutation(
     try:
         explainer = shap.explainers.Permutation(fn, masker, seed=int(seeds[0]))
         values, base_values = [], []
-        for i, row_seed in enumerate(seeds):
-            np.random.seed(int(row_seed))  # noqa: NPY002
-            result = explainer(rows[i : i + 1], max_evals=max_evals, silent=silent)
-            values.append(result.values)
-            base_values.append(np.reshape(result.base_values, (1, -1)))
+        long = len(seeds) * max_evals * len(bg) >= 2**24
+        with progress_bar(
+            len(seeds), progress=progress, desc="Permutation SHAP", unit="row", long=long
+        ) as bar:
+            for i, row_seed in enumerate(seeds):
+                np.random.seed(int(row_seed))  # noqa: NPY002
+                result = explainer(rows[i : i + 1], max_evals=max_evals, silent=True)
+                values.append(result.values)
+                base_values.append(np.reshape(result.base_values, (1, -1)))
+                bar.update(1)
     finally:
         np.random.set_state(state)  # noqa: NPY002
     return _as_outputs(np.concatenate(values), np.concatenate(base_values), len(X))

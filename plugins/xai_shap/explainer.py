@@ -165,7 +165,7 @@ class ShapExplainer(Explainer):
                 groups,
                 max_evals=budget,
                 seeds=self.row_seeds(len(X)),
-                silent=silent,
+                progress=progress,
             )
         elif algorithm == "kernel":
             wanted = np.tile(np.arange(n_outputs), (len(X), 1)) if all_classes else target[:, None]
