@@ -745,3 +745,40 @@ def test_lime_explanations_render_in_reports_and_notebooks(cancer, hostile, tmp_
     for fragment in (html, e._repr_html_(), ei._repr_html_()):
         assert "<img src=x" not in fragment and "<script>alert(" not in fragment
     assert "stability" in html
+
+
+def test_a_pasted_lime_call_selects_as_many_features_as_lime(cancer):
+    """num_samples= and num_features= (lime's spellings) mean what they mean in lime.
+
+    lime's explain_instance(num_features=4, num_samples=800) returns 4 weights per row; the
+    plugin, called with the same spellings, draws 800 samples and keeps 4 features, and its
+    top features overlap lime's as lime's overlap its own across seeds.
+    """
+    X, _, model = cancer
+    rows = X[:4]
+    e = xai.explain(
+        model,
+        rows,
+        method="lime",
+        background=X,
+        target=1,
+        num_samples=800,
+        num_features=4,
+        **quiet(stability_seeds=0),
+    )
+    assert e.meta["n_samples"] == 800 and e.meta["n_selected"] == 4
+    assert ((e.values != 0).sum(axis=1) == 4).all()
+
+    def lime_run(seed):
+        ex = LimeTabularExplainer(X, random_state=seed)
+        found = [
+            ex.explain_instance(
+                r, model.predict_proba, labels=(1,), num_features=4, num_samples=800
+            ).local_exp[1]
+            for r in rows
+        ]
+        assert all(len(f) == 4 for f in found)
+        return np.array([lime_weights(f, 30) for f in found])
+
+    a, b = lime_run(1), lime_run(2)
+    assert top_k_jaccard(e.values, a, 4).mean() >= top_k_jaccard(b, a, 4).mean() - 0.25
