@@ -638,3 +638,26 @@ def test_edgetpu_refuses_gradients_naming_the_backends_that_have_them(mnist_mlp)
         with pytest.raises(xai.CapabilityError, match="gradient") as info:
             xai.explain(model, X[:2], method="ig", backend="edgetpu")
         assert "cpu" in str(info.value) and "tpu" in str(info.value)
+
+
+def test_a_pasted_captum_call_is_integrated_gradients():
+    """n_steps=, baselines= and internal_batch_size= (Captum's spellings) compute IG as Captum does.
+
+    On a linear model IG from a baseline b is exactly (x - b) * w, whatever the steps and
+    the batching.
+    """
+    rng = np.random.default_rng(5)
+    weight = rng.normal(size=(6, 3))
+    X = rng.normal(size=(7, 6))
+    e = xai.explain(
+        LinearModel(weight),
+        X,
+        method="ig",
+        backend=cpu64(),
+        target=2,
+        n_steps=16,
+        baselines=0.25,
+        internal_batch_size=5,
+    )
+    np.testing.assert_allclose(e.values, (X - 0.25) * weight[:, 2], rtol=1e-10, atol=1e-12)
+    assert e.meta["steps"] == 16 and e.meta["internal_batch_size"] == 5
