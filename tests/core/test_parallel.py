@@ -393,3 +393,11 @@ def test_compare_backends_with_executor(data):
     np.testing.assert_array_equal(
         c.summary["explanation_cycles"], serial_c.summary["explanation_cycles"]
     )
+
+
+def test_chunk_seeds_is_deprecated_but_still_answers():
+    """The old chunk_seeds helper warns and returns what it did."""
+    with pytest.warns(DeprecationWarning, match="chunk_seeds is deprecated"):
+        seed, words = parallel.chunk_seeds(0, 2)
+    assert seed == 0
+    assert words[1] == np.random.SeedSequence([0, 1]).generate_state(1, dtype=np.uint32)[0]

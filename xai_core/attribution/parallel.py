@@ -42,6 +42,7 @@ __all__ = [
     "ChunkError",
     "ChunkTask",
     "check_parallel",
+    "chunk_seeds",
     "explain_chunked",
     "run_chunk",
 ]
@@ -115,6 +116,30 @@ def run_chunk(task: ChunkTask) -> dict[str, Any]:
         "feature_names": e.feature_names,
         "counters": backend.counters,
     }
+
+
+def chunk_seeds(seed: int | None, n_chunks: int) -> tuple[int, list[int]]:
+    """Deprecated: chunks no longer get seeds of their own (rows draw from per-row streams).
+
+    Returns what it used to: the seed (drawn for ``None``) and
+    ``SeedSequence([seed, i])``'s first 32-bit word for chunk ``i``.
+    """
+    import warnings
+
+    from xai_core.attribution.seeds import resolve_seed
+
+    warnings.warn(
+        "chunk_seeds is deprecated: every chunk now runs with the caller's seed and draws per "
+        "row (xai_core.attribution.seeds.rngs_for_rows).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    seed = resolve_seed(seed)
+    words = [
+        int(np.random.SeedSequence([seed, i]).generate_state(1, dtype=np.uint32)[0])
+        for i in range(n_chunks)
+    ]
+    return seed, words
 
 
 # -- merging ------------------------------------------------------------------------------
