@@ -63,8 +63,9 @@ class IntegratedGradients(Explainer):
         Gaussian width in pixels for ``baseline="blur"``; default a sixth of the
         smaller image side.
     image_shape : tuple of int, optional
-        (H, W) or (C, H, W) of flattened images, for ``baseline="blur"``; images given
-        as (n_samples, H, W) or (n_samples, C, H, W) need none.
+        (H, W), (H, W, C) or (C, H, W) of flattened images, for ``baseline="blur"``;
+        images given as (n_samples, H, W), (n_samples, H, W, C) or (n_samples, C, H, W)
+        need none (the layout rule of :mod:`xai_core.images`).
     uniform_range : (float, float), optional
         ``(low, high)`` of the ``"uniform"`` baselines; default the range of ``X``'s
         values (of all rows, also when they are explained in chunks).

@@ -661,3 +661,27 @@ def test_a_pasted_captum_call_is_integrated_gradients():
     )
     np.testing.assert_allclose(e.values, (X - 0.25) * weight[:, 2], rtol=1e-10, atol=1e-12)
     assert e.meta["steps"] == 16 and e.meta["internal_batch_size"] == 5
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["HWC", "flat-HWC"])
+def test_blur_baseline_keeps_channels_last_images_apart(flat):
+    """baseline='blur' on (H, W, C) images blurs each channel spatially: a zero channel stays zero."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(2, 8, 8, 3))
+    X[..., 2] = 0.0
+    W = rng.uniform(0.5, 1.5, size=(192, 1))
+    blurred = ndimage.gaussian_filter(X, sigma=(0, 1.2, 1.2, 0), mode="nearest")
+    rows = X.reshape(2, -1) if flat else X
+    e = xai.explain(
+        LinearModel(W, input_shape=rows.shape[1:]),
+        rows,
+        method="ig",
+        backend=cpu64(),
+        baseline="blur",
+        blur_sigma=1.2,
+        steps=2,
+        **({"image_shape": (8, 8, 3)} if flat else {}),
+    )
+    baseline = X - e.values.reshape(X.shape) / W[:, 0].reshape(8, 8, 3)
+    np.testing.assert_allclose(baseline, blurred, atol=1e-12)
+    assert np.abs(baseline[..., 2]).max() < 1e-12
