@@ -511,7 +511,7 @@ lime_e = xai.explain(
     mlp,
     rows,
     method="lime",
-    training_data=Z_train,
+    background=Z_train,
     n_samples=1000,
     stability_seeds=0,
     feature_names=data.feature_names,

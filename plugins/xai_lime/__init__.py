@@ -1,6 +1,6 @@
 """LIME attributions through the lime library: the first-party ``lime`` explainer plugin.
 
-``xai.explain(model, X, method="lime", training_data=X_train)`` explains table rows;
+``xai.explain(model, X, method="lime", background=X_train)`` explains table rows;
 ``xai.explain(model, images, method="lime")`` explains images by superpixels. See
 :class:`LimeExplainer` for the options and docs/explainers/lime.md for the method.
 """

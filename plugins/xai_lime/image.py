@@ -24,6 +24,7 @@ import numpy as np
 
 from xai_core import ShapeError, UnknownNameError, ValidationError
 from xai_core.images import MAX_CHANNELS, ImageLayout, sample_layout
+from xai_core.validation import check_int
 
 __all__ = [
     "SEGMENTATIONS",
@@ -108,9 +109,7 @@ def segmentation_function(
         unknown = sorted(set(options) - {"size"})
         if unknown:
             raise UnknownNameError("grid segmentation parameter", unknown[0], ["size"])
-        size = options["size"]
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-            raise ValidationError(f"grid size must be a positive integer; got {size!r}.")
+        size = check_int(options["size"], "grid size")
         return lambda image, seed: _grid(image.shape[:2], int(size))
 
     from skimage import segmentation as skseg

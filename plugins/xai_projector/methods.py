@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import CapabilityError, UnknownNameError, ValidationError
+from xai_core.validation import check_int
 
 __all__ = [
     "METHODS",
@@ -160,8 +161,7 @@ def tsne(
         raise ValidationError(
             f"perplexity must be in (0, n_samples) = (0, {n}); got {perplexity!r}."
         )
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
-        raise ValidationError(f"max_iter must be an int >= {EXAGGERATION_ITER}; got {max_iter!r}.")
+    check_int(max_iter, "max_iter", 0)
     if max_iter < EXAGGERATION_ITER:
         raise ValidationError(
             f"max_iter must be at least {EXAGGERATION_ITER} (the early-exaggeration phase); "

@@ -12,7 +12,8 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
-from xai_core.validation import check_seed
+from xai_core.attribution.seeds import resolve_seed
+from xai_core.validation import check_bool, check_seed
 from xai_projector import export as _export
 from xai_projector import inputs as _inputs
 from xai_projector import methods as _methods
@@ -110,7 +111,7 @@ class Projection:
         rows: Sequence[int] | Selection | None = None,
         approximate: bool = False,
         seed: int | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> Neighbors:
         """The k nearest neighbours in the original space (before spherizing).
 
@@ -126,7 +127,8 @@ class Projection:
             measured on sampled rows, is in ``.recall``.
         seed : int, optional
             For the approximate index; by default the projection's seed.
-        progress : bool
+        progress : bool or None, default=None
+            A progress bar: ``None`` for long searches only.
 
         Returns
         -------
@@ -266,7 +268,7 @@ def project(
     images: Any = None,
     explanation: Any = None,
     spherize: bool = False,
-    seed: int = 0,
+    seed: int | None = 0,
     groups: Sequence[tuple[Any, Any]] | None = None,
     perplexity: float = 30.0,
     learning_rate: float | str = "auto",
@@ -274,7 +276,7 @@ def project(
     tsne_backend: str = "auto",
     n_neighbors: int = 15,
     min_dist: float = 0.1,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> Projection:
     """Project vectors, or a model layer's activations, to 2-D or 3-D.
 
@@ -303,8 +305,9 @@ def project(
     spherize : bool, default=False
         Centre the vectors and scale each to unit norm before projecting (neighbours are
         always computed on the original vectors).
-    seed : int, default=0
-        Seeds every stochastic step (randomized PCA, t-SNE, UMAP, the approximate index).
+    seed : int or None, default=0
+        Seeds every stochastic step (randomized PCA, t-SNE, UMAP, the approximate index);
+        ``None`` draws a seed, recorded in ``meta["seed"]``.
     groups : sequence of one or two (a, b) pairs
         ``method="linear"``: axis i runs from the mean of group a to the mean of group b;
         a group is a label, a Selection, row indices or a boolean mask.
@@ -318,8 +321,8 @@ def project(
         faster. The one that ran is in ``meta["implementation"]``.
     n_neighbors, min_dist
         UMAP settings.
-    progress : bool, default=True
-        Progress bars for long steps (neighbours over large inputs).
+    progress : bool or None, default=None
+        Progress bars: ``None`` for long steps only (neighbours over large inputs).
 
     Returns
     -------
@@ -341,7 +344,7 @@ def project(
         raise UnknownNameError("projection method", method, _methods.METHODS)
     if isinstance(n_components, bool) or n_components not in (2, 3):
         raise ValidationError(f"n_components must be 2 or 3; got {n_components!r}.")
-    seed = check_seed(seed)
+    seed = resolve_seed(seed)
     label_arr = None if labels is None else _inputs.check_strings(labels, "labels", n)
     meta_cols = _inputs.check_metadata(metadata, n)
     image_arr = _inputs.check_images(images, n)
@@ -366,7 +369,7 @@ def project(
         "spherize": bool(spherize),
         "options": options,
         "seconds": time.perf_counter() - start,
-        "progress": bool(progress),
+        "progress": check_bool(progress, "progress", allow_none=True),
         **source_info,
         **extra,
     }

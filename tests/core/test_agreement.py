@@ -255,7 +255,7 @@ def test_seed_noise_sets_the_bar_for_stochastic_methods():
         backends=("cpu", "tpu"),
         n_seeds=3,
         n_samples=300,
-        training_data=train,
+        background=train,
         stability_seeds=0,
         progress=False,
     )

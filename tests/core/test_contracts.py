@@ -19,7 +19,7 @@ from xai_core.testing import (
 #: Options that keep each first-party explainer's contract check fast.
 FAST_OPTIONS = {
     "shap": {"background": np.zeros((3, 4))},
-    "lime": {"n_samples": 300, "training_data": np.random.default_rng(0).normal(size=(50, 4))},
+    "lime": {"n_samples": 300, "background": np.random.default_rng(0).normal(size=(50, 4))},
     "ig": {"steps": 8},
 }
 

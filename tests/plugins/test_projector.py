@@ -479,7 +479,7 @@ def test_bad_input_is_rejected(kwargs, error, match):
 def test_bad_neighbor_arguments_are_rejected(blobs):
     """k out of range, an unknown metric and rows outside the data are refused."""
     p = xai.project(blobs[0])
-    with pytest.raises(xai.ValidationError, match=r"\[1, 119\]"):
+    with pytest.raises(xai.ValidationError, match="k must be an integer >= 1 and <= 119"):
         p.neighbors(120)
     with pytest.raises(xai.UnknownNameError, match="cosine, euclidean"):
         p.neighbors(3, "manhattan")
@@ -551,3 +551,15 @@ def test_tsne_backend_errors(blobs, monkeypatch):
     if methods._opentsne_module() is not None:
         with pytest.raises(xai.CapabilityError, match="2-D embeddings only"):
             xai.project(X, n_components=3, tsne_backend="opentsne", **kw)
+
+
+def test_seed_none_is_drawn_recorded_and_repeatable():
+    """project(seed=None) draws a seed, records it in meta, and passing it back repeats the run."""
+    vectors = np.random.default_rng(0).normal(size=(60, 8))
+    p = xai.project(vectors, method="pca", seed=None)
+    seed = p.meta["seed"]
+    assert isinstance(seed, int) and seed >= 0 and p.meta["progress"] is None
+    again = xai.project(vectors, method="pca", seed=seed)
+    np.testing.assert_array_equal(p.coordinates, again.coordinates)
+    with pytest.raises(xai.ValidationError, match="seed must be an integer >= 0"):
+        xai.project(vectors, seed=-1)

@@ -215,7 +215,7 @@ def faithfulness(
     n_random: int = 5,
     infidelity_samples: int = 50,
     noise_scale: float = 0.1,
-    seed: int = 0,
+    seed: int | None = 0,
 ) -> Faithfulness:
     """Deletion, insertion and infidelity of ``explanation`` on ``model``, against random rankings.
 
@@ -237,8 +237,9 @@ def faithfulness(
         Perturbations per row for infidelity.
     noise_scale : float, default=0.1
         Standard deviation of the infidelity perturbations.
-    seed : int, default=0
-        Seeds the random rankings and perturbations.
+    seed : int or None, default=0
+        Seeds the random rankings and perturbations; ``None`` draws a seed, recorded in
+        the result's options.
 
     Returns
     -------
@@ -248,6 +249,9 @@ def faithfulness(
 
     if not isinstance(explanation, Explanation) or explanation.data is None:
         raise ValidationError("explanation must be an Explanation with data (the explained rows).")
+    from xai_core.attribution.seeds import resolve_seed
+
+    seed = resolve_seed(seed)
     steps = check_positive_int(steps, "steps")
     n_random = check_positive_int(n_random, "n_random")
     infidelity_samples = check_positive_int(infidelity_samples, "infidelity_samples")
