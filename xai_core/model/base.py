@@ -32,7 +32,8 @@ class Model:
         Whether the model is an int8 model that may run on the Edge TPU.
     runs_on_backend : bool
         Whether the model's own arithmetic runs on the backend it is given (native
-        networks, TFLite models); a black box computes on the host whatever the backend.
+        networks, TFLite models, models with gradients); a black box computes on the host
+        whatever the backend.
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset({"predict"})
@@ -40,7 +41,11 @@ class Model:
     n_outputs: int | None = None
     output_names: tuple[str, ...] | None = None
     is_quantized: bool = False
-    runs_on_backend: ClassVar[bool] = False
+
+    @property
+    def runs_on_backend(self) -> bool:
+        """Models with gradients, and int8 models, compute on their backend by default."""
+        return "gradient" in self.capabilities or self.is_quantized
 
     def predict(self, X: np.ndarray, backend: Any = None) -> np.ndarray:
         """Outputs of shape (n_samples, n_outputs) for ``X`` of shape (n_samples, *input_shape)."""
