@@ -14,6 +14,7 @@ would write it, never replaced:
 
 from __future__ import annotations
 
+import io
 import os
 import secrets
 import stat
@@ -23,7 +24,7 @@ from typing import IO
 
 from xai_core.errors import ValidationError
 
-__all__ = ["atomic_write", "check_writable"]
+__all__ = ["atomic_write", "atomic_write_text", "check_writable"]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _TEMP_FLAGS |= getattr(os, "O_BINARY", 0)
@@ -132,3 +133,42 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None
         tmp.unlink(missing_ok=True)
         raise
     return given
+
+
+def atomic_write_text(
+    path: str | os.PathLike[str],
+    text: str | Callable[[IO[str]], None],
+    *,
+    encoding: str = "utf-8",
+    newline: str = "\n",
+) -> Path:
+    """:func:`atomic_write` for text: a string, or a function writing to a text file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    text : str or callable
+        The whole text, or a function called with a text file (e.g. for :mod:`csv`).
+    encoding : str, default="utf-8"
+    newline : str, default="\\n"
+        How ``"\\n"`` is written (``""`` writes line ends untranslated, as :mod:`csv` wants).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as given.
+    """
+
+    def write(fh: IO[bytes]) -> None:
+        wrapper = io.TextIOWrapper(fh, encoding=encoding, newline=newline)  # type: ignore[arg-type]
+        try:
+            if isinstance(text, str):
+                wrapper.write(text)
+            else:
+                text(wrapper)
+            wrapper.flush()
+        finally:
+            wrapper.detach()
+
+    return atomic_write(path, write)
