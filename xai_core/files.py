@@ -28,6 +28,7 @@ __all__ = ["atomic_write", "atomic_write_text", "check_writable"]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _TEMP_FLAGS |= getattr(os, "O_BINARY", 0)
+_PLACE_FLAGS = os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def check_writable(path: str | os.PathLike[str], argument: str = "path") -> Path:
@@ -84,6 +85,24 @@ def _in_place(mode: int) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode)
 
 
+class _Stream(io.RawIOBase):
+    """A write-only, unseekable view of a file descriptor (closed with it)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        return os.write(self._fd, data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
 def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> Path:
     """Write ``path`` with ``write(file)`` so that readers see the old file or the whole new one.
 
@@ -118,7 +137,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None
     except FileNotFoundError:
         mode = None
     if mode is not None and _in_place(mode):
-        with open(target, "wb") as fh:
+        # Not seekable, even where the device says it is (/dev/null's tell() stays 0):
+        # writers such as zipfile then stream instead of seeking back.
+        with io.BufferedWriter(_Stream(os.open(target, _PLACE_FLAGS))) as fh:
             write(fh)
         return given
     tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
