@@ -7,7 +7,9 @@ would write it, never replaced:
 
 - a symbolic link is followed, and the file it points to is replaced atomically (the link
   stays a link; a dangling link gets its target created);
-- a character or block device (``/dev/null``) and a FIFO are opened and written in place;
+- a character or block device (``/dev/null``), a FIFO, and a descriptor's name
+  (``/dev/stdout``, ``/proc/self/fd/1``, even when it is redirected to a file) are opened
+  and written in place;
 - a directory, a socket or a path whose folder does not exist is refused with a
   :class:`~xai_core.errors.ValidationError` naming the path, before anything is written.
 """
@@ -44,7 +46,8 @@ def check_writable(path: str | os.PathLike[str], argument: str = "path") -> Path
     Returns
     -------
     pathlib.Path
-        Where the bytes will go: ``path`` itself, or the final target of a symbolic link.
+        Where the bytes will go: ``path`` itself, or for a symbolic link to a regular file
+        (or to nothing yet) the file it points to.
 
     Raises
     ------
@@ -52,10 +55,13 @@ def check_writable(path: str | os.PathLike[str], argument: str = "path") -> Path
         If ``path`` is a directory or a socket, or its folder does not exist or is not a
         folder; the message names ``argument`` and the path.
     """
-    path = Path(path)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    return _resolve(Path(path), argument)[0]
+
+
+def _resolve(path: Path, argument: str) -> tuple[Path, bool]:
+    """The path to write and whether to write it in place (a device or FIFO)."""
     try:
-        st = os.stat(target)
+        st = os.stat(path)  # follows links, /proc/self/fd/N and /dev/stdout included
     except FileNotFoundError:
         st = None
     except OSError as exc:
@@ -65,19 +71,39 @@ def check_writable(path: str | os.PathLike[str], argument: str = "path") -> Path
             raise ValidationError(
                 f"{argument} must be a file path; got the directory {str(path)!r}"
             )
-        if not (stat.S_ISREG(st.st_mode) or _in_place(st.st_mode)):
+        if _in_place(st.st_mode) or (stat.S_ISREG(st.st_mode) and _is_descriptor(path)):
+            return path, True  # opened through any link, as open() would
+        if not stat.S_ISREG(st.st_mode):
             raise ValidationError(
                 f"{argument} must be a file, a device or a FIFO; {str(path)!r} is a socket or "
                 "another kind of file that cannot be written"
             )
-        return target
-    folder = target.parent
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ValidationError(
-            f"{argument} {str(path)!r}: the folder {str(folder)!r} {what}; create it first"
-        )
-    return target
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if st is None:
+        folder = target.parent
+        if not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise ValidationError(
+                f"{argument} {str(path)!r}: the folder {str(folder)!r} {what}; create it first"
+            )
+    return target, False
+
+
+def _is_descriptor(path: Path) -> bool:
+    """``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``: another open file, not a name.
+
+    Replacing the file such a link names would leave the descriptor (a shell redirection)
+    pointing at the old, unlinked file, so these are written in place.
+    """
+    p = os.path.abspath(path)
+    if not (p.startswith("/dev/") or p.startswith("/proc/")):
+        return False
+    while os.path.islink(p):
+        link = os.readlink(p)
+        p = os.path.normpath(os.path.join(os.path.dirname(p), link))
+        if p.startswith("/proc/"):
+            return True
+    return p.startswith("/proc/")
 
 
 def _in_place(mode: int) -> bool:
@@ -131,12 +157,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None
         As :func:`check_writable`, before ``write`` is called.
     """
     given = Path(path)
-    target = check_writable(given)
-    try:
-        mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and _in_place(mode):
+    target, in_place = _resolve(given, "path")
+    if in_place:
         # Not seekable, even where the device says it is (/dev/null's tell() stays 0):
         # writers such as zipfile then stream instead of seeking back.
         with io.BufferedWriter(_Stream(os.open(target, _PLACE_FLAGS))) as fh:

@@ -159,3 +159,16 @@ def test_check_writable_names_the_argument(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="--out"):
         check_writable(tmp_path / "no" / "r.html", "--out")
     assert check_writable(tmp_path / "r.html") == tmp_path / "r.html"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("prefix", ["/proc/self/fd/", "/dev/fd/"])
+def test_descriptor_names_are_written_in_place(tmp_path: Path, prefix: str) -> None:
+    """/dev/stdout-style names write into the open file (a shell redirection keeps working)."""
+    real = tmp_path / "redirected.txt"
+    with open(real, "wb") as fh:
+        inode = os.fstat(fh.fileno()).st_ino
+        atomic_write(f"{prefix}{fh.fileno()}", _put(b"through the descriptor"))
+    assert real.stat().st_ino == inode
+    assert real.read_bytes() == b"through the descriptor"
+    assert [p.name for p in tmp_path.iterdir()] == ["redirected.txt"]
