@@ -96,14 +96,13 @@ def _is_descriptor(path: Path) -> bool:
     pointing at the old, unlinked file, so these are written in place.
     """
     p = os.path.abspath(path)
-    if not (p.startswith("/dev/") or p.startswith("/proc/")):
-        return False
-    while os.path.islink(p):
-        link = os.readlink(p)
-        p = os.path.normpath(os.path.join(os.path.dirname(p), link))
-        if p.startswith("/proc/"):
-            return True
-    return p.startswith("/proc/")
+    for _ in range(40):  # the kernel's own limit on links followed
+        if not os.path.islink(p):
+            return False
+        if os.path.realpath(os.path.dirname(p)).startswith("/proc/"):
+            return True  # a magic link: /proc/<pid>/fd/N, reached also as /dev/fd/N
+        p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+    return False
 
 
 def _in_place(mode: int) -> bool:
