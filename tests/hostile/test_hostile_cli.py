@@ -32,6 +32,14 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
         "explain --model {d}/m.npz --data {d}/t.csv",
         ("--data", "column 'd'", "--target"),
     ),
+    "explain-csv-mixed-column": (
+        "explain --model {d}/m.npz --data {d}/mixed.csv --target y",
+        ("mixed", "column 'c'", "row 3"),
+    ),
+    "explain-csv-infinite-cell": (
+        "explain --model {d}/m.npz --data {d}/inf.csv --target y",
+        ("column 'a'", "infinite", "row 2"),
+    ),
     "explain-option-method": (
         "explain --model {d}/m.npz --data {d}/d.npz --option method=shap",
         ("--option", "--method"),
@@ -80,6 +88,8 @@ def folder(tmp_path: Path) -> Path:
     net.save(tmp_path / "m.npz")
     np.savez(tmp_path / "d.npz", X=np.random.default_rng(0).normal(size=(10, 4)))
     (tmp_path / "t.csv").write_text("a,b,c,d\n1,2,3,x\n4,5,6,y\n")
+    (tmp_path / "mixed.csv").write_text("a,b,c,d,y\n1,2,3,4,0\n1,2,5,4,1\n1,2,7x,4,0\n")
+    (tmp_path / "inf.csv").write_text("a,b,c,d,y\n1,2,3,4,0\n1e400,2,5,4,1\n")
     return tmp_path
 
 
