@@ -78,7 +78,9 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
         "--data", required=True, help="rows: .npz with X (y, feature_names) or .csv"
     )
     parser.add_argument("--target", help="the target column of a CSV data file")
-    parser.add_argument("--method", default="ig", help="explainer (ig)")
+    parser.add_argument(
+        "--method", default="auto", help="explainer (auto: ig with gradients, shap otherwise)"
+    )
     parser.add_argument("--backend", default="cpu", help="backend the model runs on (cpu)")
     parser.add_argument("--rows", default="5", help=_ROWS_HELP)
     parser.add_argument(
