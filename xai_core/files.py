@@ -26,7 +26,7 @@ from typing import IO
 
 from xai_core.errors import ValidationError
 
-__all__ = ["atomic_write", "atomic_write_text", "check_writable"]
+__all__ = ["atomic_write", "atomic_write_text", "check_writable", "writes_in_place"]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _TEMP_FLAGS |= getattr(os, "O_BINARY", 0)
@@ -56,6 +56,14 @@ def check_writable(path: str | os.PathLike[str], argument: str = "path") -> Path
         folder; the message names ``argument`` and the path.
     """
     return _resolve(Path(path), argument)[0]
+
+
+def writes_in_place(path: str | os.PathLike[str]) -> bool:
+    """Whether :func:`atomic_write` writes ``path`` in place: a device, a FIFO, ``/dev/stdout``.
+
+    A command that saves to such a path should print its own messages elsewhere (stderr).
+    """
+    return _resolve(Path(path), "path")[1]
 
 
 def _resolve(path: Path, argument: str) -> tuple[Path, bool]:

@@ -6,6 +6,7 @@ The one first-party package that imports :mod:`xai_datasets`; the core never doe
 from __future__ import annotations
 
 import argparse
+import sys
 
 from xai_core import CliCommand, hookimpl
 from xai_core.errors import ValidationError
@@ -15,6 +16,13 @@ _ROWS_HELP = (
     "rows to explain: a count N for the first N rows (5), or indices and inclusive ranges "
     "such as 0,3,10-19"
 )
+
+
+def _status(out: str):  # noqa: ANN202
+    """Where to print the closing line: stderr when the output itself is -o /dev/stdout."""
+    from xai_core.files import writes_in_place
+
+    return sys.stderr if writes_in_place(out) else sys.stdout
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -67,7 +75,8 @@ def _explain(args: argparse.Namespace) -> int:
     total = np.abs(e.values).reshape(len(e), -1).sum(axis=1)
     print(
         f"{e.method} on {e.backend}: {len(e)} row(s), values {e.values.shape}, "
-        f"mean sum |attribution| {total.mean():.4g}; saved to {path}"
+        f"mean sum |attribution| {total.mean():.4g}; saved to {path}",
+        file=_status(args.out),
     )
     return 0
 
@@ -116,7 +125,7 @@ def _report(args: argparse.Namespace) -> int:
         title=args.title,
     )
     path = report.save(args.out)
-    print(f"Report with {len(report)} section(s): {path}")
+    print(f"Report with {len(report)} section(s): {path}", file=_status(args.out))
     return 0
 
 

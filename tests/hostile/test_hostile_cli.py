@@ -97,6 +97,9 @@ def folder(tmp_path: Path) -> Path:
 def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if a model is loaded, explained or trained."""
 
+    import xai_demo.build  # imported first, so it keeps the real explain once undone
+    import xai_demo.demo  # noqa: F401
+
     def work(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the arguments were checked")
 
@@ -137,3 +140,17 @@ def test_rows_take_indices_and_ranges(
     e = xai.Explanation.load(out)
     X = np.load(folder / "d.npz")["X"]
     np.testing.assert_allclose(e.data, X[expected])
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="needs /dev/stdout")
+def test_output_to_dev_stdout_keeps_stdout_clean(
+    folder: Path, capfd: pytest.CaptureFixture
+) -> None:
+    """-o /dev/stdout writes the explanation there; the closing line goes to stderr."""
+    import json
+
+    args = f"explain --model {folder}/m.npz --data {folder}/d.npz --rows 2 -o /dev/stdout"
+    assert main(args.split()) == 0
+    out, err = capfd.readouterr()
+    assert len(json.loads(out)["values"]) == 2
+    assert "saved to /dev/stdout" in err
