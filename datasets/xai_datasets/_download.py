@@ -22,7 +22,16 @@ from pathlib import Path
 
 from xai_core.errors import DataError, ValidationError
 
-__all__ = ["default_cache_dir", "fetch", "parse_sha256sums", "RETRIES", "BACKOFF", "TIMEOUT"]
+__all__ = [
+    "default_cache_dir",
+    "fetch",
+    "parse_sha256sums",
+    "check_sha256_format",
+    "RETRIES",
+    "BACKOFF",
+    "TIMEOUT",
+    "DEADLINE",
+]
 
 #: Attempts per file before giving up (network errors, dropped connections, HTTP 5xx).
 RETRIES = 3
@@ -30,6 +39,9 @@ RETRIES = 3
 BACKOFF = 1.0
 #: Socket timeout in seconds for connecting and for each read.
 TIMEOUT = 60.0
+#: Seconds one download may take in all (every attempt and wait included); past it the
+#: download is abandoned, however steadily the server trickles bytes.
+DEADLINE = 900.0
 #: Refuse to download more than this many bytes for one file.
 MAX_BYTES = 512 * 2**20
 
@@ -89,6 +101,29 @@ def parse_sha256sums(text: str, label: str) -> dict[str, str]:
     return sums
 
 
+def check_sha256_format(digest: object, label: str) -> str:
+    """``digest`` in lower case if it is 64 hex digits, else a :class:`ValidationError`.
+
+    Parameters
+    ----------
+    digest : object
+        The SHA-256 a caller gave.
+    label : str
+        What it is the checksum of, used in the message.
+
+    Returns
+    -------
+    str
+    """
+    if (
+        not isinstance(digest, str)
+        or len(digest) != 64
+        or any(c not in "0123456789abcdefABCDEF" for c in digest)
+    ):
+        raise ValidationError(f"sha256 for {label} must be 64 hexadecimal digits; got {digest!r}")
+    return digest.lower()
+
+
 def check_sha256(data: bytes, expected: str, label: str) -> None:
     """Raise :class:`DataError` naming ``label`` unless ``sha256(data) == expected``."""
     got = hashlib.sha256(data).hexdigest()
@@ -109,18 +144,33 @@ def _validate_url(url: str) -> None:
         raise ValidationError(f"base_url must be an http, https or file URL; got {url!r}")
 
 
-def _attempt(url: str, dest: Path, sha256: str, timeout: float) -> None:
+class _Deadline(DataError):
+    """The overall deadline passed: never retried."""
+
+
+def _attempt(url: str, dest: Path, sha256: str, timeout: float, end: float) -> None:
     request = urllib.request.Request(url, headers={"User-Agent": "xai-datasets"})
+    left = end - time.monotonic()
+    if left <= 0:
+        raise _Deadline(f"{url}: download: the deadline passed before the attempt")
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
         digest = hashlib.sha256()
         received = 0
         with os.fdopen(fd, "wb") as out:
             try:
-                with urllib.request.urlopen(request, timeout=timeout) as resp:
+                with urllib.request.urlopen(request, timeout=min(timeout, left)) as resp:
                     length = resp.headers.get("Content-Length")
                     expected = int(length) if length and length.isdigit() else None
-                    while chunk := resp.read(_CHUNK):
+                    # read1 returns what one receive brings, so the deadline is checked
+                    # between receives even when the server trickles bytes.
+                    read = getattr(resp, "read1", resp.read)
+                    while chunk := read(_CHUNK):
+                        if time.monotonic() > end:
+                            raise _Deadline(
+                                f"{url}: download: deadline passed after {received} bytes; "
+                                "the server is too slow"
+                            )
                         received += len(chunk)
                         if received > MAX_BYTES:
                             raise DataError(
@@ -161,6 +211,7 @@ def fetch(
     retries: int | None = None,
     backoff: float | None = None,
     timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Path:
     """Download ``url`` to ``dest`` unless ``dest`` already holds the file.
 
@@ -176,6 +227,10 @@ def fetch(
     retries, backoff, timeout : optional
         Attempts, first wait in seconds (doubling) and socket timeout; default to the
         module's ``RETRIES``, ``BACKOFF`` and ``TIMEOUT``.
+    deadline : float, optional
+        Seconds the whole download may take, every attempt and wait included; default
+        the module's ``DEADLINE`` (15 minutes). Checked between receives, so it ends a
+        server that trickles bytes; a deadline error is not retried.
 
     Returns
     -------
@@ -185,36 +240,81 @@ def fetch(
     Raises
     ------
     DataError
-        On an HTTP error (404 ...), a checksum mismatch, or when every attempt failed;
-        the message names the URL and the last cause.
+        On an HTTP error (404 ...), a checksum mismatch, a passed deadline, or when every
+        attempt failed; the message names the URL and the last cause.
+    ValidationError
+        Before any download, if the URL is not http, https or file, ``sha256`` is not 64
+        hex digits, or ``deadline`` or ``timeout`` is not a positive number.
     """
     _validate_url(url)
     dest = Path(dest)
-    sha256 = sha256.lower()
-    if dest.is_file():
-        return dest
+    sha256 = check_sha256_format(sha256, dest.name)
     retries = RETRIES if retries is None else max(1, int(retries))
     backoff = BACKOFF if backoff is None else float(backoff)
-    timeout = TIMEOUT if timeout is None else float(timeout)
+    timeout = positive_seconds("timeout", TIMEOUT if timeout is None else timeout)
+    deadline = positive_seconds("deadline", DEADLINE if deadline is None else deadline)
+    if dest.is_file():
+        return dest
+    end = time.monotonic() + deadline
     dest.parent.mkdir(parents=True, exist_ok=True)
     last: _Retry | None = None
+    tried = 0
     for attempt in range(retries):
         if attempt:
-            _sleep(backoff * 2 ** (attempt - 1))
+            wait = backoff * 2 ** (attempt - 1)
+            if time.monotonic() + wait > end:
+                break
+            _sleep(wait)
+        tried += 1
         try:
-            _attempt(url, dest, sha256, timeout)
+            _attempt(url, dest, sha256, timeout, end)
             return dest
         except _Retry as exc:
             last = exc
+        except _Deadline as exc:
+            raise DataError(
+                f"{exc} (deadline={deadline:g} s for the whole download). Pass a larger "
+                "deadline=, set base_url= to a faster mirror, or pass path= to a folder "
+                "that holds the files"
+            ) from None
     raise DataError(
-        f"{url}: download failed after {retries} attempts; last error: {last}. "
+        f"{url}: download failed after {tried} attempts; last error: {last}. "
         "Check the connection or proxy settings, set base_url= to a mirror, "
         "or pass path= to a folder that holds the files"
     ) from last
 
 
-def fetch_all(base_url: str, names: list[str], folder: Path, sums: Mapping[str, str]) -> list[Path]:
-    """Fetch ``base_url + name`` into ``folder`` for each name; see :func:`fetch`."""
+def positive_seconds(name: str, value: object) -> float:
+    """``value`` as a float if it is a positive finite number, else a ValidationError."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not (0 < number < float("inf")):
+        raise ValidationError(f"{name} must be a positive number of seconds; got {value!r}")
+    return number
+
+
+def fetch_all(
+    base_url: str,
+    names: list[str],
+    folder: Path,
+    sums: Mapping[str, str],
+    *,
+    deadline: float | None = None,
+) -> list[Path]:
+    """Fetch ``base_url + name`` into ``folder`` for each name; see :func:`fetch`.
+
+    ``deadline`` (default ``DEADLINE``) bounds all the files together.
+    """
     base = base_url if base_url.endswith("/") else base_url + "/"
     _validate_url(base)
-    return [fetch(urllib.parse.urljoin(base, n), folder / n, sums[n]) for n in names]
+    total = positive_seconds("deadline", DEADLINE if deadline is None else deadline)
+    end = time.monotonic() + total
+    out = []
+    for n in names:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise DataError(f"{base}: download: the {total:g} s deadline passed before {n}")
+        out.append(fetch(urllib.parse.urljoin(base, n), folder / n, sums[n], deadline=left))
+    return out

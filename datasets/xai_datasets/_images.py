@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ def load_mnist(
     *,
     base_url: str | None = None,
     sha256: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> Dataset:
     """Load MNIST handwritten digits: the bundled sample, a folder, or the official files.
 
@@ -130,7 +132,12 @@ def load_mnist(
         A mirror to download from instead of ``MIRRORS["mnist"]``.
     sha256 : mapping of str to str, optional
         File name -> SHA-256 to verify against instead of the official checksums (for a
-        mirror with other files) or in addition to a folder's ``SHA256SUMS``.
+        mirror with other files) or in addition to a folder's ``SHA256SUMS``. Each must be
+        64 hex digits; that is checked before anything is read or fetched.
+    deadline : float, optional
+        With ``download=True``: seconds the whole download may take, every file, attempt
+        and retry wait included (default ``xai_datasets._download.DEADLINE``, 900 s). A
+        server that sends too slowly is abandoned at the first receive past it.
 
     Returns
     -------
@@ -152,7 +159,7 @@ def load_mnist(
     >>> ds = load_mnist("test", path="~/data/mnist")     # official files  # doctest: +SKIP
     >>> ds = load_mnist(download=True)                   # fetch once, then cached  # doctest: +SKIP
     """
-    return _load(_MNIST, split, path, download, cache_dir, base_url, sha256)
+    return _load(_MNIST, split, path, download, cache_dir, base_url, sha256, deadline)
 
 
 def load_fashion_mnist(
@@ -163,12 +170,13 @@ def load_fashion_mnist(
     *,
     base_url: str | None = None,
     sha256: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> Dataset:
     """Load Fashion-MNIST (Zalando): the bundled sample, a folder, or the official files.
 
     Parameters
     ----------
-    split, path, download, cache_dir, base_url, sha256
+    split, path, download, cache_dir, base_url, sha256, deadline
         As in :func:`load_mnist`; downloads land in ``<cache_dir>/fashion-mnist/`` and
         come from ``MIRRORS["fashion-mnist"]`` by default.
 
@@ -186,7 +194,7 @@ def load_fashion_mnist(
     DataError, ValidationError, UnknownNameError
         As in :func:`load_mnist`.
     """
-    return _load(_FASHION, split, path, download, cache_dir, base_url, sha256)
+    return _load(_FASHION, split, path, download, cache_dir, base_url, sha256, deadline)
 
 
 def _load(
@@ -197,6 +205,7 @@ def _load(
     cache_dir: str | os.PathLike[str] | None,
     base_url: str | None,
     sha256: Mapping[str, str] | None,
+    deadline: float | None,
 ) -> Dataset:
     if split not in _SPLITS:
         raise UnknownNameError("split", split, tuple(_SPLITS))
@@ -210,9 +219,19 @@ def _load(
             "cache_dir and base_url are used only with download=True; "
             f"got cache_dir={cache_dir!r}, base_url={base_url!r}"
         )
+    if not download and deadline is not None:
+        raise ValidationError(f"deadline is used only with download=True; got {deadline!r}")
+    if download:
+        deadline = _download.positive_seconds(
+            "deadline", _download.DEADLINE if deadline is None else deadline
+        )
+    if sha256 is not None:
+        sha256 = {
+            str(k): _download.check_sha256_format(v, repr(k)) for k, v in dict(sha256).items()
+        }
     names = _SPLITS[split]
     if download:
-        arrays, source = _from_cache(spec, names, cache_dir, base_url, sha256)
+        arrays, source = _from_cache(spec, names, cache_dir, base_url, sha256, deadline)
         kind, lic = f"official files from {source}", spec.license
     elif path is not None:
         arrays = _from_folder(Path(path).expanduser(), names, sha256)
@@ -334,12 +353,14 @@ def _from_cache(
     cache_dir: str | os.PathLike[str] | None,
     base_url: str | None,
     sha256: Mapping[str, str] | None,
+    deadline: float,
 ) -> tuple[tuple[np.ndarray, np.ndarray], str]:
     folder = (
         Path(cache_dir).expanduser() if cache_dir is not None else _download.default_cache_dir()
     ) / spec.key
     base = base_url or MIRRORS[spec.key]
     sums = {k: v.lower() for k, v in (sha256 or OFFICIAL_SHA256[spec.key]).items()}
+    start = time.monotonic()
     out = []
     for stem in names:
         fname = stem + ".gz"
@@ -360,7 +381,10 @@ def _from_cache(
                 dest.unlink()
                 raw = None
         if raw is None:
-            _download.fetch_all(base, [fname], folder, sums)
+            left = deadline - (time.monotonic() - start)
+            if left <= 0:
+                raise DataError(f"{base}: download: the deadline of {deadline:g} s passed")
+            _download.fetch_all(base, [fname], folder, sums, deadline=left)
             raw = dest.read_bytes()
             _download.check_sha256(raw, sums[fname], str(dest))
         out.append(parse_idx(raw, str(dest)))

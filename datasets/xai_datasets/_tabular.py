@@ -98,6 +98,45 @@ def _encode(values: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(uniq.tolist()), codes.astype(np.int64)
 
 
+def _rows(index: np.ndarray, bad: np.ndarray, values: np.ndarray) -> str:
+    """``row 4 ('abc'), row 9 ('1e400')``: data rows numbered from 1 after the header."""
+    where = np.flatnonzero(bad)
+    cells = [v if isinstance(v, str) else float(v) for v in (values[i] for i in where[:5])]
+    shown = ", ".join(f"row {int(index[i]) + 1} ({v!r})" for i, v in zip(where, cells))
+    return shown + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+
+
+def _check_not_mixed(path: Path, col: str, series: object, isna: np.ndarray) -> None:
+    """Refuse a text column whose cells are mostly numbers: a numeric column with typos."""
+    import pandas as pd
+
+    cells = series.to_numpy(dtype=object)  # type: ignore[attr-defined]
+    parsed = pd.to_numeric(pd.Series(cells[~isna]), errors="coerce").to_numpy()
+    numbers = ~np.isnan(parsed)
+    if not numbers.any() or numbers.all() or numbers.sum() * 2 < len(numbers):
+        return
+    index = np.asarray(series.index)[~isna]  # type: ignore[attr-defined]
+    raise DataError(
+        f"{path.name}: column {col!r} is mixed: {int(numbers.sum())} of {len(numbers)} cells "
+        f"are numbers but {int((~numbers).sum())} are not: "
+        f"{_rows(index, ~numbers, cells[~isna])} (rows counted from 1 after the header). "
+        f"Fix those cells, leave them empty to mark them missing, or list {col!r} in "
+        "categorical=[...] to read every cell as a category name"
+    )
+
+
+def _check_finite(path: Path, col: str, values: np.ndarray, index: object) -> None:
+    """Refuse infinite cells and cells beyond float32's range (they would become infinite)."""
+    big = np.abs(values) > np.finfo(np.float32).max
+    if big.any():
+        raise DataError(
+            f"{path.name}: column {col!r}: {int(big.sum())} cells are infinite or beyond "
+            f"float32's range (about 3.4e38): {_rows(np.asarray(index), big, values)} "
+            "(rows counted from 1 after the header). Fix them, leave them empty to mark them "
+            "missing, or pass allow_infinite=True to keep them as infinities"
+        )
+
+
 def load_csv(
     path: str | os.PathLike[str],
     target: str,
@@ -107,6 +146,7 @@ def load_csv(
     drop: Sequence[str] = (),
     sep: str = ",",
     name: str | None = None,
+    allow_infinite: bool = False,
 ) -> Dataset:
     """Load a Kaggle-style CSV table: one row per sample, one column the target.
 
@@ -128,6 +168,10 @@ def load_csv(
         Field separator.
     name : str, optional
         The dataset's name; default: the file's stem.
+    allow_infinite : bool, default=False
+        Keep infinite cells (``inf``, ``-inf``, and numbers such as ``1e400`` or ``1e39``
+        beyond float32's range) as infinities in ``X`` (and a regression ``y``). By
+        default they are refused: attributions of infinite inputs are NaN or meaningless.
 
     Returns
     -------
@@ -149,7 +193,10 @@ def load_csv(
     Raises
     ------
     DataError
-        If the file is missing, cannot be parsed or has no rows.
+        If the file is missing, cannot be parsed or has no rows; if a column that is not
+        listed in ``categorical`` holds numbers in most cells and text in others (a typo
+        in a numeric column), naming the column, the rows and the cells; or if a numeric
+        cell is infinite or beyond float32's range and ``allow_infinite`` is False.
     UnknownNameError
         If ``target``, a ``categorical`` or a ``drop`` column is not in the file; the
         message lists the columns.
@@ -204,8 +251,14 @@ def load_csv(
         if isna.any():
             missing[col] = int(isna.sum())
         numeric = pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+        if not numeric and col not in categorical:
+            _check_not_mixed(path, col, series, isna)
         if numeric and col not in categorical:
-            X[:, j] = series.to_numpy(dtype=np.float32, na_value=np.nan)
+            values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+            if not allow_infinite:
+                _check_finite(path, col, values, frame.index)
+            with np.errstate(over="ignore"):  # only when allowed: 1e39 -> inf
+                X[:, j] = values
             continue
         raw = series.to_numpy(dtype=object)[~isna]
         if numeric:
@@ -252,7 +305,11 @@ def load_csv(
             raise ValidationError(
                 f"target {target!r} must be numeric for regression; got dtype {target_col.dtype}"
             )
-        class_names, y = (), values.astype(np.float32)
+        floats = values.astype(np.float64)
+        if not allow_infinite:
+            _check_finite(path, target, floats, frame.index)
+        with np.errstate(over="ignore"):
+            class_names, y = (), floats.astype(np.float32)
 
     cat_cols = tuple(c for c in features if c in categories)
     summary = f"{len(class_names)} classes" if task == "classification" else "regression"

@@ -13,12 +13,13 @@ from xai_core.attribution.explainer import explain
 from xai_core.attribution.explanation import Explanation
 from xai_core.errors import ValidationError
 from xai_core.report._report import Report
+from xai_demo._args import existing_file, parse_rows, select_rows
 
 __all__ = ["build_report", "load_data"]
 
 
 def load_data(
-    path: str | os.PathLike[str], target: str | None = None
+    path: str | os.PathLike[str], target: str | None = None, argument: str = "data"
 ) -> tuple[np.ndarray, Any, list[str] | None]:
     """Rows to explain from an ``.npz`` (arrays ``X``, optional ``y`` and ``feature_names``) or a ``.csv``.
 
@@ -28,9 +29,7 @@ def load_data(
     y : ndarray of shape (n_samples,) or None
     feature_names : list of str or None
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValidationError(f"data file {str(path)!r} does not exist.")
+    path = existing_file(path, argument)
     if path.suffix == ".npz":
         try:
             with np.load(path, allow_pickle=False) as f:
@@ -52,7 +51,17 @@ def load_data(
             return ds.X, ds.y, list(ds.feature_names)
         import pandas as pd
 
-        frame = pd.read_csv(path)
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"{argument} {str(path)!r} cannot be read as CSV: {exc}") from exc
+        text = [str(c) for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+        if text:
+            raise ValidationError(
+                f"{argument} {str(path)!r}: column {text[0]!r} holds text, and every column of a "
+                "CSV without a target is a feature; name the target column with --target "
+                "(text features are then coded as categories), or remove the column"
+            )
         return frame.to_numpy(dtype=np.float64), None, [str(c) for c in frame.columns]
     raise ValidationError(f"data file must be .npz or .csv; got {path.name!r}.")
 
@@ -64,7 +73,7 @@ def build_report(
     results: Sequence[str | os.PathLike[str]] = (),
     methods: Sequence[str] | None = None,
     backend: str = "cpu",
-    rows: int = 5,
+    rows: int | str | Sequence[int] = 5,
     target: str | None = None,
     title: str | None = None,
 ) -> Report:
@@ -81,7 +90,9 @@ def build_report(
     methods : sequence of str, optional
         Methods to run on ``model``; default ``["ig"]``.
     backend : str, default="cpu"
-    rows : int, default=5
+    rows : int, str or sequence of int, default=5
+        A count N for the first N rows, or row indices and inclusive ranges such as
+        ``"0,3,10-19"`` or ``[0, 3]``; an index past the last row is an error.
     target : str, optional
         The target column of a CSV data file (left out of the features).
     title : str, optional
@@ -94,6 +105,12 @@ def build_report(
         raise ValidationError("model and data go together: give both, or neither.")
     if model is None and not results:
         raise ValidationError("nothing to report: give saved results, or a model and a data file.")
+    for path in results:
+        existing_file(path, "results")
+    if model is not None:
+        existing_file(model, "model")
+        existing_file(data, "data")  # type: ignore[arg-type]
+    selection = parse_rows(rows, "rows")
     report = Report(title or "xai-core report")
     for path in results:
         report.add(Explanation.load(path), f"{Path(path).name}")
@@ -101,8 +118,8 @@ def build_report(
         from xai_core.nn import load_model
 
         net = load_model(model)
-        X, _, names = load_data(data, target)
-        X = X[:rows]
+        X, _, names = load_data(data, target)  # type: ignore[arg-type]
+        X = select_rows(X, selection, "rows")
         report.add(
             {"rows": len(X), "features": int(np.prod(X.shape[1:]))}, f"Data: {Path(data).name}"
         )

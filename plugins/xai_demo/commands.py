@@ -6,14 +6,29 @@ The one first-party package that imports :mod:`xai_datasets`; the core never doe
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 
 from xai_core import CliCommand, hookimpl
 from xai_core.errors import ValidationError
+from xai_demo._args import existing_file, output_file, parse_options, parse_rows, select_rows
+
+_ROWS_HELP = (
+    "rows to explain: a count N for the first N rows (5), or indices and inclusive ranges "
+    "such as 0,3,10-19"
+)
+
+
+def _status(out: str):  # noqa: ANN202
+    """Where to print the closing line: stderr when the output itself is -o /dev/stdout."""
+    from xai_core.files import writes_in_place
+
+    return sys.stderr if writes_in_place(out) else sys.stdout
 
 
 def _demo(args: argparse.Namespace) -> int:
     from xai_demo.demo import run_demo
+
+    output_file(args.out, "--out")  # before minutes of training
 
     return run_demo(
         output=args.out, dataset=args.dataset, quick=args.quick, progress=not args.no_progress
@@ -40,20 +55,17 @@ def _explain(args: argparse.Namespace) -> int:
     from xai_core.nn import load_model
     from xai_demo.build import load_data
 
+    # Every path and option is checked before any work.
+    existing_file(args.model, "--model")
+    existing_file(args.data, "--data")
+    output_file(args.out, "--out")
+    rows = parse_rows(args.rows)
+    options = parse_options(args.option)
     net = load_model(args.model)
-    X, _, names = load_data(args.data, args.target)
-    options = {}
-    for item in args.option or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValidationError(f"--option must look like name=value; got {item!r}.")
-        try:
-            options[key] = json.loads(value)  # numbers, true/false/null, lists, objects
-        except json.JSONDecodeError:
-            options[key] = value  # a plain string such as riemann_middle
+    X, _, names = load_data(args.data, args.target, "--data")
     e = explain(
         net,
-        X[: args.rows],
+        select_rows(X, rows),
         method=args.method,
         backend=args.backend,
         feature_names=names,
@@ -63,7 +75,8 @@ def _explain(args: argparse.Namespace) -> int:
     total = np.abs(e.values).reshape(len(e), -1).sum(axis=1)
     print(
         f"{e.method} on {e.backend}: {len(e)} row(s), values {e.values.shape}, "
-        f"mean sum |attribution| {total.mean():.4g}; saved to {path}"
+        f"mean sum |attribution| {total.mean():.4g}; saved to {path}",
+        file=_status(args.out),
     )
     return 0
 
@@ -78,7 +91,7 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
         "--method", default="auto", help="explainer (auto: ig with gradients, shap otherwise)"
     )
     parser.add_argument("--backend", default="cpu", help="backend the model runs on (cpu)")
-    parser.add_argument("--rows", type=int, default=5, help="rows of the data to explain (5)")
+    parser.add_argument("--rows", default="5", help=_ROWS_HELP)
     parser.add_argument(
         "--option", action="append", help="method option name=value (JSON values; repeatable)"
     )
@@ -90,6 +103,17 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
 def _report(args: argparse.Namespace) -> int:
     from xai_demo.build import build_report
 
+    if (args.model is None) != (args.data is None):
+        raise ValidationError(
+            "--model and --data: model and data go together: give both, or neither."
+        )
+    for path in args.results:
+        existing_file(path, "results")
+    for path, flag in ((args.model, "--model"), (args.data, "--data")):
+        if path is not None:
+            existing_file(path, flag)
+    output_file(args.out, "--out")
+    parse_rows(args.rows)
     report = build_report(
         model=args.model,
         data=args.data,
@@ -101,7 +125,7 @@ def _report(args: argparse.Namespace) -> int:
         title=args.title,
     )
     path = report.save(args.out)
-    print(f"Report with {len(report)} section(s): {path}")
+    print(f"Report with {len(report)} section(s): {path}", file=_status(args.out))
     return 0
 
 
@@ -116,7 +140,7 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
         "--method", action="append", help="method to run on the model (repeatable; default ig)"
     )
     parser.add_argument("--backend", default="cpu", help="backend the model runs on (cpu)")
-    parser.add_argument("--rows", type=int, default=5, help="rows of the data to explain (5)")
+    parser.add_argument("--rows", default="5", help=_ROWS_HELP)
     parser.add_argument("--title", help="report title")
     parser.add_argument(
         "-o", "--out", default="report.html", help="where to write the report (report.html)"

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import DataError, ValidationError
+from xai_core.files import atomic_write, atomic_write_text
 from xai_core.report import encode_png, to_pixels
 
 __all__ = [
@@ -72,6 +73,9 @@ def write_tensorboard(
     """Write ``tensors.tsv``, ``metadata.tsv`` (if any columns), ``sprite.png`` (if images)
     and ``projector_config.pbtxt`` into ``directory`` (created if missing).
 
+    Each file is written atomically (:func:`xai_core.files.atomic_write`): on a full disk
+    no file is left half-written, and the config, which names the others, comes last.
+
     Parameters
     ----------
     directory : path
@@ -93,7 +97,10 @@ def write_tensorboard(
     written: dict[str, Path] = {}
     fmt = "%.9g" if vectors.dtype == np.float32 else "%.17g"
     written["tensors"] = out / "tensors.tsv"
-    np.savetxt(written["tensors"], vectors, fmt=fmt, delimiter="\t", newline="\n", encoding="utf-8")
+    atomic_write(
+        written["tensors"],
+        lambda fh: np.savetxt(fh, vectors, fmt=fmt, delimiter="\t", newline="\n", encoding="utf-8"),
+    )
     names = [sanitize_cell(str(c)) for c in columns]
     cells = [[sanitize_cell(str(v)) for v in columns[c]] for c in columns]
     if cells:
@@ -105,7 +112,7 @@ def write_tensorboard(
         if len(cells) > 1:
             lines = ["\t".join(names), *lines]
         written["metadata"] = out / "metadata.tsv"
-        written["metadata"].write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
+        atomic_write_text(written["metadata"], "\n".join(lines) + "\n")
     body = [
         "embeddings {",
         f"  tensor_name: {_pbtxt_string(tensor_name)}",
@@ -116,7 +123,8 @@ def write_tensorboard(
     body += [f"  tensor_shape: {n}", f"  tensor_shape: {vectors.shape[1]}"]
     if images is not None:
         written["sprite"] = out / "sprite.png"
-        written["sprite"].write_bytes(encode_png(_sprite(images)))
+        png = encode_png(_sprite(images))
+        atomic_write(written["sprite"], lambda fh: fh.write(png))
         body += [
             "  sprite {",
             f"    image_path: {_pbtxt_string('sprite.png')}",
@@ -126,7 +134,7 @@ def write_tensorboard(
         ]
     body.append("}")
     written["config"] = out / CONFIG
-    written["config"].write_text("\n".join(body) + "\n", encoding="utf-8", newline="\n")
+    atomic_write_text(written["config"], "\n".join(body) + "\n")
     return written
 
 
@@ -199,14 +207,15 @@ def write_coordinates_csv(
 ) -> Path:
     """Projected coordinates (n_samples, n_components) with the metadata, one CSV row per point.
 
-    The header is ``index, x, y[, z], <metadata columns>``.
+    The header is ``index, x, y[, z], <metadata columns>``. Written atomically.
     """
     path = Path(path)
     axes = ["x", "y", "z"][: coordinates.shape[1]] or [f"c{j}" for j in range(coordinates.shape[1])]
     if coordinates.shape[1] > 3:
         axes = [f"c{j}" for j in range(coordinates.shape[1])]
     names = list(columns)
-    with path.open("w", encoding="utf-8", newline="") as fh:
+
+    def fill(fh: Any) -> None:
         writer = csv.writer(fh)
         writer.writerow(["index", *axes, *names])
         values = [columns[c] for c in names]
@@ -214,6 +223,8 @@ def write_coordinates_csv(
             [i, *(repr(float(v)) for v in coordinates[i]), *(str(col[i]) for col in values)]
             for i in range(coordinates.shape[0])
         )
+
+    atomic_write_text(path, fill, newline="")
     return path
 
 
@@ -221,7 +232,7 @@ def write_neighbors(path: str | os.PathLike[str], neighbors: Any) -> Path:
     """A :class:`~xai_projector.Neighbors` as JSON (``.json``) or CSV (any other suffix).
 
     CSV: one row per (query, rank) with ``index, rank, neighbor, distance``. JSON: the metric,
-    k, recall and one record per query.
+    k, recall and one record per query. Written atomically.
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
@@ -232,10 +243,11 @@ def write_neighbors(path: str | os.PathLike[str], neighbors: Any) -> Path:
             "recall": neighbors.recall,
             "neighbors": neighbors.to_records(),
         }
-        path.write_text(json.dumps(doc), encoding="utf-8")
+        atomic_write_text(path, json.dumps(doc))
         return path
     n, k = neighbors.indices.shape
-    with path.open("w", encoding="utf-8", newline="") as fh:
+
+    def fill(fh: Any) -> None:
         writer = csv.writer(fh)
         writer.writerow(["index", "rank", "neighbor", "distance"])
         writer.writerows(
@@ -248,6 +260,8 @@ def write_neighbors(path: str | os.PathLike[str], neighbors: Any) -> Path:
             for i in range(n)
             for r in range(k)
         )
+
+    atomic_write_text(path, fill, newline="")
     return path
 
 
@@ -262,5 +276,5 @@ def write_selections(
         if labels is not None:
             record["labels"] = [str(labels[i]) for i in s.indices]
         doc.append(record)
-    path.write_text(json.dumps({"selections": doc}, ensure_ascii=False), encoding="utf-8")
+    atomic_write_text(path, json.dumps({"selections": doc}, ensure_ascii=False))
     return path

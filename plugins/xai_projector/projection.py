@@ -245,9 +245,11 @@ class Projection:
         return standalone_page(self, title)
 
     def save_html(self, path: str | os.PathLike[str], title: str | None = None) -> Path:
-        """Write :meth:`to_html` to ``path``."""
+        """Write :meth:`to_html` to ``path`` atomically (see :func:`xai_core.files.atomic_write`)."""
+        from xai_core.files import atomic_write_text
+
         path = Path(path)
-        path.write_text(self.to_html(title), encoding="utf-8", newline="\n")
+        atomic_write_text(path, self.to_html(title))
         return path
 
     def _repr_html_(self) -> str:

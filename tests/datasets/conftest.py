@@ -60,13 +60,15 @@ def serve() -> Iterator[Callable[..., SimpleNamespace]]:
 
     Modes: ``ok``; ``corrupt`` (one byte flipped); ``drop`` (every response stops halfway,
     with a full Content-Length); ``drop-once`` (only the first request per file);
-    ``500-once`` (the first request per file gets HTTP 503).
+    ``500-once`` (the first request per file gets HTTP 503); ``trickle`` (a full
+    Content-Length, then one byte every 0.05 s, for at most 5 s).
     """
     servers: list[ThreadingHTTPServer] = []
+    states: list[SimpleNamespace] = []
 
     def start(folder: Path, mode: str = "ok") -> SimpleNamespace:
         files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-        state = SimpleNamespace(mode=mode, requests=[], url="")
+        state = SimpleNamespace(mode=mode, requests=[], url="", stop=threading.Event())
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -86,6 +88,16 @@ def serve() -> Iterator[Callable[..., SimpleNamespace]]:
                 self.send_header("Content-Type", "application/octet-stream")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if state.mode == "trickle":
+                    for i in range(100):
+                        if state.stop.wait(0.05):
+                            break
+                        try:
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
+                        except OSError:  # the client gave up
+                            break
+                    return
                 drop = state.mode == "drop" or (state.mode == "drop-once" and first)
                 self.wfile.write(body[: len(body) // 2] if drop else body)
 
@@ -95,10 +107,13 @@ def serve() -> Iterator[Callable[..., SimpleNamespace]]:
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         servers.append(server)
+        states.append(state)
         state.url = f"http://127.0.0.1:{server.server_address[1]}/"
         return state
 
     yield start
+    for state in states:
+        state.stop.set()
     for server in servers:
         server.shutdown()
         server.server_close()

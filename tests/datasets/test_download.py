@@ -212,3 +212,46 @@ def test_bad_download_arguments(tmp_path: Path, kwargs: dict, message: str) -> N
     """A non-HTTP mirror or a checksum table without the needed file is refused up front."""
     with pytest.raises(ValidationError, match=message):
         load_mnist("test", download=True, cache_dir=tmp_path, **kwargs)
+
+
+def test_trickling_server_is_abandoned_at_the_deadline(
+    serve, mnist_dir: Path, tmp_path: Path, no_backoff: list[float]
+) -> None:
+    """A server sending one byte every 0.05 s is given up at deadline=, nothing cached."""
+    server = serve(mnist_dir, "trickle")
+    cache = tmp_path / "cache"
+    with pytest.raises(DataError, match="deadline") as info:
+        load_mnist(
+            "test",
+            download=True,
+            cache_dir=cache,
+            base_url=server.url,
+            sha256=_sums(mnist_dir),
+            deadline=0.5,
+        )
+    assert "too slow" in str(info.value) and "deadline=" in str(info.value)
+    assert len(server.requests) == 1  # a passed deadline is not retried
+    assert _files(cache) == []
+
+
+@pytest.mark.parametrize(
+    "digest", ["zz" * 32, "abc", 123, "0" * 63 + "g"], ids=["non-hex", "short", "int", "g"]
+)
+def test_malformed_sha256_is_refused_before_any_download(
+    serve, mnist_dir: Path, tmp_path: Path, digest: object
+) -> None:
+    """A sha256= that is not 64 hex digits is a ValidationError before any request."""
+    server = serve(mnist_dir)
+    sums = _sums(mnist_dir)
+    sums["t10k-labels-idx1-ubyte.gz"] = digest
+    with pytest.raises(ValidationError, match="64 hexadecimal digits") as info:
+        load_mnist("test", download=True, cache_dir=tmp_path, base_url=server.url, sha256=sums)
+    assert "t10k-labels-idx1-ubyte.gz" in str(info.value)
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("deadline", [0, -1, float("nan"), float("inf"), "soon", True])
+def test_bad_deadline_is_refused_up_front(tmp_path: Path, deadline: object) -> None:
+    """deadline= must be a positive finite number of seconds; checked before any request."""
+    with pytest.raises(ValidationError, match="deadline"):
+        load_mnist("test", download=True, cache_dir=tmp_path, deadline=deadline)
