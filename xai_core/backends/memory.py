@@ -12,8 +12,10 @@ cycles plus one cycle of latency (``bw``: words per cycle of that operand's DRAM
   makes over it (``ws``: ifmap once per column fold, filter once; ``os``: ifmap per column
   fold, filter per row fold; ``is``: ifmap once, filter per column fold), all but the
   first active half arriving in bursts.
-- The ofmap SRAM absorbs the array's writes (partial sums of every K fold included) and
-  drains to DRAM at its port's ``bw`` words per cycle once its active half is full.
+- The ofmap SRAM absorbs the array's writes (partial sums of every K fold included); once
+  half of it is written that half drains to DRAM in ``ceil(half / bw)`` cycles (its space
+  freed as the drain starts, as SCALE-Sim does) while the other half fills, drains run
+  back to back, and the array waits when the buffer is full.
 
 The array stalls when a port cannot keep up: the GEMM takes
 ``max(compute, ifmap stream, filter stream, ofmap drain)`` cycles, i.e. compute plus
@@ -180,8 +182,20 @@ def memory_cost(
         reads.append(np.where(fits, sizes[j], streamed))
         prefetch = prefetch + np.where(fits, np.ceil(sizes[j] / bws[j]), np.ceil(active / bws[j]))
     writes = (row_folds if dataflow != "os" else 1) * m * n
-    o_active = -(-s_words[2] // 2)
-    times.append(np.maximum(writes - o_active, 0) / memory.ofmap_bw)
+    o_size = s_words[2]
+    drain = o_size - -(-o_size // 2)  # SCALE-Sim's drain half
+    drain_cycles = np.ceil(drain / memory.ofmap_bw)
+    # The first drain starts once ``drain`` words are written: after the first fold's
+    # fill, at the rate the outputs leave the array (ws, is: one row of up to C per
+    # cycle; os: the fold's outputs at its end, taken at the average rate). A drain frees
+    # its half as it starts and the next starts when it ends, so the array's last write
+    # is accepted once ceil((writes - size) / drain) drains have started.
+    if dataflow == "os":
+        first = drain * compute / np.maximum(writes, 1)
+    else:
+        first = 2 * rows + cols - 2 + drain / np.minimum(sc, cols)
+    n_drains = np.ceil(np.maximum(writes - o_size, 0) / max(drain, 1))
+    times.append(np.where(writes > o_size, first + (n_drains - 1) * drain_cycles, 0.0))
     stack = np.stack([compute.astype(np.float64), *np.broadcast_arrays(*times)])
     total = np.ceil(stack.max(axis=0)).astype(np.int64)
     bound = np.array(["compute", "ifmap", "filter", "ofmap"])[stack.argmax(axis=0)]
