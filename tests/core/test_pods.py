@@ -181,3 +181,41 @@ def test_bad_pod_settings_raise_before_work():
         xai.get_backend("tpu_pod", preset="v9-8")
     with pytest.raises(xai.errors.ValidationError, match="ici_latency_us"):
         xai.get_backend("tpu_pod", preset="v2-8", ici_latency_us=-1)
+
+
+def test_cli_report_and_compare_backends_describe_the_topology(capsys):
+    """`xai backends` and the report's counters show the torus; compare_backends takes a pod."""
+    from xai_core.cli.main import main
+    from xai_core.report.sections import render_counters
+
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    assert "tpu_pod" in out and "v3-2048" in out and "2 x 2 mesh of 4 v2 chips" in out
+    rng = np.random.default_rng(4)
+    net = _mlp()
+    X = rng.normal(size=(6, 20)).astype(np.float32)
+    pod = xai.get_backend("tpu_pod", preset="v3-32")
+    html = render_counters(xai.ModelRunner(net, pod))
+    assert "4 x 4 torus of 16 v3 chips" in html and "allreduce_seconds" in html
+    cmp = xai.compare_backends(net, X, "ig", backends=[_one_core("v3-32"), pod], steps=8)
+    assert cmp.explanations["tpu_pod"].values.shape == (6, 20)
+    assert np.array_equal(cmp.explanations["tpu_pod"].values, cmp.explanations["tpu"].values)
+
+
+def test_weak_scaling_composition_equals_a_real_pod_run():
+    """Weak scaling's one-device step plus closed-form communication is what the pod counts."""
+    from xai_core.backends.scaling import training_scaling
+
+    net = _mlp()
+    table = training_scaling(net, batch_size=16, presets=["v3-8"], per_device=True)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(16 * 8, 20)).astype(np.float32)
+    pod = xai.get_backend("tpu_pod", preset="v3-8")
+    trial = _mlp()
+    trial.fit(X, np.arange(len(X)) % 3, batch_size=len(X), epochs=1, backend=pod, progress=False)
+    c = pod.counters
+    assert table["global_batch"].iloc[0] == 128
+    assert table["allreduce_seconds"].iloc[0] == pytest.approx(c["allreduce_seconds"])
+    assert table["infeed_seconds"].iloc[0] == pytest.approx(c["infeed_seconds"])
+    # the slowest device's compute: the same GEMM shards; vector work rounds per device
+    assert table["compute_seconds"].iloc[0] == pytest.approx(c["compute_seconds"], rel=0.02)

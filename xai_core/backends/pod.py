@@ -302,6 +302,7 @@ class TPUPodBackend(TPUBackend):
         spec = self.spec
         info.update(
             {
+                "presets": list(self.PRESETS),
                 "topology": self.topology_text(),
                 "accelerator_type": spec["accelerator_type"],
                 "chip": spec["chip"],

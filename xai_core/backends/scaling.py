@@ -37,33 +37,42 @@ def training_scaling(
     batch_size: int,
     presets: Sequence[str] = ("v3-8", "v3-32", "v3-128", "v3-512", "v3-2048"),
     *,
+    per_device: bool = False,
     problem: str = "classification",
     seed: int = 0,
 ):
-    """One training step of ``net`` with a global batch of ``batch_size`` rows on each pod.
+    """One training step of ``net`` on each pod: compute, communication, scaling efficiency.
 
-    Strong scaling: the batch is the same on every pod and is sharded over its devices.
-    Each step runs for real on the pod backend (:class:`~xai_core.backends.pod.TPUPodBackend`)
-    with random rows of the network's input shape; ``net`` is not changed.
+    Strong scaling (default): a global batch of ``batch_size`` rows, the same on every
+    pod, sharded over its devices; each step runs for real on the pod backend
+    (:class:`~xai_core.backends.pod.TPUPodBackend`). Weak scaling (``per_device=True``):
+    ``batch_size`` rows on every device; one device's step is run for real on that many
+    rows and the pod adds its infeed and gradient all-reduce (closed forms), which is what
+    the pod backend counts for a global batch of ``batch_size * devices`` rows. Random rows
+    of the network's input shape are used; ``net`` is not changed.
 
     Parameters
     ----------
     net : xai.nn.Sequential
         A built network.
     batch_size : int
-        Global batch.
+        Global batch (strong scaling) or rows per device (weak scaling).
     presets : sequence of str
         Pod presets, smallest first.
+    per_device : bool, default=False
     problem : {"classification", "regression"}, default="classification"
     seed : int, default=0
 
     Returns
     -------
     pandas.DataFrame
-        One row per preset: ``preset``, ``devices``, ``rows_per_device`` (the largest
-        shard), ``compute_seconds`` (slowest device), ``allreduce_seconds``,
-        ``infeed_seconds``, ``step_seconds``, ``allreduce_bytes``, ``speedup`` over one
-        device and ``efficiency`` (speed-up over devices).
+        One row per preset: ``preset``, ``devices``, ``global_batch``, ``rows_per_device``
+        (the largest shard), ``compute_seconds`` (slowest device), ``allreduce_seconds``,
+        ``infeed_seconds``, ``step_seconds``, ``allreduce_bytes``,
+        ``one_device_seconds`` (one device on the global batch: strong; on its rows:
+        weak), ``speedup`` and ``efficiency``. Strong: speed-up over one device, divided
+        by the devices. Weak: ``one_device_seconds / step_seconds``, the share of the
+        step spent computing what one device alone would.
     """
     import pandas as pd
 
@@ -82,25 +91,46 @@ def training_scaling(
         y = np.arange(batch_size) % max(n_out, 2)
     else:
         y = rng.normal(size=(batch_size, n_out)).astype(np.float32)
+    singles: dict[str, dict] = {}  # one device's step, per chip
     rows = []
     for preset in presets:
         pod = get_backend("tpu_pod", preset=preset)  # raises on an unknown preset
-        single = _step(net, X, y, one_device(preset), problem)["est_seconds"]
-        c = _step(net, X, y, pod, problem)
+        chip = pod.spec["chip"]
+        if chip not in singles:
+            singles[chip] = _step(net, X, y, one_device(preset), problem)
+        single = singles[chip]
+        if per_device:
+            n_rows = batch_size * pod.devices
+            pod.begin_batch(np.empty((n_rows, *net.input_shape), dtype=np.float32))
+            pod.all_reduce([np.empty(_n_params(net), dtype=np.float32)])
+            c = pod.counters
+            compute = single["est_seconds"]
+            step = compute + c["communication_seconds"]
+            c = {**c, "compute_seconds": compute, "est_seconds": step}
+        else:
+            n_rows = batch_size
+            c = _step(net, X, y, pod, problem)
         rows.append(
             {
                 "preset": preset,
                 "devices": pod.devices,
-                "rows_per_device": int(pod.shard_rows(batch_size).max()),
+                "global_batch": n_rows,
+                "rows_per_device": int(pod.shard_rows(n_rows).max()),
                 "compute_seconds": c["compute_seconds"],
                 "allreduce_seconds": c["allreduce_seconds"],
                 "infeed_seconds": c["infeed_seconds"],
                 "step_seconds": c["est_seconds"],
                 "allreduce_bytes": c["allreduce_bytes"],
-                "one_device_seconds": single,
+                "one_device_seconds": single["est_seconds"],
             }
         )
     table = pd.DataFrame(rows)
     table["speedup"] = table["one_device_seconds"] / table["step_seconds"]
+    if per_device:
+        table["speedup"] *= table["devices"]
     table["efficiency"] = table["speedup"] / table["devices"]
     return table
+
+
+def _n_params(net: Any) -> int:
+    return int(sum(np.asarray(w).size for w in net.get_weights()))
