@@ -271,3 +271,21 @@ def test_bad_memory_settings_raise():
         MemorySystem(1, 1, 1, 0, 1, 1)
     with pytest.raises(xai.errors.ValidationError, match="sram_kib"):
         xai.get_backend("tpu", dram_bw=4)
+
+
+def test_layer_report_sums_to_the_backend_counters():
+    """Per-layer cycles and energy of a forward pass add up to what the backend counts."""
+    from xai_core.backends.scalesim_io import layer_report
+
+    net = xai.nn.mlp(30, [40, 20], 5, seed=0)
+    backend = xai.get_backend("tpu", array=(8, 8), sram_kib=(1, 1, 1), dram_bw=1)
+    report = layer_report(net, backend, batch=64)
+    xai.ModelRunner(net, backend).predict(np.zeros((64, 30), dtype=np.float32))
+    c = backend.counters
+    assert len(report) == 3 and report["layer"].tolist() == ["dense0", "dense2", "dense4"]
+    assert (report["Total Cycles"] + 1).sum() == c["matmul_cycles"]
+    assert report["Stall Cycles"].sum() == c["stall_cycles"] > 0
+    macs_j = (report.M * report.N * report.K).sum() * 2.0e-12
+    assert c["energy_mac_j"] == pytest.approx(macs_j)
+    dram = c["energy_dram_j"] + c["energy_sram_j"] + c["energy_mac_j"]
+    assert report["energy_j"].sum() == pytest.approx(dram)

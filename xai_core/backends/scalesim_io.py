@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import configparser
+import io
 import os
 from typing import Any
 
@@ -25,7 +26,7 @@ from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.systolic import gemm_cost
 from xai_core.errors import ValidationError
 
-__all__ = ["export_topology", "read_config", "read_topology", "run_scalesim"]
+__all__ = ["export_topology", "layer_report", "read_config", "read_topology", "run_scalesim"]
 
 COMPUTE_COLUMNS = (
     "LayerID",
@@ -164,7 +165,8 @@ def run_scalesim(config: Any, topology: Any):
     bandwidth : pandas.DataFrame
         BANDWIDTH_REPORT columns (words per cycle; DRAM averages over the total cycles),
         then ``ifmap_dram_reads``, ``filter_dram_reads``, ``ofmap_dram_writes``, ``bound``
-        and ``energy_j`` (:mod:`xai_core.backends.energy`, int8 MACs: SCALE-Sim's 1-byte words).
+        and ``energy_j`` (:mod:`xai_core.backends.energy`; int8 MACs for SCALE-Sim's 1-byte
+        words, bf16 MACs for 2-byte words).
     """
     import pandas as pd
 
@@ -197,10 +199,12 @@ def run_scalesim(config: Any, topology: Any):
         columns=list(COMPUTE_COLUMNS),
     )
     pj = ENERGY_PJ
+    word = cfg["memory"].word_bytes
     energy = (
-        macs * pj["mac_int8"]
-        + sram.sum(axis=1) * pj["sram_byte"]
-        + (mem.ifmap_dram_reads + mem.filter_dram_reads + mem.ofmap_dram_writes) * pj["dram_byte"]
+        macs * (pj["mac_int8"] if word == 1 else pj["mac_bf16"])
+        + (sram[:, :2].sum(axis=1) * word + sram[:, 2] * 4) * pj["sram_byte"]
+        + ((mem.ifmap_dram_reads + mem.filter_dram_reads) * word + mem.ofmap_dram_writes * 4)
+        * pj["dram_byte"]
     ) * 1e-12
     bandwidth = pd.DataFrame(
         {
@@ -281,3 +285,44 @@ def export_topology(
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return text
+
+
+def layer_report(net: Any, backend: Any, *, batch: int = 1):
+    """Cycles, stalls, DRAM traffic and energy of each matrix product of ``net``'s forward pass.
+
+    Parameters
+    ----------
+    net : xai.nn.Sequential
+        A built network.
+    backend : TPUBackend
+        A systolic backend (``tpu``, ``tpu_pod``: one device); its array, dataflow and
+        memory system are used (without one, SRAMs large enough for every operand).
+    batch : int, default=1
+        Rows of the forward pass.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``layer``, ``M``, ``N``, ``K``, then the compute and bandwidth columns of
+        :func:`run_scalesim` for each layer.
+    """
+    import pandas as pd
+
+    if not hasattr(backend, "array") or not hasattr(backend, "dataflow"):
+        raise ValidationError(
+            f"backend must be a systolic backend (tpu, tpu_pod); got {backend!r}."
+        )
+    topo = pd.read_csv(io.StringIO(export_topology(net, batch=batch)), skipinitialspace=True)
+    topo = topo.iloc[:, :4]
+    topo.columns = ["name", "M", "N", "K"]
+    mem = backend.memory
+    if mem is None:
+        big = float(2 * (topo[["M", "N", "K"]].prod(axis=1).max() + 1) * 4 / 1024)
+        word = 1 if backend.int8 else 2
+        mem = MemorySystem(big, big, big, 1e9, 1e9, 1e9, word_bytes=word)
+    cfg = {"array": backend.array, "dataflow": backend.dataflow, "memory": mem}
+    compute, bandwidth = run_scalesim(cfg, topo)
+    out = pd.concat(
+        [topo.rename(columns={"name": "layer"}), compute.drop(columns="LayerID")], axis=1
+    )
+    return pd.concat([out, bandwidth.drop(columns="LayerID")], axis=1)
