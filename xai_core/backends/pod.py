@@ -96,6 +96,7 @@ class TPUPodBackend(TPUBackend):
         return super().extra_counters() + (
             "device_matmuls",
             "compute_cycles",
+            "fastest_device_cycles",
             "compute_seconds",
             "infeed_bytes",
             "infeed_seconds",
@@ -132,6 +133,9 @@ class TPUPodBackend(TPUBackend):
         compute = self._committed + float(self._device_batch.max(initial=0.0))
         comm = c["infeed_seconds"] + c["gather_seconds"] + c["allreduce_seconds"]
         c["compute_cycles"] = compute
+        c["fastest_device_cycles"] = (
+            float(self.device_cycles.min(initial=np.inf)) if compute else 0.0
+        )
         c["compute_seconds"] = compute / self.clock_hz
         c["communication_seconds"] = comm
         c["est_seconds"] = c["compute_seconds"] + comm
