@@ -119,7 +119,7 @@ def bench_tabular(repeats: int, n_rows: int) -> None:
             rows,
             method="lime",
             target=1,
-            training_data=X,
+            background=X,
             n_samples=5000,
             seed=seed,
             stability_seeds=stability_seeds,

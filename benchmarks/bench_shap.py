@@ -198,9 +198,7 @@ def plugin_section(models, X, X_many, bg, repeats: int) -> None:
         (
             "permutation, 30 features, MLP",
             plugin(mlp, X, bg, "permutation", target, seed=0, progress=False),
-            lambda: shap.explainers.Permutation(mlp.predict_proba, masker(bg), seed=0)(
-                X, silent=True
-            ).values[rows, :, target],
+            lambda: permutation_per_row(mlp.predict_proba, X, bg, seed=0)[rows, :, target],
         ),
         (
             f"tree, random forest, {len(X_many)} rows",
@@ -238,6 +236,21 @@ def plugin_section(models, X, X_many, bg, repeats: int) -> None:
 
 
 # -- 2. vectorised Kernel SHAP against shap.KernelExplainer ---------------------------------------------------------------
+def permutation_per_row(fn, X: np.ndarray, bg: np.ndarray, seed: int) -> np.ndarray:
+    """shap's Permutation explainer seeded per row as the plugin seeds it (row r: [seed, r])."""
+    import shap
+
+    from xai_core.attribution.seeds import row_seeds
+
+    masker = shap.maskers.Independent(bg, max_samples=len(bg))
+    explainer = shap.explainers.Permutation(fn, masker, seed=seed)
+    values = []
+    for i, row_seed in enumerate(row_seeds(seed, np.arange(len(X)))):
+        np.random.seed(int(row_seed))  # noqa: NPY002 - shap draws from the global generator
+        values.append(explainer(X[i : i + 1], silent=True).values)
+    return np.concatenate(values)
+
+
 def permutation_reference(model, X, bg, target, n_perm: int, seed: int) -> np.ndarray:
     """Antithetic permutation estimate with ``n_perm`` permutations per row (shap's Permutation)."""
     m = X.shape[1]

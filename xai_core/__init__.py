@@ -1,28 +1,15 @@
 """xai-core: explanations you can run on simulated hardware, and check.
 
 The public facade. Plugin authors write ``from xai_core import hookimpl, Explainer``.
+Importing it is cheap: errors, hook markers and records are imported here, every other
+name on first use (``_EXPORTS`` lists where each lives; add a new public name there).
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("xai-core")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
-
-from xai_core import _moved, errors, nn
-from xai_core.attribution.explainer import Explainer, explain, list_explainers
-from xai_core.attribution.explanation import Explanation
-from xai_core.backends.base import Backend
-from xai_core.compare.agreement import (
-    BackendComparison,
-    MethodComparison,
-    compare_backends,
-    compare_methods,
-)
-from xai_core.compare.faithfulness import Faithfulness, faithfulness
+from xai_core import _moved, errors
 from xai_core.errors import (
     CapabilityError,
     ChunkError,
@@ -36,20 +23,99 @@ from xai_core.errors import (
     XaiError,
     XaiWarning,
 )
-from xai_core.model.base import BlackBoxModel, Model, as_model
-from xai_core.model.runner import ModelRunner, get_backend
-from xai_core.nn import from_sklearn, load_model
-from xai_core.nn.quantize import quantize
+from xai_core.lazy import lazy_exports
 from xai_core.plugin.hookspecs import hookimpl, hookspec
-from xai_core.plugin.manager import get_plugin_manager, get_registry
 from xai_core.plugin.records import CliCommand, ReportSection, Tool
-from xai_core.report import Report
+
+if TYPE_CHECKING:  # what the names below resolve to, for readers and type checkers
+    from xai_core import nn
+    from xai_core.attribution.explainer import Explainer, explain, list_explainers
+    from xai_core.attribution.explanation import Explanation
+    from xai_core.backends.base import Backend
+    from xai_core.compare.agreement import (
+        BackendComparison,
+        MethodComparison,
+        compare_backends,
+        compare_methods,
+    )
+    from xai_core.compare.faithfulness import Faithfulness, faithfulness
+    from xai_core.importers import (
+        from_keras,
+        from_onnx,
+        from_teachable_machine,
+        from_tflite,
+        from_torch,
+        to_teachable_machine,
+        to_tflite,
+    )
+    from xai_core.model.base import BlackBoxModel, Model, as_model
+    from xai_core.model.runner import ModelRunner, get_backend
+    from xai_core.nn import from_sklearn, load_model
+    from xai_core.nn.quantize import quantize
+    from xai_core.plugin.manager import get_plugin_manager, get_registry
+    from xai_core.report import Report
+
+#: Module -> the public names it defines. Importing ``xai_core`` imports none of these modules
+#: (nor numpy, scipy, pandas, Jinja2 ...); the first use of a name imports its module.
+_EXPORTS: dict[str, list[str]] = {
+    "attribution.explainer": ["Explainer", "explain", "list_explainers"],
+    "attribution.explanation": ["Explanation"],
+    "backends.base": ["Backend"],
+    "compare.agreement": [
+        "BackendComparison",
+        "MethodComparison",
+        "compare_backends",
+        "compare_methods",
+    ],
+    "compare.faithfulness": ["Faithfulness", "faithfulness"],
+    "importers.keras_import": ["from_keras"],
+    "importers.onnx_import": ["from_onnx"],
+    "importers.teachable": ["from_teachable_machine", "to_teachable_machine"],
+    "importers.tflite": ["from_tflite", "to_tflite"],
+    "importers.torch_import": ["from_torch"],
+    "model.base": ["BlackBoxModel", "Model", "as_model"],
+    "model.runner": ["ModelRunner", "get_backend"],
+    "nn": ["from_sklearn", "load_model"],
+    "nn.quantize": ["quantize"],
+    "plugin.manager": ["get_plugin_manager", "get_registry"],
+    "report": ["Report"],
+}
+
+#: Sub-packages reachable as attributes (``xai.nn``, ``xai.testing``) without importing them first.
+_SUBMODULES = (
+    "nn",
+    "testing",
+    "backends",
+    "model",
+    "attribution",
+    "compare",
+    "report",
+    "importers",
+)
+
+_lazy_getattr, __dir__, _ = lazy_exports(__name__, _EXPORTS, submodules=_SUBMODULES)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562), then keep the name here."""
+    if name != "__version__":
+        return _lazy_getattr(name)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        globals()[name] = version("xai-core")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        globals()[name] = "0.0.0"
+    return globals()[name]
+
 
 _moved.install()
 
 
 def tool(name: str):
     """The tool a plugin registered as ``name`` (see :func:`xai_core.plugin.hookspecs.xai_register_tools`)."""
+    from xai_core.plugin.manager import get_registry
+
     return get_registry().tool(name)
 
 
@@ -65,6 +131,8 @@ def project(*args, **kwargs):
 
 def list_backends() -> list[str]:
     """Names of the registered backends, sorted."""
+    from xai_core.plugin.manager import get_registry
+
     return sorted(get_registry().backends)
 
 
@@ -100,12 +168,20 @@ __all__ = [
     "as_model",
     "errors",
     "explain",
+    "from_keras",
+    "from_onnx",
     "from_sklearn",
+    "from_teachable_machine",
+    "from_tflite",
+    "from_torch",
+    "to_teachable_machine",
+    "to_tflite",
     "get_backend",
     "get_plugin_manager",
     "get_registry",
     "hookimpl",
     "hookspec",
+    "lazy_exports",
     "list_backends",
     "list_explainers",
     "project",

@@ -37,13 +37,18 @@ def check_array(
     dtype: Any = np.float32,
     allow_nan: bool = False,
     min_samples: int = 1,
+    accept_flat: bool = False,
+    flatten: bool = False,
+    rows: str = "n_samples",
 ) -> np.ndarray:
     """Return ``X`` as a numeric array of shape (n_samples, *feature_shape), or raise.
 
     Parameters
     ----------
     X : array-like of shape (n_samples, *feature_shape)
-        A numpy array, nested list or pandas DataFrame with numeric columns.
+        A numpy array, nested list or pandas DataFrame with numeric columns. With
+        ``accept_flat``, also flat rows of shape (n_samples, prod(feature_shape)) (images
+        given as rows of pixels, say).
     name : str, default="X"
         The argument's name, used in messages.
     feature_shape : tuple of int, optional
@@ -54,12 +59,20 @@ def check_array(
         Whether NaN and infinity are accepted.
     min_samples : int, default=1
         The fewest rows accepted.
+    accept_flat : bool, default=False
+        Accept flat rows of ``prod(feature_shape)`` values and reshape them to
+        ``feature_shape``.
+    flatten : bool, default=False
+        Return flat rows, of shape (n_samples, prod(sample shape)); with
+        ``feature_shape``, rows of that shape and flat rows are both accepted.
+    rows : str, default="n_samples"
+        The word for the first dimension in messages (``"n_rows"`` for reference data).
 
     Returns
     -------
-    ndarray of shape (n_samples, *feature_shape)
+    ndarray of shape (n_samples, *feature_shape), or (n_samples, n_features) with ``flatten``
     """
-    expected = shape_words(feature_shape)
+    expected = shape_words(feature_shape).replace("n_samples", rows, 1)
     if X is None:
         raise ValidationError(f"{name} must be an array of shape {expected}; got None.")
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
@@ -84,7 +97,14 @@ def check_array(
             "Pass a single sample as X[None] or X.reshape(1, -1)."
         )
     if feature_shape is not None and tuple(arr.shape[1:]) != tuple(feature_shape):
-        raise ShapeError(f"{name} must have shape {expected}; got an array of shape {arr.shape}.")
+        width = int(np.prod(feature_shape, dtype=np.int64))
+        if (accept_flat or flatten) and arr.ndim == 2 and arr.shape[1] == width:
+            arr = arr.reshape((len(arr), *feature_shape))
+        else:
+            flat = f" or flat rows ({rows}, {width})" if accept_flat or flatten else ""
+            raise ShapeError(
+                f"{name} must have shape {expected}{flat}; got an array of shape {arr.shape}."
+            )
     if arr.shape[0] < min_samples:
         raise ValidationError(
             f"{name} must contain at least {min_samples} sample(s); got an array of shape {arr.shape}."
@@ -98,6 +118,8 @@ def check_array(
             raise ValidationError(
                 f"{name} contains {len(bad)} NaN or infinite value(s); the first is at index {first}."
             )
+    if flatten:
+        arr = arr.reshape(len(arr), -1)
     return arr
 
 
@@ -140,13 +162,22 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     return value
 
 
-def check_int(value: Any, name: str, minimum: int = 1, *, allow_none: bool = False) -> int | None:
-    """Return ``value`` as an int ``>= minimum`` (or ``None`` when allowed); otherwise raise."""
+def check_int(
+    value: Any,
+    name: str,
+    minimum: int = 1,
+    *,
+    allow_none: bool = False,
+    maximum: int | None = None,
+) -> int | None:
+    """Return ``value`` as an int ``>= minimum`` (and ``<= maximum``), or ``None`` when allowed; otherwise raise."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    ok = not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= minimum
+    if not ok or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
         extra = " or None" if allow_none else ""
-        raise ValidationError(f"{name} must be an integer >= {minimum}{extra}; got {value!r}.")
+        raise ValidationError(f"{name} must be an integer {bound}{extra}; got {value!r}.")
     return int(value)
 
 

@@ -74,7 +74,9 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
         "--data", required=True, help="rows: .npz with X (y, feature_names) or .csv"
     )
     parser.add_argument("--target", help="the target column of a CSV data file")
-    parser.add_argument("--method", default="ig", help="explainer (ig)")
+    parser.add_argument(
+        "--method", default="auto", help="explainer (auto: ig with gradients, shap otherwise)"
+    )
     parser.add_argument("--backend", default="cpu", help="backend the model runs on (cpu)")
     parser.add_argument("--rows", type=int, default=5, help="rows of the data to explain (5)")
     parser.add_argument(

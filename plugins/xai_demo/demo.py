@@ -160,7 +160,7 @@ def run_demo(
             "ig": {"steps": s.ig_steps},
             "shap": {"background": Xc_train[:50], "progress": progress},
             "lime": {
-                "training_data": Xc_train,
+                "background": Xc_train,
                 "n_samples": s.lime_samples,
                 "stability_seeds": 0,
                 "progress": progress,

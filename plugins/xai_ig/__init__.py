@@ -12,24 +12,26 @@ own backward pass on its backend:
 
 from __future__ import annotations
 
+import xai_core
 from xai_core import hookimpl
-from xai_ig._integration import RULES, integration_nodes
-from xai_ig.gradients import GradientXInput, Saliency
-from xai_ig.ig import IntegratedGradients
-from xai_ig.smoothgrad import SmoothGrad
 
-__all__ = [
-    "RULES",
-    "GradientXInput",
-    "IntegratedGradients",
-    "Saliency",
-    "SmoothGrad",
-    "integration_nodes",
-    "xai_register_explainers",
-]
+# The methods' modules are imported when they are first needed.
+__getattr__, __dir__, __all__ = xai_core.lazy_exports(
+    __name__,
+    {
+        "_integration": ["RULES", "integration_nodes"],
+        "gradients": ["GradientXInput", "Saliency"],
+        "ig": ["IntegratedGradients"],
+        "smoothgrad": ["SmoothGrad"],
+    },
+    eager=["xai_register_explainers"],
+)
 
 
 @hookimpl
 def xai_register_explainers():
-    """The gradient-based explainers: ig, saliency, gradient_x_input, smoothgrad."""
+    from xai_ig.gradients import GradientXInput, Saliency
+    from xai_ig.ig import IntegratedGradients
+    from xai_ig.smoothgrad import SmoothGrad
+
     return [IntegratedGradients, Saliency, GradientXInput, SmoothGrad]

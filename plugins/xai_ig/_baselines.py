@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from xai_core import ShapeError, ValidationError
-from xai_ig._checks import check_choice, check_float, check_int
+from xai_core.images import sample_layout
+from xai_core.validation import check_array, check_choice, check_float, check_int
 
 __all__ = ["BASELINES", "make_baselines"]
 
@@ -24,9 +25,9 @@ _USES: dict[str, tuple[str, ...]] = {
     "zeros": (),
     "constant": (),
     "array": (),
-    "mean": ("baseline_data",),
-    "data": ("baseline_data", "n_baselines"),
-    "uniform": ("n_baselines",),
+    "mean": ("background",),
+    "data": ("background", "n_baselines"),
+    "uniform": ("n_baselines", "uniform_range"),
     "blur": ("blur_sigma", "image_shape"),
 }
 
@@ -66,11 +67,12 @@ def make_baselines(
     spec: Any,
     X: np.ndarray,
     *,
-    baseline_data: Any = None,
+    background: Any = None,
     n_baselines: int | None = None,
     blur_sigma: float | None = None,
     image_shape: tuple[int, ...] | None = None,
-    rng: np.random.Generator,
+    uniform_range: tuple[float, float] | None = None,
+    rngs: list[np.random.Generator],
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Resolve a baseline specification against the rows ``X``.
 
@@ -78,21 +80,26 @@ def make_baselines(
     ----------
     spec : str, number, array-like or None
         ``"zeros"`` (or ``None``); a number (every feature at that value); ``"mean"``
-        (the mean row of ``baseline_data``); ``"blur"`` (each image blurred with a
+        (the mean row of ``background``); ``"blur"`` (each image blurred with a
         Gaussian of ``blur_sigma`` pixels); ``"uniform"`` (``n_baselines`` draws per row,
-        uniform in the range of ``X``'s values); ``"data"`` (rows of ``baseline_data``:
+        uniform in the range of ``X``'s values); ``"data"`` (rows of ``background``:
         all of them, or ``n_baselines`` drawn per row); or an array of shape
         ``input_shape`` or (1, *input_shape) (one for all rows), (n_samples, *input_shape)
         (one per row), or (1 or n_samples, k, *input_shape) (k per row, averaged).
     X : ndarray of shape (n_samples, *input_shape)
-    baseline_data : array-like of shape (m, *input_shape), optional
+    background : array-like of shape (m, *input_shape), optional
+        Reference rows for ``"mean"`` and ``"data"`` (flat rows of as many features too).
     n_baselines : int, optional
     blur_sigma : float, optional
         Default: a sixth of the smaller image side.
     image_shape : tuple of int, optional
-        (H, W) or (C, H, W) of flattened images, for ``"blur"``.
-    rng : numpy.random.Generator
-        For ``"uniform"`` and ``"data"`` with ``n_baselines``.
+        ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)`` of flattened images, for ``"blur"``
+        (see :mod:`xai_core.images`).
+    uniform_range : (float, float), optional
+        ``(low, high)`` of ``"uniform"`` draws; default the range of ``X``'s values.
+    rngs : list of numpy.random.Generator, one per row of ``X``
+        For ``"uniform"`` and ``"data"`` with ``n_baselines``: row ``i`` draws from
+        ``rngs[i]`` only.
 
     Returns
     -------
@@ -102,10 +109,11 @@ def make_baselines(
     """
     kind = _kind(spec)
     given = {
-        "baseline_data": baseline_data,
+        "background": background,
         "n_baselines": n_baselines,
         "blur_sigma": blur_sigma,
         "image_shape": image_shape,
+        "uniform_range": uniform_range,
     }
     for option, value in given.items():
         if value is not None and option not in _USES[kind]:
@@ -126,17 +134,19 @@ def make_baselines(
     if kind == "array":
         return _from_array(spec, n, shape), {"kind": "array", "n_baselines": None}
     if kind in ("mean", "data"):
-        if baseline_data is None:
+        if background is None:
             raise ValidationError(
-                f"baseline={kind!r} needs baseline_data=, an array of shape (m, {', '.join(map(str, shape))}) "
+                f"baseline={kind!r} needs background=, an array of shape (m, {', '.join(map(str, shape))}) "
                 "such as the training set."
             )
-        data = _finite_array(baseline_data, "baseline_data")
-        if data.ndim != len(shape) + 1 or tuple(data.shape[1:]) != shape or len(data) == 0:
-            raise ShapeError(
-                f"baseline_data must have shape (m, {', '.join(map(str, shape))}) with m >= 1; "
-                f"got an array of shape {data.shape}."
-            )
+        data = check_array(
+            background,
+            "background",
+            feature_shape=shape,
+            dtype=np.float64,
+            accept_flat=True,
+            rows="m",
+        )
         if kind == "mean":
             return data.mean(axis=0)[None, None], {
                 "kind": "mean",
@@ -148,16 +158,31 @@ def make_baselines(
             return data[None], {"kind": "data", "n_baselines": len(data), "rows": len(data)}
         if k > len(data):
             raise ValidationError(
-                f"n_baselines must be at most the {len(data)} rows of baseline_data; got {k}."
+                f"n_baselines must be at most the {len(data)} rows of background; got {k}."
             )
-        picks = rng.permuted(np.tile(np.arange(len(data)), (n, 1)), axis=1)[:, :k]
+        picks = np.stack([g.permutation(len(data))[:k] for g in rngs])
         return data[picks], {"kind": "data", "n_baselines": k, "rows": len(data)}
     if kind == "uniform":
         k = check_int(n_baselines, "n_baselines", allow_none=True) or 1
-        low, high = float(X.min()), float(X.max())
-        draws = rng.uniform(low, high, size=(n, k, *shape))
+        low, high = uniform_bounds(X, uniform_range)
+        draws = np.stack([g.uniform(low, high, size=(k, *shape)) for g in rngs])
         return draws, {"kind": "uniform", "n_baselines": k, "low": low, "high": high}
     return _blur(X, blur_sigma, image_shape)
+
+
+def uniform_bounds(X: np.ndarray, uniform_range: Any) -> tuple[float, float]:
+    """``(low, high)`` of uniform baselines: ``uniform_range`` checked, or the range of ``X``."""
+    if uniform_range is None:
+        return float(X.min()), float(X.max())
+    try:
+        low, high = (float(v) for v in uniform_range)
+    except (TypeError, ValueError):
+        low = high = float("nan")
+    if not (np.isfinite(low) and np.isfinite(high) and low <= high):
+        raise ValidationError(
+            f"uniform_range must be (low, high) of finite numbers, low <= high; got {uniform_range!r}."
+        )
+    return low, high
 
 
 def _from_array(spec: Any, n: int, shape: tuple[int, ...]) -> np.ndarray:
@@ -187,34 +212,20 @@ def _blur(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     from scipy.ndimage import gaussian_filter
 
-    n, shape = len(X), tuple(X.shape[1:])
-    if image_shape is not None:
-        try:
-            layout = tuple(int(d) for d in image_shape)
-        except (TypeError, ValueError):
-            raise ValidationError(
-                f"image_shape must be (H, W) or (C, H, W); got {image_shape!r}."
-            ) from None
-        if (
-            len(layout) not in (2, 3)
-            or min(layout) < 1
-            or int(np.prod(layout)) != int(np.prod(shape))
-        ):
-            raise ShapeError(
-                f"image_shape must be (H, W) or (C, H, W) holding the {int(np.prod(shape))} features of "
-                f"one row of shape {shape}; got {image_shape!r}."
-            )
-    elif len(shape) in (2, 3):
-        layout = shape
-    else:
+    shape = tuple(X.shape[1:])
+    layout = sample_layout(shape, image_shape)
+    if layout is None:
         raise ValidationError(
-            "baseline='blur' needs images: X of shape (n_samples, H, W) or (n_samples, C, H, W), or "
-            f"image_shape=(H, W) / (C, H, W) for flattened images; got X of shape {X.shape}."
+            "baseline='blur' needs images: X of shape (n_samples, H, W), (n_samples, H, W, C) or "
+            "(n_samples, C, H, W), or image_shape= for flattened images; got X of shape "
+            f"{X.shape}."
         )
-    height, width = layout[-2:]
-    sigma = min(height, width) / 6.0 if sigma is None else check_float(sigma, "blur_sigma")
-    spatial = (0.0,) * (len(layout) - 1) + (sigma, sigma)
-    images = np.asarray(X, dtype=np.float64).reshape(n, *layout)
-    blurred = gaussian_filter(images, sigma=spatial, mode="nearest")
-    desc = {"kind": "blur", "n_baselines": 1, "blur_sigma": sigma, "image_shape": layout}
-    return blurred.reshape(n, 1, *shape), desc
+    sigma = (
+        min(layout.height, layout.width) / 6.0
+        if sigma is None
+        else check_float(sigma, "blur_sigma")
+    )
+    images = layout.to_chw(np.asarray(X, dtype=np.float64))  # (n, C, H, W): blur H and W only
+    blurred = gaussian_filter(images, sigma=(0.0, 0.0, sigma, sigma), mode="nearest")
+    desc = {"kind": "blur", "n_baselines": 1, "blur_sigma": sigma, "image_shape": layout.shape}
+    return layout.from_chw(blurred, shape)[:, None], desc

@@ -15,7 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from xai_core import ModelRunner
-from xai_ig._checks import check_bool, check_int
+from xai_core.validation import check_bool, check_int
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xai_ig._checks import check_choice, check_int
+from xai_core.validation import check_choice, check_int
 
 __all__ = ["RULES", "integration_nodes"]
 

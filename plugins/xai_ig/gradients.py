@@ -7,8 +7,8 @@ from typing import ClassVar
 import numpy as np
 
 from xai_core import Explainer, Explanation, ModelRunner
+from xai_core.attribution.options import Bool, Int
 from xai_ig._batching import chunk_points, gradient_rows
-from xai_ig._checks import check_bool, check_int
 
 __all__ = ["Saliency", "GradientXInput"]
 
@@ -17,19 +17,15 @@ class _GradientMethod(Explainer):
     """Shared checks and the batched gradient of the family's local methods."""
 
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
+    constraints: ClassVar[dict] = {"internal_batch_size": Int(1, allow_none=True)}
     internal_batch_size: int | None
     progress: bool | None
-
-    def _check_common(self) -> None:
-        check_int(self.internal_batch_size, "internal_batch_size", allow_none=True)
-        check_bool(self.progress, "progress", allow_none=True)
 
     def _gradients(
         self, runner: ModelRunner, X: np.ndarray, target: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Gradients of shape (n_samples, *input_shape) and outputs ``f(x)[target]`` of shape (n_samples,)."""
         runner.require("gradient")
-        self._check_common()
         n_features = int(np.prod(X.shape[1:], dtype=np.int64))
         chunk = chunk_points(runner, self.internal_batch_size, n_features)
         output = np.asarray(runner.predict(X), dtype=np.float64)[np.arange(len(X)), target]
@@ -60,6 +56,7 @@ class Saliency(_GradientMethod):
     """
 
     name: ClassVar[str] = "saliency"
+    constraints: ClassVar[dict] = {**_GradientMethod.constraints, "abs": Bool()}
 
     def __init__(
         self, abs: bool = True, internal_batch_size: int | None = None, progress: bool | None = None
@@ -70,7 +67,7 @@ class Saliency(_GradientMethod):
 
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Gradient of ``output[target]`` at each row of ``X`` of shape (n_samples, *input_shape)."""
-        take_abs = check_bool(self.abs, "abs")
+        take_abs = bool(self.abs)
         grads, output = self._gradients(runner, X, target)
         values = np.abs(grads) if take_abs else grads
         meta = {"output": output, "abs": take_abs}

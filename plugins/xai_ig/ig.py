@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core import Explainer, Explanation, ModelRunner, ValidationError, XaiWarning
-from xai_ig._baselines import make_baselines
+from xai_core import Explainer, Explanation, ModelRunner, XaiWarning
+from xai_core.attribution.options import Alias, Choice, Float, ImageShape, Int
+from xai_ig._baselines import make_baselines, uniform_bounds
 from xai_ig._batching import chunk_points, path_integral
-from xai_ig._checks import check_bool, check_choice, check_float, check_int, check_seed, make_rng
 from xai_ig._integration import RULES, integration_nodes
 
 __all__ = ["IntegratedGradients", "AUTO_START_STEPS"]
@@ -36,41 +36,49 @@ class IntegratedGradients(Explainer):
     Parameters
     ----------
     steps : int or "auto", default=50
-        Quadrature nodes per path. ``"auto"`` starts at 8 and doubles the steps of the
+        Quadrature nodes per path (alias ``n_steps``, Captum's spelling). ``"auto"`` starts at 8 and doubles the steps of the
         rows whose relative convergence delta is above ``tolerance`` until it is below
         or ``max_steps`` is reached; the trace is kept in ``meta["steps_trace"]``.
     integration : {"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", \
 "riemann_trapezoid"}, default="gausslegendre"
         The quadrature rule (nodes and weights as in Captum).
     baseline : str, float or array-like, default="zeros"
+        Alias ``baselines`` (Captum's spelling).
         ``"zeros"``; a number (every feature at that value); ``"mean"`` (the mean row of
-        ``baseline_data``); ``"blur"`` (each image blurred with a Gaussian); ``"uniform"``
+        ``background``); ``"blur"`` (each image blurred with a Gaussian); ``"uniform"``
         (``n_baselines`` uniform-noise baselines per row in the range of ``X``'s
-        values); ``"data"`` (rows of ``baseline_data``, averaged: expected gradients);
+        values, or ``uniform_range``); ``"data"`` (rows of ``background``, averaged:
+        expected gradients);
         or an array of shape ``input_shape`` or (1, *input_shape) (one baseline),
         (n_samples, *input_shape) (one per row) or (1 or n_samples, k, *input_shape)
         (k per row, averaged).
-    baseline_data : array-like of shape (m, *input_shape), optional
+    background : array-like of shape (m, *input_shape), optional
         Reference rows for ``baseline="mean"`` and ``"data"`` (the training set, say).
+        ``baseline_data`` is its deprecated old name.
     n_baselines : int, optional
         Baselines per row for ``"uniform"`` (default 1) and ``"data"`` (default: all
-        rows of ``baseline_data``, shared; otherwise ``n_baselines`` drawn per row
-        without replacement).
+        rows of ``background``, shared; otherwise ``n_baselines`` drawn per row
+        without replacement, from the row's own stream ``[seed, row]``).
     blur_sigma : float, optional
         Gaussian width in pixels for ``baseline="blur"``; default a sixth of the
         smaller image side.
     image_shape : tuple of int, optional
-        (H, W) or (C, H, W) of flattened images, for ``baseline="blur"``; images given
-        as (n_samples, H, W) or (n_samples, C, H, W) need none.
+        (H, W), (H, W, C) or (C, H, W) of flattened images, for ``baseline="blur"``;
+        images given as (n_samples, H, W), (n_samples, H, W, C) or (n_samples, C, H, W)
+        need none (the layout rule of :mod:`xai_core.images`).
+    uniform_range : (float, float), optional
+        ``(low, high)`` of the ``"uniform"`` baselines; default the range of ``X``'s
+        values (of all rows, also when they are explained in chunks).
     tolerance : float, default=0.01
         With ``steps="auto"``: the relative convergence delta to reach.
     max_steps : int, default=512
         With ``steps="auto"``: the most steps tried.
     seed : int or None, default=0
-        Seeds the random baselines (``"uniform"``, ``"data"`` with ``n_baselines``);
-        ``None`` draws a seed, recorded in ``meta["seed"]``.
+        Seeds the random baselines (``"uniform"``, ``"data"`` with ``n_baselines``), row
+        ``r`` from its own stream ``[seed, r]``; ``None`` draws a seed, recorded in
+        ``meta["seed"]``.
     internal_batch_size : int, optional
-        Path points per backward pass. Default: the runner's ``batch_size``, capped at
+        Path points per backward pass (Captum's name and meaning). Default: the runner's ``batch_size``, capped at
         4M input elements per chunk.
     progress : bool, optional
         Show a progress bar over chunks; by default only when there are 10 or more.
@@ -97,16 +105,32 @@ class IntegratedGradients(Explainer):
 
     name: ClassVar[str] = "ig"
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
+    constraints: ClassVar[dict] = {
+        "steps": Int(1, also=("auto",)),
+        "integration": Choice(RULES),
+        "n_baselines": Int(1, allow_none=True),
+        "blur_sigma": Float(allow_none=True),
+        "image_shape": ImageShape(),
+        "tolerance": Float(),
+        "max_steps": Int(1),
+        "internal_batch_size": Int(1, allow_none=True),
+    }
+    aliases: ClassVar[dict] = {
+        "n_steps": Alias("steps", anchor="Captum"),
+        "baselines": Alias("baseline", anchor="Captum"),
+        "baseline_data": Alias("background", deprecated=True),
+    }
 
     def __init__(
         self,
         steps: int | str = 50,
         integration: str = "gausslegendre",
         baseline: Any = "zeros",
-        baseline_data: Any = None,
+        background: Any = None,
         n_baselines: int | None = None,
         blur_sigma: float | None = None,
         image_shape: tuple[int, ...] | None = None,
+        uniform_range: tuple[float, float] | None = None,
         tolerance: float = 0.01,
         max_steps: int = 512,
         seed: int | None = 0,
@@ -116,28 +140,33 @@ class IntegratedGradients(Explainer):
         self.steps = steps
         self.integration = integration
         self.baseline = baseline
-        self.baseline_data = baseline_data
+        self.background = background
         self.n_baselines = n_baselines
         self.blur_sigma = blur_sigma
         self.image_shape = image_shape
+        self.uniform_range = uniform_range
         self.tolerance = tolerance
         self.max_steps = max_steps
         self.seed = seed
         self.internal_batch_size = internal_batch_size
         self.progress = progress
 
-    def _check_options(self) -> None:
-        rule = check_choice(self.integration, "integration", RULES)
-        least = 2 if rule == "riemann_trapezoid" else 1
-        if not (isinstance(self.steps, str) and self.steps == "auto"):
-            if isinstance(self.steps, str):
-                raise ValidationError(f"steps must be an integer or 'auto'; got {self.steps!r}.")
-            check_int(self.steps, "steps", minimum=least)
-        check_int(self.max_steps, "max_steps", minimum=least)
-        check_float(self.tolerance, "tolerance")
-        check_seed(self.seed)
-        check_int(self.internal_batch_size, "internal_batch_size", allow_none=True)
-        check_bool(self.progress, "progress", allow_none=True)
+    def _check_steps(self) -> None:
+        """The steps the chosen rule needs (the trapezoid rule needs two nodes)."""
+        least = 2 if self.integration == "riemann_trapezoid" else 1
+        for name in ("steps", "max_steps"):
+            value = getattr(self, name)
+            if not (isinstance(value, str) and value == "auto"):
+                Int(least).check(value, name)
+
+    def _random_baseline(self) -> bool:
+        return isinstance(self.baseline, str) and self.baseline in ("uniform", "data")
+
+    def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
+        """The range of all rows' values for ``"uniform"`` baselines (see :class:`Explainer`)."""
+        if isinstance(self.baseline, str) and self.baseline == "uniform":
+            return {"uniform_range": uniform_bounds(X, self.uniform_range)}
+        return {}
 
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Integrated gradients of ``output[target]`` for each row of ``X``.
@@ -155,16 +184,17 @@ class IntegratedGradients(Explainer):
             ``values`` of shape (n_samples, *input_shape), ``base_values`` f(baseline).
         """
         runner.require("gradient")
-        self._check_options()
-        rng, seed = make_rng(self.seed)
+        self._check_steps()
+        seed = self.run_seed()
         baselines, described = make_baselines(
             self.baseline,
             X,
-            baseline_data=self.baseline_data,
+            background=self.background,
             n_baselines=self.n_baselines,
             blur_sigma=self.blur_sigma,
             image_shape=self.image_shape,
-            rng=rng,
+            uniform_range=self.uniform_range,
+            rngs=self.row_rngs(len(X)) if self._random_baseline() else [],
         )
         described["n_baselines"] = baselines.shape[1]
         n_features = int(np.prod(X.shape[1:], dtype=np.int64))
@@ -253,7 +283,7 @@ class IntegratedGradients(Explainer):
                 f"tolerance={self.tolerance:g} (largest relative delta {trace[-1]['max_relative_delta']:.3g}); "
                 "raise max_steps or tolerance. The backend's precision may also bound the delta.",
                 XaiWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
         return values, steps_used, converged, trace
 

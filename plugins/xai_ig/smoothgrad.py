@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core import Explainer, Explanation, ModelRunner, UnknownNameError, ValidationError
+from xai_core import Explainer, Explanation, ModelRunner
+from xai_core.attribution.options import Alias, Choice, Float, Int, TypeOf, resolve_options
 from xai_ig._batching import MAX_CHUNK_ELEMENTS, _bar
-from xai_ig._checks import check_bool, check_choice, check_float, check_int, check_seed, make_rng
 from xai_ig.gradients import GradientXInput, Saliency
 from xai_ig.ig import IntegratedGradients
 
@@ -31,7 +31,7 @@ class SmoothGrad(Explainer):
     Parameters
     ----------
     n_samples : int, default=50
-        Noisy copies per row.
+        Noisy copies per row (alias ``nt_samples``, Captum's ``NoiseTunnel`` spelling).
     stdev : float, default=0.15
         Noise standard deviation as a fraction of each row's value range
         ``max(x) - min(x)`` (the paper's noise level; 0.1 to 0.2 works well on images).
@@ -41,10 +41,13 @@ class SmoothGrad(Explainer):
         The method applied to each noisy copy; ``"ig"`` makes a noise tunnel over
         integrated gradients.
     base_options : dict, optional
-        Options of the base method (``{"abs": False}``, ``{"steps": 32}``...).
+        Options of the base method (``{"abs": False}``, ``{"steps": 32}``...), by name or
+        alias, checked as :func:`xai_core.explain` checks options.
     seed : int or None, default=0
         Seeds the noise (and the base method's own randomness, unless its options set
-        a seed). ``None`` draws a seed, recorded in ``meta["seed"]``.
+        a seed). Row ``r`` draws its noise from its own stream ``[seed, r, 1]``; its copy
+        ``j`` is row ``r * n_samples + j`` for the base method. ``None`` draws a seed,
+        recorded in ``meta["seed"]``.
     internal_batch_size : int, optional
         Points per backward pass, passed to the base method.
     progress : bool, optional
@@ -62,6 +65,15 @@ class SmoothGrad(Explainer):
 
     name: ClassVar[str] = "smoothgrad"
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
+    constraints: ClassVar[dict] = {
+        "n_samples": Int(1),
+        "stdev": Float(inclusive=True),
+        "nt_type": Choice(NT_TYPES),
+        "base": Choice(tuple(BASES)),
+        "base_options": TypeOf((dict,), "a dict"),
+        "internal_batch_size": Int(1, allow_none=True),
+    }
+    aliases: ClassVar[dict] = {"nt_samples": Alias("n_samples", anchor="Captum")}
 
     def __init__(
         self,
@@ -84,21 +96,21 @@ class SmoothGrad(Explainer):
         self.progress = progress
 
     def _base_explainer(self, seed: int, progress: bool | None) -> Explainer:
-        cls = BASES[check_choice(self.base, "base", BASES)]
-        if self.base_options is not None and not isinstance(self.base_options, dict):
-            raise ValidationError(
-                f"base_options must be a dict or None; got {self.base_options!r}."
-            )
-        options = dict(self.base_options or {})
-        valid = cls.option_names()
-        for key in options:
-            if key not in valid:
-                raise UnknownNameError(f"option of base method {self.base!r}", key, valid)
+        cls = BASES[Choice(tuple(BASES)).check(self.base, "base")]
+        given = TypeOf((dict,), "a dict").check(self.base_options, "base_options") or {}
+        options = resolve_options(cls, given, kind=f"option of base method {self.base!r}")
         options.setdefault("internal_batch_size", self.internal_batch_size)
         options.setdefault("progress", progress)
-        if "seed" in valid:
+        if "seed" in cls.option_names():
             options.setdefault("seed", seed)
         return cls(**options)
+
+    def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
+        """What the base method fixes from all rows (see :class:`Explainer`)."""
+        fixed = self._base_explainer(self.run_seed(), False).prepare(runner, X)
+        if not fixed:
+            return {}
+        return {"base_options": {**(self.base_options or {}), **fixed}}
 
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Noise-averaged attributions for ``X`` of shape (n_samples, *input_shape).
@@ -109,19 +121,18 @@ class SmoothGrad(Explainer):
             ``values`` of shape (n_samples, *input_shape).
         """
         runner.require("gradient")
-        m = check_int(self.n_samples, "n_samples")
-        stdev = check_float(self.stdev, "stdev", inclusive=True)
-        nt_type = check_choice(self.nt_type, "nt_type", NT_TYPES)
-        check_seed(self.seed)
-        check_int(self.internal_batch_size, "internal_batch_size", allow_none=True)
-        check_bool(self.progress, "progress", allow_none=True)
-        rng, seed = make_rng(self.seed)
+        m, stdev, nt_type = int(self.n_samples), float(self.stdev), self.nt_type
+        seed = self.run_seed()
 
         n, shape = len(X), X.shape[1:]
         n_features = int(np.prod(shape, dtype=np.int64))
         group = max(1, MAX_CHUNK_ELEMENTS // (m * n_features))
         n_groups = math.ceil(n / group)
         base = self._base_explainer(seed, self.progress if n_groups == 1 else False)
+        for name, value in base.prepare(runner, X).items():  # from the clean rows, all at once
+            setattr(base, name, value)
+        rows_global = self.rows(n)
+        rngs = self.row_rngs(n, 1)
         flat = np.asarray(X, dtype=np.float64).reshape(n, n_features)
         sigma = stdev * (flat.max(axis=1) - flat.min(axis=1))
 
@@ -132,10 +143,11 @@ class SmoothGrad(Explainer):
             for start in range(0, n, group):
                 rows = slice(start, min(start + group, n))
                 g = rows.stop - rows.start
-                noise = rng.standard_normal((g, m, *shape)) * sigma[rows].reshape(
-                    g, 1, *(1,) * len(shape)
-                )
+                draws = np.stack([r.standard_normal((m, *shape)) for r in rngs[rows]])
+                noise = draws * sigma[rows].reshape(g, 1, *(1,) * len(shape))
                 noisy = (X[rows][:, None] + noise).astype(X.dtype).reshape(g * m, *shape)
+                copies = rows_global[rows][:, None] * m + np.arange(m)
+                base.row_index = copies.reshape(-1)
                 result = base.explain(runner, noisy, np.repeat(target[rows], m))
                 samples = result.values.reshape(g, m, *shape)
                 if nt_type == "smoothgrad":

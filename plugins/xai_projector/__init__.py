@@ -11,29 +11,26 @@ from __future__ import annotations
 
 import xai_core as xai
 from xai_core import hookimpl
-from xai_projector.export import load_tensorboard
-from xai_projector.neighbors import Neighbors, approximate_neighbors, exact_neighbors
-from xai_projector.projection import Projection, project
-from xai_projector.search import Selection
-from xai_projector.view import render_projection, script
 
-__all__ = [
-    "Neighbors",
-    "Projection",
-    "Selection",
-    "approximate_neighbors",
-    "exact_neighbors",
-    "load_tensorboard",
-    "project",
-    "render_projection",
-    "xai_register_report_sections",
-    "xai_register_tools",
-]
+# scikit-learn, Jinja2 and the projector's modules are imported when first used.
+__getattr__, __dir__, __all__ = xai.lazy_exports(
+    __name__,
+    {
+        "export": ["load_tensorboard"],
+        "neighbors": ["Neighbors", "approximate_neighbors", "exact_neighbors"],
+        "projection": ["Projection", "project"],
+        "search": ["Selection"],
+        "view": ["render_projection", "script"],
+    },
+    eager=["xai_register_report_sections", "xai_register_tools"],
+)
 
 
 @hookimpl
 def xai_register_tools():
     """The ``project`` tool: embeddings projected, searched, their neighbours found and exported."""
+    from xai_projector.projection import project
+
     return [
         xai.Tool(
             "project",
@@ -46,6 +43,9 @@ def xai_register_tools():
 @hookimpl
 def xai_register_report_sections():
     """The projection's section: a scatter coloured by label, with search and neighbours."""
+    from xai_projector.projection import Projection
+    from xai_projector.view import render_projection, script
+
     return [
         xai.ReportSection(
             "projection", Projection, render_projection, "Embedding projection", script=script()

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import CapabilityError, UnknownNameError, ValidationError
+from xai_core.validation import check_int
 
 __all__ = [
     "METHODS",
@@ -18,6 +19,8 @@ __all__ = [
     "TSNE_BACKENDS",
     "linear_axes",
     "pca",
+    "SETTINGS",
+    "run",
     "spherize",
     "tsne",
     "umap",
@@ -158,8 +161,7 @@ def tsne(
         raise ValidationError(
             f"perplexity must be in (0, n_samples) = (0, {n}); got {perplexity!r}."
         )
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)):
-        raise ValidationError(f"max_iter must be an int >= {EXAGGERATION_ITER}; got {max_iter!r}.")
+    check_int(max_iter, "max_iter", 0)
     if max_iter < EXAGGERATION_ITER:
         raise ValidationError(
             f"max_iter must be at least {EXAGGERATION_ITER} (the early-exaggeration phase); "
@@ -229,13 +231,8 @@ def umap(
     n = X.shape[0]
     if not 2 <= n_neighbors < n:
         raise ValidationError(f"n_neighbors must be in [2, {n}); got {n_neighbors!r}.")
-    model = UMAP(
-        n_components=n_components,
-        n_neighbors=n_neighbors,
-        min_dist=min_dist,
-        metric=metric,
-        random_state=seed,
-    )
+    settings = {"n_neighbors": n_neighbors, "min_dist": min_dist, "metric": metric}
+    model = UMAP(n_components=n_components, random_state=seed, **settings)
     coords = model.fit_transform(X)
     return np.asarray(coords, dtype=np.float64), {"implementation": "umap-learn"}
 
@@ -278,3 +275,48 @@ def linear_axes(
         axes.extend(pieces["components"])
     A = np.array(axes[:n_components])
     return Xc @ A.T, {"axes": A}
+
+
+#: The settings of :func:`xai_projector.project` each method takes (its ``meta["options"]``).
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "pca": (),
+    "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend"),
+    "umap": ("n_neighbors", "min_dist"),
+    "linear": (),
+}
+
+
+def run(
+    method: str,
+    X: np.ndarray,
+    n_components: int,
+    *,
+    seed: int,
+    groups: list[tuple[np.ndarray, np.ndarray]],
+    settings: dict[str, Any],
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """Run one of :data:`METHODS` with the settings it takes (:data:`SETTINGS`; others are ignored).
+
+    Returns
+    -------
+    coordinates : ndarray of shape (n_samples, n_components)
+    extra : dict
+        The method's figures.
+    options : dict
+        The settings that applied, as recorded in ``Projection.meta["options"]``.
+    """
+    if method not in SETTINGS:
+        raise UnknownNameError("projection method", method, METHODS)
+    options = {name: settings[name] for name in SETTINGS[method]}
+    if method == "pca":
+        coords, extra = pca(X, n_components, seed=seed)
+    elif method == "tsne":
+        own = {k: v for k, v in options.items() if k != "tsne_backend"}
+        coords, extra = tsne(X, n_components, seed=seed, backend=options["tsne_backend"], **own)
+        options["implementation"] = extra["implementation"]
+    elif method == "umap":
+        coords, extra = umap(X, n_components, seed=seed, **options)
+    else:
+        coords, extra = linear_axes(X, groups, n_components, seed=seed)
+        options = {"groups": len(groups)}
+    return coords, extra, options

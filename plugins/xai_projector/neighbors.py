@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from xai_core import CapabilityError, ValidationError
+from xai_core import CapabilityError
+from xai_core.progress import show_progress
+from xai_core.validation import check_int
 
 __all__ = ["METRICS", "Neighbors", "approximate_neighbors", "check_k", "exact_neighbors", "recall"]
 
@@ -82,7 +84,7 @@ def exact_neighbors(
     *,
     queries: np.ndarray | None = None,
     block_entries: int = _BLOCK_ENTRIES,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> Neighbors:
     """Exact k nearest neighbours of ``queries`` (default: every row) among the rows of ``X``.
 
@@ -100,8 +102,8 @@ def exact_neighbors(
         Row indices; each row's own index is excluded from its neighbours.
     block_entries : int
         Distances held at once.
-    progress : bool
-        Show a progress bar over blocks.
+    progress : bool or None
+        Show a progress bar over blocks (``None``: 10 blocks or more).
 
     Returns
     -------
@@ -115,7 +117,7 @@ def exact_neighbors(
     # A fixed spread of columns whose k-th smallest distance bounds each row's k-th from above.
     probe = np.unique(np.linspace(0, n - 1, min(n, max(1024, 8 * k))).astype(np.int64))
     starts = range(0, len(q), rows)
-    if progress:
+    if show_progress(progress, len(starts)):
         from tqdm.auto import tqdm
 
         starts = tqdm(starts, desc="neighbours", unit="block")
@@ -177,7 +179,7 @@ def approximate_neighbors(
     *,
     seed: int = 0,
     recall_queries: int = 1000,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> Neighbors:
     """k nearest neighbours of every row from a pynndescent index, with measured recall.
 
@@ -199,7 +201,7 @@ def approximate_neighbors(
         metric=metric,
         n_neighbors=k + 1,
         random_state=seed,
-        verbose=progress,
+        verbose=bool(progress),
         n_jobs=1,
     )
     graph_i, graph_d = index.neighbor_graph
@@ -225,7 +227,5 @@ def approximate_neighbors(
 
 
 def check_k(k: Any, n: int) -> int:
-    """``k`` as an int in [1, n - 1], or a ValidationError."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n - 1:
-        raise ValidationError(f"k must be an int in [1, n_samples - 1] = [1, {n - 1}]; got {k!r}.")
-    return int(k)
+    """``k`` as an int in [1, n - 1] (n_samples - 1), or a ValidationError."""
+    return check_int(k, "k", 1, maximum=n - 1)

@@ -12,7 +12,10 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core.attribution.seeds import resolve_seed
+from xai_core.validation import check_bool, check_seed
 from xai_projector import export as _export
+from xai_projector import inputs as _inputs
 from xai_projector import methods as _methods
 from xai_projector.neighbors import (
     METRICS,
@@ -24,67 +27,6 @@ from xai_projector.neighbors import (
 from xai_projector.search import Selection, search_columns
 
 __all__ = ["Projection", "project"]
-
-
-def _check_vectors(vectors: Any) -> np.ndarray:
-    try:
-        arr = np.asarray(vectors)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"vectors must be an array of shape (n_samples, n_features); {exc}."
-        ) from exc
-    if arr.dtype.kind not in "biuf":
-        raise ValidationError(
-            f"vectors must be numeric; got an array of dtype {arr.dtype} (shape {arr.shape})."
-        )
-    if arr.ndim != 2:
-        raise ShapeError(
-            f"vectors must have shape (n_samples, n_features); got an array of shape {arr.shape}."
-        )
-    if arr.shape[0] < 3 or arr.shape[1] < 1:
-        raise ValidationError(
-            "vectors must have at least 3 rows and 1 column, shape (n_samples, n_features); "
-            f"got an array of shape {arr.shape}."
-        )
-    if arr.dtype.kind != "f":
-        arr = arr.astype(np.float64)
-    if not np.isfinite(arr).all():
-        bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
-        raise ValidationError(
-            f"vectors must be finite; rows {bad[:5].tolist()} hold NaN or infinity "
-            f"({bad.size} rows in all)."
-        )
-    return arr
-
-
-def _check_strings(values: Any, name: str, n: int) -> np.ndarray:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise ValidationError(
-            f"{name} must be a sequence of length n_samples = {n}; got {type(values).__name__}."
-        )
-    arr = np.asarray(values)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise ShapeError(f"{name} must have shape ({n},) (one per row); got shape {arr.shape}.")
-    return np.array(["" if v is None else str(v) for v in arr.tolist()], dtype=object)
-
-
-def _check_metadata(metadata: Any, n: int) -> dict[str, np.ndarray]:
-    if metadata is None:
-        return {}
-    if hasattr(metadata, "columns") and hasattr(metadata, "to_dict"):  # a pandas DataFrame
-        metadata = {str(c): metadata[c].to_numpy() for c in metadata.columns}
-    if not isinstance(metadata, Mapping):
-        raise ValidationError(
-            "metadata must be a mapping of column name to a sequence of length n_samples, "
-            f"or a pandas DataFrame; got {type(metadata).__name__}."
-        )
-    return {str(k): _check_strings(v, f"metadata[{k!r}]", n) for k, v in metadata.items()}
-
-
-def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValidationError(f"seed must be a non-negative int; got {seed!r}.")
-    return int(seed)
 
 
 class Projection:
@@ -169,7 +111,7 @@ class Projection:
         rows: Sequence[int] | Selection | None = None,
         approximate: bool = False,
         seed: int | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> Neighbors:
         """The k nearest neighbours in the original space (before spherizing).
 
@@ -185,7 +127,8 @@ class Projection:
             measured on sampled rows, is in ``.recall``.
         seed : int, optional
             For the approximate index; by default the projection's seed.
-        progress : bool
+        progress : bool or None, default=None
+            A progress bar: ``None`` for long searches only.
 
         Returns
         -------
@@ -196,7 +139,7 @@ class Projection:
         k = check_k(k, n)
         if metric not in METRICS:
             raise UnknownNameError("metric", metric, METRICS)
-        seed = self.meta["seed"] if seed is None else _check_seed(seed)
+        seed = self.meta["seed"] if seed is None else check_seed(seed)
         if approximate:
             if rows is not None:
                 raise ValidationError("rows= works with the exact search only (approximate=False).")
@@ -313,63 +256,6 @@ class Projection:
         return notebook_html(self)
 
 
-def _check_images(images: Any, n: int) -> np.ndarray | None:
-    if images is None:
-        return None
-    arr = np.asarray(images, dtype=np.float64)
-    if arr.ndim == 2 and arr.shape[0] == n:
-        side = int(round(arr.shape[1] ** 0.5))
-        if side * side == arr.shape[1]:
-            arr = arr.reshape(n, side, side)
-    if arr.ndim == 4 and arr.shape[-1] in (1, 3, 4):
-        arr = arr[..., :3].mean(axis=-1)
-    if arr.ndim != 3 or arr.shape[0] != n:
-        raise ShapeError(
-            f"images must have shape ({n}, height, width) (grey, in [0, 1]); got shape {arr.shape}."
-        )
-    return arr
-
-
-def _resolve_group(spec: Any, labels: np.ndarray | None, n: int, what: str) -> np.ndarray:
-    if isinstance(spec, Selection):
-        idx = spec.indices
-    elif isinstance(spec, (str, int, np.integer)) and not isinstance(spec, bool):
-        if labels is None:
-            raise ValidationError(f"{what} names a label ({spec!r}) but no labels were given.")
-        idx = np.flatnonzero(labels == str(spec))
-        if idx.size == 0:
-            raise UnknownNameError("label", str(spec), sorted(set(labels.tolist()))[:50])
-    else:
-        arr = np.asarray(spec)
-        if arr.dtype == bool:
-            if arr.shape != (n,):
-                raise ShapeError(f"{what} as a mask must have shape ({n},); got {arr.shape}.")
-            idx = np.flatnonzero(arr)
-        elif arr.dtype.kind in "iu":
-            idx = arr.ravel().astype(np.int64)
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise ValidationError(f"{what} holds row indices outside [0, {n - 1}].")
-        else:
-            raise ValidationError(
-                f"{what} must be a label, a Selection, row indices or a boolean mask; "
-                f"got {type(spec).__name__}."
-            )
-    if idx.size == 0:
-        raise ValidationError(f"{what} selects no rows.")
-    return idx
-
-
-def _vectors_from(source: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    runner = source if isinstance(source, xai.ModelRunner) else xai.ModelRunner(source)
-    if layer is None:
-        raise ValidationError(
-            "layer is required when projecting a model's activations: an index or layer name."
-        )
-    acts = np.asarray(runner.activations(X, layer))
-    info = {"layer": layer, "backend": getattr(runner.backend, "name", None)}
-    return acts.reshape(acts.shape[0], -1), info
-
-
 def project(
     vectors: Any,
     X: Any = None,
@@ -382,7 +268,7 @@ def project(
     images: Any = None,
     explanation: Any = None,
     spherize: bool = False,
-    seed: int = 0,
+    seed: int | None = 0,
     groups: Sequence[tuple[Any, Any]] | None = None,
     perplexity: float = 30.0,
     learning_rate: float | str = "auto",
@@ -390,7 +276,7 @@ def project(
     tsne_backend: str = "auto",
     n_neighbors: int = 15,
     min_dist: float = 0.1,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> Projection:
     """Project vectors, or a model layer's activations, to 2-D or 3-D.
 
@@ -419,8 +305,9 @@ def project(
     spherize : bool, default=False
         Centre the vectors and scale each to unit norm before projecting (neighbours are
         always computed on the original vectors).
-    seed : int, default=0
-        Seeds every stochastic step (randomized PCA, t-SNE, UMAP, the approximate index).
+    seed : int or None, default=0
+        Seeds every stochastic step (randomized PCA, t-SNE, UMAP, the approximate index);
+        ``None`` draws a seed, recorded in ``meta["seed"]``.
     groups : sequence of one or two (a, b) pairs
         ``method="linear"``: axis i runs from the mean of group a to the mean of group b;
         a group is a label, a Selection, row indices or a boolean mask.
@@ -434,8 +321,8 @@ def project(
         faster. The one that ran is in ``meta["implementation"]``.
     n_neighbors, min_dist
         UMAP settings.
-    progress : bool, default=True
-        Progress bars for long steps (neighbours over large inputs).
+    progress : bool or None, default=None
+        Progress bars: ``None`` for long steps only (neighbours over large inputs).
 
     Returns
     -------
@@ -445,81 +332,44 @@ def project(
     if hasattr(vectors, "activations") or isinstance(vectors, xai.Model):
         if X is None:
             raise ValidationError("X is required when projecting a model's activations.")
-        vectors, source_info = _vectors_from(vectors, X, layer)
+        vectors, source_info = _inputs.vectors_from(vectors, X, layer)
     elif X is not None or layer is not None:
         raise ValidationError(
             "X and layer apply only when the first argument is a ModelRunner or a model; "
             f"got {type(vectors).__name__}."
         )
-    V = _check_vectors(vectors)
+    V = _inputs.check_vectors(vectors)
     n = V.shape[0]
     if method not in _methods.METHODS:
         raise UnknownNameError("projection method", method, _methods.METHODS)
     if isinstance(n_components, bool) or n_components not in (2, 3):
         raise ValidationError(f"n_components must be 2 or 3; got {n_components!r}.")
-    seed = _check_seed(seed)
-    label_arr = None if labels is None else _check_strings(labels, "labels", n)
-    meta_cols = _check_metadata(metadata, n)
-    image_arr = _check_images(images, n)
-    if explanation is not None:
-        shape = np.shape(getattr(explanation, "values", None))
-        if not shape or shape[0] != n:
-            raise ShapeError(
-                f"explanation must be an Explanation of the same {n} rows (values of shape "
-                f"({n}, ...)); got values of shape {shape}."
-            )
-    if method == "linear":
-        if groups is None or not 1 <= len(groups) <= n_components:
-            raise ValidationError(
-                "method='linear' needs groups=[(a, b)] or [(a, b), (c, d)]: each axis runs from "
-                "the mean of one group to the mean of another."
-            )
-        pairs = []
-        for i, pair in enumerate(groups):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValidationError(f"groups[{i}] must be a pair (a, b); got {pair!r}.")
-            pairs.append(
-                tuple(
-                    _resolve_group(g, label_arr, n, f"groups[{i}][{j}]") for j, g in enumerate(pair)
-                )
-            )
-    elif groups is not None:
-        raise ValidationError("groups applies only to method='linear'.")
+    seed = resolve_seed(seed)
+    label_arr = None if labels is None else _inputs.check_strings(labels, "labels", n)
+    meta_cols = _inputs.check_metadata(metadata, n)
+    image_arr = _inputs.check_images(images, n)
+    explanation = _inputs.check_explanation(explanation, n)
+    pairs = _inputs.check_groups(groups, method, n_components, label_arr, n)
 
     data = _methods.spherize(V) if spherize else V
     start = time.perf_counter()
-    if method == "pca":
-        coords, extra = _methods.pca(data, n_components, seed=seed)
-        options: dict[str, Any] = {}
-    elif method == "tsne":
-        options = {
-            "perplexity": perplexity,
-            "learning_rate": learning_rate,
-            "max_iter": max_iter,
-            "tsne_backend": tsne_backend,
-        }
-        coords, extra = _methods.tsne(
-            data,
-            n_components,
-            seed=seed,
-            perplexity=perplexity,
-            learning_rate=learning_rate,
-            max_iter=max_iter,
-            backend=tsne_backend,
-        )
-        options["implementation"] = extra["implementation"]
-    elif method == "umap":
-        options = {"n_neighbors": n_neighbors, "min_dist": min_dist}
-        coords, extra = _methods.umap(data, n_components, seed=seed, **options)
-    else:
-        options = {"groups": len(pairs)}
-        coords, extra = _methods.linear_axes(data, pairs, n_components, seed=seed)
+    settings = {
+        "perplexity": perplexity,
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tsne_backend": tsne_backend,
+        "n_neighbors": n_neighbors,
+        "min_dist": min_dist,
+    }
+    coords, extra, options = _methods.run(
+        method, data, n_components, seed=seed, groups=pairs, settings=settings
+    )
     meta = {
         "seed": seed,
         "spherize": bool(spherize),
         "options": options,
         "seconds": time.perf_counter() - start,
-        "progress": bool(progress),
+        "progress": check_bool(progress, "progress", allow_none=True),
         **source_info,
         **extra,
     }

@@ -8,19 +8,19 @@ image patches or feature groups as players.
 
 from __future__ import annotations
 
+import xai_core
 from xai_core import hookimpl
-from xai_shap.explainer import ShapExplainer
-from xai_shap.kernel import shapley_kernel_design, solve_constrained_wls
 
-__all__ = [
-    "ShapExplainer",
-    "shapley_kernel_design",
-    "solve_constrained_wls",
-    "xai_register_explainers",
-]
+# shap, and the modules that use it, are imported when the explainer is first needed.
+__getattr__, __dir__, __all__ = xai_core.lazy_exports(
+    __name__,
+    {"explainer": ["ShapExplainer"], "kernel": ["shapley_kernel_design", "solve_constrained_wls"]},
+    eager=["xai_register_explainers"],
+)
 
 
 @hookimpl
 def xai_register_explainers():
-    """The ``shap`` explainer."""
+    from xai_shap.explainer import ShapExplainer
+
     return [ShapExplainer]

@@ -235,22 +235,39 @@ def run_permutation(
     groups: FeatureGroups,
     *,
     max_evals: int,
-    seed: int,
-    silent: bool,
+    seeds: np.ndarray,
+    progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Antithetic permutation sampling by shap's ``Permutation`` explainer (additive by construction)."""
+    """Antithetic permutation sampling by shap's ``Permutation`` explainer (additive by construction).
+
+    Row ``i``'s permutations come from numpy's global generator seeded with ``seeds[i]``
+    (shap draws from it), so they do not depend on the other rows. A bar over rows is
+    shown by the progress rule, long work being 2**24 model rows or more.
+    """
     import shap
+
+    from xai_core.progress import progress_bar
 
     fn, rows, bg = _game(model, X, background, groups)
     masker = shap.maskers.Independent(bg, max_samples=len(bg))
-    # shap seeds numpy's global generator; leave it as it was
+    # shap draws from numpy's global generator; seed it per row, and leave it as it was
     state = np.random.get_state()  # noqa: NPY002
     try:
-        explainer = shap.explainers.Permutation(fn, masker, seed=seed)
-        result = explainer(rows, max_evals=max_evals, silent=silent)
+        explainer = shap.explainers.Permutation(fn, masker, seed=int(seeds[0]))
+        values, base_values = [], []
+        long = len(seeds) * max_evals * len(bg) >= 2**24
+        with progress_bar(
+            len(seeds), progress=progress, desc="Permutation SHAP", unit="row", long=long
+        ) as bar:
+            for i, row_seed in enumerate(seeds):
+                np.random.seed(int(row_seed))  # noqa: NPY002
+                result = explainer(rows[i : i + 1], max_evals=max_evals, silent=True)
+                values.append(result.values)
+                base_values.append(np.reshape(result.base_values, (1, -1)))
+                bar.update(1)
     finally:
         np.random.set_state(state)  # noqa: NPY002
-    return _as_outputs(result.values, result.base_values, len(X))
+    return _as_outputs(np.concatenate(values), np.concatenate(base_values), len(X))
 
 
 def run_tree(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -305,7 +322,7 @@ def run_kernel(
     fx: np.ndarray,
     outputs: np.ndarray,
     n_samples: int,
-    seed: int,
+    rngs: list[np.random.Generator],
     progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Kernel SHAP for the ``outputs`` of each row (see :mod:`xai_shap.kernel`).
@@ -321,6 +338,8 @@ def run_kernel(
         The outputs to explain per row.
     n_samples : int
         Coalitions per row.
+    rngs : list of numpy.random.Generator, one per row
+        Row ``i``'s coalitions are drawn from ``rngs[i]`` only.
 
     Returns
     -------
@@ -335,7 +354,6 @@ def run_kernel(
     base = fnull[outputs]
     total = np.take_along_axis(fx, outputs, axis=1) - base
     varying = varying_groups(flat_x, flat_bg, groups.labels, m)
-    rng = np.random.default_rng(seed)
     values = np.zeros((n, m, outputs.shape[1]))
     rows = max(1, MAX_DESIGN_ELEMENTS // (4 * max(n_samples, 1) * max(m, 1)))
     n_chunks = -(-n // rows)
@@ -343,7 +361,9 @@ def run_kernel(
     with tqdm(total=n, desc="Kernel SHAP", unit="row", disable=not show, leave=False) as bar:
         for start in range(0, n, rows):  # chunks of rows; each is vectorised throughout
             sl = slice(start, min(start + rows, n))
-            coalitions, weights = shapley_kernel_design(m, n_samples, rng, n_rows=sl.stop - start)
+            coalitions, weights = shapley_kernel_design(
+                m, n_samples, rngs[sl], n_rows=sl.stop - start
+            )
             ey = coalition_values(
                 model, flat_x[sl], flat_bg, coalitions, groups.labels, outputs[sl], progress=False
             )

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import ValidationError, XaiWarning
-from xai_shap._checks import check_rows
+from xai_core.validation import check_array
 
 __all__ = ["DEFAULT_N_BACKGROUND", "kmeans_summary", "resolve_background"]
 
@@ -89,7 +89,14 @@ def resolve_background(
     """
     if background is not None:
         _check_columns(background, feature_names)
-        bg = check_rows(background, "background", X.shape[1:], X.dtype)
+        bg = check_array(
+            background,
+            "background",
+            feature_shape=X.shape[1:],
+            dtype=X.dtype,
+            accept_flat=True,
+            rows="n_rows",
+        )
         if n_background is not None and len(bg) > n_background:
             return kmeans_summary(bg, n_background, seed), (
                 f"k-means summary of the {len(bg)} background rows into {n_background} centres"
@@ -108,6 +115,6 @@ def resolve_background(
         "(training rows, or a sample of them) for a reference that does not depend on the "
         "rows being explained.",
         XaiWarning,
-        stacklevel=4,
+        stacklevel=5,
     )
     return bg, desc

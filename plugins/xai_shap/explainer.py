@@ -7,16 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core import (
-    CapabilityError,
-    Explainer,
-    Explanation,
-    ModelRunner,
-    UnknownNameError,
-    ValidationError,
-)
+from xai_core import CapabilityError, Explainer, Explanation, ModelRunner, ValidationError
+from xai_core.attribution.options import Alias, Bool, Choice, ImageShape, Int, TypeOf
 from xai_shap import algorithms as alg
-from xai_shap._checks import check_bool, check_int, check_max_evals, check_seed
 from xai_shap.background import resolve_background
 from xai_shap.game import CountedModel
 from xai_shap.groups import resolve_groups
@@ -51,12 +44,15 @@ class ShapExplainer(Explainer):
         Summarise the background (or ``X``) into this many k-means centres (seeded).
         Default: the background as given; 10 centres of ``X`` when none is given.
     max_evals : int or "auto", default="auto"
-        Budget per row: for ``kernel`` the coalitions (default ``2*M + 2048``, as shap), for
+        Alias ``nsamples`` (shap's KernelExplainer spelling). Budget per row: for ``kernel`` the coalitions (default ``2*M + 2048``, as shap), for
         ``permutation`` the model evaluations (default 500 as shap, at least two antithetic
         permutations: ``2 * (2*M + 1)``), for ``exact`` a cap on ``2**M`` (default ``2**16``). Each
         coalition is evaluated against every background row.
-    seed : int, default=0
-        Seeds the sampling (kernel, permutation) and the k-means summary; same seed, same values.
+    seed : int or None, default=0
+        Seeds the sampling (kernel, permutation) and the k-means summary; same seed, same
+        values. Row ``r`` draws its coalitions (kernel) or permutations (permutation) from
+        its own stream ``[seed, r]``, so values do not depend on the other rows or on
+        chunking. ``None`` draws a seed, recorded in ``meta["seed"]``.
     patch_size : int or (int, int), optional
         Images (samples of shape (H, W), (H, W, C), (C, H, W), or flat with ``image_shape``)
         are explained by square patches of this side (default 4: 49 patches of a 28 x 28 image).
@@ -86,6 +82,15 @@ class ShapExplainer(Explainer):
 
     name: ClassVar[str] = "shap"
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    constraints: ClassVar[dict] = {
+        "algorithm": Choice(alg.ALGORITHMS),
+        "n_background": Int(1, allow_none=True),
+        "max_evals": Int(1, also=("auto",)),
+        "image_shape": ImageShape(),
+        "all_classes": Bool(),
+        "patch_size": TypeOf((int, tuple, list), "an int or (int, int)"),
+    }
+    aliases: ClassVar[dict] = {"nsamples": Alias("max_evals", anchor="shap")}
 
     def __init__(
         self,
@@ -93,7 +98,7 @@ class ShapExplainer(Explainer):
         background: Any = None,
         n_background: int | None = None,
         max_evals: int | str = "auto",
-        seed: int = 0,
+        seed: int | None = 0,
         patch_size: int | tuple[int, int] | None = None,
         image_shape: tuple[int, ...] | None = None,
         groups: Any = None,
@@ -126,14 +131,12 @@ class ShapExplainer(Explainer):
             ``values`` of shape (n_samples, *input_shape), ``base_values`` of shape (n_samples,).
         """
         start = time.perf_counter()
-        # -- every check before any model evaluation ---------------------------------------
-        if self.algorithm not in alg.ALGORITHMS:
-            raise UnknownNameError("SHAP algorithm", self.algorithm, alg.ALGORITHMS)
-        seed = check_seed(self.seed)
-        max_evals = check_max_evals(self.max_evals)
-        n_background = check_int(self.n_background, "n_background", allow_none=True)
-        all_classes = check_bool(self.all_classes, "all_classes")
-        progress = check_bool(self.progress, "progress", allow_none=True)
+        # -- every check before any model evaluation (options: by the core, from constraints)
+        seed = self.run_seed()
+        max_evals = None if self.max_evals == "auto" else int(self.max_evals)
+        n_background = self.n_background
+        all_classes = bool(self.all_classes)
+        progress = self.progress
         groups = resolve_groups(
             X.shape[1:],
             groups=self.groups,
@@ -156,7 +159,13 @@ class ShapExplainer(Explainer):
             values, base = alg.run_exact(model, X, background, groups, silent=silent)
         elif algorithm == "permutation":
             values, base = alg.run_permutation(
-                model, X, background, groups, max_evals=budget, seed=seed, silent=silent
+                model,
+                X,
+                background,
+                groups,
+                max_evals=budget,
+                seeds=self.row_seeds(len(X)),
+                progress=progress,
             )
         elif algorithm == "kernel":
             wanted = np.tile(np.arange(n_outputs), (len(X), 1)) if all_classes else target[:, None]
@@ -168,7 +177,7 @@ class ShapExplainer(Explainer):
                 fx=fx,
                 outputs=wanted,
                 n_samples=budget,
-                seed=seed,
+                rngs=self.row_rngs(len(X)),
                 progress=progress,
             )
             if not all_classes:  # scatter the one explained output into its column
@@ -219,6 +228,16 @@ class ShapExplainer(Explainer):
             target=target,
             meta=meta,
         )
+
+    def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
+        """The background summarised from all rows, when none is given (see :class:`Explainer`)."""
+        if self.background is not None:
+            return {}
+        feature_names = getattr(runner.model, "feature_names", None)
+        background, _ = resolve_background(
+            None, self.n_background, X, self.run_seed(), feature_names
+        )
+        return {"background": background, "n_background": None}
 
     # -- helpers ----------------------------------------------------------------------------------
     def _plan(self, runner: ModelRunner, groups, background: np.ndarray, max_evals: int | None):

@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -110,18 +111,35 @@ def _full_sizes(m: int, budget: int) -> tuple[np.ndarray, np.ndarray, int, int]:
 
 
 def _sampled(
-    m: int, n_full: int, left: int, n_rows: int, rng: np.random.Generator
+    m: int,
+    n_full: int,
+    left: int,
+    n_rows: int,
+    rng: np.random.Generator | Sequence[np.random.Generator],
 ) -> tuple[np.ndarray, np.ndarray]:
     """``left`` sampled coalitions per row (see :func:`_draw`).
 
-    ``left + 16`` draws per row usually fill the budget (most sizes come in pairs); when
-    they do not for some row (few features, many repeats) all rows are drawn again with
-    shap's allowance of ``4 * left`` draws.
+    ``left + 16`` draws per row usually fill the budget (most sizes come in pairs); the
+    rows they do not fill (few features, many repeats) are drawn again with shap's
+    allowance of ``4 * left`` draws: all rows from a shared generator, only those rows
+    (continuing their own streams) with one generator per row.
     """
-    out = _draw(m, n_full, left, n_rows, rng, min(left + 16, 4 * left))
-    if out is None:
-        out = _draw(m, n_full, left, n_rows, rng, 4 * left, pad=True)
-    return out
+    coalitions, weights, filled = _draw(m, n_full, left, n_rows, rng, min(left + 16, 4 * left))
+    if filled.all():
+        return coalitions, weights
+    if isinstance(rng, np.random.Generator):
+        return _draw(m, n_full, left, n_rows, rng, 4 * left)[:2]
+    redo = np.flatnonzero(~filled)
+    again = _draw(m, n_full, left, len(redo), [rng[i] for i in redo], 4 * left)
+    coalitions[redo], weights[redo] = again[0], again[1]
+    return coalitions, weights
+
+
+def _per_row(rng: Any, n_rows: int, draw: Any) -> np.ndarray:
+    """``draw(generator, k)`` for all rows from a shared generator, or row by row from one each."""
+    if isinstance(rng, np.random.Generator):
+        return draw(rng, n_rows)
+    return np.concatenate([draw(g, 1) for g in rng])
 
 
 def _draw(
@@ -129,28 +147,30 @@ def _draw(
     n_full: int,
     left: int,
     n_rows: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | Sequence[np.random.Generator],
     n_draws: int,
-    pad: bool = False,
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``left`` sampled coalitions per row, of the sizes not enumerated, and their weights.
 
     Sizes follow the Shapley kernel; a coalition of a paired size comes with its
     complement; a repeated draw adds 1 to its first occurrence's weight instead of a
     coalition. Rows whose ``n_draws`` draws give fewer coalitions are padded with empty
-    coalitions of weight 0 when ``pad``; otherwise ``None`` is returned. Weights of a row
-    sum to the kernel mass of the sampled sizes.
+    coalitions of weight 0, and ``filled`` (bool of shape (n_rows,)) says which rows were
+    not. Weights of a row sum to the kernel mass of the sampled sizes. ``rng``: one
+    generator for all rows, or one per row.
     """
     size_w, _, n_paired = _size_weights(m)
     draw_w = size_w.copy()
     draw_w[:n_paired] /= 2  # each paired draw gives two coalitions
     draw_w = draw_w[n_full:] / draw_w[n_full:].sum()
     rows = np.arange(n_rows)[:, None]
-    sizes = rng.choice(len(draw_w), (n_rows, n_draws), p=draw_w) + n_full + 1
+    sizes = _per_row(rng, n_rows, lambda g, k: g.choice(len(draw_w), (k, n_draws), p=draw_w))
+    sizes += n_full + 1
     # a uniform random subset of each size: the players whose random key is among the smallest
     # (random integers, made distinct within a draw by the player index in the low digits)
     dtype = np.int32 if m < 128 else np.int64  # 2**24 * m must fit
-    keys = rng.integers(0, 2**24, (n_rows, n_draws, m), dtype=dtype) * dtype(m)
+    keys = _per_row(rng, n_rows, lambda g, k: g.integers(0, 2**24, (k, n_draws, m), dtype=dtype))
+    keys *= dtype(m)
     keys += np.arange(m, dtype=dtype)
     kth = np.take_along_axis(np.sort(keys, axis=2), sizes[:, :, None] - 1, axis=2)
     drawn = keys <= kth
@@ -167,8 +187,6 @@ def _draw(
     np.put_along_axis(is_new, by_key, starts, axis=1)
     used = np.cumsum(np.where(is_new, np.where(paired, 2, 1), 0), axis=1)
     reached = used >= left
-    if not pad and not reached[:, -1].all():
-        return None
     last = np.where(reached.any(axis=1), reached.argmax(axis=1), n_draws - 1)
     taken = np.arange(n_draws) <= last[:, None]
     counts = np.bincount((rows * n_draws + group)[taken], minlength=n_rows * n_draws).reshape(
@@ -189,11 +207,14 @@ def _draw(
         coalitions[r, slot] = drawn[r, d] ^ flip
         weights[r, slot] = weight[r, d]
     weights *= size_w[n_full:].sum() / weights.sum(axis=1, keepdims=True)
-    return coalitions, weights
+    return coalitions, weights, reached[:, -1]
 
 
 def shapley_kernel_design(
-    n_players: int, n_samples: int, rng: np.random.Generator, n_rows: int = 1
+    n_players: int,
+    n_samples: int,
+    rng: np.random.Generator | Sequence[np.random.Generator],
+    n_rows: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's coalitions and least-squares weights, as shap's KernelExplainer picks them.
 
@@ -207,7 +228,9 @@ def shapley_kernel_design(
     n_samples : int
         Budget of distinct coalitions per row (the empty and full ones excluded); capped
         at ``2**M - 2``.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or sequence of them
+        One generator for all rows, or one per row (row ``i`` then draws from ``rng[i]``
+        only, so its coalitions do not depend on the other rows).
     n_rows : int, default=1
 
     Returns

@@ -18,15 +18,9 @@ Every result renders in notebooks and reports through the report-section hook.
 
 from __future__ import annotations
 
+import xai_core
 from xai_core import ReportSection, Tool, hookimpl
-from xai_whatif.render import (
-    render_counterfactuals,
-    render_edit,
-    render_partial_dependence,
-    render_slices,
-    render_thresholds,
-    render_whatif,
-)
+from xai_whatif import results
 from xai_whatif.results import (
     Counterfactuals,
     EditResult,
@@ -34,24 +28,20 @@ from xai_whatif.results import (
     SliceMetrics,
     ThresholdChoice,
 )
-from xai_whatif.whatif import WhatIf, what_if
 
-__all__ = [
-    "Counterfactuals",
-    "EditResult",
-    "PartialDependence",
-    "SliceMetrics",
-    "ThresholdChoice",
-    "WhatIf",
-    "what_if",
-    "xai_register_report_sections",
-    "xai_register_tools",
-]
+# The session, its analyses and their renderers are imported when first used.
+__getattr__, __dir__, __all__ = xai_core.lazy_exports(
+    __name__,
+    {"whatif": ["WhatIf", "what_if"]},
+    eager=[*results.__all__, "xai_register_report_sections", "xai_register_tools"],
+)
 
 
 @hookimpl
 def xai_register_tools():
     """The ``what_if`` tool."""
+    from xai_whatif.whatif import what_if
+
     return [
         Tool("what_if", what_if, "edit datapoints, counterfactuals, partial dependence, fairness")
     ]
@@ -60,6 +50,16 @@ def xai_register_tools():
 @hookimpl
 def xai_register_report_sections():
     """Sections for the what-if session and each of its results."""
+    from xai_whatif.render import (
+        render_counterfactuals,
+        render_edit,
+        render_partial_dependence,
+        render_slices,
+        render_thresholds,
+        render_whatif,
+    )
+    from xai_whatif.whatif import WhatIf
+
     return [
         ReportSection("whatif", WhatIf, render_whatif, "What-if"),
         ReportSection("whatif_edit", EditResult, render_edit, "Datapoint edit"),

@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from xai_core import ShapeError, UnknownNameError, ValidationError, XaiWarning
+from xai_core.images import is_image_shape
+from xai_core.validation import check_array
 
-__all__ = ["Table"]
+__all__ = ["Table", "number_pair"]
 
 
 class Table:
@@ -32,6 +34,8 @@ class Table:
     ----------
     X : ndarray of float64, shape (n_samples, n_features)
         The data, flattened per row.
+    n_samples, n_features : int
+        Its shape.
     sample_shape : tuple of int
         The shape of one row as the caller passed it (``(28, 28)`` for images).
     categories : dict of int to tuple
@@ -50,31 +54,16 @@ class Table:
         columns = None
         if hasattr(X, "dtypes") and hasattr(X, "columns"):
             X, columns = self._from_frame(X)
-        try:
-            arr = np.asarray(X)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(
-                f"X must be an array of shape (n_samples, n_features); {exc}."
-            ) from exc
-        if arr.dtype.kind not in "biuf":
-            raise ValidationError(
-                f"X must be numeric (or a DataFrame with categorical columns); got an array of "
-                f"dtype {arr.dtype} and shape {arr.shape}."
-            )
-        if arr.ndim < 2 or arr.shape[0] < 1 or arr.size == 0:
+        arr = check_array(X, "X", dtype=np.float64)  # a frame's categories are codes by now
+        if arr.size == 0:
             raise ShapeError(
-                f"X must have shape (n_samples, n_features) with at least one row; got an array "
-                f"of shape {arr.shape}."
+                f"X must have shape (n_samples, n_features) with at least one feature; got an "
+                f"array of shape {arr.shape}."
             )
         self.sample_shape = tuple(int(s) for s in arr.shape[1:])
-        self.X = np.array(arr.reshape(arr.shape[0], -1), dtype=np.float64)
-        if not np.isfinite(self.X).all():
-            bad = np.argwhere(~np.isfinite(self.X))[0]
-            raise ValidationError(
-                f"X contains NaN or infinite values; the first is at row {bad[0]}, feature {bad[1]}."
-            )
-        n_features = self.X.shape[1]
-        self.feature_names = self._names(feature_names, columns, n_features)
+        self.X = np.array(arr.reshape(arr.shape[0], -1), dtype=np.float64)  # a copy: edits write it
+        self.n_samples, self.n_features = self.X.shape  # edits change values, never the shape
+        self.feature_names = self._names(feature_names, columns, self.n_features)
         self._index = {name: j for j, name in enumerate(self.feature_names)}
         for key in categorical_features or ():
             j = self.feature_index(key, "categorical_features")
@@ -139,16 +128,8 @@ class Table:
 
     # -- lookups -----------------------------------------------------------------------------
     @property
-    def n_samples(self) -> int:
-        return self.X.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self.X.shape[1]
-
-    @property
     def is_image(self) -> bool:
-        return len(self.sample_shape) in (2, 3)
+        return is_image_shape(self.sample_shape)  # the rule of xai_core.images
 
     def feature_index(self, key: Any, argument: str = "feature") -> int:
         """The column of ``key``: a feature name, an index, or a pixel ``(row, col[, channel])``."""
@@ -248,15 +229,19 @@ class Table:
             )
         for key, bounds in ranges.items():
             j = self.feature_index(key, "ranges")
-            try:
-                a, b = (float(v) for v in bounds)
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(
-                    f"ranges[{key!r}] must be a pair (low, high) of numbers; got {bounds!r}."
-                ) from exc
+            a, b = number_pair(bounds, f"ranges[{key!r}] must be a pair (low, high) of numbers")
             if not (np.isfinite(a) and np.isfinite(b)) or a > b:
                 raise ValidationError(
                     f"ranges[{key!r}] must be finite with low <= high; got ({a}, {b})."
                 )
             lo[j], hi[j] = a, b
         return lo, hi
+
+
+def number_pair(value: Any, what: str) -> tuple[float, float]:
+    """``value`` as two floats; otherwise a ValidationError saying ``what`` and what arrived."""
+    try:
+        a, b = (float(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{what}; got {value!r}.") from exc
+    return a, b

@@ -1,9 +1,13 @@
 """compare_backends and compare_methods: identical backends agree, hardware differences are measured."""
 
+import types
+
 import numpy as np
 import pytest
 
 import xai_core as xai
+from xai_core.backends.cpu import CPUBackend
+from xai_core.plugin.manager import register_plugin
 from xai_core.testing import LinearModel
 
 
@@ -74,6 +78,35 @@ def test_black_box_runs_only_on_the_host():
     assert list(c.explanations) == ["cpu"] and "black-box" in c.skipped["tpu"]
 
 
+class _CpuTwin(CPUBackend):
+    """The fp32 CPU under another name: a backend a plugin registers."""
+
+    name = "cpu_twin_test"
+
+
+class _NeedsSettings(CPUBackend):
+    """A backend that cannot be built without settings."""
+
+    name = "needs_settings_test"
+
+    def __init__(self, board):
+        super().__init__()
+
+
+def test_default_backends_are_every_registered_one(linear, fresh_registry):
+    """With no backends given, every registered backend is compared: a newly registered one too."""
+    plugin = types.ModuleType("twin_backends")
+    plugin.xai_register_backends = xai.hookimpl(lambda: [_CpuTwin, _NeedsSettings])
+    register_plugin(plugin)
+    model, X = linear
+    c = xai.compare_backends(model, X, method="ig", steps=4)
+    assert list(c.explanations) == ["cpu", "gpu", "tpu", "cpu_twin_test"]
+    assert "inference only" in c.skipped["edgetpu"]
+    assert "cannot build with its defaults" in c.skipped["needs_settings_test"]
+    twin = c.summary.loc["cpu_twin_test"]
+    assert twin.max_abs_diff == 0.0 and twin.mean_cosine == 1.0
+
+
 def test_compare_methods_on_a_linear_model(linear):
     """IG and exact SHAP agree on a linear model (both equal (x - baseline) * w up to the baseline)."""
     model, X = linear
@@ -98,6 +131,8 @@ def test_bad_arguments():
         xai.compare_backends(model, np.ones((1, 2)), method="nope")
     with pytest.raises(xai.UnknownNameError):
         xai.compare_backends(model, np.ones((1, 2)), backends=("cpu", "abacus"))
+    with pytest.raises(xai.ValidationError, match="non-empty sequence"):
+        xai.compare_backends(model, np.ones((1, 2)), backends="tpu")
     with pytest.raises(xai.ValidationError, match="at least two"):
         xai.compare_methods(model, np.ones((1, 2)), methods=("ig",))
     with pytest.raises(xai.ValidationError, match="not compared"):
@@ -220,7 +255,7 @@ def test_seed_noise_sets_the_bar_for_stochastic_methods():
         backends=("cpu", "tpu"),
         n_seeds=3,
         n_samples=300,
-        training_data=train,
+        background=train,
         stability_seeds=0,
         progress=False,
     )

@@ -30,6 +30,18 @@ def test_backends(capsys):
     assert {"name": "cpu"}.items() <= rows[0].items() and "numerics" in rows[0]
 
 
+def test_closed_pipe_is_no_traceback():
+    """`xai backends | head -1`: the command stops quietly when its reader has gone."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xai_core", "backends"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader goes before the command writes anything
+    stderr = proc.stderr.read().decode()
+    assert proc.wait() == 141 and "Traceback" not in stderr
+
+
 def test_no_command_prints_help(capsys):
     """Plain `xai` prints usage and exits 2."""
     assert main([]) == 2

@@ -132,3 +132,23 @@ def test_image_networks_record_their_image_shape():
     e = xai.explain(net, np.random.default_rng(0).random((1, 784)), method="saliency")
     assert e.meta["image_shape"] == (28, 28)
     assert 'class="xai-heatmap"' in e._repr_html_()
+
+
+def test_chunked_execution_does_not_import_explain():
+    """No import cycle: parallel execution and its helpers never import the explain() module."""
+    import ast
+    import pathlib
+
+    import xai_core.attribution as attribution
+
+    folder = pathlib.Path(attribution.__file__).parent
+    for name in ("parallel", "run", "executors", "transport", "blas", "seeds", "options"):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        runtime = [n for n in tree.body if not isinstance(n, ast.If)]  # skip `if TYPE_CHECKING:`
+        imported = set()
+        for node in ast.walk(ast.Module(body=runtime, type_ignores=[])):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+        assert "xai_core.attribution.explainer" not in imported, name

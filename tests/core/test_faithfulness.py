@@ -76,3 +76,17 @@ def test_deterministic_and_validated(linear_case):
         faithfulness(model, no_data)
     with pytest.raises(xai.ValidationError, match="steps must be a positive integer"):
         faithfulness(model, e, steps=0)
+
+
+def test_seed_none_is_drawn_and_recorded():
+    """faithfulness(seed=None) draws a seed and records it; passing it back repeats the figures."""
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 4)).astype(np.float32)
+    net = xai.nn.mlp(4, (5,), 2, seed=0)
+    e = xai.explain(net, X, method="saliency")
+    f = xai.faithfulness(net, e, seed=None, n_random=2, infidelity_samples=5)
+    seed = f.options["seed"]
+    assert isinstance(seed, int)
+    again = xai.faithfulness(net, e, seed=seed, n_random=2, infidelity_samples=5)
+    np.testing.assert_array_equal(f.infidelity, again.infidelity)

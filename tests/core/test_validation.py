@@ -99,3 +99,30 @@ def test_scalar_option_checks():
     assert check_seed(7) == 7 and check_seed(None, allow_none=True) is None
     with pytest.raises(xai.ValidationError, match="seed must be an integer >= 0"):
         check_seed(-1)
+
+
+def test_check_array_accepts_flat_rows_with_a_sample_shape():
+    """accept_flat reshapes rows of prod(feature_shape) values; flatten returns flat rows."""
+    flat = np.arange(2 * 12, dtype=float).reshape(2, 12)
+    images = check_array(flat, "background", feature_shape=(3, 4), accept_flat=True)
+    assert images.shape == (2, 3, 4)
+    np.testing.assert_array_equal(images.reshape(2, 12), flat)
+    assert check_array(images, feature_shape=(3, 4), flatten=True).shape == (2, 12)
+    assert check_array(flat, feature_shape=(3, 4), flatten=True).shape == (2, 12)
+    with pytest.raises(xai.ShapeError, match=r"\(n_samples, 3, 4\) or flat rows \(n_samples, 12\)"):
+        check_array(np.zeros((2, 11)), feature_shape=(3, 4), accept_flat=True)
+    with pytest.raises(xai.ShapeError, match=r"^background must have shape \(n_rows, 12\)"):
+        check_array(np.zeros((2, 3, 4)), "background", feature_shape=(12,), rows="n_rows")
+
+
+def test_progress_rule():
+    """progress=None shows bars for long work only; True always; False never."""
+    from xai_core.progress import LONG_WORK_UNITS, progress_bar, show_progress
+
+    assert show_progress(None, LONG_WORK_UNITS) and not show_progress(None, LONG_WORK_UNITS - 1)
+    assert show_progress(True, 1) and not show_progress(False, 10**6)
+    assert show_progress(None, 1, long=True) and not show_progress(None, 10**6, long=False)
+    with pytest.raises(xai.ValidationError, match="progress must be True, False or None"):
+        show_progress("yes", 1)
+    with progress_bar(3, progress=None, desc="x") as bar:
+        assert bar.disable

@@ -239,10 +239,10 @@ def test_targets_per_row_and_predicted_class_by_default(rows):
 
 
 def test_mean_baseline_is_the_data_mean(rows):
-    """baseline='mean' is IG from the mean row of baseline_data."""
+    """baseline='mean' is IG from the mean row of background."""
     data = np.random.default_rng(1).normal(size=(20, 3))
     e = xai.explain(
-        Curved(), rows, method="ig", backend=cpu64(), target=1, baseline="mean", baseline_data=data
+        Curved(), rows, method="ig", backend=cpu64(), target=1, baseline="mean", background=data
     )
     ref = xai.explain(Curved(), rows, method="ig", backend=cpu64(), target=1, baseline=data.mean(0))
     np.testing.assert_allclose(e.values, ref.values, atol=1e-15)
@@ -253,7 +253,7 @@ def test_expected_gradients_average_single_baselines(rows):
     """baseline='data' averages IG over every reference row, and its completeness uses the mean f(b)."""
     data = np.random.default_rng(2).normal(size=(4, 3))
     e = xai.explain(
-        Curved(), rows, method="ig", backend=cpu64(), target=2, baseline="data", baseline_data=data
+        Curved(), rows, method="ig", backend=cpu64(), target=2, baseline="data", background=data
     )
     singles = [
         xai.explain(Curved(), rows, method="ig", backend=cpu64(), target=2, baseline=d).values
@@ -271,7 +271,7 @@ def test_drawn_baselines_are_subsets_and_seeded(rows):
     W = np.random.default_rng(6).normal(size=(3, 1))
     model = LinearModel(W)
     kwargs = dict(
-        method="ig", backend=cpu64(), baseline="data", baseline_data=data, n_baselines=2, steps=2
+        method="ig", backend=cpu64(), baseline="data", background=data, n_baselines=2, steps=2
     )
     e = xai.explain(model, rows, seed=7, **kwargs)
     implied = rows - e.values / W[:, 0]  # the mean baseline of each row
@@ -343,21 +343,21 @@ BAD_BASELINES = {
     "text-array": (dict(baseline=np.array(["a", "b", "c"])), xai.ValidationError, "numeric"),
     "bool": (dict(baseline=True), xai.ValidationError, "baseline must be"),
     "inf": (dict(baseline=float("inf")), xai.ValidationError, "baseline must be a finite"),
-    "mean-without-data": (dict(baseline="mean"), xai.ValidationError, "needs baseline_data="),
+    "mean-without-data": (dict(baseline="mean"), xai.ValidationError, "needs background="),
     "data-wrong-shape": (
-        dict(baseline="data", baseline_data=np.zeros((5, 2))),
+        dict(baseline="data", background=np.zeros((5, 2))),
         xai.ShapeError,
-        r"baseline_data must have shape \(m, 3\)",
+        r"background must have shape \(m, 3\)",
     ),
     "too-many-draws": (
-        dict(baseline="data", baseline_data=np.zeros((2, 3)), n_baselines=3),
+        dict(baseline="data", background=np.zeros((2, 3)), n_baselines=3),
         xai.ValidationError,
         "at most the 2 rows",
     ),
     "data-unused": (
-        dict(baseline_data=np.zeros((2, 3))),
+        dict(background=np.zeros((2, 3))),
         xai.ValidationError,
-        "baseline_data is used only with baseline='data' or 'mean'",
+        "background is used only with baseline='data' or 'mean'",
     ),
     "n-baselines-unused": (dict(n_baselines=2), xai.ValidationError, "n_baselines is used only"),
     "blur-tabular": (dict(baseline="blur"), xai.ValidationError, "needs images"),
@@ -386,7 +386,11 @@ def test_bad_baselines_are_rejected_before_any_gradient(rows, case):
 
 BAD_OPTIONS = {
     "steps-zero": (dict(steps=0), xai.ValidationError, "steps must be an integer >= 1"),
-    "steps-text": (dict(steps="many"), xai.ValidationError, "steps must be an integer or 'auto'"),
+    "steps-text": (
+        dict(steps="many"),
+        xai.ValidationError,
+        "steps must be an integer >= 1 or 'auto'",
+    ),
     "steps-float": (dict(steps=2.5), xai.ValidationError, "steps must be"),
     "trapezoid-one-step": (
         dict(steps=1, integration="riemann_trapezoid"),
@@ -403,7 +407,7 @@ BAD_OPTIONS = {
     "seed": (dict(seed=-1), xai.ValidationError, "seed must be"),
     "batch": (dict(internal_batch_size=0), xai.ValidationError, "internal_batch_size must be"),
     "progress": (dict(progress="yes"), xai.ValidationError, "progress must be"),
-    "unknown-option": (dict(n_steps=4), xai.UnknownNameError, "option of method 'ig'"),
+    "unknown-option": (dict(nsteps=4), xai.UnknownNameError, "option of method 'ig'"),
 }
 
 
@@ -634,3 +638,50 @@ def test_edgetpu_refuses_gradients_naming_the_backends_that_have_them(mnist_mlp)
         with pytest.raises(xai.CapabilityError, match="gradient") as info:
             xai.explain(model, X[:2], method="ig", backend="edgetpu")
         assert "cpu" in str(info.value) and "tpu" in str(info.value)
+
+
+def test_a_pasted_captum_call_is_integrated_gradients():
+    """n_steps=, baselines= and internal_batch_size= (Captum's spellings) compute IG as Captum does.
+
+    On a linear model IG from a baseline b is exactly (x - b) * w, whatever the steps and
+    the batching.
+    """
+    rng = np.random.default_rng(5)
+    weight = rng.normal(size=(6, 3))
+    X = rng.normal(size=(7, 6))
+    e = xai.explain(
+        LinearModel(weight),
+        X,
+        method="ig",
+        backend=cpu64(),
+        target=2,
+        n_steps=16,
+        baselines=0.25,
+        internal_batch_size=5,
+    )
+    np.testing.assert_allclose(e.values, (X - 0.25) * weight[:, 2], rtol=1e-10, atol=1e-12)
+    assert e.meta["steps"] == 16 and e.meta["internal_batch_size"] == 5
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["HWC", "flat-HWC"])
+def test_blur_baseline_keeps_channels_last_images_apart(flat):
+    """baseline='blur' on (H, W, C) images blurs each channel spatially: a zero channel stays zero."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(2, 8, 8, 3))
+    X[..., 2] = 0.0
+    W = rng.uniform(0.5, 1.5, size=(192, 1))
+    blurred = ndimage.gaussian_filter(X, sigma=(0, 1.2, 1.2, 0), mode="nearest")
+    rows = X.reshape(2, -1) if flat else X
+    e = xai.explain(
+        LinearModel(W, input_shape=rows.shape[1:]),
+        rows,
+        method="ig",
+        backend=cpu64(),
+        baseline="blur",
+        blur_sigma=1.2,
+        steps=2,
+        **({"image_shape": (8, 8, 3)} if flat else {}),
+    )
+    baseline = X - e.values.reshape(X.shape) / W[:, 0].reshape(8, 8, 3)
+    np.testing.assert_allclose(baseline, blurred, atol=1e-12)
+    assert np.abs(baseline[..., 2]).max() < 1e-12

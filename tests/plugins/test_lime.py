@@ -78,7 +78,7 @@ def test_registered_and_keeps_the_explainer_contract():
     training = np.random.default_rng(1).normal(size=(300, 4))
     check_explainer(
         LimeExplainer,
-        options={"training_data": training, "n_samples": 400, "progress": False},
+        options={"background": training, "n_samples": 400, "progress": False},
     )
 
 
@@ -241,7 +241,7 @@ def test_solvers_give_the_same_explanation(cancer):
             model,
             X[:4],
             method="lime",
-            training_data=X,
+            background=X,
             n_samples=1500,
             solver=s,
             **quiet(stability_seeds=0),
@@ -265,9 +265,9 @@ def test_linear_model_weights_are_its_coefficients_times_the_scale():
         lambda X: X @ w,
         train[:8],
         method="lime",
-        training_data=train,
+        background=train,
         discretize_continuous=False,
-        n_features=5,
+        max_features=5,
         n_samples=3000,
         **quiet(stability_seeds=0),
     )
@@ -295,7 +295,7 @@ def test_a_model_of_one_feature_ranks_it_first(cancer, discretize):
         model,
         X[:10],
         method="lime",
-        training_data=X,
+        background=X,
         discretize_continuous=discretize,
         n_samples=2000,
         **quiet(stability_seeds=0),
@@ -310,9 +310,7 @@ def test_weights_agree_with_lime_as_lime_agrees_with_itself(cancer):
     """On breast-cancer rows, plugin-vs-lime agreement of the weights is within lime's own seed-to-seed spread."""
     X, _, model = cancer
     rows = X[:6]
-    e = xai.explain(
-        model, rows, method="lime", training_data=X, target=1, **quiet(stability_seeds=0)
-    )
+    e = xai.explain(model, rows, method="lime", background=X, target=1, **quiet(stability_seeds=0))
 
     def lime_run(seed):
         ex = LimeTabularExplainer(X, random_state=seed)
@@ -357,7 +355,7 @@ def test_seeded_runs_are_identical_whatever_the_global_state(cancer, mode):
     rng = np.random.default_rng(0)
     if mode == "tabular":
         args = (model, X[:5])
-        opts = {"training_data": X, "n_samples": 800, "stability_seeds": 1}
+        opts = {"background": X, "n_samples": 800, "stability_seeds": 1}
     else:
         imgs = rng.random((3, 12, 12))
         args = (lambda b: np.asarray(b).reshape(len(b), -1)[:, :40].mean(1), imgs)
@@ -404,7 +402,7 @@ def test_stability_metrics_against_hand_and_scipy():
 def test_breast_cancer_meta_and_stability(cancer):
     """Breast-cancer rows report score, local prediction, intercept, seeds and a stability figure in range."""
     X, _, model = cancer
-    e = xai.explain(model, X[:5], method="lime", training_data=X, n_samples=1000, **quiet())
+    e = xai.explain(model, X[:5], method="lime", background=X, n_samples=1000, **quiet())
     m = e.meta
     for key in (
         "score",
@@ -424,7 +422,7 @@ def test_breast_cancer_meta_and_stability(cancer):
     assert ((m["stability_jaccard"] >= 0) & (m["stability_jaccard"] <= 1)).all()
     assert s["jaccard"] == pytest.approx(m["stability_jaccard"].mean())
     e0 = xai.explain(
-        model, X[:5], method="lime", training_data=X, n_samples=1000, **quiet(stability_seeds=0)
+        model, X[:5], method="lime", background=X, n_samples=1000, **quiet(stability_seeds=0)
     )
     assert e0.meta["stability"] is None and "stability_jaccard" not in e0.meta
     np.testing.assert_array_equal(e0.values, e.values)  # reruns never touch the main explanation
@@ -435,7 +433,7 @@ def test_instability_is_shown_not_hidden(cancer):
     X, _, model = cancer
     small, large = (
         xai.explain(
-            model, X[:8], method="lime", training_data=X, n_samples=n, **quiet(stability_seeds=3)
+            model, X[:8], method="lime", background=X, n_samples=n, **quiet(stability_seeds=3)
         )
         for n in (100, 4000)
     )
@@ -446,7 +444,7 @@ def test_instability_is_shown_not_hidden(cancer):
 def test_default_training_data_warns(cancer):
     """Without training_data the explained rows become the statistics, with a warning saying so."""
     X, _, model = cancer
-    with pytest.warns(xai.XaiWarning, match="training_data"):
+    with pytest.warns(xai.XaiWarning, match="background"):
         e = xai.explain(model, X[:50], method="lime", n_samples=300, **quiet(stability_seeds=0))
     assert e.meta["training_rows"] == 50
 
@@ -591,7 +589,7 @@ def test_native_network_equals_its_black_box_and_runs_on_the_tpu(cancer):
     X = cancer[0]
     Xs = ((X - X.mean(0)) / X.std(0)).astype(np.float32)
     net = xai.nn.mlp(30, hidden=(8,), n_outputs=2, seed=0)
-    opts = {"training_data": Xs, "n_samples": 1000, "target": 1, **quiet(stability_seeds=0)}
+    opts = {"background": Xs, "n_samples": 1000, "target": 1, **quiet(stability_seeds=0)}
     native = xai.explain(net, Xs[:4], method="lime", **opts)
     black = xai.explain(lambda b: net.predict(b), Xs[:4], method="lime", **opts)
     np.testing.assert_allclose(native.values, black.values, rtol=1e-5, atol=1e-7)
@@ -609,11 +607,11 @@ def test_native_network_equals_its_black_box_and_runs_on_the_tpu(cancer):
     "opts, error, match",
     [
         (
-            {"training_data": np.zeros((10, 29))},
+            {"background": np.zeros((10, 29))},
             xai.ShapeError,
-            r"training_data must have shape \(n_rows, 30\)",
+            r"background must have shape \(n_rows, 30\)",
         ),
-        ({"training_data": np.full((10, 30), np.nan)}, xai.ValidationError, "NaN"),
+        ({"background": np.full((10, 30), np.nan)}, xai.ValidationError, "NaN"),
         (
             {"mode": "audio"},
             xai.UnknownNameError,
@@ -623,7 +621,7 @@ def test_native_network_equals_its_black_box_and_runs_on_the_tpu(cancer):
         ({"n_samples": 1}, xai.ValidationError, "n_samples"),
         ({"n_samples": 100.5}, xai.ValidationError, "n_samples"),
         ({"n_samples": True}, xai.ValidationError, "n_samples"),
-        ({"n_features": 0}, xai.ValidationError, "n_features"),
+        ({"max_features": 0}, xai.ValidationError, "max_features"),
         ({"kernel_width": -1.0}, xai.ValidationError, "kernel_width"),
         ({"feature_selection": "best"}, xai.UnknownNameError, "feature_selection"),
         ({"discretizer": "octile"}, xai.UnknownNameError, "discretizer"),
@@ -673,7 +671,7 @@ def test_bad_tabular_input_fails_before_any_model_call(cancer, opts, error, matc
         calls.append(len(batch))
         return np.column_stack([np.zeros(len(batch)), np.ones(len(batch))])
 
-    base = {"training_data": X, "n_samples": 100, **quiet(stability_seeds=0)}
+    base = {"background": X, "n_samples": 100, **quiet(stability_seeds=0)}
     with pytest.raises(error, match=match):
         xai.explain(model, X[:3], method="lime", target=1, **{**base, **opts})
     assert all(n <= 3 for n in calls)  # at most the explained rows, to learn the output width
@@ -689,7 +687,7 @@ def test_bad_tabular_input_fails_before_any_model_call(cancer, opts, error, matc
             xai.ValidationError,
             "grid size",
         ),
-        ({"training_data": np.zeros((5, 64))}, xai.ValidationError, "tabular mode"),
+        ({"background": np.zeros((5, 64))}, xai.ValidationError, "tabular mode"),
         ({"hide_color": "black"}, xai.ValidationError, "hide_color"),
         ({"segmentation": lambda im: np.zeros(3)}, xai.ShapeError, "labels of shape"),
     ],
@@ -725,7 +723,7 @@ def test_lime_explanations_render_in_reports_and_notebooks(cancer, hostile, tmp_
         model,
         X[:3],
         method="lime",
-        training_data=X,
+        background=X,
         n_samples=300,
         feature_names=names,
         **quiet(stability_seeds=1),
@@ -747,3 +745,40 @@ def test_lime_explanations_render_in_reports_and_notebooks(cancer, hostile, tmp_
     for fragment in (html, e._repr_html_(), ei._repr_html_()):
         assert "<img src=x" not in fragment and "<script>alert(" not in fragment
     assert "stability" in html
+
+
+def test_a_pasted_lime_call_selects_as_many_features_as_lime(cancer):
+    """num_samples= and num_features= (lime's spellings) mean what they mean in lime.
+
+    lime's explain_instance(num_features=4, num_samples=800) returns 4 weights per row; the
+    plugin, called with the same spellings, draws 800 samples and keeps 4 features, and its
+    top features overlap lime's as lime's overlap its own across seeds.
+    """
+    X, _, model = cancer
+    rows = X[:4]
+    e = xai.explain(
+        model,
+        rows,
+        method="lime",
+        background=X,
+        target=1,
+        num_samples=800,
+        num_features=4,
+        **quiet(stability_seeds=0),
+    )
+    assert e.meta["n_samples"] == 800 and e.meta["n_selected"] == 4
+    assert ((e.values != 0).sum(axis=1) == 4).all()
+
+    def lime_run(seed):
+        ex = LimeTabularExplainer(X, random_state=seed)
+        found = [
+            ex.explain_instance(
+                r, model.predict_proba, labels=(1,), num_features=4, num_samples=800
+            ).local_exp[1]
+            for r in rows
+        ]
+        assert all(len(f) == 4 for f in found)
+        return np.array([lime_weights(f, 30) for f in found])
+
+    a, b = lime_run(1), lime_run(2)
+    assert top_k_jaccard(e.values, a, 4).mean() >= top_k_jaccard(b, a, 4).mean() - 0.25

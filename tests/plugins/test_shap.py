@@ -581,3 +581,28 @@ def test_report_draws_heatmaps_and_bars():
     assert e.meta["image_shape"] == (28, 28)
     html = xai.Report("shap").add(e).to_html()
     assert html.count("data:image/png") >= 2 and "<svg" in html
+
+
+def test_a_pasted_kernel_explainer_call_gives_shaps_values():
+    """nsamples= (shap's spelling) is max_evals: with the full budget both give shap's exact values."""
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(5, 2))
+
+    def f(A):
+        return np.tanh(np.asarray(A, dtype=np.float64) @ W)
+
+    X, bg = rng.normal(size=(4, 5)), rng.normal(size=(6, 5))
+    e = xai.explain(
+        xai.as_model(f),
+        X,
+        method="shap",
+        algorithm="kernel",
+        background=bg,
+        nsamples=2**5 - 2,
+        target=1,
+        backend=xai.get_backend("cpu", dtype="float64"),
+    )
+    reference = shap.KernelExplainer(lambda A: f(A)[:, 1], bg)
+    expected = reference.shap_values(X, nsamples=2**5 - 2, l1_reg=False, silent=True)
+    np.testing.assert_allclose(e.values, expected, rtol=0, atol=1e-8)
+    assert e.meta["max_evals"] == 2**5 - 2

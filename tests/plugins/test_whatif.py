@@ -437,3 +437,42 @@ def test_html_escapes_hostile_names(data):
         assert evil not in html and "&lt;script&gt;" in html
         report.add(result)
     assert evil not in report.to_html()
+
+
+def test_analyses_are_functions_of_the_session():
+    """Each analysis is a function of the session in its own module, and the same as the method."""
+    from xai_whatif.counterfactuals import nearest_counterfactual
+    from xai_whatif.dependence import partial_dependence
+    from xai_whatif.edits import edit, revert
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    w = xai.what_if(lambda A: np.stack([A[:, 0], -A[:, 0]], axis=1), X, progress=False)
+    np.testing.assert_array_equal(nearest_counterfactual(w, 0).X, w.nearest_counterfactual(0).X)
+    np.testing.assert_array_equal(partial_dependence(w, 0).average, w.partial_dependence(0).average)
+    result = edit(w, 1, {0: 1.0})
+    assert result.predicted_after == 0 and w.X[1, 0] == 1.0
+    revert(w)
+    np.testing.assert_array_equal(w.X, X)
+
+
+def test_seeded_report_with_whatif_results_renders_the_same_bytes(data, monkeypatch):
+    """Report(seed=0) with what-if results renders byte-identically, twice and in a second report."""
+    ds, est = data
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    names = list(ds.feature_names)
+    w = xai.what_if(est, ds.X[:60], ds.y[:60], feature_names=names, progress=False)
+    w.edit(0, {names[0]: 15.0})
+    results = [w, w.history[0], w.nearest_counterfactual(0), w.slices(names[1])]
+
+    def render(seed):
+        report = xai.Report("what-if", seed=seed)
+        for result in results:
+            report.add(result)
+        return report
+
+    first = render(0)
+    html = first.to_html()
+    assert html == first.to_html() == render(0).to_html()
+    assert "2023-11-14T22:13:20+00:00" in html
+    assert html != render(1).to_html()

@@ -1,29 +1,46 @@
-"""Explainer: the base class of every attribution method, and ``explain()`` which dispatches to them."""
+"""Explainer: the base class of every attribution method, and ``explain()`` which dispatches to them.
+
+:func:`explain` is the one place where names are resolved (the method, ``"auto"``, the
+backend, option aliases) and where arguments are checked, before any model call; the
+computation itself is :func:`xai_core.attribution.run.run_explainer`, in one call here or
+chunk by chunk (:mod:`xai_core.attribution.parallel`).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import time
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from xai_core.attribution.explanation import Explanation
-from xai_core.errors import CapabilityError, UnknownNameError, ValidationError
+from xai_core.attribution.options import Alias, Constraint, resolve_options
+from xai_core.attribution.parallel import check_parallel, explain_chunked
+from xai_core.attribution.run import run_explainer
+from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
+from xai_core.errors import CapabilityError, ValidationError
+from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
+from xai_core.validation import check_int
 
-__all__ = ["Explainer", "explain", "list_explainers", "CAPABILITIES"]
+__all__ = ["Explainer", "explain", "list_explainers", "resolve_method", "CAPABILITIES"]
 
 #: What a model on a backend can offer; explainers declare the subset they need.
 CAPABILITIES = frozenset({"predict", "gradient", "activations"})
+
+#: ``method="auto"``: this method for models with gradients (on a backend with them) ...
+AUTO_GRADIENT_METHOD = "ig"
+#: ... and this one for black boxes.
+AUTO_BLACK_BOX_METHOD = "shap"
 
 
 class Explainer:
     """Base class of attribution methods.
 
     Subclasses set :attr:`name` and :attr:`requires`, take their options as keyword
-    arguments of ``__init__`` (stored, not acted on) and implement :meth:`explain`.
+    arguments of ``__init__`` (stored, not acted on), declare the options' constraints and
+    other spellings as class data, and implement :meth:`explain`.
 
     Attributes
     ----------
@@ -32,10 +49,23 @@ class Explainer:
     requires : frozenset of str
         Capabilities needed, from ``{"predict", "gradient", "activations"}``; checked by
         :func:`explain` before any work.
+    constraints : mapping of str to Constraint
+        What each option accepts (:mod:`xai_core.attribution.options`); :func:`explain`
+        checks every option given against it before any model call. ``seed`` and
+        ``progress`` follow the common rules without being declared.
+    aliases : mapping of str to Alias
+        Other names of options: the anchors' spellings (``nsamples``, ``n_steps``...) and
+        deprecated old names; resolved by :func:`explain`.
+    row_index : ndarray of int64 of shape (n_samples,) or None
+        Set by the core before :meth:`explain`: the global index, in the caller's data, of
+        each row of ``X`` (chunks start past 0). Read it through :meth:`rows`.
     """
 
     name: ClassVar[str] = ""
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    constraints: ClassVar[Mapping[str, Constraint]] = {}
+    aliases: ClassVar[Mapping[str, Alias]] = {}
+    row_index: np.ndarray | None = None
 
     def __init__(self) -> None:
         """An explainer without options."""
@@ -46,9 +76,62 @@ class Explainer:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
         return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        """The constructor's default of each option that has one."""
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
     def get_options(self) -> dict[str, Any]:
         """The options this explainer was built with (stored as attributes of the same name)."""
         return {name: getattr(self, name) for name in self.option_names() if hasattr(self, name)}
+
+    # -- randomness per row ---------------------------------------------------------------
+    def rows(self, n: int) -> np.ndarray:
+        """Global index of each of the ``n`` rows being explained (``0 .. n-1`` unless the core set them).
+
+        Returns
+        -------
+        ndarray of int64 of shape (n,)
+        """
+        if self.row_index is not None and len(self.row_index) == n:
+            return np.asarray(self.row_index, dtype=np.int64)
+        return np.arange(n, dtype=np.int64)
+
+    def run_seed(self) -> int:
+        """The seed of this run: the ``seed`` option, drawn (and stored) when it is ``None``."""
+        seed = getattr(self, "seed", None)
+        if seed is None:
+            self.seed = seed = resolve_seed(None)
+        return int(seed)
+
+    def row_rngs(self, n: int, *salt: int) -> list[np.random.Generator]:
+        """One generator per row, from ``[seed, global row, *salt]`` (:func:`~xai_core.attribution.seeds.rngs_for_rows`)."""
+        return rngs_for_rows(self.run_seed(), self.rows(n), *salt)
+
+    def row_seeds(self, n: int, *salt: int) -> np.ndarray:
+        """One 32-bit seed per row, for libraries that take an int (:func:`~xai_core.attribution.seeds.row_seeds`)."""
+        return row_seeds(self.run_seed(), self.rows(n), *salt)
+
+    def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
+        """Options to fix from all rows before they are split into chunks.
+
+        A method whose defaults depend on ``X`` as a whole (a background summarised from
+        ``X``, the range of its values) returns them here as options, so that every chunk
+        uses what one call on all rows would. Default: none.
+
+        Parameters
+        ----------
+        runner : ModelRunner
+        X : ndarray of shape (n_samples, *input_shape)
+            All the rows, read-only.
+
+        Returns
+        -------
+        dict
+            Options (by their own names) given to every chunk.
+        """
+        return {}
 
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Attribute ``runner``'s output ``target`` of each row of ``X`` to its inputs.
@@ -58,7 +141,7 @@ class Explainer:
         runner : ModelRunner
             The model on its backend; use its ``predict``/``gradient`` in large batches.
         X : ndarray of shape (n_samples, *input_shape)
-            Validated inputs.
+            Validated inputs, a read-only view of the caller's array.
         target : ndarray of int64 of shape (n_samples,)
             Output index per row.
 
@@ -80,10 +163,26 @@ def list_explainers() -> list[str]:
     return sorted(get_registry().explainers)
 
 
+def resolve_method(method: Any, capabilities: frozenset[str]) -> type[Explainer]:
+    """The registered explainer class of ``method``; ``"auto"`` picks by the model's capabilities.
+
+    ``"auto"`` is integrated gradients for a model with gradients on a backend that has
+    them, SHAP otherwise (black boxes, int8 models, inference-only backends).
+    """
+    from xai_core.plugin.manager import get_registry
+
+    registry = get_registry()
+    if isinstance(method, str) and method == "auto":
+        method = AUTO_GRADIENT_METHOD if "gradient" in capabilities else AUTO_BLACK_BOX_METHOD
+    if isinstance(method, type) and issubclass(method, Explainer):
+        return method
+    return registry.explainer(method)
+
+
 def explain(
     model: Any,
     X: Any,
-    method: str = "ig",
+    method: str = "auto",
     backend: Any = "cpu",
     target: Any = None,
     *,
@@ -91,6 +190,7 @@ def explain(
     batch_size: int = 4096,
     executor: Any = None,
     chunk_size: int | None = None,
+    blas_threads: int | None = 1,
     **options: Any,
 ) -> Explanation:
     """Explain ``model``'s outputs on ``X`` with the registered method ``method``.
@@ -101,11 +201,12 @@ def explain(
         Anything :func:`xai_core.as_model` accepts, or a runner (then ``backend`` is
         the runner's).
     X : array-like of shape (n_samples, *input_shape)
-        Rows to explain.
-    method : str, default="ig"
-        A registered explainer (:func:`list_explainers`).
+        Rows to explain. Explainers see a read-only view: they cannot change it.
+    method : str, default="auto"
+        A registered explainer (:func:`list_explainers`). ``"auto"``: integrated
+        gradients (``"ig"``) for models with gradients, SHAP for black boxes.
     backend : str or Backend, default="cpu"
-        Where the model runs.
+        Where the model runs: a registered name or a Backend instance.
     target : int or array-like of shape (n_samples,), optional
         Output to explain per row; by default the predicted class (the only output
         for single-output models).
@@ -115,42 +216,51 @@ def explain(
         Rows per model call.
     executor : concurrent.futures.Executor, distributed.Client or "processes", optional
         Explain the rows in chunks on this executor (``"processes"``: a process pool over
-        all local cores); see :mod:`xai_core.attribution.parallel`. The result equals the serial run
-        with the same ``chunk_size`` and seed.
+        all local cores); see :mod:`xai_core.attribution.parallel`.
     chunk_size : int, optional
-        Rows per chunk; each chunk gets a seed derived from ``seed`` and its index. Given
-        without ``executor``, the chunks run one after the other here. Neither given: no
-        chunks.
+        Rows per chunk. Given without ``executor``, the chunks run one after the other
+        here. Neither given: no chunks. With the same seed, values are bit-identical
+        whatever the chunk size and executor: random draws are made per row.
+    blas_threads : int or None, default=1
+        BLAS threads during the computation (:mod:`xai_core.attribution.blas`); the same
+        count everywhere keeps values bit-identical across executors. ``None`` leaves the
+        BLAS as configured (faster matrix products on many cores; the last bits may then
+        depend on the thread count).
     **options
-        Options of the method; an unknown one is an error that lists the valid ones.
+        Options of the method, by name or by a documented alias (shap's ``nsamples``,
+        lime's ``num_samples``, Captum's ``n_steps``...); an unknown one is an error that
+        lists the valid ones. ``seed=None`` draws a seed, recorded in ``meta["seed"]``.
 
     Returns
     -------
     Explanation
     """
-    from xai_core.plugin.manager import get_registry
-
+    # -- names and arguments, all before any model call --------------------------------------
     chunked = executor is not None or chunk_size is not None
     if chunked:
-        from xai_core.attribution.parallel import check_parallel, explain_chunked
-
         check_parallel(executor, chunk_size)
-    cls = get_registry().explainer(method)
-    valid = cls.option_names()
-    for key in options:
-        if key not in valid:
-            raise UnknownNameError(f"option of method {method!r}", key, valid)
-    explainer = cls(**options)
+    blas = check_int(blas_threads, "blas_threads", 1, allow_none=True)
     if isinstance(model, ModelRunner):
-        runner = model
+        runner: ModelRunner | None = model
+        the_model, the_backend = model.model, model.backend
+        capabilities = model.capabilities
     else:
-        backend = get_backend(backend)
-        if "gradient" in cls.requires and not backend.supports_gradients:
+        runner = None
+        the_model, the_backend = as_model(model), get_backend(backend)
+        capabilities = frozenset(the_model.capabilities)
+        if not the_backend.supports_gradients:
+            capabilities = capabilities - {"gradient"}
+    cls = resolve_method(method, capabilities)
+    resolved = resolve_options(cls, options)
+    if "seed" in cls.option_names():
+        resolved["seed"] = resolve_seed(resolved.get("seed", cls.option_defaults().get("seed")))
+    if runner is None:
+        if "gradient" in cls.requires and not the_backend.supports_gradients:
             raise CapabilityError(
-                f"method {method!r} needs gradients, and the {backend.name!r} backend is inference "
-                f"only; use one of: {', '.join(ModelRunner.backends_with('gradient'))}."
+                f"method {cls.name!r} needs gradients, and the {the_backend.name!r} backend is "
+                f"inference only; use one of: {', '.join(ModelRunner.backends_with('gradient'))}."
             )
-        runner = ModelRunner(model, backend, batch_size=batch_size)
+        runner = ModelRunner(the_model, the_backend, batch_size=batch_size)
     for capability in sorted(cls.requires):
         runner.require(capability)
     if feature_names is None and hasattr(X, "columns"):
@@ -163,33 +273,29 @@ def explain(
         raise ValidationError(
             f"feature_names must have {n_features} names, one per feature; got {len(feature_names)}."
         )
+    # -- the work ---------------------------------------------------------------------------
     target = resolve_target(runner, X, target)
     if chunked:
         return explain_chunked(
             runner,
             X,
             target,
-            method=cls.name,
-            options=options,
+            method=cls,
+            options=resolved,
             feature_names=feature_names,
             executor=executor,
             chunk_size=chunk_size,
+            blas_threads=blas,
         )
-    start = time.perf_counter()
-    result = explainer.explain(runner, X, target)
-    seconds = time.perf_counter() - start
-    meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
-    image_shape = getattr(runner.model, "image_shape", None)
-    if image_shape is not None and "image_shape" not in meta:
-        meta["image_shape"] = tuple(image_shape)
-    return dataclasses.replace(
-        result,
-        data=result.data if result.data is not None else X,
-        feature_names=result.feature_names or feature_names,
-        output_names=result.output_names or runner.model.output_names,
-        method=result.method or cls.name,
-        backend=result.backend or runner.backend.name,
-        meta=meta,
+    return run_explainer(
+        runner,
+        X,
+        target,
+        cls,
+        resolved,
+        rows=np.arange(len(X), dtype=np.int64),
+        feature_names=feature_names,
+        blas_threads=blas,
     )
 
 

@@ -263,22 +263,15 @@ def export_topology(
         ]
     for i, layer in enumerate(net.layers):
         name = f"{type(layer).__name__.lower()}{i}"
-        if isinstance(layer, Dense):
-            n_in = layer.input_shape[0]
+        if isinstance(layer, Conv2D):
+            lines.append(_conv_row(layer, name, batch, gemm))
+        elif isinstance(layer, Dense):
+            shape = tuple(layer.input_shape)
+            rows, n_in = batch * int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
             lines.append(
-                f"{name}, {batch}, {layer.units}, {n_in},"
+                f"{name}, {rows}, {layer.units}, {n_in},"
                 if gemm
                 else f"{name}, 1, 1, 1, 1, {n_in}, {layer.units}, 1,"
-            )
-        elif isinstance(layer, Conv2D):
-            c, h, w = layer.input_shape
-            kh, kw = layer.kernel_size
-            p, s = layer.padding, layer.stride
-            oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
-            lines.append(
-                f"{name}, {batch * oh * ow}, {layer.filters}, {c * kh * kw},"
-                if gemm
-                else f"{name}, {h + 2 * p}, {w + 2 * p}, {kh}, {kw}, {c}, {layer.filters}, {s},"
             )
     text = "\n".join(lines) + "\n"
     if path is not None:
@@ -326,3 +319,31 @@ def layer_report(net: Any, backend: Any, *, batch: int = 1):
         [topo.rename(columns={"name": "layer"}), compute.drop(columns="LayerID")], axis=1
     )
     return pd.concat([out, bandwidth.drop(columns="LayerID")], axis=1)
+
+
+def _conv_row(layer: Any, name: str, batch: int, gemm: bool) -> str:
+    """One Conv2D as a topology row: its im2col GEMM, or SCALE-Sim's convolution fields."""
+    groups = int(getattr(layer, "groups", 1))
+    dilation = tuple(getattr(layer, "dilation", (1, 1)))
+    if groups != 1 or dilation != (1, 1):
+        raise ValidationError(
+            f"layer {name} ({layer!r}) is a grouped or dilated convolution: not one GEMM, and "
+            "SCALE-Sim's topology has no field for it."
+        )
+    weight = np.asarray(layer.params["weight"])
+    filters, window = weight.shape[0], int(np.prod(weight.shape[1:]))
+    pixels = int(np.prod(layer.output_shape)) // filters
+    if gemm:
+        return f"{name}, {batch * pixels}, {filters}, {window},"
+    kh, kw = layer.kernel_size
+    strides = tuple(getattr(layer, "strides", (layer.stride, layer.stride)))
+    if strides[0] != strides[1]:
+        raise ValidationError(f"layer {name} has strides {strides}: SCALE-Sim takes one stride.")
+    pads = getattr(layer, "pads", None) or (layer.padding,) * 4
+    c = window // (kh * kw)
+    shape = tuple(layer.input_shape)
+    h, w = shape[:2] if getattr(layer, "layout", "NCHW") == "NHWC" else shape[1:3]
+    return (
+        f"{name}, {h + pads[0] + pads[1]}, {w + pads[2] + pads[3]}, {kh}, {kw}, {c}, "
+        f"{filters}, {strides[0]},"
+    )

@@ -21,13 +21,14 @@ def _plugins(args: argparse.Namespace) -> int:
         return 0
     for r in records:
         dist = r["distribution"] or "-"
-        if r["status"] == "broken":
-            print(f"{r['name']}  [{dist}]  BROKEN during {r['stage']}: {r['error']}")
-            continue
         registers = "; ".join(
             f"{kind}: {', '.join(names)}" for kind, names in r["registers"].items()
         )
-        print(f"{r['name']}  [{dist}]  {registers or '(registers nothing)'}")
+        line = f"{r['name']}  [{dist}]  {registers or '(registers nothing)'}"
+        if r["status"] == "broken":
+            line = f"{r['name']}  [{dist}]  {registers + '; ' if registers else ''}"
+            line += f"BROKEN during {r['stage']}: {r['error']}"
+        print(line)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -21,11 +22,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"xai-core {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, command in sorted(get_registry().cli_commands.items()):
+    registry = get_registry()
+    for name, command in sorted(registry.cli_commands.items()):
         p = sub.add_parser(name, help=command.help, description=command.help)
-        command.add_arguments(p)
+        try:
+            command.add_arguments(p)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - one plugin never breaks the rest
+            owner = registry.owners.get(("command", name), "?")
+            p.set_defaults(_run=_broken(name, owner, exc))
+            continue
         p.set_defaults(_run=command.run)
     return parser
+
+
+def _broken(name: str, plugin: str, exc: BaseException):
+    """The ``run`` of a command whose plugin failed to set up its arguments."""
+    message = (
+        f"xai {name}: error: plugin {plugin!r} could not set up this command's arguments: "
+        f"{type(exc).__name__}: {exc}"
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        print(message, file=sys.stderr)
+        return 2
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except XaiError as exc:  # a user's mistake: say it plainly, no traceback
         print(f"xai {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `xai plugins | head`: the reader has gone, which is no error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush does not fail too
+        return 141  # 128 + SIGPIPE, as a shell reports it
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,24 +1,25 @@
 """Does the explanation survive the hardware, and do the methods agree?
 
-:func:`compare_backends` computes one explanation on several backends and compares each
-with the fp32 CPU reference; :func:`compare_methods` compares methods on one backend.
-Both use the row-wise figures of :mod:`xai_core.compare.metrics`.
+:func:`compare_backends` computes one explanation on several backends (by default every
+registered backend) and compares each with the fp32 CPU reference; :func:`compare_methods`
+compares methods on one backend. Both use the row-wise figures of
+:mod:`xai_core.compare.metrics`; their results are in :mod:`xai_core.compare.results`.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from xai_core.attribution.explainer import explain, resolve_target
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.compare import metrics
+from xai_core.compare.results import BackendComparison, MethodComparison
 from xai_core.errors import ValidationError
 from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
@@ -59,93 +60,24 @@ def _power_watts(backend: Backend) -> float | None:
     return None
 
 
-@dataclass(frozen=True, eq=False)
-class BackendComparison:
-    """One explanation on several backends, against a reference backend.
+def _registered_backends(reference: Any) -> tuple[list[Any], dict[str, str]]:
+    """Every registered backend that builds with its defaults, and why the others do not."""
+    from xai_core.plugin.manager import get_registry
 
-    Attributes
-    ----------
-    method : str
-    reference : str
-        The backend every other is compared with (``"cpu"``, fp32).
-    explanations : dict of str to Explanation
-        One per backend that ran.
-    rows : pandas.DataFrame
-        One row per (backend, sample): ``cosine``, ``top_k_overlap``, ``spearman``,
-        ``max_abs_diff``, ``max_rel_diff``, ``prediction``, ``reference_prediction``,
-        ``flipped``, ``delta`` (convergence delta or additivity error), ``beyond_noise``.
-    summary : pandas.DataFrame
-        One row per backend: mean and minimum agreement, flipped predictions, rows whose
-        difference exceeds the method's own seed noise, and the cost counters of the
-        inference pass and of the explanation (cycles, estimated seconds, energy).
-    skipped : dict of str to str
-        Backends that could not run this method, with the reason.
-    noise : pandas.DataFrame or None
-        For stochastic methods, the agreement of the reference with itself across seeds.
-    """
-
-    method: str
-    reference: str
-    explanations: dict[str, Explanation]
-    rows: pd.DataFrame
-    summary: pd.DataFrame
-    skipped: dict[str, str] = field(default_factory=dict)
-    noise: pd.DataFrame | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def flipped_rows(self) -> pd.DataFrame:
-        """The (backend, row) pairs whose predicted class differs from the reference's."""
-        return self.rows[self.rows["flipped"]]
-
-    def __repr__(self) -> str:
-        ran = ", ".join(self.explanations)
-        return (
-            f"BackendComparison(method={self.method!r}, reference={self.reference!r}, "
-            f"backends=[{ran}], skipped={sorted(self.skipped)})"
-        )
-
-    def _repr_html_(self) -> str:
-        from xai_core.report import render_fragment
-
-        return render_fragment(self)
-
-
-@dataclass(frozen=True, eq=False)
-class MethodComparison:
-    """Several methods on the same rows, compared pairwise.
-
-    Attributes
-    ----------
-    explanations : dict of str to Explanation
-    rows : pandas.DataFrame
-        One row per (method_a, method_b, sample) with the agreement figures.
-    matrices : dict of str to pandas.DataFrame
-        ``cosine``, ``top_k_overlap`` and ``spearman``: methods x methods, mean over rows.
-    skipped : dict of str to str
-    """
-
-    backend: str
-    explanations: dict[str, Explanation]
-    rows: pd.DataFrame
-    matrices: dict[str, pd.DataFrame]
-    skipped: dict[str, str] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        return f"MethodComparison(methods={list(self.explanations)}, backend={self.backend!r})"
-
-    def _repr_html_(self) -> str:
-        from xai_core.report import render_fragment
-
-        return render_fragment(self)
+    chosen: list[Any] = []
+    skipped: dict[str, str] = {}
+    for name in get_registry().backends:
+        if isinstance(reference, str) and name == reference:
+            continue
+        try:
+            chosen.append(get_backend(name))
+        except Exception as exc:  # noqa: BLE001 - a third party's backend may need settings
+            skipped[name] = f"cannot build with its defaults: {type(exc).__name__}: {exc}"
+    return chosen, skipped
 
 
 def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Backend]]:
     """(label, backend) pairs, the reference first; a repeated name gets a ``#2`` suffix."""
-    if isinstance(backends, (str, Backend)) or not len(backends):
-        raise ValidationError(
-            f"backends must be a non-empty sequence of backend names or instances; got {backends!r}."
-        )
     ref = get_backend(reference)
     pairs = [(ref.name, ref)]
     for b in backends:
@@ -169,11 +101,119 @@ def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str 
     return None
 
 
+@dataclass
+class _Run:
+    """One backend's explanation, its predicted classes and what the hardware counted."""
+
+    explanation: Explanation
+    prediction: np.ndarray
+    costs: dict[str, Any]
+
+
+def _run_on(
+    model: Any, backend: Backend, X: np.ndarray, method: str, target: np.ndarray, **explain_options
+) -> _Run:
+    """Predict and explain ``X`` on ``backend``, counting inference and explanation apart."""
+    runner = ModelRunner(model, backend)
+    runner.reset_counters()
+    prediction = np.argmax(runner.predict(X), axis=1)
+    inference = runner.counters
+    runner.reset_counters()
+    e = explain(runner, X, method=method, target=target, **explain_options)
+    costs = {
+        "inference": inference,
+        "explanation": _explanation_counters(runner, e),
+        "power_w": _power_watts(backend),
+    }
+    return _Run(e, prediction, costs)
+
+
+def _seed_noise(
+    model: Any,
+    backend: Backend,
+    X: np.ndarray,
+    reference: Explanation,
+    method: str,
+    target: np.ndarray,
+    k: int,
+    n_seeds: int,
+    options: dict[str, Any],
+    **explain_options: Any,
+) -> Any:
+    """The reference's agreement with itself under ``n_seeds - 1`` other seeds, one row per (seed, row)."""
+    import pandas as pd
+
+    seed0 = options.get("seed", 0)
+    tables = []
+    for j in range(1, n_seeds):
+        rerun = explain(
+            ModelRunner(model, backend),
+            X,
+            method=method,
+            target=target,
+            **explain_options,
+            **{**options, "seed": seed0 + j},
+        )
+        tables.append(
+            metrics.agreement(reference.values, rerun.values, k).assign(
+                seed=seed0 + j, row=np.arange(len(X))
+            )
+        )
+    return pd.concat(tables, ignore_index=True)
+
+
+def _agreement_rows(
+    runs: dict[str, _Run], reference: str, k: int, noise_floor: np.ndarray | None
+) -> Any:
+    """One row per (backend, sample): agreement with the reference, flips, delta, beyond noise."""
+    import pandas as pd
+
+    ref = runs[reference]
+    tables = []
+    for name, run in runs.items():
+        table = metrics.agreement(ref.explanation.values, run.explanation.values, k)
+        table.insert(0, "row", np.arange(len(run.prediction)))
+        table.insert(0, "backend", name)
+        table["prediction"] = run.prediction
+        table["reference_prediction"] = ref.prediction
+        table["flipped"] = run.prediction != ref.prediction
+        table["delta"] = _row_delta(run.explanation)
+        if noise_floor is not None:
+            table["beyond_noise"] = table["cosine"] < noise_floor
+        else:  # a deterministic method: any difference is the hardware's
+            table["beyond_noise"] = table["max_abs_diff"] > 0
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
+def _summary(rows: Any, runs: dict[str, _Run]) -> Any:
+    """One row per backend: agreement figures and the cost of inference and explanation."""
+    summary = rows.groupby("backend", sort=False).agg(
+        mean_cosine=("cosine", "mean"),
+        min_cosine=("cosine", "min"),
+        mean_top_k_overlap=("top_k_overlap", "mean"),
+        mean_spearman=("spearman", "mean"),
+        max_abs_diff=("max_abs_diff", "max"),
+        flipped=("flipped", "sum"),
+        beyond_noise=("beyond_noise", "sum"),
+        mean_delta=("delta", "mean"),
+    )
+    for name, run in runs.items():
+        power = run.costs["power_w"]
+        for phase in ("inference", "explanation"):
+            counted = run.costs[phase]
+            seconds = counted.get("est_seconds", np.nan)
+            summary.loc[name, f"{phase}_cycles"] = counted.get("cycles", np.nan)
+            summary.loc[name, f"{phase}_est_seconds"] = seconds
+            summary.loc[name, f"{phase}_energy_j"] = seconds * power if power else np.nan
+    return summary
+
+
 def compare_backends(
     model: Any,
     X: Any,
     method: str = "ig",
-    backends: Sequence[Any] = ("cpu", "gpu", "tpu", "edgetpu"),
+    backends: Sequence[Any] | None = None,
     *,
     reference: Any = "cpu",
     target: Any = None,
@@ -193,7 +233,10 @@ def compare_backends(
         (``xai.quantize(model, calibration)``) runs. A black box runs on the host only.
     X : array-like of shape (n_samples, *input_shape)
     method : str, default="ig"
-    backends : sequence of str or Backend, default=("cpu", "gpu", "tpu", "edgetpu")
+    backends : sequence of str or Backend, optional
+        By default every registered backend (``xai.list_backends()``, in registration
+        order: a newly installed backend is compared too); one that cannot be built with
+        its default settings is listed in ``skipped``.
     reference : str or Backend, default="cpu"
     target : int or array-like of shape (n_samples,), optional
         The explained output per row; by default the reference's predicted class, so
@@ -223,18 +266,24 @@ def compare_backends(
     k = check_positive_int(k, "k")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     model = as_model(model)
+    skipped: dict[str, str] = {}
+    if backends is None:
+        backends, skipped = _registered_backends(reference)
+    elif isinstance(backends, (str, Backend)) or not len(backends):
+        raise ValidationError(
+            "backends must be a non-empty sequence of backend names or instances, or None for "
+            f"every registered backend; got {backends!r}."
+        )
     pairs = _backend_list(backends, reference)
     ref_runner = ModelRunner(model, pairs[0][1])
     for capability in sorted(cls.requires):
         ref_runner.require(capability)
     X = ref_runner.check_X(X)
     target = resolve_target(ref_runner, X, target)
-    quantized = None
+    parallel = {"executor": executor, "chunk_size": chunk_size}
 
-    explanations: dict[str, Explanation] = {}
-    predictions: dict[str, np.ndarray] = {}
-    costs: dict[str, dict[str, float]] = {}
-    skipped: dict[str, str] = {}
+    runs: dict[str, _Run] = {}
+    quantized = None
     for label, backend in pairs:
         reason = _skip_reason(model, backend, cls.requires)
         if reason:
@@ -245,98 +294,26 @@ def compare_backends(
             from xai_core.nn.quantize import quantize
 
             if quantized is None:
-                quantized = quantize(
-                    model, X if calibration is None else calibration, progress=False
-                )
+                calibrate = X if calibration is None else calibration
+                quantized = quantize(model, calibrate, progress=False)
             run_model = quantized
-        runner = ModelRunner(run_model, backend)
-        runner.reset_counters()
-        predictions[label] = np.argmax(runner.predict(X), axis=1)
-        inference = runner.counters
-        runner.reset_counters()
-        explanations[label] = explain(
-            runner,
-            X,
-            method=method,
-            target=target,
-            executor=executor,
-            chunk_size=chunk_size,
-            **options,
-        )
-        costs[label] = {
-            "inference": inference,
-            "explanation": _explanation_counters(runner, explanations[label]),
-        }
-        costs[label]["power_w"] = _power_watts(backend)
+        runs[label] = _run_on(run_model, backend, X, method, target, **parallel, **options)
 
     ref_name = pairs[0][0]
-    ref = explanations[ref_name]
-    noise = None
-    noise_floor = None
+    noise = noise_floor = None
     if n_seeds > 1 and "seed" in cls.option_names():
-        seed0 = options.get("seed", 0)
-        reruns = [
-            explain(
-                ModelRunner(model, pairs[0][1]),
-                X,
-                method=method,
-                target=target,
-                executor=executor,
-                chunk_size=chunk_size,
-                **{**options, "seed": seed0 + j},
-            )
-            for j in range(1, n_seeds)
-        ]
-        noise = pd.concat(
-            [
-                metrics.agreement(ref.values, r.values, k).assign(
-                    seed=seed0 + j + 1, row=np.arange(len(X))
-                )
-                for j, r in enumerate(reruns)
-            ],
-            ignore_index=True,
+        ref = runs[ref_name].explanation
+        noise = _seed_noise(
+            model, pairs[0][1], X, ref, method, target, k, n_seeds, options, **parallel
         )
         noise_floor = noise.groupby("row")["cosine"].min().to_numpy()
-
-    tables = []
-    for name, e in explanations.items():
-        table = metrics.agreement(ref.values, e.values, k)
-        table.insert(0, "row", np.arange(len(X)))
-        table.insert(0, "backend", name)
-        table["prediction"] = predictions[name]
-        table["reference_prediction"] = predictions[ref_name]
-        table["flipped"] = predictions[name] != predictions[ref_name]
-        table["delta"] = _row_delta(e)
-        if noise_floor is not None:
-            table["beyond_noise"] = table["cosine"] < noise_floor
-        else:  # a deterministic method: any difference is the hardware's
-            table["beyond_noise"] = table["max_abs_diff"] > 0
-        tables.append(table)
-    rows = pd.concat(tables, ignore_index=True)
-
-    summary = rows.groupby("backend", sort=False).agg(
-        mean_cosine=("cosine", "mean"),
-        min_cosine=("cosine", "min"),
-        mean_top_k_overlap=("top_k_overlap", "mean"),
-        mean_spearman=("spearman", "mean"),
-        max_abs_diff=("max_abs_diff", "max"),
-        flipped=("flipped", "sum"),
-        beyond_noise=("beyond_noise", "sum"),
-        mean_delta=("delta", "mean"),
-    )
-    for name, cost in costs.items():
-        for phase in ("inference", "explanation"):
-            summary.loc[name, f"{phase}_cycles"] = cost[phase].get("cycles", np.nan)
-            seconds = cost[phase].get("est_seconds", np.nan)
-            summary.loc[name, f"{phase}_est_seconds"] = seconds
-            power = cost["power_w"]
-            summary.loc[name, f"{phase}_energy_j"] = seconds * power if power else np.nan
+    rows = _agreement_rows(runs, ref_name, k, noise_floor)
     return BackendComparison(
         method=method,
         reference=ref_name,
-        explanations=explanations,
+        explanations={label: run.explanation for label, run in runs.items()},
         rows=rows,
-        summary=summary,
+        summary=_summary(rows, runs),
         skipped=skipped,
         noise=noise,
         options={"k": k, "n_seeds": n_seeds, **options},
@@ -378,6 +355,8 @@ def compare_methods(
     -------
     MethodComparison
     """
+    import pandas as pd
+
     from xai_core.plugin.manager import get_registry
 
     if isinstance(methods, str) or len(methods) < 2:

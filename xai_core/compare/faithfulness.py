@@ -21,14 +21,16 @@ Each figure comes with the same figure for random rankings (or random attributio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from xai_core.attribution.explanation import Explanation
 from xai_core.model.runner import ModelRunner
 from xai_core.validation import check_positive_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Faithfulness", "faithfulness", "deletion_curves", "infidelity"]
 
@@ -176,6 +178,8 @@ class Faithfulness:
     @property
     def summary(self) -> pd.DataFrame:
         """Per-row AUCs and infidelities (deletion: lower is better; insertion: higher is better)."""
+        import pandas as pd
+
         return pd.DataFrame(
             {
                 "deletion_auc": _auc(self.deletion),
@@ -211,7 +215,7 @@ def faithfulness(
     n_random: int = 5,
     infidelity_samples: int = 50,
     noise_scale: float = 0.1,
-    seed: int = 0,
+    seed: int | None = 0,
 ) -> Faithfulness:
     """Deletion, insertion and infidelity of ``explanation`` on ``model``, against random rankings.
 
@@ -233,8 +237,9 @@ def faithfulness(
         Perturbations per row for infidelity.
     noise_scale : float, default=0.1
         Standard deviation of the infidelity perturbations.
-    seed : int, default=0
-        Seeds the random rankings and perturbations.
+    seed : int or None, default=0
+        Seeds the random rankings and perturbations; ``None`` draws a seed, recorded in
+        the result's options.
 
     Returns
     -------
@@ -244,6 +249,9 @@ def faithfulness(
 
     if not isinstance(explanation, Explanation) or explanation.data is None:
         raise ValidationError("explanation must be an Explanation with data (the explained rows).")
+    from xai_core.attribution.seeds import resolve_seed
+
+    seed = resolve_seed(seed)
     steps = check_positive_int(steps, "steps")
     n_random = check_positive_int(n_random, "n_random")
     infidelity_samples = check_positive_int(infidelity_samples, "infidelity_samples")

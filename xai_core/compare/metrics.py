@@ -12,14 +12,15 @@ absolute attribution, ties broken by feature index, so identical inputs always o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-from scipy.stats import rankdata
 
 from xai_core.errors import ShapeError
 from xai_core.validation import check_positive_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "agreement",
@@ -68,6 +69,8 @@ def top_k_overlap(a: Any, b: Any, k: int = 10) -> np.ndarray:
 
 def spearman(a: Any, b: Any) -> np.ndarray:
     """Spearman rank correlation of each row pair (average ranks for ties); 1 when both rows are constant."""
+    from scipy.stats import rankdata  # imported when first needed: scipy.stats is slow to import
+
     a, b = _pair(a, b)
     ra = rankdata(a, axis=1) - (a.shape[1] + 1) / 2
     rb = rankdata(b, axis=1) - (b.shape[1] + 1) / 2
@@ -107,6 +110,8 @@ def agreement(reference: Any, other: Any, k: int = 10) -> pd.DataFrame:
     pandas.DataFrame of shape (n_samples, 5)
         Columns ``cosine``, ``top_k_overlap``, ``spearman``, ``max_abs_diff``, ``max_rel_diff``.
     """
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "cosine": cosine_similarity(reference, other),

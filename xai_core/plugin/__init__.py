@@ -3,5 +3,7 @@
 :mod:`~xai_core.plugin.hookspecs` is the reference of every hook;
 :mod:`~xai_core.plugin.records` holds what hooks return besides classes (``CliCommand``,
 ``ReportSection``, ``Tool``); :mod:`~xai_core.plugin.manager` loads built-ins and entry points
-and builds the :class:`~xai_core.plugin.manager.Registry`, the one place names are resolved.
+(a plugin that fails is recorded, never raised) and keeps the session's default registry;
+:mod:`~xai_core.plugin.registry` holds the :class:`~xai_core.plugin.registry.Registry`, the
+one place names are resolved.
 """

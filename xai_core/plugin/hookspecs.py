@@ -32,8 +32,13 @@ def xai_register_explainers():
         Subclasses of :class:`xai_core.Explainer`. Each class sets ``name`` (the
         ``method=`` string, unique across plugins), ``requires`` (capabilities such as
         ``{"predict"}`` or ``{"predict", "gradient"}``, checked before any work) and
-        implements ``explain(runner, X, target) -> Explanation``. Its ``__init__``
-        keyword arguments are the options users pass to :func:`xai_core.explain`.
+        implements ``explain(runner, X, target) -> Explanation`` (``X`` is a read-only
+        view). Its ``__init__`` keyword arguments are the options users pass to
+        :func:`xai_core.explain`; class data ``constraints`` (option name to a constraint of
+        :mod:`xai_core.attribution.options`) and ``aliases`` (other spellings, the anchors'
+        and deprecated ones) are checked and resolved by the core before any model call.
+        Random draws come from ``self.row_rngs(len(X))``, one stream per global row, so that
+        chunks of any size give the values of one call (see docs/plugin_hooks.md).
 
     Examples
     --------
@@ -53,7 +58,8 @@ def xai_register_backends():
         Subclasses of :class:`xai_core.Backend` with a unique ``name``. The class is
         called with the keyword arguments given to :func:`xai_core.get_backend`, so its
         constructor defines the backend's settings and presets. Every backend must pass
-        :func:`xai_core.testing.check_backend`.
+        :func:`xai_core.testing.check_backend`. :func:`xai_core.compare_backends` compares
+        every registered backend that its constructor builds without arguments.
     """
 
 

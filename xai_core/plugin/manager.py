@@ -1,25 +1,32 @@
 """The plugin manager: hook specs, built-in plugins, then third-party entry points.
 
-One broken plugin never blocks the rest: a plugin that fails to import, or whose hook
-raises, is recorded in :attr:`Registry.broken` with its name, distribution and error, and
-``xai plugins`` shows it.
+One broken plugin never blocks the rest. A plugin that fails to import (raises, or calls
+``sys.exit()``), that implements a hook no specification has (a misspelled name) or no hook
+at all, or whose hook signature does not match is left out and recorded with its name, distribution and
+error; :class:`~xai_core.plugin.registry.Registry` records the hooks that misbehave when
+called. ``xai plugins`` shows both.
+
+This module also keeps the session's default plugin manager and registry
+(:func:`get_registry`, :func:`register_plugin`, :func:`reset_registry`).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
-import importlib.metadata
 import os
 import traceback
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import pluggy
 
-from xai_core.errors import DuplicateNameError, UnknownNameError, ValidationError
+from xai_core.errors import ValidationError
 from xai_core.plugin import hookspecs
+from xai_core.plugin.registry import BrokenPlugin, Registry
 
 __all__ = [
+    "AUTOLOAD_ENV",
     "BUILTIN_PLUGINS",
     "ENTRY_POINT_GROUP",
     "BrokenPlugin",
@@ -28,6 +35,7 @@ __all__ = [
     "get_registry",
     "register_plugin",
     "reset_registry",
+    "unknown_hooks",
 ]
 
 ENTRY_POINT_GROUP = "xai_core"
@@ -46,17 +54,6 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class BrokenPlugin:
-    """A plugin that failed to load or whose hook raised."""
-
-    name: str
-    distribution: str | None
-    error: str
-    stage: str  # "import" or the hook's name
-    details: str = ""
-
-
 def get_plugin_manager(*, autoload: bool | None = None) -> pluggy.PluginManager:
     """Build a new plugin manager: specs, built-ins, then the ``xai_core`` entry points.
 
@@ -70,20 +67,18 @@ def get_plugin_manager(*, autoload: bool | None = None) -> pluggy.PluginManager:
     -------
     pluggy.PluginManager
         With an extra attribute ``xai_broken``: the list of :class:`BrokenPlugin` that
-        failed to import, and ``xai_distributions``: plugin name -> "dist version".
+        failed to load, and ``xai_distributions``: plugin name -> "dist version".
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     pm.xai_broken = []
     pm.xai_distributions = {}
     for module_name in BUILTIN_PLUGINS:
-        pm.register(importlib.import_module(module_name), name=module_name)
-        pm.xai_distributions[module_name] = f"xai-core {_version()}"
+        _load(pm, module_name, f"xai-core {_version()}", _importer(module_name))
     if autoload is None:
         autoload = not os.environ.get(AUTOLOAD_ENV)
     if autoload:
         _load_entry_points(pm)
-    pm.check_pending()
     return pm
 
 
@@ -93,170 +88,89 @@ def _version() -> str:
     return __version__
 
 
+def _importer(module_name: str) -> Callable[[], Any]:
+    return lambda: importlib.import_module(module_name)
+
+
 def _load_entry_points(pm: pluggy.PluginManager) -> None:
+    import importlib.metadata
+
     seen: set[str] = set()
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in seen or pm.has_plugin(ep.name):
             continue  # the same distribution visible twice on sys.path
         seen.add(ep.name)
         dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist is not None else None
-        try:
-            plugin = ep.load()
-            pm.register(plugin, name=ep.name)
-        except Exception as exc:  # noqa: BLE001 - any failure of a plugin is reported, not raised
-            pm.xai_broken.append(
-                BrokenPlugin(
-                    ep.name, dist, f"{type(exc).__name__}: {exc}", "import", traceback.format_exc()
-                )
-            )
-            continue
-        pm.xai_distributions[ep.name] = dist
+        _load(pm, ep.name, dist, ep.load)
 
 
-@dataclass
-class Registry:
-    """What the plugins registered, by name, with the plugin that registered each.
+def _load(pm: pluggy.PluginManager, name: str, dist: str | None, load: Callable[[], Any]) -> None:
+    """Import one plugin and register it, or record why not; never raises for the plugin."""
 
-    Attributes
-    ----------
-    explainers, backends : dict
-        name -> class.
-    report_sections : list
-        Report sections in registration order.
-    cli_commands, tools : dict
-        name -> command, name -> tool.
-    owners : dict
-        (kind, name) -> plugin name.
-    broken : list of BrokenPlugin
+    def broken(stage: str, exc: BaseException | None, message: str = "") -> None:
+        error = message or f"{type(exc).__name__}: {exc}"
+        details = traceback.format_exc() if exc is not None else ""
+        pm.xai_broken.append(BrokenPlugin(name, dist, error, stage, details))
+
+    try:
+        plugin = load()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - SystemExit too: sys.exit() at import
+        broken("import", exc)
+        return
+    try:
+        pm.register(plugin, name=name)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a signature that matches no spec
+        broken("register", exc)
+        return
+    unknown = unknown_hooks(pm, plugin)
+    if unknown or not pm.get_hookcallers(plugin):
+        pm.unregister(name=name)
+        problem = "; ".join(unknown) or (
+            "implements no hook: no function decorated @xai_core.hookimpl is listed by "
+            "dir() of the plugin"
+        )
+        broken("register", None, f"PluginValidationError: {problem}")
+        return
+    pm.xai_distributions[name] = dist
+
+
+def unknown_hooks(pm: pluggy.PluginManager, plugin: Any) -> list[str]:
+    """What is wrong with ``plugin``'s hooks that match no specification (misspelled names).
+
+    Returns
+    -------
+    list of str
+        One message per unknown hook, naming the closest known hooks; empty when every
+        hook of the plugin has a specification (or is marked ``optionalhook``).
     """
-
-    plugin_manager: pluggy.PluginManager
-    explainers: dict[str, type] = field(default_factory=dict)
-    backends: dict[str, type] = field(default_factory=dict)
-    report_sections: list[Any] = field(default_factory=list)
-    cli_commands: dict[str, Any] = field(default_factory=dict)
-    tools: dict[str, Any] = field(default_factory=dict)
-    owners: dict[tuple[str, str], str] = field(default_factory=dict)
-    broken: list[BrokenPlugin] = field(default_factory=list)
-
-    @classmethod
-    def from_plugin_manager(cls, pm: pluggy.PluginManager) -> Registry:
-        """Call every registering hook of every plugin, one plugin at a time."""
-        reg = cls(pm, broken=list(getattr(pm, "xai_broken", [])))
-        reg._collect("xai_register_backends", "backend", reg.backends)
-        reg._collect("xai_register_explainers", "explainer", reg.explainers)
-        reg._collect("xai_register_cli_commands", "command", reg.cli_commands)
-        reg._collect("xai_register_tools", "tool", reg.tools)
-        sections: dict[str, Any] = {}
-        reg._collect("xai_register_report_sections", "report section", sections)
-        reg.report_sections = list(sections.values())
-        return reg
-
-    def _collect(self, hook_name: str, kind: str, into: dict[str, Any]) -> None:
-        hook = getattr(self.plugin_manager.hook, hook_name)
-        # get_hookimpls() is in registration order (pluggy *calls* them last-first).
-        for impl in hook.get_hookimpls():
-            plugin_name = impl.plugin_name
-            try:
-                items = impl.function()
-                items = list(items or [])
-                for item in items:
-                    name = getattr(item, "name", None)
-                    if not isinstance(name, str) or not name:
-                        raise TypeError(
-                            f"{hook_name} returned {item!r}, which has no 'name' string"
-                        )
-            except Exception as exc:  # noqa: BLE001 - a misbehaving hook is reported, not raised
-                dist = getattr(self.plugin_manager, "xai_distributions", {}).get(plugin_name)
-                self.broken.append(
-                    BrokenPlugin(
-                        plugin_name,
-                        dist,
-                        f"{type(exc).__name__}: {exc}",
-                        hook_name,
-                        traceback.format_exc(),
-                    )
-                )
-                continue
-            for item in items:
-                owner = self.owners.get((kind, item.name))
-                if owner is not None:  # the first one wins; the second is reported with both names
-                    dup = DuplicateNameError(kind, item.name, owner, plugin_name)
-                    dist = getattr(self.plugin_manager, "xai_distributions", {}).get(plugin_name)
-                    self.broken.append(BrokenPlugin(plugin_name, dist, str(dup), hook_name))
-                    continue
-                self.owners[(kind, item.name)] = plugin_name
-                into[item.name] = item
-
-    def explainer(self, name: str) -> type:
-        """The explainer class registered as ``name``; an unknown name lists the known ones."""
-        try:
-            return self.explainers[name]
-        except (KeyError, TypeError):
-            raise UnknownNameError("explainer", name, list(self.explainers)) from None
-
-    def backend(self, name: str) -> type:
-        """The backend class registered as ``name``; an unknown name lists the known ones."""
-        try:
-            return self.backends[name]
-        except (KeyError, TypeError):
-            raise UnknownNameError("backend", name, list(self.backends)) from None
-
-    def tool(self, name: str) -> Any:
-        """The tool registered as ``name``; an unknown name lists the known ones."""
-        try:
-            return self.tools[name]
-        except (KeyError, TypeError):
-            raise UnknownNameError("tool", name, list(self.tools)) from None
-
-    def plugins(self) -> list[dict[str, Any]]:
-        """One record per plugin: name, distribution, hooks implemented, what it registered."""
-        pm = self.plugin_manager
-        dists = getattr(pm, "xai_distributions", {})
-        records = []
-        for name, plugin in pm.list_name_plugin():
-            if plugin is None:
-                continue
-            hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
-            registers = {
-                kind: sorted(
-                    n for (k, n), owner in self.owners.items() if k == kind and owner == name
-                )
-                for kind in ("explainer", "backend", "tool", "report section", "command")
-            }
-            records.append(
-                {
-                    "name": name,
-                    "distribution": dists.get(name),
-                    "hooks": hooks,
-                    "registers": {k: v for k, v in registers.items() if v},
-                    "status": "ok",
-                }
-            )
-        for b in self.broken:
-            records.append(
-                {
-                    "name": b.name,
-                    "distribution": b.distribution,
-                    "hooks": [],
-                    "registers": {},
-                    "status": "broken",
-                    "stage": b.stage,
-                    "error": b.error,
-                }
-            )
-        return records
+    known = sorted(n for n, h in vars(pm.hook).items() if not n.startswith("_") and h.has_spec())
+    messages = []
+    for caller in pm.get_hookcallers(plugin) or []:
+        if caller.has_spec():
+            continue
+        impls = [i for i in caller.get_hookimpls() if i.plugin is plugin]
+        if all(i.optionalhook for i in impls):
+            continue
+        close = difflib.get_close_matches(caller.name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        messages.append(f"unknown hook {caller.name!r}{hint} Known hooks: {', '.join(known)}.")
+    return messages
 
 
 _DEFAULT: Registry | None = None
 
 
 def get_registry() -> Registry:
-    """The registry of the default plugin manager, built on first use and then kept."""
+    """The registry of the default plugin manager, built on first use and then kept.
+
+    Building it imports the plugins; their hooks are called when what they register is
+    first asked for.
+    """
     global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = Registry.from_plugin_manager(get_plugin_manager())
-    return _DEFAULT
+    registry = _DEFAULT
+    if registry is None:
+        registry = _DEFAULT = Registry.from_plugin_manager(get_plugin_manager())
+    return registry
 
 
 def reset_registry() -> None:
@@ -282,8 +196,9 @@ def register_plugin(plugin: Any, name: str | None = None) -> Registry:
     Returns
     -------
     Registry
-        The rebuilt default registry; a name that collides with another plugin's is
-        reported in its ``broken`` list, as for installed plugins.
+        The rebuilt default registry; a name that collides with another plugin's, or a
+        hook that raises or returns the wrong type, is reported in its ``broken`` list,
+        as for installed plugins.
 
     Raises
     ------
@@ -301,10 +216,9 @@ def register_plugin(plugin: Any, name: str | None = None) -> Registry:
             "name=, or call xai_core.plugin.manager.reset_registry() to start again)."
         )
     registered_name = pm.register(plugin, name=name)
-    try:
-        pm.check_pending()
-    except Exception:
+    unknown = unknown_hooks(pm, plugin)
+    if unknown:
         pm.unregister(name=registered_name)
-        raise
+        raise pluggy.PluginValidationError(plugin, f"plugin {name!r}: {'; '.join(unknown)}")
     _DEFAULT = Registry.from_plugin_manager(pm)
     return _DEFAULT

@@ -1,0 +1,89 @@
+"""One call of an explainer on validated rows: the step shared by serial runs and chunk workers.
+
+:func:`run_explainer` builds the explainer from resolved options, tells it the global index
+of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit and
+fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
+``meta["options"]``, ``meta["seed"]``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xai_core.attribution.blas import blas_threads as limit_blas
+from xai_core.attribution.explanation import Explanation
+
+if TYPE_CHECKING:
+    from xai_core.attribution.explainer import Explainer
+    from xai_core.model.runner import ModelRunner
+
+__all__ = ["read_only", "run_explainer"]
+
+
+def read_only(X: np.ndarray) -> np.ndarray:
+    """A view of ``X`` that cannot be written through (the caller's array stays as it was)."""
+    view = X.view()
+    view.flags.writeable = False
+    return view
+
+
+def run_explainer(
+    runner: ModelRunner,
+    X: np.ndarray,
+    target: np.ndarray,
+    cls: type[Explainer],
+    options: dict[str, Any],
+    *,
+    rows: np.ndarray,
+    feature_names: Sequence[str] | None = None,
+    blas_threads: int | None = 1,
+) -> Explanation:
+    """Explain the validated rows ``X`` with ``cls(**options)``.
+
+    Parameters
+    ----------
+    runner : ModelRunner
+    X : ndarray of shape (n_samples, *input_shape)
+        Validated rows.
+    target : ndarray of int64 of shape (n_samples,)
+    cls : Explainer subclass
+    options : dict
+        Resolved options (:func:`~xai_core.attribution.options.resolve_options`), the seed
+        already drawn.
+    rows : ndarray of int64 of shape (n_samples,)
+        Global index of each row in the caller's data.
+    feature_names : sequence of str, optional
+    blas_threads : int or None, default=1
+        See :mod:`xai_core.attribution.blas`.
+
+    Returns
+    -------
+    Explanation
+    """
+    explainer = cls(**options)
+    explainer.row_index = np.asarray(rows, dtype=np.int64)
+    view = read_only(X)
+    start = time.perf_counter()
+    with limit_blas(blas_threads):
+        result = explainer.explain(runner, view, read_only(target))
+    seconds = time.perf_counter() - start
+    meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
+    if "seed" in options:
+        meta["seed"] = options["seed"]
+    image_shape = getattr(runner.model, "image_shape", None)
+    if image_shape is not None and "image_shape" not in meta:
+        meta["image_shape"] = tuple(image_shape)
+    return dataclasses.replace(
+        result,
+        data=result.data if result.data is not None else view,
+        feature_names=result.feature_names or feature_names,
+        output_names=result.output_names or runner.model.output_names,
+        method=result.method or cls.name,
+        backend=result.backend or runner.backend.name,
+        meta=meta,
+    )

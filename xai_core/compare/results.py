@@ -1,0 +1,94 @@
+"""The results of :func:`~xai_core.compare_backends` and :func:`~xai_core.compare_methods`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xai_core.attribution.explanation import Explanation
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["BackendComparison", "MethodComparison"]
+
+
+@dataclass(frozen=True, eq=False)
+class BackendComparison:
+    """One explanation on several backends, against a reference backend.
+
+    Attributes
+    ----------
+    method : str
+    reference : str
+        The backend every other is compared with (``"cpu"``, fp32).
+    explanations : dict of str to Explanation
+        One per backend that ran.
+    rows : pandas.DataFrame
+        One row per (backend, sample): ``cosine``, ``top_k_overlap``, ``spearman``,
+        ``max_abs_diff``, ``max_rel_diff``, ``prediction``, ``reference_prediction``,
+        ``flipped``, ``delta`` (convergence delta or additivity error), ``beyond_noise``.
+    summary : pandas.DataFrame
+        One row per backend: mean and minimum agreement, flipped predictions, rows whose
+        difference exceeds the method's own seed noise, and the cost counters of the
+        inference pass and of the explanation (cycles, estimated seconds, energy).
+    skipped : dict of str to str
+        Backends that could not run this method, with the reason.
+    noise : pandas.DataFrame or None
+        For stochastic methods, the agreement of the reference with itself across seeds.
+    """
+
+    method: str
+    reference: str
+    explanations: dict[str, Explanation]
+    rows: pd.DataFrame
+    summary: pd.DataFrame
+    skipped: dict[str, str] = field(default_factory=dict)
+    noise: pd.DataFrame | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def flipped_rows(self) -> pd.DataFrame:
+        """The (backend, row) pairs whose predicted class differs from the reference's."""
+        return self.rows[self.rows["flipped"]]
+
+    def __repr__(self) -> str:
+        ran = ", ".join(self.explanations)
+        return (
+            f"BackendComparison(method={self.method!r}, reference={self.reference!r}, "
+            f"backends=[{ran}], skipped={sorted(self.skipped)})"
+        )
+
+    def _repr_html_(self) -> str:
+        from xai_core.report import render_fragment
+
+        return render_fragment(self)
+
+
+@dataclass(frozen=True, eq=False)
+class MethodComparison:
+    """Several methods on the same rows, compared pairwise.
+
+    Attributes
+    ----------
+    explanations : dict of str to Explanation
+    rows : pandas.DataFrame
+        One row per (method_a, method_b, sample) with the agreement figures.
+    matrices : dict of str to pandas.DataFrame
+        ``cosine``, ``top_k_overlap`` and ``spearman``: methods x methods, mean over rows.
+    skipped : dict of str to str
+    """
+
+    backend: str
+    explanations: dict[str, Explanation]
+    rows: pd.DataFrame
+    matrices: dict[str, pd.DataFrame]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"MethodComparison(methods={list(self.explanations)}, backend={self.backend!r})"
+
+    def _repr_html_(self) -> str:
+        from xai_core.report import render_fragment
+
+        return render_fragment(self)
