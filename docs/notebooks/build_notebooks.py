@@ -926,6 +926,109 @@ print(report.save("import_pytorch.html"))""",
 ]
 
 
+EDGE_TPU = [
+    (
+        "md",
+        """\
+## A network, and its two .tflite files
+
+Train a small CNN on the bundled MNIST sample, then write it twice as TensorFlow Lite: a
+float32 file, and a full-integer int8 file quantised in TensorFlow's converter scheme on
+500 calibration digits, the kind of file the Edge TPU compiler takes. Reading them back
+with `xai.from_tflite` runs TFLite's own kernels (bit-exact with LiteRT for int8); a
+`.tflite` made by TensorFlow's converter or exported by Teachable Machine reads the same
+way.""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+
+import xai_core as xai
+from xai_core import nn
+from xai_datasets import load_mnist
+
+train, test = load_mnist("train"), load_mnist("test")
+net = nn.cnn(hidden=32)
+net.fit(train.X, train.y, optimizer="adam", learning_rate=3e-3, batch_size=32, epochs=1, progress=False)
+
+xai.to_tflite(net, "mnist_float.tflite")
+xai.to_tflite(net, "mnist_int8.tflite", calibration_X=train.X[:500])
+f = xai.from_tflite("mnist_float.tflite", output_names=train.class_names)
+q = xai.from_tflite("mnist_int8.tflite", output_names=train.class_names)
+for model in (f, q):
+    accuracy = np.mean(model.predict(test.X).argmax(1) == test.y)
+    print(f"{model!r}: test accuracy {accuracy:.3f}")""",
+    ),
+    (
+        "md",
+        """\
+## What the Edge TPU compiler would map
+
+The Edge TPU runs only certain operators, on 8-bit tensors; the compiler maps the graph up
+to the first operator it cannot run and leaves the rest to the host CPU. On `edgetpu` the
+mapped part runs on the systolic array model and the rest on a CPU model, and the counters
+show each share.""",
+    ),
+    (
+        "code",
+        """\
+print(q.placement_table().to_string())
+runner = xai.ModelRunner(q, backend="edgetpu")
+runner.predict(test.X[:100])
+c = runner.counters
+print(f"Edge TPU: {c['macs']:,.0f} MACs, {c['cycles']:,.0f} cycles; host: {c['host_macs']:,.0f} MACs")""",
+    ),
+    (
+        "md",
+        """\
+## Does the int8 file still look at the right pixels?
+
+Explain the same digits with SHAP (4 x 4 pixel patches) and LIME (superpixels):
+`compare_backends` runs the float file on the CPU (the reference), the GPU and the TPU, and
+the int8 file on the Edge TPU (`quantized=q`), and measures how far each explanation is from
+the reference: cosine similarity, top-k overlap and rank correlation per digit.
+`compare_methods` asks whether the methods agree with each other on the deployed file.""",
+    ),
+    (
+        "code",
+        """\
+X = test.X[:4]
+shap_options = {"algorithm": "kernel", "max_evals": 300, "image_shape": (28, 28),
+                "patch_size": 4, "background": np.zeros((1, 784), np.float32), "seed": 0}
+c_shap = xai.compare_backends(f, X, method="shap", backends=["cpu", "gpu", "tpu", "edgetpu"],
+                              quantized=q, **shap_options)
+c_shap.summary[["mean_cosine", "mean_top_k_overlap", "mean_spearman", "flipped"]]""",
+    ),
+    (
+        "code",
+        """\
+lime_options = {"num_samples": 300, "image_shape": (28, 28), "seed": 0}
+c_lime = xai.compare_backends(f, X, method="lime", backends=["cpu", "edgetpu"], quantized=q,
+                              **lime_options)
+print(c_lime.summary[["mean_cosine", "mean_top_k_overlap"]])
+methods = xai.compare_methods(q, X, methods=("shap", "lime"), backend="edgetpu",
+                              method_options={"shap": shap_options, "lime": lime_options})
+methods.matrices["cosine"]""",
+    ),
+    (
+        "md",
+        """\
+## Where int8 moved the attributions
+
+The rows where the int8 explanation is furthest from the float one, and the report with
+the heatmaps side by side.""",
+    ),
+    (
+        "code",
+        """\
+rows = c_shap.rows[c_shap.rows.backend == "edgetpu"].sort_values("cosine")
+print(rows[["row", "cosine", "top_k_overlap", "prediction", "reference_prediction"]].to_string())
+xai.Report("MNIST on the Edge TPU", seed=0).add(c_shap).add(c_lime).add(methods).save("edge_tpu.html")""",
+    ),
+]
+
+
 NOTEBOOKS = {
     "quickstart": (
         "Quickstart: explain an MNIST CNN with three methods on three backends",
@@ -969,10 +1072,19 @@ explain it with integrated gradients, SHAP and LIME on the simulated CPU, GPU an
 see where the TPU's bf16 arithmetic moves the attributions.""",
         IMPORT_PYTORCH,
     ),
+    "edge_tpu": (
+        "The Edge TPU flow: a float and an int8 .tflite, explained and compared",
+        """\
+Write a trained network as a float and a full-integer int8 TensorFlow Lite file, read both
+back, see which operators the Edge TPU compiler would map, and check with
+`compare_backends` and `compare_methods` whether the int8 model's explanations still point
+at the same pixels.""",
+        EDGE_TPU,
+    ),
 }
 
 #: Extra packages a notebook installs in Colab, after xai-core.
-EXTRA_INSTALL = {"import_pytorch": " onnx onnxruntime"}
+EXTRA_INSTALL = {"import_pytorch": " onnx onnxruntime", "edge_tpu": " tflite ai-edge-litert"}
 
 
 def build(name: str) -> nbformat.NotebookNode:

@@ -340,14 +340,14 @@ def test_lambda_cannot_go_to_processes_but_runs_on_threads(data):
     assert_identical(threaded, run(data, "lime", model=fn), "lime")
 
 
-def test_int8_model_runs_on_threads_not_processes(data):
-    """An int8 model has no saved form: processes get a clear error, threads match serial."""
+def test_int8_model_runs_on_threads_and_processes(data):
+    """An int8 model travels to processes as its saved form; threads and processes match serial."""
     qnet = xai.quantize(data["net"], data["X"][:64], progress=False)
-    with pytest.raises(xai.CapabilityError, match="int8 model.*ThreadPoolExecutor"):
-        run(data, "lime", executor="processes", model=qnet)
+    serial = run(data, "lime", model=qnet)
+    assert_identical(run(data, "lime", executor="processes", model=qnet), serial, "lime")
     with cf.ThreadPoolExecutor(2) as pool:
         threaded = run(data, "lime", executor=pool, model=qnet)
-    assert_identical(threaded, run(data, "lime", model=qnet), "lime")
+    assert_identical(threaded, serial, "lime")
 
 
 @pytest.mark.parametrize(

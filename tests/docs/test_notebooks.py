@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "docs" / "notebooks"
-NAMES = ("quickstart", "third_party_plugin", "tabular_whatif", "projector", "import_pytorch")
+NAMES = (
+    "quickstart",
+    "third_party_plugin",
+    "tabular_whatif",
+    "projector",
+    "import_pytorch",
+    "edge_tpu",
+)
 COLAB_URL = "https://colab.research.google.com/github/xai-core/xai-core/blob/main/docs/notebooks/"
 BADGE = (
     "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -23,6 +30,7 @@ WRITES = {
     "quickstart": ["quickstart.html"],
     "tabular_whatif": ["tabular_whatif.html"],
     "import_pytorch": ["import_pytorch.html"],
+    "edge_tpu": ["mnist_float.tflite", "mnist_int8.tflite", "edge_tpu.html"],
 }
 
 

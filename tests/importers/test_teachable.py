@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 import xai_core as xai
 
 pytest.importorskip("tflite", reason="the tflite extra is not installed")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the Keras test helpers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
 LABELS = ["zero", "one", "two", "three", "four"]
@@ -123,3 +125,26 @@ def test_a_zip_bomb_is_refused_before_inflating(tmp_path, monkeypatch):
         z.writestr("labels.txt", "0 a\n")
     with pytest.raises(xai.ModelFormatError, match="declares"):
         xai.from_teachable_machine(path)
+
+
+def test_keras_and_tfjs_exports_load_and_predict_like_the_source(tmp_path):
+    """keras_model.h5 + labels.txt, and model.json + weights + metadata.json, as Teachable Machine writes them."""
+    keras = pytest.importorskip("keras")
+    from test_from_keras import keras_cnn, write_tfjs
+
+    model = keras_cnn()
+    X = np.random.default_rng(3).uniform(-1, 1, (4, *model.input_shape[1:])).astype(np.float32)
+    want = keras.ops.convert_to_numpy(model(X))
+    names = [f"class {k}" for k in range(want.shape[1])]
+    h5 = tmp_path / "keras_export"
+    h5.mkdir()
+    model.save(h5 / "keras_model.h5")
+    (h5 / "labels.txt").write_text("".join(f"{i} {n}\n" for i, n in enumerate(names)))
+    tfjs = tmp_path / "tfjs_export"
+    write_tfjs(model, tfjs, wrap=False)
+    (tfjs / "metadata.json").write_text(json.dumps({"labels": names, "imageSize": X.shape[1]}))
+    for folder in (h5, zipped(h5), tfjs):
+        m = xai.from_teachable_machine(folder)
+        assert m.output_names == tuple(names)
+        assert m.preprocessing["offset"] == -1.0
+        np.testing.assert_allclose(m.predict(X), want, atol=1e-5)

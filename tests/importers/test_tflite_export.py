@@ -218,3 +218,24 @@ def test_float_network_written_as_float_tflite_predicts_alike_in_litert(name, tm
     assert not model.is_quantized
     np.testing.assert_allclose(litert_outputs(path, X).reshape(30, -1), net.predict(X), atol=1e-6)
     np.testing.assert_allclose(model.predict(X), net.predict(X), atol=1e-6)
+
+
+def test_compare_backends_explains_the_deployed_int8_file_on_the_edge_tpu(tmp_path):
+    """quantized= makes edgetpu run the given int8 .tflite; the float .tflite runs on every backend."""
+    net = nn.cnn((1, 12, 12), 5, channels=(4, 6))
+    X = np.random.default_rng(7).uniform(0, 1, (20, 144)).astype(np.float32)
+    f = xai.from_tflite(xai.to_tflite(net, tmp_path / "f.tflite"))
+    q = xai.from_tflite(xai.to_tflite(net, tmp_path / "q.tflite", calibration_X=X))
+    c = xai.compare_backends(
+        f, X[:3], method="shap", backends=["cpu", "tpu", "edgetpu"], quantized=q,
+        background=X[:5], max_evals=600, seed=0,
+    )  # fmt: skip
+    assert list(c.summary.index) == ["cpu", "tpu", "edgetpu"] and not c.skipped
+    direct = xai.explain(q, X[:3], method="shap", backend="edgetpu", target=c.explanations["cpu"].target,
+                         background=X[:5], max_evals=600, seed=0)  # fmt: skip
+    np.testing.assert_array_equal(c.explanations["edgetpu"].values, direct.values)
+    assert (
+        c.summary.loc["cpu", "mean_cosine"] == 1.0 > c.summary.loc["edgetpu", "mean_cosine"] > 0.5
+    )
+    with pytest.raises(xai.ValidationError, match="int8"):
+        xai.compare_backends(f, X[:3], method="shap", quantized=f, background=X[:5])

@@ -20,7 +20,7 @@ from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.compare import metrics
 from xai_core.compare.results import BackendComparison, MethodComparison
-from xai_core.errors import ValidationError
+from xai_core.errors import ShapeError, ValidationError
 from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.validation import check_positive_int
@@ -93,10 +93,9 @@ def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Ba
 
 
 def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str | None:
-    native = "gradient" in type(model).capabilities
     if "gradient" in requires and not backend.supports_gradients:
         return f"the method needs gradients and {backend.name} is inference only"
-    if not native and not model.is_quantized and backend.name != "cpu":
+    if not model.runs_on_backend and backend.name != "cpu":
         return "a black-box model runs on the host; only native networks run on simulated hardware"
     return None
 
@@ -220,6 +219,7 @@ def compare_backends(
     k: int = 10,
     n_seeds: int = 1,
     calibration: Any = None,
+    quantized: Any = None,
     executor: Any = None,
     chunk_size: int | None = None,
     **options: Any,
@@ -249,6 +249,10 @@ def compare_backends(
         method's own spread.
     calibration : array-like, optional
         Rows for int8 quantisation; ``X`` by default.
+    quantized : Model, optional
+        The int8 model that int8-only backends (``edgetpu``) run: the ``.tflite`` file you
+        deployed (``xai.from_tflite``) or ``xai.quantize``'s result. By default ``model`` is
+        quantised on ``calibration``. Its inputs and outputs must match ``model``'s.
     executor : concurrent.futures.Executor, distributed.Client or "processes", optional
         Run each backend's explanation in chunks there (see :func:`xai_core.explain`).
     chunk_size : int, optional
@@ -283,7 +287,15 @@ def compare_backends(
     parallel = {"executor": executor, "chunk_size": chunk_size}
 
     runs: dict[str, _Run] = {}
-    quantized = None
+    if quantized is not None:
+        quantized = as_model(quantized)
+        if not quantized.is_quantized:
+            raise ValidationError(f"quantized must be an int8 model; got {quantized!r}.")
+        if tuple(quantized.input_shape or ()) != tuple(model.input_shape or ()):
+            raise ShapeError(
+                f"quantized takes inputs of shape {quantized.input_shape}, model of shape "
+                f"{model.input_shape}; they must be the same network's."
+            )
     for label, backend in pairs:
         reason = _skip_reason(model, backend, cls.requires)
         if reason:
@@ -293,7 +305,7 @@ def compare_backends(
         if backend.requires_quantized and not model.is_quantized:
             from xai_core.nn.quantize import quantize
 
-            if quantized is None:
+            if quantized is None:  # a native network, quantised here
                 calibrate = X if calibration is None else calibration
                 quantized = quantize(model, calibrate, progress=False)
             run_model = quantized

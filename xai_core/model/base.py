@@ -30,6 +30,9 @@ class Model:
         Names of the outputs (class names), when known.
     is_quantized : bool
         Whether the model is an int8 model that may run on the Edge TPU.
+    runs_on_backend : bool
+        Whether the model's own arithmetic runs on the backend it is given (native
+        networks, TFLite models); a black box computes on the host whatever the backend.
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset({"predict"})
@@ -37,6 +40,7 @@ class Model:
     n_outputs: int | None = None
     output_names: tuple[str, ...] | None = None
     is_quantized: bool = False
+    runs_on_backend: ClassVar[bool] = False
 
     def predict(self, X: np.ndarray, backend: Any = None) -> np.ndarray:
         """Outputs of shape (n_samples, n_outputs) for ``X`` of shape (n_samples, *input_shape)."""

@@ -81,7 +81,7 @@ class ModelRunner:
     @property
     def is_native(self) -> bool:
         """Whether the model runs its layers on the backend (a black box runs on the host)."""
-        return "gradient" in type(self.model).capabilities or self.model.is_quantized
+        return self.model.runs_on_backend
 
     @property
     def capabilities(self) -> frozenset[str]:

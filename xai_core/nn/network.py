@@ -45,6 +45,7 @@ class Network(Model):
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset({"predict", "gradient", "activations"})
+    runs_on_backend: ClassVar[bool] = True
     input_name: str = "input"
     _show_inputs: ClassVar[bool] = True
 

@@ -45,6 +45,7 @@ class TFLiteModel(Model):
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset({"predict", "activations"})
+    runs_on_backend: ClassVar[bool] = True
 
     def __init__(
         self,
