@@ -100,7 +100,7 @@ def test_default_backends_are_every_registered_one(linear, fresh_registry):
     register_plugin(plugin)
     model, X = linear
     c = xai.compare_backends(model, X, method="ig", steps=4)
-    assert list(c.explanations) == ["cpu", "gpu", "tpu", "cpu_twin_test"]
+    assert list(c.explanations) == ["cpu", "gpu", "tpu", "tpu_pod", "cpu_twin_test"]
     assert "inference only" in c.skipped["edgetpu"]
     assert "cannot build with its defaults" in c.skipped["needs_settings_test"]
     twin = c.summary.loc["cpu_twin_test"]

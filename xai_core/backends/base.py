@@ -146,6 +146,17 @@ class Backend:
         self._count_vector(x.size, out.size, x.size)
         return out
 
+    # -- data parallelism (no-ops on one device; see backends/pod.py) --------------------
+    def begin_batch(self, x: np.ndarray) -> None:
+        """A batch ``x`` of shape (n, ...) starts: a pod shards its rows over its devices."""
+
+    def end_batch(self, out: Any) -> None:
+        """The batch's result ``out`` is complete: a pod gathers it from its devices."""
+
+    def all_reduce(self, grads: list[np.ndarray]) -> list[np.ndarray]:
+        """Sum per-device gradients over the devices (a pod costs it); returns ``grads``."""
+        return grads
+
     # -- counters ---------------------------------------------------------------------
     @property
     def counters(self) -> dict[str, float]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TPU_PRESETS", "EDGETPU_PRESETS", "GPU_PRESETS"]
+__all__ = ["TPU_PRESETS", "TPU_POD_PRESETS", "EDGETPU_PRESETS", "GPU_PRESETS"]
 
 #: Systolic chips. ``array``: (rows, columns) of one matrix unit; ``mxus_per_core`` x
 #: ``cores`` matrix units work on one GEMM's folds in parallel; ``vector_lanes``: fp32 lanes
@@ -134,4 +134,103 @@ GPU_PRESETS: dict[str, dict[str, Any]] = {
         "max_blocks_per_sm": 32,
         "regs_per_sm": 65536,
     },
+}
+
+
+# -- boards and pods -------------------------------------------------------------------
+#
+# Sources (Cloud TPU documentation, "TPU v2", "TPU v3", "TPU v4" and "System architecture"
+# pages; Jouppi et al., CACM 2020; Jouppi et al., ISCA 2023):
+# - a board (v2-8, v3-8) is four chips on one host; an accelerator type's number counts
+#   TensorCores: v2-8 and v3-8 are 4 chips x 2 cores, v4-8 is 4 chips (v4's two cores per
+#   chip act as one device, "megacore").
+# - v2 pod: 256 chips (512 cores), 2-D torus, slices v2-32 (4 x 4 chips) to v2-512 (16 x 16).
+# - v3 pod: 1024 chips (2048 cores), 2-D torus, slices v3-32 (4 x 4) to v3-2048 (32 x 32);
+#   per pod 340 TB/s all-reduce and 6.4 TB/s bisection bandwidth.
+# - v4 pod: 4096 chips, 3-D mesh, wired as a 3-D torus on slices whose dimensions are
+#   multiples of 4; 1.1 PB/s all-reduce per pod; four chips per host.
+# - ICI links: 4 per chip on v2 and v3 (the four neighbours of a 2-D torus), 496 Gbit/s
+#   (v2) and 656 Gbit/s (v3) each (Jouppi et al. 2020, Table 3). v3's figure agrees with the
+#   documented all-reduce bandwidth: 340 TB/s / 1024 chips / 4 links = 83 GB/s = 664 Gbit/s.
+#   v4: 6 links per chip (3-D); the documented 1.1 PB/s / 4096 chips / 6 links gives
+#   45 GB/s = 358 Gbit/s per link, the figure used here.
+# - Host link: PCIe Gen3 x16 per chip, 15.75 GB/s (8 GT/s x 16 lanes, 128b/130b
+#   encoding). Google does not publish the sustained infeed rate; this is the link's peak.
+# - Per-hop ICI latency: not published; 1 microsecond per ring step is assumed (set
+#   ``ici_latency_us`` to change it).
+# Wraparound: full v2 and v3 pods are tori; that every v2 / v3 slice keeps wraparound on
+# both dimensions is an assumption (Google documents the pod, not each slice). v4 slices
+# are tori on a dimension only when all three are multiples of 4 (the documented rule;
+# twisted tori are not modelled).
+
+_V2_V3_SLICES = {  # cores: (chips x, chips y)
+    8: (2, 2),
+    32: (4, 4),
+    64: (4, 8),
+    128: (8, 8),
+    256: (8, 16),
+    512: (16, 16),
+    1024: (16, 32),
+    2048: (32, 32),
+}
+_V4_SLICES = {  # TensorCores: (x, y, z) chips
+    8: (2, 2, 1),
+    16: (2, 2, 2),
+    32: (2, 2, 4),
+    64: (2, 4, 4),
+    128: (4, 4, 4),
+    256: (4, 4, 8),
+    512: (4, 8, 8),
+    1024: (8, 8, 8),
+    2048: (8, 8, 16),
+    4096: (8, 16, 16),
+    8192: (16, 16, 16),  # the full pod, 4096 chips
+}
+_ICI = {  # chip: (links per chip, Gbit/s per link, largest slice in cores)
+    "v2": (4, 496.0, 512),
+    "v3": (4, 656.0, 2048),
+    "v4": (6, 358.0, 8192),
+}
+
+
+def _pod_preset(chip: str, cores: int, dims: tuple[int, ...]) -> dict[str, Any]:
+    links, gbps, _ = _ICI[chip]
+    n_chips = 1
+    for d in dims:
+        n_chips *= d
+    megacore = chip == "v4"
+    base = dict(TPU_PRESETS[chip])
+    if megacore:
+        wrap = tuple(all(d % 4 == 0 for d in dims) for _ in dims)
+    else:
+        wrap = tuple(d > 2 for d in dims)  # a 2-chip ring has no separate wraparound link
+    base.update(
+        {
+            "chip": chip,
+            "accelerator_type": f"{chip}-{cores}",
+            "chips": n_chips,
+            "tensorcores": cores,
+            "cores_per_chip": 2,
+            # a data-parallel device: one TensorCore (v2, v3) or one chip (v4 megacore)
+            "devices": n_chips if megacore else 2 * n_chips,
+            "cores": 2 if megacore else 1,  # TensorCores per device
+            "chips_per_host": 4,
+            "hosts": max(1, n_chips // 4),
+            "torus": dims,
+            "wraparound": wrap,
+            "ici_links_per_chip": links,
+            "ici_gbps_per_link": gbps,  # Gbit/s, one direction
+            "ici_latency_us": 1.0,  # assumed
+            "host_gbps_per_chip": 15.75,  # GB/s, PCIe Gen3 x16
+            "peak_tops_per_chip": TPU_PRESETS[chip]["peak_tops"],
+        }
+    )
+    return base
+
+
+#: Cloud TPU accelerator types: boards (``v2-8``, ``v3-8``, ``v4-8``) and pod slices.
+TPU_POD_PRESETS: dict[str, dict[str, Any]] = {
+    **{f"v2-{c}": _pod_preset("v2", c, d) for c, d in _V2_V3_SLICES.items() if c <= 512},
+    **{f"v3-{c}": _pod_preset("v3", c, d) for c, d in _V2_V3_SLICES.items()},
+    **{f"v4-{c}": _pod_preset("v4", c, d) for c, d in _V4_SLICES.items()},
 }

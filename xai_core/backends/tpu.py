@@ -9,6 +9,8 @@ import numpy as np
 
 from xai_core.backends import systolic
 from xai_core.backends.base import Backend
+from xai_core.backends.energy import energy_of
+from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.presets import TPU_PRESETS
 from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
 from xai_core.plugin.hookspecs import hookimpl
@@ -89,6 +91,12 @@ class TPUBackend(Backend):
         ``mxus_per_core * cores``).
     step_limit : float, default=2e8
         Largest ``rows * cols * cycles`` one GEMM may take in step mode.
+    sram_kib : (float, float, float), optional
+        The memory system (:mod:`xai_core.backends.memory`): ifmap, filter and ofmap SRAM
+        in KiB, each double-buffered. Without it operands are assumed on chip (no stalls).
+    dram_bw : float or (float, float, float), optional
+        DRAM words per cycle of the ifmap, filter and ofmap ports (one number: each);
+        by default the preset's memory bandwidth split equally over the three.
 
     Examples
     --------
@@ -113,6 +121,8 @@ class TPUBackend(Backend):
         clock_mhz: float | None = None,
         mxus: int | None = None,
         step_limit: float = systolic.STEP_LIMIT,
+        sram_kib: tuple[float, float, float] | None = None,
+        dram_bw: float | tuple[float, float, float] | None = None,
     ) -> None:
         if preset is None:
             preset = self.DEFAULT_PRESET
@@ -157,7 +167,27 @@ class TPUBackend(Backend):
         self.supports_gradients = not self.int8
         self.requires_quantized = self.int8
         self.matmul_rtol = 0.0 if self.int8 else 1e-2
+        self.memory = self._memory_system(sram_kib, dram_bw)
         super().__init__(np.float32)
+
+    def _memory_system(self, sram_kib: Any, dram_bw: Any) -> MemorySystem | None:
+        word = 1 if self.int8 else 2
+        if sram_kib is None:
+            if dram_bw is not None:
+                raise ValidationError("dram_bw needs sram_kib: give the SRAM sizes too.")
+            return None
+        if not isinstance(sram_kib, (tuple, list)) or len(sram_kib) != 3:
+            raise ValidationError(
+                f"sram_kib must be (ifmap, filter, ofmap) KiB such as (256, 256, 128); got {sram_kib!r}."
+            )
+        if dram_bw is None:
+            if not self.memory_gbps:
+                raise ValidationError("dram_bw is needed: this backend has no memory bandwidth.")
+            return MemorySystem.from_gbps(tuple(sram_kib), self.memory_gbps, self.clock_hz, word)
+        bws = tuple(dram_bw) if isinstance(dram_bw, (tuple, list)) else (dram_bw,) * 3
+        if len(bws) != 3:
+            raise ValidationError(f"dram_bw must be one number or three; got {dram_bw!r}.")
+        return MemorySystem(*sram_kib, *bws, word_bytes=word)
 
     # -- counters ---------------------------------------------------------------------
     def extra_counters(self) -> tuple[str, ...]:
@@ -174,7 +204,45 @@ class TPUBackend(Backend):
             "sram_writes_c",
             "offchip_bytes_read",
             "offchip_bytes_written",
+            "stall_cycles",
+            "dram_reads_a",
+            "dram_reads_b",
+            "dram_writes_c",
         )
+
+    @property
+    def counters(self) -> dict[str, float]:
+        """The counters, with the energy estimate of :mod:`xai_core.backends.energy`."""
+        c = dict(self._counters)
+        c.update(energy_of(c, int8=self.int8, operand_bytes=1 if self.int8 else 2))
+        return c
+
+    def _count_memory(self, cost: systolic.GemmCost, n_dev: int = 1) -> int:
+        """Stalls and DRAM traffic of one GEMM on ``n_dev`` devices; returns its stall cycles."""
+        if self.memory is None:
+            return 0
+        mc = memory_cost(
+            cost.m, cost.k, cost.n, array=self.array, dataflow=self.dataflow, memory=self.memory
+        )
+        stall = int(max(0.0, np.ceil(float(mc.port_cycles)) - cost.cycles))
+        in_bytes = self.memory.word_bytes
+        read = (int(mc.ifmap_dram_reads) + int(mc.filter_dram_reads)) * in_bytes * n_dev
+        written = int(mc.ofmap_dram_writes) * 4 * n_dev
+        c = self._counters
+        # the DRAM traffic replaces the operands-once estimate of the off-chip counters
+        for key, old, new in (
+            ("offchip_bytes_read", (cost.offchip_reads_a + cost.offchip_reads_b) * in_bytes, read),
+            ("offchip_bytes_written", cost.offchip_writes_c * 4, written),
+        ):
+            c[key] += new - old * n_dev
+            c["bytes_read" if "read" in key else "bytes_written"] += new - old * n_dev
+        self._add(
+            stall_cycles=stall * n_dev,
+            dram_reads_a=int(mc.ifmap_dram_reads) * n_dev,
+            dram_reads_b=int(mc.filter_dram_reads) * n_dev,
+            dram_writes_c=int(mc.ofmap_dram_writes) * n_dev,
+        )
+        return stall
 
     def reset_counters(self) -> None:
         super().reset_counters()
@@ -185,6 +253,8 @@ class TPUBackend(Backend):
         read = (cost.offchip_reads_a + cost.offchip_reads_b) * in_bytes
         written = cost.offchip_writes_c * 4  # int32 or fp32 results
         self._mapped_sum += cost.mapping_efficiency * cost.folds
+        stall = self._count_memory(cost)
+        cycles += stall
         self._add(
             matmuls=1,
             macs=cost.macs,
@@ -253,19 +323,9 @@ class TPUBackend(Backend):
         """
         a, b = self._operands(a, b)
         (m, k), n = a.shape, b.shape[1]
-        cost = systolic.gemm_cost(
-            m,
-            k,
-            n,
-            array=self.array,
-            dataflow=self.dataflow,
-            arrays=self.mxus,
-            double_buffered=self.double_buffered,
-        )
-        if self.int8:
-            a_in, b_in, acc = a, b, np.int64
-        else:
-            a_in, b_in, acc = systolic.round_bf16(a), systolic.round_bf16(b), np.float32
+        cost = self._gemm_cost(m, k, n)
+        a_in, b_in = self._inputs(a, b)
+        acc = np.int64 if self.int8 else np.float32
         if self.mode == "step":
             out, folds = systolic.simulate(
                 a_in,
@@ -279,10 +339,31 @@ class TPUBackend(Backend):
                 out = out.astype(np.int32)  # the int32 accumulator wraps like the hardware's
             cycles, array_cycles = systolic.chip_cycles(folds, self.mxus), sum(folds)
         else:
-            out = int8_gemm(a_in, b_in) if self.int8 else a_in @ b_in
+            out = self._product(a_in, b_in)
             cycles, array_cycles = cost.cycles, cost.array_cycles
         self._count_gemm(cost, cycles, array_cycles)
         return out
+
+    def _gemm_cost(self, m: int, k: int, n: int) -> systolic.GemmCost:
+        return systolic.gemm_cost(
+            m,
+            k,
+            n,
+            array=self.array,
+            dataflow=self.dataflow,
+            arrays=self.mxus,
+            double_buffered=self.double_buffered,
+        )
+
+    def _inputs(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The operands as the matrix units see them: int8 as they are, else rounded to bf16."""
+        if self.int8:
+            return a, b
+        return systolic.round_bf16(a), systolic.round_bf16(b)
+
+    def _product(self, a_in: np.ndarray, b_in: np.ndarray) -> np.ndarray:
+        """The closed mode's values: exact int32 or fp32 sums of the rounded operands."""
+        return int8_gemm(a_in, b_in) if self.int8 else a_in @ b_in
 
     def elementwise(
         self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1
@@ -306,6 +387,15 @@ class TPUBackend(Backend):
             return "int8 x int8 products, exact int32 accumulation; fp32 vector unit"
         return "bf16 operands (round to nearest even), exact products, fp32 accumulation; fp32 vector unit"
 
+    def memory_text(self) -> str:
+        """The memory system, in words."""
+        mem = self.memory
+        if mem is None:
+            return "operands assumed on chip (no stalls)"
+        kib = f"{mem.ifmap_sram_kib:g}/{mem.filter_sram_kib:g}/{mem.ofmap_sram_kib:g}"
+        bws = f"{mem.ifmap_bw:.3g}/{mem.filter_bw:.3g}/{mem.ofmap_bw:.3g}"
+        return f"SRAM ifmap/filter/ofmap {kib} KiB double-buffered; DRAM {bws} words per cycle"
+
     def peak_ops(self) -> float:
         """Peak multiply-accumulates x 2 per second of the matrix units."""
         return 2.0 * self.array[0] * self.array[1] * self.mxus * self.clock_hz
@@ -327,6 +417,7 @@ class TPUBackend(Backend):
             "peak_tops": self.peak_ops() / 1e12,
             "memory_gib": self.memory_gib,
             "memory_gbps": self.memory_gbps,
+            "memory_system": self.memory_text(),
         }
 
 

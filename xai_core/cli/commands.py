@@ -49,6 +49,8 @@ def _backends(args: argparse.Namespace) -> int:
         presets = ", ".join(row.get("presets") or []) or "-"
         grads = "gradients" if row.get("gradients") else "inference only"
         print(f"{row['name']:<10} {row['numerics']}; {grads}; presets: {presets}")
+        if row.get("topology"):
+            print(f"{'':<10} default topology: {row['topology']}")
     return 0
 
 

@@ -114,6 +114,13 @@ class ModelRunner:
         for start in range(0, n, self.batch_size):
             yield slice(start, min(start + self.batch_size, n))
 
+    def _batch(self, fn: Any, x: np.ndarray) -> np.ndarray:
+        """``fn(x)`` as one batch of the backend (a pod shards its rows over its devices)."""
+        self.backend.begin_batch(x)
+        out = fn(x)
+        self.backend.end_batch(out)
+        return out
+
     def predict(self, X: Any) -> np.ndarray:
         """Model outputs.
 
@@ -126,7 +133,10 @@ class ModelRunner:
         ndarray of shape (n_samples, n_outputs)
         """
         X = self.check_X(X)
-        parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
+        parts = [
+            self._batch(lambda x: self.model.predict_checked(x, self.backend), X[s])
+            for s in self._chunks(len(X))
+        ]
         return np.concatenate(parts, axis=0)
 
     def gradient(self, X: Any, target: Any) -> np.ndarray:
@@ -149,7 +159,10 @@ class ModelRunner:
             target, len(X), n_out if n_out is not None else np.iinfo(np.int64).max
         )
         parts = [
-            self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
+            self._batch(
+                lambda x, t=target[s]: self.model.gradient(x, t, backend=self.backend), X[s]
+            )
+            for s in self._chunks(len(X))
         ]
         return np.concatenate(parts, axis=0)
 
@@ -158,7 +171,8 @@ class ModelRunner:
         self.require("activations")
         X = self.check_X(X)
         parts = [
-            self.model.activations(X[s], layer, backend=self.backend) for s in self._chunks(len(X))
+            self._batch(lambda x: self.model.activations(x, layer, backend=self.backend), X[s])
+            for s in self._chunks(len(X))
         ]
         return np.concatenate(parts, axis=0)
 

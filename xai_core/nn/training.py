@@ -240,6 +240,7 @@ def fit(
             total, correct = 0.0, 0
             for start in range(0, n, batch_size):
                 idx = order[start : start + batch_size]
+                backend.begin_batch(X[idx])  # data-parallel backends shard the batch
                 out = net.forward(X[idx], backend, cache=True, stop=head.stop).reshape(len(idx), -1)
                 loss, grad, proba = head.loss(out, t[idx], backend)
                 total += loss * len(idx)
@@ -251,7 +252,7 @@ def fit(
                     start=head.stop,
                     input_grad=False,
                 )
-                grads = [layer.grads[key] for layer, key in slots]
+                grads = backend.all_reduce([layer.grads[key] for layer, key in slots])
                 if regularization is not None and rate > 0:
                     grads = _add_penalty(grads, params, regularized, regularization, rate, backend)
                     before = [p.copy() if r else None for p, r in zip(params, regularized)]

@@ -47,6 +47,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "xai_core.backends.gpu",
     "xai_core.backends.tpu",
     "xai_core.backends.edgetpu",
+    "xai_core.backends.pod",
     "xai_core.cli.commands",
     "xai_core.report.sections",
     "xai_core.compare.sections",
