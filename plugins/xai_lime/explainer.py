@@ -123,9 +123,10 @@ class LimeExplainer(Explainer):
         Row ``i``'s neighbourhood comes from ``numpy.random.default_rng([seed, i])``;
         quickshift and lime's discretizers get ``seed`` too. Global random state is never
         read.
-    stability_seeds : int, default=3
+    stability_seeds : int, default=0
         Extra runs with seeds ``seed + 1 ... seed + stability_seeds`` from which the
-        stability figures are computed; 0 skips them (and costs nothing extra).
+        stability figures are computed (each one the work of the explanation again);
+        0, the default, skips them, as lime does.
     top_k : int, default=5
         Size of the top-feature sets compared by the stability figure.
     progress : bool, default=True
@@ -169,7 +170,7 @@ class LimeExplainer(Explainer):
         hide_color: float | None = None,
         solver: str = "batched",
         seed: int = 0,
-        stability_seeds: int = 3,
+        stability_seeds: int = 0,
         top_k: int = 5,
         progress: bool = True,
     ) -> None:
