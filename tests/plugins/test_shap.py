@@ -284,6 +284,26 @@ def test_tree_equals_shap_tree_explainer(make_model):
     np.testing.assert_allclose(e.values, values[np.arange(8), :, e.target], rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("make_model", "n_classes"),
+    [
+        (lambda X, y: RandomForestClassifier(8, max_depth=4, random_state=0).fit(X, y), 3),
+        (lambda X, y: RandomForestRegressor(6, max_depth=4, random_state=0).fit(X, y * 1.5), 2),
+    ],
+    ids=["rf-3-classes", "rf-regressor"],
+)
+def test_tree_additivity_is_against_the_models_own_outputs(make_model, n_classes):
+    """The tree case measures additivity without calling the model: against scikit-learn's outputs all the same."""
+    X, y = _classification(n_classes=n_classes)
+    model = make_model(X, y)
+    e = xai.explain(model, X[:7], method="shap", algorithm="tree", background=X[100:120])
+    assert e.meta["n_evals"] == 0
+    raw = model.predict_proba(X[:7]) if n_classes == 3 else model.predict(X[:7])[:, None]
+    fx = raw[np.arange(7), e.target]
+    reached = e.base_values + e.values.sum(axis=1)
+    np.testing.assert_allclose(e.meta["additivity_error"], np.abs(reached - fx), atol=1e-12)
+
+
 def test_linear_equals_closed_form():
     """algorithm='linear': a regressor's values are coef * (x - mean(background)); a classifier's, its margin's."""
     X, y = _classification()

@@ -124,6 +124,29 @@ class ModelRunner:
         parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
         return np.concatenate(parts, axis=0)
 
+    def predict_validated(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`predict` for rows built from inputs this runner has already checked.
+
+        An explainer validates its rows (and background) once per explanation with
+        :meth:`check_X`; the many batches it then assembles from them (masked samples,
+        perturbations) skip the per-call checks and are only cast to the runner's dtype.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+            Finite values of the model's input shape.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+        """
+        dtype = np.float64 if getattr(self.backend, "dtype", None) == np.float64 else np.float32
+        X = np.asarray(X, dtype=dtype)
+        if len(X) <= self.batch_size:
+            return self.model.predict_checked(X, self.backend)
+        parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
+        return np.concatenate(parts, axis=0)
+
     def gradient(self, X: Any, target: Any) -> np.ndarray:
         """Gradient of ``output[target]`` with respect to the input, computed on the backend.
 
