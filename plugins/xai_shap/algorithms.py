@@ -368,7 +368,14 @@ def run_kernel(
             sl = slice(start, min(start + rows, n))
             coalitions, weights = shapley_kernel_design(m, n_samples, rng, n_rows=sl.stop - start)
             ey = coalition_values(
-                model, flat_x[sl], flat_bg, coalitions, groups.labels, outputs[sl], progress=False
+                model,
+                flat_x[sl],
+                flat_bg,
+                coalitions,
+                groups.labels,
+                outputs[sl],
+                progress=False,
+                dtype=model.dtype,
             )
             values[sl] = solve_constrained_wls(
                 coalitions, weights, ey - base[sl][:, None, :], total[sl], varying[sl]

@@ -46,6 +46,8 @@ class CountedModel:
         self.input_shape = tuple(input_shape)
         self.n_rows = 0
         self.n_outputs: int | None = runner.n_outputs
+        #: The dtype the runner gives the model inputs in (build them in it to skip a cast).
+        self.dtype = runner.input_dtype
 
     def __call__(self, flat: np.ndarray) -> np.ndarray:
         """Outputs of shape (n_rows, n_outputs), float64, for inputs of shape (n_rows, n_features)."""

@@ -169,6 +169,22 @@ def test_kernel_design_matches_shap_kernel_explainer():
     )
 
 
+def test_kernel_subsets_are_uniform_of_their_size():
+    """Each coalition of a drawn size is equally likely (chi-square against the uniform law)."""
+    from scipy.stats import chisquare
+
+    from xai_shap.kernel import _uniform_subsets
+
+    sizes = np.tile([2, 3], (4, 3000))  # 4 rows x 6000 draws, sizes 2 and 3 of 6 players
+    drawn = _uniform_subsets(6, sizes, np.random.default_rng(0))
+    np.testing.assert_array_equal(drawn.sum(axis=2), sizes)
+    codes = (drawn * (1 << np.arange(6))).sum(axis=2)
+    for size in (2, 3):
+        counts = np.unique(codes[sizes == size], return_counts=True)[1]
+        assert len(counts) == math.comb(6, size)
+        assert chisquare(counts).pvalue > 1e-3
+
+
 @pytest.mark.parametrize("n_players", [12, 100], ids=["m12", "m100"])
 def test_kernel_design_is_drawn_per_row(n_players):
     """Each row gets its own distinct coalitions (shared enumerated sizes), weights summing to 1."""

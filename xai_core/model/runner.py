@@ -100,10 +100,15 @@ class ModelRunner:
         """Width of the model's output, once known."""
         return self.model.n_outputs
 
+    @property
+    def input_dtype(self) -> np.dtype:
+        """The dtype inputs are given to the model in: float64 on a float64 backend, else float32."""
+        wide = getattr(self.backend, "dtype", None) == np.float64
+        return np.dtype(np.float64 if wide else np.float32)
+
     def check_X(self, X: Any, name: str = "X") -> np.ndarray:
         """Validate ``X`` against the model's input shape; return a float array."""
-        dtype = np.float64 if getattr(self.backend, "dtype", None) == np.float64 else np.float32
-        return check_array(X, name, feature_shape=self.model.input_shape, dtype=dtype)
+        return check_array(X, name, feature_shape=self.model.input_shape, dtype=self.input_dtype)
 
     def _chunks(self, n: int):
         for start in range(0, n, self.batch_size):
@@ -140,8 +145,7 @@ class ModelRunner:
         -------
         ndarray of shape (n_samples, n_outputs)
         """
-        dtype = np.float64 if getattr(self.backend, "dtype", None) == np.float64 else np.float32
-        X = np.asarray(X, dtype=dtype)
+        X = np.asarray(X, dtype=self.input_dtype)
         if len(X) <= self.batch_size:
             return self.model.predict_checked(X, self.backend)
         parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
