@@ -174,15 +174,3 @@ def test_predict_validated_equals_predict(cnn, X):
     assert runner.predict_validated(X64).dtype == np.float32
     wide = xai.ModelRunner(cnn, backend=CPUBackend(dtype="float64"))
     np.testing.assert_array_equal(wide.predict_validated(X64), wide.predict(X64))
-
-
-def test_classifier_output_width_is_known_before_any_call():
-    """A scikit-learn classifier's predict_proba width comes from its classes: no call to check a target."""
-    from sklearn.linear_model import LogisticRegression
-
-    rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(60, 4)), np.arange(60) % 3
-    runner = xai.ModelRunner(LogisticRegression().fit(X, y))
-    assert runner.n_outputs == 3 and runner.model.n_outputs is None
-    assert runner.predict(X[:2]).shape == (2, 3) and runner.model.n_outputs == 3
-    assert xai.ModelRunner(lambda A: A[:, :2]).n_outputs is None

@@ -97,19 +97,8 @@ class ModelRunner:
 
     @property
     def n_outputs(self) -> int | None:
-        """Width of the model's output, once known.
-
-        A scikit-learn classifier's ``predict_proba`` has one column per class, known
-        from its ``classes_`` before any call (so checking a target costs no model call).
-        """
-        n = self.model.n_outputs
-        if n is None and getattr(getattr(self.model, "fn", None), "__name__", None) == (
-            "predict_proba"
-        ):
-            classes = getattr(getattr(self.model, "estimator", None), "classes_", None)
-            if isinstance(classes, np.ndarray) and classes.ndim == 1 and len(classes) > 1:
-                n = len(classes)
-        return n
+        """Width of the model's output, once known."""
+        return self.model.n_outputs
 
     @property
     def input_dtype(self) -> np.dtype:
