@@ -167,7 +167,9 @@ def path_integral(
                 s1 = min(s0 + steps_per_block, steps)
                 points = np.multiply(alphas[s0:s1].astype(dtype)[None, :, None], diff_t[:, None, :])
                 points += base_t[:, None, :]
-                grads = runner.gradient(points.reshape(-1, *shape), np.repeat(target[row], s1 - s0))
+                grads = runner.gradient_validated(
+                    points.reshape(-1, *shape), np.repeat(target[row], s1 - s0)
+                )
                 grads = np.asarray(grads).reshape(len(path), s1 - s0, n_features)
                 acc += np.einsum("psf,s->pf", grads, scaled[s0:s1].astype(grads.dtype))
                 bar.update(1)

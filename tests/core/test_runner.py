@@ -174,3 +174,12 @@ def test_predict_validated_equals_predict(cnn, X):
     assert runner.predict_validated(X64).dtype == np.float32
     wide = xai.ModelRunner(cnn, backend=CPUBackend(dtype="float64"))
     np.testing.assert_array_equal(wide.predict_validated(X64), wide.predict(X64))
+
+
+def test_gradient_validated_equals_gradient(cnn, X):
+    """Points built from checked rows skip the checks only: the same gradients, chunked the same."""
+    runner = xai.ModelRunner(cnn, batch_size=5)
+    target = np.arange(len(X)) % 3
+    np.testing.assert_array_equal(
+        runner.gradient_validated(X.astype(np.float64), target), runner.gradient(X, target)
+    )

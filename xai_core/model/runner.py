@@ -175,6 +175,28 @@ class ModelRunner:
         ]
         return np.concatenate(parts, axis=0)
 
+    def gradient_validated(self, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """:meth:`gradient` for points built from rows this runner has already checked.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+            Finite values of the model's input shape (IG's path points, SmoothGrad's
+            noisy copies).
+        target : ndarray of int64 of shape (n_samples,)
+            Valid output indices.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape)
+        """
+        self.require("gradient")
+        X = np.asarray(X, dtype=self.input_dtype)
+        parts = [
+            self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
+        ]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
     def activations(self, X: Any, layer: int | str) -> np.ndarray:
         """Outputs of one layer (index or name), of shape (n_samples, *layer_output_shape)."""
         self.require("activations")
