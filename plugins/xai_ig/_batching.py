@@ -90,7 +90,7 @@ def gradient_rows(
     with _bar(n_chunks, progress, desc) as bar:
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
-            out[start:stop] = runner.gradient(X[start:stop], target[start:stop])
+            out[start:stop] = runner.gradient_validated(X[start:stop], target[start:stop])
             bar.update(1)
     return out
 
