@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,import,tflite]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,7 +27,7 @@ test: lint
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,bench,import,tflite]'
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

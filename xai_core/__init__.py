@@ -12,7 +12,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-from xai_core import _moved, errors, nn
+from xai_core import _moved, errors, importers, nn
 from xai_core.attribution.explainer import Explainer, explain, list_explainers
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
@@ -35,6 +35,15 @@ from xai_core.errors import (
     ValidationError,
     XaiError,
     XaiWarning,
+)
+from xai_core.importers import (
+    from_keras,
+    from_onnx,
+    from_teachable_machine,
+    from_tflite,
+    from_torch,
+    to_teachable_machine,
+    to_tflite,
 )
 from xai_core.model.base import BlackBoxModel, Model, as_model
 from xai_core.model.runner import ModelRunner, get_backend
@@ -100,7 +109,14 @@ __all__ = [
     "as_model",
     "errors",
     "explain",
+    "from_keras",
+    "from_onnx",
     "from_sklearn",
+    "from_teachable_machine",
+    "from_tflite",
+    "from_torch",
+    "to_teachable_machine",
+    "to_tflite",
     "get_backend",
     "get_plugin_manager",
     "get_registry",
@@ -112,6 +128,7 @@ __all__ = [
     "tool",
     "what_if",
     "load_model",
+    "importers",
     "nn",
     "quantize",
 ]

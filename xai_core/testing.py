@@ -1,12 +1,16 @@
-"""Contract checks for explainers and backends, for first- and third-party plugins alike.
+"""Contract checks for explainers, backends and report sections, first- and third-party alike.
 
-Call them from your plugin's tests::
+Call them from your plugin's tests, on your classes as they are (nothing needs to be
+registered or installed first)::
 
-    from xai_core.testing import check_backend, check_explainer
+    from xai_core.testing import check_backend, check_explainer, check_report_section
 
     def test_contract():
-        check_explainer(MyExplainer)
-        check_backend(MyBackend())
+        check_explainer(MyExplainer, options={"n_samples": 100})
+        check_backend(MyBackend)            # the class, or an instance
+        check_report_section(
+            xai.ReportSection("mine", MyResult, render_mine), lambda name: MyResult(label=name)
+        )
 
 Each check raises :class:`xai_core.errors.ContractError` (an ``AssertionError``) naming
 what is broken.
@@ -15,17 +19,20 @@ what is broken.
 from __future__ import annotations
 
 import inspect
+import json
+import re
+from html.parser import HTMLParser
 from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.attribution.explainer import CAPABILITIES, Explainer, explain
+from xai_core.attribution.explainer import CAPABILITIES, Explainer
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
-from xai_core.errors import ContractError, ShapeError, ValidationError
+from xai_core.errors import ContractError, ShapeError
 from xai_core.model.base import Model
 
-__all__ = ["LinearModel", "check_backend", "check_explainer"]
+__all__ = ["HOSTILE", "LinearModel", "check_backend", "check_explainer", "check_report_section"]
 
 
 class LinearModel(Model):
@@ -86,12 +93,14 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
     options only, does no work and stores each as an attribute; on a 3-output
     :class:`LinearModel` it returns an :class:`Explanation` of the right shapes, for the
     requested targets, with finite values and base values; a single row works; two
-    runs with the same options give identical values.
+    runs with the same options give identical values; ``X`` is passed read-only and
+    must not be written to. The class is run directly on a CPU (float64) runner, as
+    :func:`xai_core.explain` would run it, so it need not be registered.
 
     Parameters
     ----------
     cls : type
-        The explainer class.
+        The explainer class (registered or not).
     options : dict, optional
         Options for the runs (e.g. a small ``n_samples`` to keep the check fast).
     """
@@ -120,49 +129,45 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
     model = LinearModel(rng.normal(size=(4, 3)), rng.normal(size=3))
     X = rng.normal(size=(5, 4))
     target = np.array([0, 1, 2, 0, 1])
-    from xai_core.model.runner import get_backend
+    from xai_core.model.runner import ModelRunner, get_backend
+
+    runner = ModelRunner(model, get_backend("cpu", dtype="float64"))
+    for capability in sorted(cls.requires):
+        runner.require(capability)
 
     def run(rows: np.ndarray, tgt: np.ndarray) -> Explanation:
-        return explain(
-            model,
-            rows,
-            method=cls.name,
-            backend=get_backend("cpu", dtype="float64"),
-            target=tgt,
-            **options,
-        )
+        checked = runner.check_X(rows)
+        checked.setflags(write=False)  # as explain() passes the caller's rows
+        try:
+            return cls(**options).explain(runner, checked, tgt)
+        except ValueError as exc:
+            if "read-only" in str(exc):
+                _fail(subject, f"explain must not write to X (it is read-only): {exc}")
+            raise
 
-    from xai_core.plugin.manager import get_registry
-
-    if get_registry().explainers.get(cls.name) is not cls:
-        _fail(
-            subject,
-            f"is not the explainer registered as {cls.name!r}; register it through a plugin",
-        )
     e = run(X, target)
     if not isinstance(e, Explanation):
         _fail(subject, f"explain must return an Explanation; got {type(e).__name__}")
     if e.values.shape != X.shape:
         _fail(subject, f"values must have shape {X.shape}; got {e.values.shape}")
+    if np.shape(e.base_values) != (len(X),):
+        _fail(subject, f"base_values must have shape ({len(X)},); got {np.shape(e.base_values)}")
     if not np.array_equal(e.target, target):
         _fail(subject, f"target must be the requested {target.tolist()}; got {e.target.tolist()}")
     if not (np.isfinite(e.values).all() and np.isfinite(e.base_values).all()):
         _fail(subject, "values and base_values must be finite on a linear model")
-    if e.method != cls.name:
-        _fail(subject, f"method must be {cls.name!r}; got {e.method!r}")
+    if e.method not in ("", cls.name):
+        _fail(
+            subject,
+            f"method must be {cls.name!r} (or left for explain() to fill); got {e.method!r}",
+        )
     if run(X[:1], target[:1]).values.shape != (1, 4):
         _fail(subject, "a single row must give values of shape (1, 4)")
     if not np.array_equal(run(X, target).values, e.values):
         _fail(subject, "two runs with the same options (and seed) must give identical values")
-    try:
-        run(X[:, :3], target)
-    except (ShapeError, ValidationError):
-        pass
-    else:
-        _fail(subject, "an X with the wrong number of features must be rejected")
 
 
-def check_backend(backend: Backend) -> None:
+def check_backend(backend: Backend | type) -> None:
     """Check that ``backend`` keeps the backend protocol.
 
     Checks: a non-empty ``name``; ``describe()`` gives name and numerics; counters hold
@@ -172,12 +177,26 @@ def check_backend(backend: Backend) -> None:
     do not divide any tile; results are deterministic; ``elementwise`` and ``reduce``
     work.
 
+    A native model runs on it through a :class:`~xai_core.ModelRunner` given the
+    instance (no registration needed) and predicts what float64 does.
+
     Parameters
     ----------
-    backend : Backend
-        An instance, e.g. ``xai.get_backend("tpu")``.
+    backend : Backend or Backend subclass
+        An instance, e.g. ``xai.get_backend("tpu")`` or ``MyBackend(dtype="float64")``, or
+        a class, built with its default settings.
     """
     subject = f"backend {getattr(backend, 'name', backend)!r}"
+    if inspect.isclass(backend):
+        if not issubclass(backend, Backend):
+            _fail(subject, "must be a subclass of xai_core.Backend")
+        try:
+            backend = backend()
+        except TypeError as exc:
+            _fail(
+                subject,
+                f"the class must build with its default settings (or pass an instance): {exc}",
+            )
     if not isinstance(backend, Backend):
         _fail(subject, "must be an instance of xai_core.Backend")
     if not isinstance(backend.name, str) or not backend.name:
@@ -245,6 +264,187 @@ def check_backend(backend: Backend) -> None:
             red, x.sum(axis=1), rtol=1e-2, atol=1e-2
         ):
             _fail(subject, "reduce(np.sum, x, axis=1) must sum the rows")
+        _check_runner(subject, backend, rng, rtol)
     backend.reset_counters()
     if any(v != 0 for v in backend.counters.values()):
         _fail(subject, "reset_counters() must zero every counter after work")
+
+
+def _check_runner(subject: str, backend: Backend, rng: np.random.Generator, rtol: float) -> None:
+    """A native model predicts on ``backend`` through a runner, as it does in float64."""
+    from xai_core.model.runner import ModelRunner
+
+    model = LinearModel(rng.normal(size=(6, 3)), rng.normal(size=3))
+    X = rng.normal(size=(9, 6))
+    try:
+        out = np.asarray(ModelRunner(model, backend).predict(X), dtype=np.float64)
+    except Exception as exc:  # noqa: BLE001 - the contract: a runner takes the instance
+        _fail(
+            subject, f"a ModelRunner given the instance must predict: {type(exc).__name__}: {exc}"
+        )
+    exact = X @ model.weight + model.bias
+    scale = np.abs(X) @ np.abs(model.weight) + np.abs(model.bias)
+    err = float(np.max(np.abs(out - exact) / np.maximum(scale, 1e-30)))
+    if out.shape != exact.shape or not err <= rtol:
+        _fail(
+            subject,
+            f"a model on a runner must predict as float64 does within {rtol}; got {err:.3g}",
+        )
+
+
+#: A name no report may show unescaped: it closes tags, opens scripts and handlers, and
+#: breaks out of attributes and JSON blocks.
+HOSTILE = "</script><script>alert('xai')</script><img src=x onerror=alert(1)>\"'&amp;<!--"
+
+_URL_ATTRIBUTES = ("src", "href", "xlink:href", "action", "formaction", "poster", "srcset", "data")
+_EXTERNAL = re.compile(r"(?i)(\bhttps?:|\bftp:|url\(\s*['\"]?(?!data:|#))")
+_FORBIDDEN_TAGS = ("link", "iframe", "object", "embed", "base", "frame", "meta", "form")
+
+
+class _Fragment(HTMLParser):
+    """Every start tag with its attributes, and the text and type of every script element."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.scripts: list[tuple[str, str]] = []
+        self._script: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {k: v or "" for k, v in attrs}
+        self.tags.append((tag, attributes))
+        if tag == "script":
+            self._script = attributes.get("type", "")
+            self.scripts.append((self._script, ""))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            kind, text = self.scripts[-1]
+            self.scripts[-1] = (kind, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._script = None
+
+
+def _render(subject: str, section: Any, result: Any, seed: int | None) -> str:
+    from xai_core.report import id_scope
+
+    with id_scope(seed):
+        try:
+            html = section.render(result)
+        except Exception as exc:  # noqa: BLE001 - the contract: render what the section handles
+            _fail(subject, f"render raised {type(exc).__name__}: {exc}")
+    if not isinstance(html, str):
+        _fail(subject, f"render must return an HTML string; got {type(html).__name__}")
+    return html
+
+
+def _check_fragment(subject: str, html: str) -> list[str]:
+    """Self-contained and inert; returns the fragment's ids."""
+    page = _Fragment()
+    page.feed(html)
+    page.close()
+    ids = [a["id"] for _, a in page.tags if "id" in a]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        _fail(subject, f"element ids must be unique within a render; repeated: {repeated[:5]}")
+    for tag, attrs in page.tags:
+        if tag in _FORBIDDEN_TAGS:
+            _fail(subject, f"a fragment must not hold a <{tag}> element (self-contained, offline)")
+        handlers = [k for k in attrs if k.startswith("on")]
+        if handlers:
+            _fail(subject, f"<{tag}> must not carry event-handler attributes {handlers}")
+        for key in _URL_ATTRIBUTES:
+            value = attrs.get(key, "").strip()
+            if value and not value.startswith(("data:", "#")):
+                _fail(
+                    subject, f"<{tag} {key}={value[:60]!r}> must be a data: URI or a #fragment link"
+                )
+            if value.startswith("#") and value[1:] and value[1:] not in ids:
+                _fail(subject, f"<{tag} {key}={value!r}> links to an id the fragment does not have")
+        if _EXTERNAL.search(attrs.get("style", "")):
+            _fail(subject, f"<{tag} style=...> must not load anything from outside")
+    for kind, text in page.scripts:
+        if kind != "application/json":
+            _fail(
+                subject,
+                'a fragment may hold data in <script type="application/json"> only; '
+                "executable JavaScript goes in ReportSection.script",
+            )
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            _fail(subject, f'a <script type="application/json"> block must hold JSON: {exc}')
+    if _EXTERNAL.search("".join(t for t in re.findall(r"<style[^>]*>(.*?)</style>", html, re.S))):
+        _fail(subject, "a <style> block must not load anything from outside")
+    return ids
+
+
+def check_report_section(section: Any, make_result: Any, *, seed: int = 0) -> None:
+    """Check that a report section keeps the contract, before it is registered.
+
+    Checks: ``section`` is a :class:`~xai_core.ReportSection` with a name and a result
+    type that the results match; rendering is deterministic under a seed
+    (``Report(seed=)``: the same bytes twice) and gives fresh ids without one (two
+    renders in one notebook page never share an id); every user-supplied string is
+    escaped (a result built around :data:`HOSTILE` leaves no tag, script or handler of
+    it in the HTML); the fragment is self-contained (images as ``data:`` URIs, no
+    external URL in any attribute or style, links only to its own ids, ids unique,
+    no ``<link>``/``<iframe>``/... elements, data only in ``<script
+    type="application/json">`` blocks that parse as JSON); the section's ``script``
+    loads nothing from outside.
+
+    Parameters
+    ----------
+    section : ReportSection
+        The section, as the plugin would register it.
+    make_result : callable
+        ``make_result(name: str) -> result``: a result the section renders, with ``name``
+        in every user-supplied string it shows (feature, class and column names, labels,
+        titles).
+    seed : int, default=0
+        The report seed of the determinism check.
+    """
+    from xai_core.plugin.records import ReportSection
+
+    subject = f"report section {getattr(section, 'name', section)!r}"
+    if not isinstance(section, ReportSection):
+        _fail(subject, "must be an xai_core.ReportSection")
+    if not isinstance(section.name, str) or not section.name:
+        _fail(subject, "must have a non-empty string name")
+    if not isinstance(section.script, str) or _EXTERNAL.search(section.script):
+        _fail(subject, "script must be a string of JavaScript that loads nothing from outside")
+    if re.search(
+        r"\b(fetch|XMLHttpRequest|WebSocket|EventSource|sendBeacon|importScripts)\b", section.script
+    ):
+        _fail(subject, "script must not reach the network")
+
+    plain_result = make_result("feature a")
+    if not section.handles(plain_result):
+        _fail(subject, f"must handle the result it is given ({type(plain_result).__qualname__})")
+    first = _render(subject, section, plain_result, seed)
+    if _render(subject, section, plain_result, seed) != first:
+        _fail(
+            subject,
+            f"two renders under seed {seed} must be the same bytes (use xai_core.report.new_id)",
+        )
+    ids = _check_fragment(subject, first)
+    if ids:
+        other = _check_fragment(subject, _render(subject, section, plain_result, None))
+        again = _check_fragment(subject, _render(subject, section, plain_result, None))
+        shared = sorted(set(other) & set(again))
+        if shared:
+            _fail(subject, f"two unseeded renders must not share ids; both have {shared[:3]}")
+
+    hostile = make_result(HOSTILE)
+    if not section.handles(hostile):
+        _fail(subject, f"must handle the result it is given ({type(hostile).__qualname__})")
+    html = _render(subject, section, hostile, seed)
+    for raw in ("<script>alert(", "<img src=x", "<!--"):
+        if raw in html:
+            _fail(subject, f"user-supplied text must be escaped; found {raw!r} in the HTML")
+    _check_fragment(subject, html)

@@ -14,6 +14,7 @@ See docs/datasets.md for sources, licenses, the cache and the bundled samples.
 
 from ._dataset import Dataset
 from ._idx import read_idx, write_idx
+from ._image_folder import load_image_folder
 from ._images import load_fashion_mnist, load_mnist
 from ._playground import playground
 from ._tabular import load_breast_cancer, load_csv, load_digits
@@ -25,6 +26,7 @@ __all__ = [
     "load_digits",
     "load_breast_cancer",
     "load_csv",
+    "load_image_folder",
     "playground",
     "read_idx",
     "write_idx",

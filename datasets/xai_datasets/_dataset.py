@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import html
 import math
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -14,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core.errors import ShapeError, UnknownNameError, ValidationError
-
-from ._png import png_data_uri
+from xai_core.images import image_layout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,9 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "pixel_names"]
 
 _TASKS = ("classification", "regression")
-_MAX_THUMBNAILS = 24
-_MAX_TABLE_COLUMNS = 12
-_MAX_TABLE_ROWS = 5
 
 
 def pixel_names(image_shape: Sequence[int]) -> tuple[str, ...]:
@@ -34,15 +28,18 @@ def pixel_names(image_shape: Sequence[int]) -> tuple[str, ...]:
     Parameters
     ----------
     image_shape : sequence of int
-        ``(height, width)`` or ``(height, width, channels)``.
+        ``(height, width)``, ``(height, width, channels)`` or ``(channels, height, width)``
+        (the rule of :mod:`xai_core.images`); names are row, column, then channel.
 
     Returns
     -------
     tuple of str
-        ``prod(image_shape)`` names in C (row-major) order.
+        ``prod(image_shape)`` names in C (row-major) order of ``image_shape``.
     """
-    idx = np.indices(tuple(image_shape)).reshape(len(image_shape), -1).T
-    return tuple("pixel_" + "_".join(map(str, row)) for row in idx.tolist())
+    layout = image_layout(image_shape)
+    idx = np.indices(layout.shape).reshape(len(layout.shape), -1)
+    axes = [*layout.spatial_axes] + ([] if layout.channel_axis is None else [layout.channel_axis])
+    return tuple("pixel_" + "_".join(map(str, row)) for row in idx[axes].T.tolist())
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -65,7 +62,8 @@ class Dataset:
         ``"1"``, ... up to the largest label.
     task : {"classification", "regression"}
     image_shape : tuple of int or None
-        ``(height, width)`` of each image, or None for tabular data.
+        ``(height, width)``, ``(height, width, channels)`` or ``(channels, height, width)``
+        of each image (the rule of :mod:`xai_core.images`), or None for tabular data.
     name : str
         A short name, e.g. ``"fashion-mnist (sample, train)"``.
     description : str
@@ -152,11 +150,11 @@ class Dataset:
         if len(features) != d:
             raise ShapeError(f"feature_names must have n_features = {d} names; got {len(features)}")
         if self.image_shape is not None:
-            shape = tuple(int(s) for s in self.image_shape)
-            if math.prod(shape) != d or len(shape) not in (2, 3):
+            shape = image_layout(self.image_shape).shape
+            if math.prod(shape) != d:
                 raise ShapeError(
-                    f"image_shape must be (height, width[, channels]) with product "
-                    f"n_features = {d}; got {shape}"
+                    f"image_shape must be (height, width[, channels]) or (channels, height, "
+                    f"width) with product n_features = {d}; got {shape}"
                 )
             put("image_shape", shape)
         unknown = [c for c in self.categorical_features if c not in features]
@@ -301,71 +299,7 @@ class Dataset:
         return f"Dataset({self.name!r}, {self._summary()})"
 
     def _repr_html_(self) -> str:
-        uid = f"xai-ds-{uuid.uuid4().hex}"
-        esc = html.escape
-        style = (
-            f"#{uid}{{font-family:sans-serif;font-size:13px}}"
-            f"#{uid} .xai-grid{{display:flex;flex-wrap:wrap;gap:4px;margin:6px 0}}"
-            f"#{uid} figure{{margin:0;text-align:center;font-size:10px;width:64px}}"
-            f"#{uid} img{{image-rendering:pixelated;width:56px;height:56px;"
-            f"border:1px solid #ccc;display:block;margin:auto}}"
-            f"#{uid} table{{border-collapse:collapse}}"
-            f"#{uid} td,#{uid} th{{border:1px solid #ddd;padding:2px 6px;text-align:right}}"
-        )
-        body = [
-            f'<div id="{uid}" class="xai-dataset"><style>{style}</style>',
-            f"<strong>{esc(self.name)}</strong> <span>{esc(self._summary())}</span>",
-        ]
-        body.append(self._html_images() if self.image_shape else self._html_table())
-        if self.description:
-            body.append(
-                f"<details><summary>About</summary><p>{esc(self.description)}</p></details>"
-            )
-        body.append("</div>")
-        return "".join(body)
+        """The report's dataset section as a notebook fragment (names escaped, fresh ids)."""
+        from xai_core.report import render_fragment
 
-    def _html_images(self) -> str:
-        k = min(self.n_samples, _MAX_THUMBNAILS)
-        images = np.clip(self.images[:k], 0.0, 1.0)
-        images = np.nan_to_num(images) * 255.0 + 0.5
-        figures = []
-        for i in range(k):
-            label = self._label(i)
-            uri = png_data_uri(images[i].astype(np.uint8))
-            figures.append(
-                f'<figure><img src="{uri}" alt="{html.escape(label)}">'
-                f"<figcaption>{html.escape(label)}</figcaption></figure>"
-            )
-        more = f"<div>first {k} of {self.n_samples}</div>" if k < self.n_samples else ""
-        return f'<div class="xai-grid">{"".join(figures)}</div>{more}'
-
-    def _label(self, i: int) -> str:
-        if self.task == "classification":
-            return self.class_names[int(self.y[i])]
-        return f"{float(self.y[i]):.3g}"
-
-    def _html_table(self) -> str:
-        esc = html.escape
-        cols = list(range(min(self.n_features, _MAX_TABLE_COLUMNS)))
-        head = "".join(f"<th>{esc(self.feature_names[j])}</th>" for j in cols)
-        if self.n_features > len(cols):
-            head += f"<th>… {self.n_features - len(cols)} more</th>"
-        head += f"<th>{esc(self.target_name)}</th>"
-        rows = []
-        for i in range(min(self.n_samples, _MAX_TABLE_ROWS)):
-            cells = []
-            for j in cols:
-                v = float(self.X[i, j])
-                name = self.feature_names[j]
-                if math.isnan(v):
-                    text = "NaN"
-                elif name in self.categories:
-                    text = self.categories[name][int(v)]
-                else:
-                    text = f"{v:.4g}"
-                cells.append(f"<td>{esc(text)}</td>")
-            if self.n_features > len(cols):
-                cells.append("<td>…</td>")
-            cells.append(f"<td>{esc(self._label(i))}</td>")
-            rows.append(f"<tr>{''.join(cells)}</tr>")
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        return render_fragment(self)

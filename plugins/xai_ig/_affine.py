@@ -12,6 +12,9 @@ layer's output: it is reduced there, and one backward product per path brings it
 input. The rest of the network runs on every path point as in the general path.
 
 This is exact in real arithmetic and equals the general path to floating-point rounding.
+A convolution's backward product needs a forward record over as many rows as the
+gradient: with several baselines per row, or paths split over several blocks, one more
+product per path builds it (still one per path, not one per path point).
 It is taken only on the reference ``cpu`` backend, whose numerics are the plain fp32
 (fp64) products this computes and whose counters then count the products made; backends
 that simulate other hardware (bf16 or int8 operands, systolic arrays) keep the general
@@ -25,7 +28,6 @@ import numpy as np
 from xai_core import ModelRunner
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
-from xai_core.nn.im2col import col2im
 
 __all__ = ["first_linear_layer", "affine_path_integral"]
 
@@ -53,23 +55,25 @@ def first_linear_layer(runner: ModelRunner) -> int | None:
     return None
 
 
-def _prefix(net: Sequential, X: np.ndarray, stop: int, backend: CPUBackend) -> np.ndarray:
-    """Layers ``[0, stop]`` on ``X``: the first linear layer's output, without caches."""
+def _prefix(
+    net: Sequential, X: np.ndarray, stop: int, backend: CPUBackend, record: dict | None = None
+) -> np.ndarray:
+    """Layers ``[0, stop]`` on ``X``: the first linear layer's output (its ``record`` filled when given)."""
     out = X
-    for layer in net.layers[: stop + 1]:
-        out = layer.forward(out, backend, cache=False)
-    return out
+    for layer in net.layers[:stop]:
+        out = layer.apply(out, backend, None)
+    return net.layers[stop].apply(out, backend, record)
 
 
-def _input_gradient(layer: Dense | Conv2D, grad: np.ndarray, backend: CPUBackend) -> np.ndarray:
-    """``W^T grad``: one backward product through the first linear layer, of shape (p, *its input shape)."""
-    if type(layer) is Dense:
-        return backend.matmul(grad, layer.weight.T)
-    p, filters = grad.shape[0], layer.filters
-    kh, kw = layer.kernel_size
-    g = np.ascontiguousarray(grad.reshape(p, filters, -1).transpose(0, 2, 1)).reshape(-1, filters)
-    dcols = backend.matmul(g, layer.weight.reshape(filters, -1))
-    return col2im(dcols, (p, *layer.input_shape), kh, kw, layer.stride, layer.padding)
+def _input_gradient(
+    layer: Dense | Conv2D, grad: np.ndarray, backend: CPUBackend, record: dict
+) -> np.ndarray:
+    """``W^T grad``: one backward product through the first linear layer.
+
+    The layer is linear, so its input gradient needs no activations from the forward pass:
+    ``record`` only has to come from a forward pass over as many rows as ``grad``.
+    """
+    return layer.vjp(grad, backend, record, param_grads=False)[0]
 
 
 def affine_path_integral(
@@ -106,7 +110,8 @@ def affine_path_integral(
     rest = net.layers[first + 1 :]
     X_d = np.asarray(X, dtype=dtype)
     flat_b = np.asarray(baselines, dtype=dtype).reshape(per_row * k, *shape)
-    z_x = _prefix(net, X_d, first, backend)
+    x_record: dict = {}
+    z_x = _prefix(net, X_d, first, backend, x_record)
     z_b = _prefix(net, flat_b, first, backend)
     z_shape = z_x.shape[1:]
     z_features = int(np.prod(z_shape, dtype=np.int64))
@@ -120,36 +125,41 @@ def affine_path_integral(
     n_out = net.n_outputs
     paths_per_block = max(1, chunk // steps)
     steps_per_block = min(chunk, steps)
-    try:
-        for p0 in range(0, n * k, paths_per_block):
-            path = np.arange(p0, min(p0 + paths_per_block, n * k))
-            row = path // k
-            base = path % k if per_row == 1 else path
-            zb, dz = z_b[base], z_x[row] - z_b[base]
-            G = np.zeros((len(path), z_features), dtype=np.float64)
-            for s0 in range(0, steps, steps_per_block):
-                s1 = min(s0 + steps_per_block, steps)
-                m = len(path) * (s1 - s0)
-                out = np.multiply(dz[:, None, :], a[None, s0:s1, None])
-                out += zb[:, None, :]
-                out = out.reshape(m, *z_shape)
-                for later in rest:
-                    out = later.forward(out, backend, cache=True)
-                seed = np.zeros((m, n_out), dtype=out.dtype)
-                seed[np.arange(m), np.repeat(target[row], s1 - s0)] = np.tile(w[s0:s1], len(path))
-                grad = seed.reshape(out.shape)
-                for later in reversed(rest):
-                    grad = later.backward(grad, backend, param_grads=False)
-                G += grad.reshape(len(path), s1 - s0, z_features).sum(axis=1)
-                bar.update(1)
-            g_in = _input_gradient(layer, G.astype(dtype).reshape(len(path), *z_shape), backend)
-            acc = np.asarray(g_in, dtype=np.float64).reshape(len(path), n_features)
-            acc *= flat_x[row] - flat_b64[base]
-            if k == 1:
-                total[row] += acc
-            else:
-                rows, starts = np.unique(row, return_index=True)
-                total[rows] += np.add.reduceat(acc, starts, axis=0)
-    finally:
-        net.clear_cache()
+    for p0 in range(0, n * k, paths_per_block):
+        path = np.arange(p0, min(p0 + paths_per_block, n * k))
+        row = path // k
+        base = path % k if per_row == 1 else path
+        zb, dz = z_b[base], z_x[row] - z_b[base]
+        G = np.zeros((len(path), z_features), dtype=np.float64)
+        for s0 in range(0, steps, steps_per_block):
+            s1 = min(s0 + steps_per_block, steps)
+            m = len(path) * (s1 - s0)
+            out = np.multiply(dz[:, None, :], a[None, s0:s1, None])
+            out += zb[:, None, :]
+            out = out.reshape(m, *z_shape)
+            records: list[dict] = [{} for _ in rest]
+            for later, record in zip(rest, records):
+                out = later.apply(out, backend, record)
+            seed = np.zeros((m, n_out), dtype=out.dtype)
+            seed[np.arange(m), np.repeat(target[row], s1 - s0)] = np.tile(w[s0:s1], len(path))
+            grad = seed.reshape(out.shape)
+            for later, record in zip(reversed(rest), reversed(records)):
+                grad = later.vjp(grad, backend, record, param_grads=False)[0]
+            G += grad.reshape(len(path), s1 - s0, z_features).sum(axis=1)
+            bar.update(1)
+        if type(layer) is Dense:  # its input gradient reads nothing from the forward pass
+            record = {}
+        elif len(path) == n:  # one block of one path per row: the rows' own forward pass
+            record = x_record
+        else:  # a convolution's record over as many rows (one more product per path)
+            record = {}
+            layer.apply(np.zeros((len(path), *layer.input_shape), dtype=dtype), backend, record)
+        g_in = _input_gradient(layer, G.astype(dtype).reshape(len(path), *z_shape), backend, record)
+        acc = np.asarray(g_in, dtype=np.float64).reshape(len(path), n_features)
+        acc *= flat_x[row] - flat_b64[base]
+        if k == 1:
+            total[row] += acc
+        else:
+            rows, starts = np.unique(row, return_index=True)
+            total[rows] += np.add.reduceat(acc, starts, axis=0)
     return total.reshape(X.shape)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import ShapeError, ValidationError
+from xai_core.images import sample_layout
 from xai_ig._checks import check_choice, check_float, check_int
 
 __all__ = ["BASELINES", "make_baselines"]
@@ -90,7 +91,8 @@ def make_baselines(
     blur_sigma : float, optional
         Default: a sixth of the smaller image side.
     image_shape : tuple of int, optional
-        (H, W) or (C, H, W) of flattened images, for ``"blur"``.
+        ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)`` of flattened images, for ``"blur"``
+        (see :mod:`xai_core.images`).
     rng : numpy.random.Generator
         For ``"uniform"`` and ``"data"`` with ``n_baselines``.
 
@@ -187,34 +189,20 @@ def _blur(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     from scipy.ndimage import gaussian_filter
 
-    n, shape = len(X), tuple(X.shape[1:])
-    if image_shape is not None:
-        try:
-            layout = tuple(int(d) for d in image_shape)
-        except (TypeError, ValueError):
-            raise ValidationError(
-                f"image_shape must be (H, W) or (C, H, W); got {image_shape!r}."
-            ) from None
-        if (
-            len(layout) not in (2, 3)
-            or min(layout) < 1
-            or int(np.prod(layout)) != int(np.prod(shape))
-        ):
-            raise ShapeError(
-                f"image_shape must be (H, W) or (C, H, W) holding the {int(np.prod(shape))} features of "
-                f"one row of shape {shape}; got {image_shape!r}."
-            )
-    elif len(shape) in (2, 3):
-        layout = shape
-    else:
+    shape = tuple(X.shape[1:])
+    layout = sample_layout(shape, image_shape)
+    if layout is None:
         raise ValidationError(
-            "baseline='blur' needs images: X of shape (n_samples, H, W) or (n_samples, C, H, W), or "
-            f"image_shape=(H, W) / (C, H, W) for flattened images; got X of shape {X.shape}."
+            "baseline='blur' needs images: X of shape (n_samples, H, W), (n_samples, H, W, C) or "
+            "(n_samples, C, H, W), or image_shape= for flattened images; got X of shape "
+            f"{X.shape}."
         )
-    height, width = layout[-2:]
-    sigma = min(height, width) / 6.0 if sigma is None else check_float(sigma, "blur_sigma")
-    spatial = (0.0,) * (len(layout) - 1) + (sigma, sigma)
-    images = np.asarray(X, dtype=np.float64).reshape(n, *layout)
-    blurred = gaussian_filter(images, sigma=spatial, mode="nearest")
-    desc = {"kind": "blur", "n_baselines": 1, "blur_sigma": sigma, "image_shape": layout}
-    return blurred.reshape(n, 1, *shape), desc
+    sigma = (
+        min(layout.height, layout.width) / 6.0
+        if sigma is None
+        else check_float(sigma, "blur_sigma")
+    )
+    images = layout.to_chw(np.asarray(X, dtype=np.float64))  # (n, C, H, W): blur H and W only
+    blurred = gaussian_filter(images, sigma=(0.0, 0.0, sigma, sigma), mode="nearest")
+    desc = {"kind": "blur", "n_baselines": 1, "blur_sigma": sigma, "image_shape": layout.shape}
+    return layout.from_chw(blurred, shape)[:, None], desc

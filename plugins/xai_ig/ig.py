@@ -60,8 +60,9 @@ class IntegratedGradients(Explainer):
         Gaussian width in pixels for ``baseline="blur"``; default a sixth of the
         smaller image side.
     image_shape : tuple of int, optional
-        (H, W) or (C, H, W) of flattened images, for ``baseline="blur"``; images given
-        as (n_samples, H, W) or (n_samples, C, H, W) need none.
+        (H, W), (H, W, C) or (C, H, W) of flattened images, for ``baseline="blur"``;
+        images given as (n_samples, H, W), (n_samples, H, W, C) or (n_samples, C, H, W)
+        need none (the layout rule of :mod:`xai_core.images`).
     tolerance : float, default=0.01
         With ``steps="auto"``: the relative convergence delta to reach.
     max_steps : int, default=512

@@ -21,8 +21,8 @@ from xai_core import (
 )
 from xai_lime._checks import check_bool, check_choice, check_float, check_int, check_matrix
 from xai_lime.image import (
-    ImageLayout,
     cosine_distances_to_all_on,
+    image_layout_of,
     perturb,
     segment,
     segmentation_function,
@@ -409,7 +409,7 @@ class LimeExplainer(Explainer):
 
     # -- images -----------------------------------------------------------------------
     def _explain_image(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
-        layout = ImageLayout.infer(X.shape[1:], self.image_shape)
+        layout = image_layout_of(X.shape[1:], self.image_shape)
         for name in ("training_data", "training_labels", "categorical_features"):
             if getattr(self, name) is not None:
                 raise ValidationError(f"{name} applies to tabular mode; got it in image mode.")
@@ -435,7 +435,7 @@ class LimeExplainer(Explainer):
                     images[i], segments[i], n_samples, rng, self.hide_color, X.dtype
                 )
                 masks.append(mask)
-            model_in = layout.from_hwc(copies.reshape(-1, *shape))
+            model_in = layout.from_hwc(copies.reshape(-1, *shape), X.shape[1:])
             t1 = time.perf_counter()
             out = _outputs(runner, model_in, block, target, n_samples)
             del model_in, copies
@@ -463,10 +463,11 @@ class LimeExplainer(Explainer):
         runs = self._run_all(n_rows, per_block, process, "image")
         weights = np.stack([runs[0].coef[i][segments[i]] for i in range(n_rows)])  # (n, H, W)
         hwc = np.broadcast_to(weights[..., None], (*weights.shape, layout.channels))
-        values = layout.from_hwc(np.ascontiguousarray(hwc))
+        values = layout.from_hwc(np.ascontiguousarray(hwc), X.shape[1:])
         meta = self._meta(runs, n_samples, kernel_width, "image", timings)
         meta["segments"] = segments
         meta["n_segments"] = n_segments
+        meta["image_shape"] = layout.shape  # reports draw heatmaps of these images
         meta["segmentation"] = (
             self.segmentation if isinstance(self.segmentation, str) else "callable"
         )

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core.images import MAX_CHANNELS, ImageLayout, sample_layout
 
 __all__ = [
     "SEGMENTATIONS",
-    "ImageLayout",
+    "image_layout_of",
     "cosine_distances_to_all_on",
     "perturb",
     "segment",
@@ -44,80 +44,34 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class ImageLayout:
-    """How one input sample maps to an image of shape (height, width, channels).
+def image_layout_of(input_shape: tuple[int, ...], image_shape: Any = None) -> ImageLayout:
+    """The layout of samples of ``input_shape`` (:mod:`xai_core.images`), flat ones read as ``image_shape``.
 
-    Attributes
+    Parameters
     ----------
     input_shape : tuple of int
-        Shape of one sample as the model takes it.
-    height, width, channels : int
-    order : {"hw", "hwc", "chw"}
-        Axis order of the sample once reshaped to ``image_shape``.
+        ``(H, W)``, ``(H, W, C)``, ``(C, H, W)`` or flat ``(H * W * C,)``.
+    image_shape : tuple of int, optional
+        For flat samples: ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)``; a square
+        single-channel image is assumed when it is omitted.
+
+    Raises
+    ------
+    ShapeError
+        The samples are not images.
     """
-
-    input_shape: tuple[int, ...]
-    height: int
-    width: int
-    channels: int
-    order: str
-
-    @classmethod
-    def infer(cls, input_shape: tuple[int, ...], image_shape: Any = None) -> ImageLayout:
-        """The layout of samples of ``input_shape``, flat ones read as ``image_shape``.
-
-        Parameters
-        ----------
-        input_shape : tuple of int
-            ``(H, W)``, ``(H, W, C)``, ``(C, H, W)`` or flat ``(H * W * C,)``.
-        image_shape : tuple of int, optional
-            For flat samples: ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)``; a square
-            single-channel image is assumed when it is omitted.
-        """
-        shape = tuple(int(d) for d in input_shape)
-        size = int(np.prod(shape))
-        if image_shape is not None:
-            img = tuple(int(d) for d in image_shape)
-            if int(np.prod(img)) != size:
-                raise ShapeError(
-                    f"image_shape {img} must hold the {size} values of one sample of shape "
-                    f"{shape}; it holds {int(np.prod(img))}."
-                )
-        elif len(shape) == 1:
-            side = int(round(np.sqrt(size)))
-            if side * side != size:
-                raise ShapeError(
-                    f"flat samples of {size} values are not a square image; pass "
-                    "image_shape=(height, width) or (height, width, channels)."
-                )
-            img = (side, side)
-        else:
-            img = shape
-        if len(img) == 2:
-            return cls(shape, img[0], img[1], 1, "hw")
-        if len(img) == 3 and img[-1] <= 4:
-            return cls(shape, img[0], img[1], img[2], "hwc")
-        if len(img) == 3 and img[0] <= 4:
-            return cls(shape, img[1], img[2], img[0], "chw")
+    layout = sample_layout(input_shape, image_shape, square=True)
+    if layout is not None:
+        return layout
+    if len(input_shape) == 1:
         raise ShapeError(
-            "image mode needs samples of shape (height, width), (height, width, channels) "
-            f"or (channels, height, width) with at most 4 channels; got {img}."
+            f"flat samples of {int(input_shape[0])} values are not a square image; pass "
+            "image_shape=(height, width) or (height, width, channels)."
         )
-
-    def to_hwc(self, X: np.ndarray) -> np.ndarray:
-        """Samples of ``input_shape`` as images of shape (n, height, width, channels)."""
-        n = len(X)
-        if self.order == "chw":
-            return X.reshape(n, self.channels, self.height, self.width).transpose(0, 2, 3, 1)
-        return X.reshape(n, self.height, self.width, self.channels)
-
-    def from_hwc(self, images: np.ndarray) -> np.ndarray:
-        """Images of shape (n, height, width, channels) as samples of ``input_shape``."""
-        n = len(images)
-        if self.order == "chw":
-            images = images.transpose(0, 3, 1, 2)
-        return images.reshape((n, *self.input_shape))
+    raise ShapeError(
+        "image mode needs samples of shape (height, width), (height, width, channels) "
+        f"or (channels, height, width) with at most {MAX_CHANNELS} channels; got {tuple(input_shape)}."
+    )
 
 
 def segmentation_function(

@@ -14,8 +14,6 @@ import csv
 import json
 import os
 import re
-import struct
-import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import DataError, ValidationError
+from xai_core.report import encode_png, to_pixels
 
 __all__ = [
     "load_tensorboard",
@@ -47,24 +46,6 @@ def _pbtxt_string(text: str) -> str:
     return '"' + out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
 
 
-def _png(gray: np.ndarray) -> bytes:
-    """An 8-bit PNG of ``gray``: (height, width) uint8 greyscale or (height, width, 3) RGB."""
-    colour = 2 if gray.ndim == 3 else 0
-    raw = b"".join(b"\x00" + row.tobytes() for row in np.ascontiguousarray(gray))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", gray.shape[1], gray.shape[0], 8, colour, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw, 6))
-        + chunk(b"IEND", b"")
-    )
-
-
 def _sprite(images: np.ndarray) -> np.ndarray:
     """Images (n, h, w) in [0, 1] tiled row by row into a square grid, uint8 (TensorBoard sprite)."""
     n, h, w = images.shape
@@ -74,7 +55,7 @@ def _sprite(images: np.ndarray) -> np.ndarray:
             f"images of shape {images.shape} make a sprite of {side * h} x {side * w} pixels; "
             "TensorBoard accepts at most 8192 x 8192."
         )
-    pixels = np.rint(np.clip(np.nan_to_num(images), 0.0, 1.0) * 255).astype(np.uint8)
+    pixels = to_pixels(images)
     grid = np.zeros((side * side, h, w), dtype=np.uint8)
     grid[:n] = pixels
     return grid.reshape(side, side, h, w).transpose(0, 2, 1, 3).reshape(side * h, side * w)
@@ -135,7 +116,7 @@ def write_tensorboard(
     body += [f"  tensor_shape: {n}", f"  tensor_shape: {vectors.shape[1]}"]
     if images is not None:
         written["sprite"] = out / "sprite.png"
-        written["sprite"].write_bytes(_png(_sprite(images)))
+        written["sprite"].write_bytes(encode_png(_sprite(images)))
         body += [
             "  sprite {",
             f"    image_path: {_pbtxt_string('sprite.png')}",

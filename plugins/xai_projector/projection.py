@@ -12,6 +12,7 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core.images import sample_layout
 from xai_projector import export as _export
 from xai_projector import methods as _methods
 from xai_projector.neighbors import (
@@ -317,15 +318,14 @@ def _check_images(images: Any, n: int) -> np.ndarray | None:
     if images is None:
         return None
     arr = np.asarray(images, dtype=np.float64)
-    if arr.ndim == 2 and arr.shape[0] == n:
-        side = int(round(arr.shape[1] ** 0.5))
-        if side * side == arr.shape[1]:
-            arr = arr.reshape(n, side, side)
-    if arr.ndim == 4 and arr.shape[-1] in (1, 3, 4):
-        arr = arr[..., :3].mean(axis=-1)
+    layout = sample_layout(arr.shape[1:], square=True) if arr.ndim in (2, 3, 4) else None
+    if layout is not None and arr.shape[0] == n:
+        arr = layout.grey(arr)  # the one layout rule (xai_core.images); channels averaged
     if arr.ndim != 3 or arr.shape[0] != n:
         raise ShapeError(
-            f"images must have shape ({n}, height, width) (grey, in [0, 1]); got shape {arr.shape}."
+            f"images must have shape ({n}, height, width), ({n}, height, width, channels), "
+            f"({n}, channels, height, width) or ({n}, height * width) of a square, in [0, 1]; "
+            f"got shape {arr.shape}."
         )
     return arr
 

@@ -9,17 +9,23 @@ scatter, legend and summary stand alone.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import itertools
 import json
 from functools import cache
 from importlib import resources
 from typing import Any
 
-import jinja2
 import numpy as np
 from markupsafe import Markup
+
+from xai_core.images import sample_layout
+from xai_core.report import (
+    environment,
+    heatmap_rgb,
+    new_id,
+    png_data_uri,
+    script_hash,
+    to_pixels,
+)
 
 __all__ = [
     "MAX_SVG_POINTS",
@@ -47,15 +53,6 @@ PALETTE = (
     "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
     "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
 )  # fmt: skip
-_COUNTER = itertools.count()
-_JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
-_JSON_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
-
-
-def _json_for_script(value: Any) -> Markup:
-    """JSON that no string can break out of inside ``<script type="application/json">``."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return Markup(text.translate(_JSON_ESCAPES))
 
 
 @cache
@@ -64,19 +61,10 @@ def script() -> str:
     return resources.files("xai_projector").joinpath("projector.js").read_text("utf-8")
 
 
-def script_hash(text: str) -> str:
-    """The Content-Security-Policy source allowing one inline script."""
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
-
-
 @cache
-def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True
-    )
-    env.filters["json_script"] = _json_for_script
-    return env
+def _env():
+    """The core's Jinja2 environment over this module's templates."""
+    return environment({"view": _TEMPLATE, "page": _PAGE})
 
 
 def _short(text: str) -> str:
@@ -96,44 +84,19 @@ def _scaled(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _thumbnails(images: np.ndarray | None) -> list[str] | None:
     if images is None or images.shape[0] > MAX_THUMBNAILS:
         return None
-    from xai_projector.export import _png
-
-    pixels = np.rint(np.clip(np.nan_to_num(images), 0.0, 1.0) * 255).astype(np.uint8)
-    return ["data:image/png;base64," + base64.b64encode(_png(p)).decode("ascii") for p in pixels]
+    return [png_data_uri(p) for p in to_pixels(images)]
 
 
 def _heatmaps(p: Any) -> list[str] | None:
-    """Each point's attributions as a red (positive) / blue (negative) PNG, if they are images."""
+    """Each point's attributions as a heatmap in the report's colours, if they are images."""
     e = p.explanation
     if e is None or len(p) > MAX_THUMBNAILS:
         return None
-    values = np.nan_to_num(np.asarray(e.values, dtype=np.float64))
-    n = values.shape[0]
-    shape = values.shape[1:]
-    if len(shape) == 3 and shape[-1] in (1, 3, 4):
-        values = values.mean(axis=-1)
-    elif len(shape) == 1 and round(shape[0] ** 0.5) ** 2 == shape[0] and shape[0] >= 16:
-        side = round(shape[0] ** 0.5)
-        values = values.reshape(n, side, side)
-    elif len(shape) != 2:
+    layout = sample_layout(e.values.shape[1:], e.meta.get("image_shape"), square=True, strict=False)
+    if layout is None or (len(e.values.shape) == 2 and layout.height < 4):
         return None
-    scale = np.abs(values).reshape(n, -1).max(axis=1)
-    t = values / np.where(scale > 0, scale, 1.0)[:, None, None]
-    fade = np.rint(255 * (1 - np.abs(t))).astype(np.uint8)
-    full = np.full_like(fade, 255)
-    rgb = np.where(
-        (t >= 0)[..., None],
-        np.stack([full, fade, fade], axis=-1),
-        np.stack([fade, fade, full], axis=-1),
-    )
-    from xai_projector.export import _png
-
-    return ["data:image/png;base64," + base64.b64encode(_png(img)).decode("ascii") for img in rgb]
-
-
-def _uid(p: Any) -> str:
-    digest = hashlib.sha256(np.ascontiguousarray(p.coordinates).tobytes()).hexdigest()[:8]
-    return f"xai-proj-{digest}{next(_COUNTER)}"
+    rgb, _ = heatmap_rgb(layout.grey(e.values))
+    return [png_data_uri(img) for img in rgb]
 
 
 def _summary(p: Any) -> list[tuple[str, str]]:
@@ -195,6 +158,16 @@ _TEMPLATE = """\
 <script type="application/json" class="xai-projector-data">{{ data|json_script }}</script>
 </div>
 """
+
+
+_PAGE = (
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    '<meta http-equiv="Content-Security-Policy" content="{{ csp }}">\n'
+    '<meta name="referrer" content="no-referrer">\n'
+    '<title>{{ title }}</title>\n</head>\n<body style="margin:1em 2em">\n'
+    '<h1 style="font:600 18px system-ui,sans-serif">{{ title }}</h1>\n{{ body }}\n'
+    "<script>{{ js }}</script>\n</body>\n</html>\n"
+)
 
 
 def _data_and_points(p: Any) -> dict[str, Any]:
@@ -267,9 +240,9 @@ def render_projection(p: Any) -> str:
     caption = f"{p.method} projection of {n:,} points"
     return (
         _env()
-        .from_string(_TEMPLATE)
+        .get_template("view")
         .render(
-            uid=_uid(p),
+            uid=new_id("proj"),
             summary=_summary(p),
             w=_W,
             h=_H,
@@ -301,17 +274,9 @@ def standalone_page(p: Any, title: str | None = None) -> str:
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         f"script-src {script_hash(js)}; base-uri 'none'; form-action 'none'"
     )
-    page = (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta http-equiv="Content-Security-Policy" content="{{ csp }}">\n'
-        '<meta name="referrer" content="no-referrer">\n'
-        '<title>{{ title }}</title>\n</head>\n<body style="margin:1em 2em">\n'
-        '<h1 style="font:600 18px system-ui,sans-serif">{{ title }}</h1>\n{{ body }}\n'
-        "<script>{{ js }}</script>\n</body>\n</html>\n"
-    )
     return (
         _env()
-        .from_string(page)
+        .get_template("page")
         .render(
             csp=csp,
             title=title or f"{p.method} projection of {len(p):,} points",

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from xai_core import ShapeError, ValidationError
+from xai_core.images import ImageLayout, sample_layout
 
-__all__ = ["DEFAULT_PATCH", "FeatureGroups", "image_layout", "resolve_groups"]
+__all__ = ["DEFAULT_PATCH", "FeatureGroups", "resolve_groups"]
 
 #: Patch side used for images when ``patch_size`` is not given.
 DEFAULT_PATCH = 4
@@ -40,7 +41,8 @@ class FeatureGroups:
     description : str
         One line for ``meta`` and reports.
     image_shape : tuple of int or None
-        ``(H, W)`` or ``(H, W, C)`` of image samples, for heatmaps in reports.
+        ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)`` of image samples (the rule of
+        :mod:`xai_core.images`), for heatmaps in reports.
     """
 
     labels: np.ndarray
@@ -83,30 +85,11 @@ class FeatureGroups:
         return group_values[:, self.labels] * share
 
 
-def image_layout(shape: Sequence[int]) -> tuple[int, int, int | None] | None:
-    """The (height axis, width axis, channel axis) of an image sample shape, or ``None``.
-
-    ``(H, W)`` has no channel axis; ``(H, W, C)`` with ``C <= 4`` is channels-last and
-    ``(C, H, W)`` with ``C <= 4`` channels-first.
-    """
-    shape = tuple(int(d) for d in shape)
-    if len(shape) == 2:
-        return 0, 1, None
-    if len(shape) == 3:
-        if shape[2] <= 4:
-            return 0, 1, 2
-        if shape[0] <= 4:
-            return 1, 2, 0
-    return None
-
-
-def _patch_labels(
-    shape: tuple[int, ...], layout: tuple[int, int, int | None], patch: tuple[int, int]
-):
-    h_ax, w_ax, _ = layout
+def _patch_labels(layout: ImageLayout, patch: tuple[int, int]) -> np.ndarray:
+    h_ax, w_ax = layout.spatial_axes
     ph, pw = patch
-    idx = np.indices(shape)
-    cols = -(-shape[w_ax] // pw)
+    idx = np.indices(layout.shape)
+    cols = -(-layout.width // pw)
     labels = (idx[h_ax] // ph) * cols + idx[w_ax] // pw
     return labels.reshape(-1).astype(np.int64)
 
@@ -173,20 +156,7 @@ def resolve_groups(
         n_groups = int(labels.max()) + 1
         return FeatureGroups(labels, n_groups, "groups", f"{n_groups} groups given by 'groups'")
 
-    shape = input_shape
-    if image_shape is not None:
-        try:
-            shape = tuple(int(d) for d in image_shape)
-        except (TypeError, ValueError):
-            raise ValidationError(
-                f"image_shape must be a tuple of ints such as (28, 28); got {image_shape!r}."
-            ) from None
-        if int(np.prod(shape)) != n_features or image_layout(shape) is None:
-            raise ShapeError(
-                f"image_shape must be (H, W), (H, W, C) or (C, H, W) with H*W*C = {n_features} features "
-                f"(one sample has shape {input_shape}); got {image_shape!r}."
-            )
-    layout = image_layout(shape) if len(shape) >= 2 else None
+    layout = sample_layout(input_shape, image_shape)
     if layout is None:
         if patch_size is not None:
             raise ValidationError(
@@ -196,14 +166,9 @@ def resolve_groups(
         labels = np.arange(n_features, dtype=np.int64)
         return FeatureGroups(labels, n_features, "features", f"{n_features} features")
     patch = _check_patch(DEFAULT_PATCH if patch_size is None else patch_size)
-    h, w = shape[layout[0]], shape[layout[1]]
+    h, w = layout.height, layout.width
     patch = (min(patch[0], h), min(patch[1], w))
-    labels = _patch_labels(shape, layout, patch)
+    labels = _patch_labels(layout, patch)
     n_groups = int(labels.max()) + 1
     desc = f"{n_groups} patches of {patch[0]}x{patch[1]} pixels of {h}x{w} images"
-    channels = None if layout[2] is None else shape[layout[2]]
-    if channels is None or channels == 1:
-        render: tuple[int, ...] | None = (h, w)
-    else:  # channels-last renders as it is; channels-first would need a transpose
-        render = shape if layout[2] == 2 else None
-    return FeatureGroups(labels, n_groups, "patches", desc, render)
+    return FeatureGroups(labels, n_groups, "patches", desc, layout.shape)

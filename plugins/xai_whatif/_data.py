@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import ShapeError, UnknownNameError, ValidationError, XaiWarning
+from xai_core.images import is_image_shape
 
 __all__ = ["Table"]
 
@@ -148,7 +149,7 @@ class Table:
 
     @property
     def is_image(self) -> bool:
-        return len(self.sample_shape) in (2, 3)
+        return is_image_shape(self.sample_shape)  # the rule of xai_core.images
 
     def feature_index(self, key: Any, argument: str = "feature") -> int:
         """The column of ``key``: a feature name, an index, or a pixel ``(row, col[, channel])``."""

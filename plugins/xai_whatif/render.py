@@ -6,15 +6,14 @@ Rendered by Jinja2 with autoescape on, so feature names, class names and categor
 
 from __future__ import annotations
 
-import base64
-import math
-import secrets
-import struct
-import zlib
+from functools import cache
 from typing import Any
 
-import jinja2
 import numpy as np
+from markupsafe import Markup
+
+from xai_core.images import image_layout, is_image_shape
+from xai_core.report import environment, format_number, new_id, png_data_uri, to_pixels
 
 __all__ = [
     "render_counterfactuals",
@@ -87,38 +86,19 @@ _TEMPLATES = {
 }
 
 
-def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.DictLoader(_TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return env
+@cache
+def _env():
+    """The core's Jinja2 environment over this module's templates."""
+    return environment(_TEMPLATES)
 
 
-_ENV = _env()
-
-
-def _uid(kind: str) -> str:
-    return f"xai-whatif-{kind}-{secrets.token_hex(5)}"
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
-    if isinstance(value, (int, np.integer)):
-        return f"{int(value):,}"
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return "NaN" if math.isnan(f) else f"{f:.{digits}g}"
+def _render(template: str, kind: str, **context: Any) -> str:
+    """``template`` rendered with a fresh element id (reproducible under ``Report(seed=)``)."""
+    return _env().get_template(template).render(uid=new_id(f"whatif-{kind}"), **context)
 
 
 def _text(value: Any) -> str:
-    return _num(value) if isinstance(value, (int, float, np.number)) else str(value)
+    return format_number(value) if isinstance(value, (int, float, np.number)) else str(value)
 
 
 def _class_name(names: tuple[str, ...], value: Any) -> str:
@@ -127,31 +107,15 @@ def _class_name(names: tuple[str, ...], value: Any) -> str:
     return _text(value)
 
 
-def _png(gray: np.ndarray) -> str:
-    """A grey image of floats in [0, 1], shape (h, w), as a PNG data URI."""
-    pixels = np.rint(np.clip(np.nan_to_num(gray), 0.0, 1.0) * 255).astype(np.uint8)
-    h, w = pixels.shape
-    raw = b"".join(b"\x00" + pixels[r].tobytes() for r in range(h))
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        body = tag + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    png = (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
-        + chunk(b"IDAT", zlib.compress(raw))
-        + chunk(b"IEND", b"")
-    )
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
 def _image(flat: np.ndarray, shape: tuple[int, ...], label: str, lo: float, hi: float) -> dict:
-    img = flat.reshape(shape)
-    if img.ndim == 3:
-        img = img.mean(axis=-1)
-    scaled = (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
-    return {"uri": _png(scaled), "label": label, "size": max(84, 3 * img.shape[1])}
+    """One sample as a grey PNG (channels averaged), ``lo`` black and ``hi`` white."""
+    layout = image_layout(shape)
+    grey = layout.grey(np.asarray(flat)[None])[0]
+    return {
+        "uri": png_data_uri(to_pixels(grey, lo, hi)),
+        "label": label,
+        "size": max(84, 3 * layout.width),
+    }
 
 
 # -- edits ---------------------------------------------------------------------------------
@@ -160,7 +124,12 @@ def render_edit(r: Any) -> str:
     names = r.output_names
     changes = [[f, _text(b), _text(a)] for f, b, a in r.changes[:_MAX_ROWS]]
     outputs = [
-        [names[k] if k < len(names) else f"output {k}", _num(b), _num(a), _num(a - b)]
+        [
+            names[k] if k < len(names) else f"output {k}",
+            format_number(b),
+            format_number(a),
+            format_number(a - b),
+        ]
         for k, (b, a) in enumerate(zip(r.before, r.after))
     ]
     images = []
@@ -171,8 +140,9 @@ def render_edit(r: Any) -> str:
             _image(r.x_before.ravel(), r.image_shape, "before", lo, hi),
             _image(r.x_after.ravel(), r.image_shape, "after", lo, hi),
         ]
-    return _ENV.get_template("edit").render(
-        uid=_uid("edit"),
+    return _render(
+        "edit",
+        "edit",
         r=r,
         before=_class_name(names, r.predicted_before),
         after=_class_name(names, r.predicted_after),
@@ -194,7 +164,7 @@ def render_counterfactuals(c: Any) -> str:
     if len(c.X):
         shown = min(len(c.X), 10)
         changed = (c.X[:shown] != c.x).any(axis=0)
-        is_image = len(c.sample_shape) in (2, 3)
+        is_image = is_image_shape(c.sample_shape)
         if is_image:
             lo = float(min(c.x.min(), c.X[:shown].min()))
             hi = float(max(c.x.max(), c.X[:shown].max()))
@@ -229,9 +199,10 @@ def render_counterfactuals(c: Any) -> str:
                 for p in c.predicted[:shown]
             ]
         )
-        rows.append(["distance", "0"] + [_num(d) for d in c.distances[:shown]])
-    return _ENV.get_template("cf").render(
-        uid=_uid("cf"),
+        rows.append(["distance", "0"] + [format_number(d) for d in c.distances[:shown]])
+    return _render(
+        "cf",
+        "cf",
         c=c,
         title=title,
         before=_class_name(c.output_names, c.predicted_before),
@@ -272,21 +243,24 @@ def render_partial_dependence(p: Any) -> str:
             **{key: box[key] for key in ("x0", "y0", "pw", "ph", "w", "h")},
             "ice": [_polyline(g, curve, box) for curve in ice],
             "pd": _polyline(g, pd_curve, box),
-            "xmin": _num(gx0),
-            "xmax": _num(gx1),
-            "ymin": _num(lo),
-            "ymax": _num(hi),
+            "xmin": format_number(gx0),
+            "xmax": format_number(gx1),
+            "ymin": format_number(lo),
+            "ymax": format_number(hi),
         }
         columns = [p.features[0], f"PD ({output})"]
-        rows = [[_text(lab), _num(v)] for lab, v in zip(p.grid_labels[0], pd_curve)][:_MAX_ROWS]
+        rows = [[_text(lab), format_number(v)] for lab, v in zip(p.grid_labels[0], pd_curve)][
+            :_MAX_ROWS
+        ]
     else:
         columns = [f"{p.features[0]} \\ {p.features[1]}"] + [_text(v) for v in p.grid_labels[1]]
         rows = [
-            [_text(lab)] + [_num(v) for v in p.average[a, :, k]]
+            [_text(lab)] + [format_number(v) for v in p.average[a, :, k]]
             for a, lab in enumerate(p.grid_labels[0])
         ][:_MAX_ROWS]
-    return _ENV.get_template("pd").render(
-        uid=_uid("pd"),
+    return _render(
+        "pd",
+        "pd",
         output=output,
         features=" and ".join(p.features),
         n_rows=len(p.rows),
@@ -318,14 +292,15 @@ def render_slices(s: Any) -> str:
                 "label": label,
                 "columns": ["true \\ predicted", *names[: cm.shape[1]]],
                 "rows": [
-                    [names[i] if i < len(names) else str(i), *map(_num, cm[i])]
+                    [names[i] if i < len(names) else str(i), *map(format_number, cm[i])]
                     for i in range(cm.shape[0])
                 ],
             }
         )
-    thr = "" if s.threshold is None else f" at threshold {_num(s.threshold)}"
-    return _ENV.get_template("slices").render(
-        uid=_uid("slices"),
+    thr = "" if s.threshold is None else f" at threshold {format_number(s.threshold)}"
+    return _render(
+        "slices",
+        "slices",
         heading=f"Performance by {', '.join(s.features)}{thr}.",
         columns=columns,
         rows=rows,
@@ -337,18 +312,20 @@ def render_thresholds(t: Any) -> str:
     """The thresholds a strategy picked per slice, the metrics they give and the total cost."""
     columns, rows = _frame_rows(t.table)
     constraint = (
-        f"; equal {t.constrained} near {_num(t.target)} "
-        + ("within the grid's resolution" if t.tolerance is None else f"within {_num(t.tolerance)}")
+        f"; equal {t.constrained} near {format_number(t.target)} "
+        + (
+            "within the grid's resolution"
+            if t.tolerance is None
+            else f"within {format_number(t.tolerance)}"
+        )
         if t.constrained is not None
         else ""
     )
     heading = (
         f"Strategy {t.strategy} by {', '.join(t.features)}{constraint}; cost ratio "
-        f"(FP/FN) {_num(t.cost_ratio)}; total cost {_num(t.cost)}."
+        f"(FP/FN) {format_number(t.cost_ratio)}; total cost {format_number(t.cost)}."
     )
-    return _ENV.get_template("slices").render(
-        uid=_uid("thr"), heading=heading, columns=columns, rows=rows, confusions=[]
-    )
+    return _render("slices", "thr", heading=heading, columns=columns, rows=rows, confusions=[])
 
 
 # -- the session ---------------------------------------------------------------------------
@@ -359,24 +336,25 @@ def render_whatif(w: Any) -> str:
         ["model", repr(w.runner.model)],
         ["backend", str(w.runner.backend.name)],
         ["task", w.task],
-        ["rows", _num(t.n_samples)],
-        ["features", _num(t.n_features)],
+        ["rows", format_number(t.n_samples)],
+        ["features", format_number(t.n_features)],
         ["outputs", ", ".join(w.output_names)],
-        ["edits", _num(len(w.history))],
+        ["edits", format_number(len(w.history))],
     ]
     features = [
         [
             t.feature_names[j],
-            _num(t.minimum[j]),
-            _num(t.maximum[j]),
-            _num(t.std[j]),
+            format_number(t.minimum[j]),
+            format_number(t.maximum[j]),
+            format_number(t.std[j]),
             ", ".join(str(c) for c in t.categories[j][:20]) if j in t.categories else "",
         ]
         for j in range(min(t.n_features, 30))
     ]
-    edits = [jinja2.utils.markupsafe.Markup(render_edit(e)) for e in w.history[-10:]]
-    return _ENV.get_template("whatif").render(
-        uid=_uid("session"),
+    edits = [Markup(render_edit(e)) for e in w.history[-10:]]
+    return _render(
+        "whatif",
+        "session",
         summary=summary,
         features=features,
         more_features=max(0, t.n_features - 30),

@@ -1,10 +1,20 @@
-"""Every registered explainer and backend keeps the contract in xai_core.testing."""
+"""Every built-in explainer, backend and report section keeps the contract in xai_core.testing."""
+
+import secrets
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import xai_core as xai
-from xai_core.testing import LinearModel, check_backend, check_explainer
+from xai_core.testing import (
+    HOSTILE,
+    LinearModel,
+    check_backend,
+    check_explainer,
+    check_report_section,
+)
 
 #: Options that keep each first-party explainer's contract check fast.
 FAST_OPTIONS = {
@@ -25,12 +35,244 @@ def test_registered_explainer_keeps_contract(name):
 
 @pytest.mark.parametrize("name", xai.list_backends())
 def test_registered_backend_keeps_contract(name):
-    """check_backend passes for each registered backend with its default settings."""
+    """check_backend passes for each registered backend, as an instance and as its class."""
     check_backend(xai.get_backend(name))
+    check_backend(xai.get_registry().backend(name))
+
+
+# -- report sections -----------------------------------------------------------------------
+def _names(name):
+    return [f"{name} {i}" for i in range(4)], [f"{name} no", f"{name} yes"]
+
+
+def _table(name):
+    rng = np.random.default_rng(0)
+    features, classes = _names(name)
+    X = rng.normal(size=(40, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    return X, y, features, classes
+
+
+def _net(name):
+    _, classes = _names(name)
+    return xai.nn.mlp(4, (5,), 2, activation="relu", output_names=classes, seed=0)
+
+
+def _explanation(name, image=False):
+    rng = np.random.default_rng(0)
+    shape = (3, 8, 8) if image else (3, 4)
+    features = [f"{name} {i}" for i in range(int(np.prod(shape[1:])))]
+    return xai.Explanation(
+        values=rng.normal(size=shape),
+        base_values=np.zeros(3),
+        target=np.array([0, 1, 0]),
+        data=rng.uniform(size=shape),
+        feature_names=features,
+        output_names=_names(name)[1],
+        method=name,
+        backend=name,
+        meta={"seed": 0, "options": {name: name}, name: name},
+    )
+
+
+def _dataset(name, image=False):
+    from xai_datasets import Dataset
+
+    X, y, features, classes = _table(name)
+    if image:
+        X = np.random.default_rng(0).uniform(size=(40, 48))
+        features = [f"{name} {i}" for i in range(48)]
+    return Dataset(
+        X=X,
+        y=y,
+        feature_names=tuple(features),
+        class_names=tuple(classes),
+        image_shape=(4, 4, 3) if image else None,
+        name=name,
+        description=name,
+        source=name,
+    )
+
+
+def _whatif(name):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, features, classes = _table(name)
+    est = LogisticRegression().fit(X, y)
+    w = xai.what_if(est, X, y, feature_names=features, output_names=classes, progress=False)
+    w.edit(0, {features[0]: 2.0})
+    return w
+
+
+def _projection(name):
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(30, 5))
+    labels = [f"{name} {i % 3}" for i in range(30)]
+    return xai.project(
+        vectors, labels=labels, metadata={name: labels}, images=rng.uniform(size=(30, 4, 4))
+    )
+
+
+#: One or more results per built-in section, each built around a name to be escaped.
+RESULTS = {
+    "explanation": [_explanation, lambda name: _explanation(name, image=True)],
+    "dataset": [_dataset, lambda name: _dataset(name, image=True)],
+    "counters": [lambda name: {name: 3, "macs": 12}, lambda name: xai.ModelRunner(_net(name))],
+    "table": [
+        lambda name: pd.DataFrame(
+            {name: [1.0, np.nan], "b": [name, "x"]}, index=pd.Index([name, "r"], name=name)
+        )
+    ],
+    "backend_comparison": [
+        lambda name: xai.compare_backends(
+            _net(name),
+            _table(name)[0][:4],
+            method="ig",
+            backends=("cpu", "tpu"),
+            feature_names=_names(name)[0],
+            steps=4,
+        )
+    ],
+    "method_comparison": [
+        lambda name: xai.compare_methods(
+            _net(name), _table(name)[0][:4], methods=("ig", "saliency", "gradient_x_input")
+        )
+    ],
+    "faithfulness": [
+        lambda name: xai.faithfulness(
+            _net(name),
+            xai.explain(_net(name), _table(name)[0][:4], method="ig", steps=4),
+            steps=4,
+            n_random=2,
+            infidelity_samples=5,
+        )
+    ],
+    "projection": [_projection],
+    "whatif": [_whatif],
+    "whatif_edit": [lambda name: _whatif(name).history[0]],
+    "whatif_counterfactuals": [lambda name: _whatif(name).nearest_counterfactual(0)],
+    "whatif_partial_dependence": [
+        lambda name: _whatif(name).partial_dependence(_names(name)[0][0], grid_resolution=3),
+        lambda name: _whatif(name).partial_dependence(list(_names(name)[0][:2]), grid_resolution=3),
+    ],
+    "whatif_slices": [lambda name: _whatif(name).slices(_names(name)[0][1])],
+    "whatif_thresholds": [
+        lambda name: _whatif(name).thresholds(_names(name)[0][1], "demographic_parity")
+    ],
+}
+CASES = [(s, i) for s in RESULTS for i in range(len(RESULTS[s]))]
+
+
+def test_every_registered_section_has_a_contract_case():
+    """A newly registered built-in section fails here until it gets a case in RESULTS."""
+    assert {s.name for s in xai.get_registry().report_sections} == set(RESULTS)
+
+
+@pytest.mark.parametrize("name, case", CASES, ids=[f"{s}-{i}" for s, i in CASES])
+def test_registered_section_keeps_contract(name, case):
+    """check_report_section passes for each built-in section on each of its results."""
+    (section,) = [s for s in xai.get_registry().report_sections if s.name == name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence and backend notes are not the point here
+        check_report_section(section, RESULTS[name][case])
+
+
+# -- the checks catch what they should -----------------------------------------------------
+class Note:
+    """A third party's result type: one user-supplied label."""
+
+    def __init__(self, label):
+        self.label = label
+
+
+def _section(render, script=""):
+    return xai.ReportSection("note", Note, render, "Note", script=script)
+
+
+def _good(note):
+    env = xai.report.environment({"note.html.j2": '<p id="{{ uid }}">{{ label }}</p>'})
+    return env.get_template("note.html.j2").render(uid=xai.report.new_id("note"), label=note.label)
+
+
+def test_check_report_section_passes_a_third_party_section_without_registering_it():
+    """A section built on the toolkit passes before (and without) being registered."""
+    assert "note" not in {s.name for s in xai.get_registry().report_sections}
+    check_report_section(_section(_good), Note)
+
+
+@pytest.mark.parametrize(
+    "render, script, match",
+    [
+        (lambda n: f"<p>{n.label}</p>", "", "must be escaped"),
+        (lambda n: f'<p id="n-{secrets.token_hex(4)}">x</p>', "", "same bytes"),
+        (lambda n: '<p id="fixed">x</p>', "", "must not share ids"),
+        (lambda n: '<img src="https://example.com/a.png" alt="">', "", "data: URI"),
+        (lambda n: '<p id="a"></p><p id="a"></p>', "", "unique"),
+        (lambda n: "<script>document.title = 1</script>", "", "application/json"),
+        (lambda n: '<a href="#elsewhere">x</a>', "", "links to an id"),
+        (lambda n: '<p style="background:url(https://x.org/i.png)">x</p>', "", "from outside"),
+        (lambda n: "<p>x</p>", "fetch('/beacon')", "network"),
+        (lambda n: "<p>x</p>", "", None),
+    ],
+    ids=[
+        "unescaped",
+        "random-ids",
+        "fixed-ids",
+        "external-image",
+        "repeated-id",
+        "inline-script",
+        "dangling-link",
+        "external-style",
+        "network-script",
+        "fine",
+    ],
+)
+def test_check_report_section_catches_broken_sections(render, script, match):
+    """Each broken section fails the check with a message naming what is wrong."""
+    if match is None:
+        check_report_section(_section(render, script), Note)
+        return
+    with pytest.raises(xai.errors.ContractError, match=match):
+        check_report_section(_section(render, script), Note)
+
+
+def test_hostile_name_is_hostile():
+    """HOSTILE closes a script, opens a script and a handler, and breaks out of attributes."""
+    assert "</script>" in HOSTILE and "onerror=" in HOSTILE and '"' in HOSTILE and "'" in HOSTILE
+
+
+# -- explainers and backends ---------------------------------------------------------------
+class GradientTimesInput(xai.Explainer):
+    """A third party's explainer, never registered: gradient x input."""
+
+    name = "third_party_gxi"
+    requires = frozenset({"predict", "gradient"})
+
+    def explain(self, runner, X, target):
+        values = runner.gradient(X, target) * X
+        return xai.Explanation(values=values, base_values=np.zeros(len(X)), target=target)
+
+
+def test_check_explainer_runs_an_unregistered_class():
+    """check_explainer needs no registration: a third party's class is checked as it is."""
+    assert GradientTimesInput.name not in xai.list_explainers()
+    check_explainer(GradientTimesInput)
+
+
+def test_check_explainer_catches_writes_to_x():
+    """An explainer that writes into the caller's X fails the contract."""
+
+    class Scribbler(GradientTimesInput):
+        def explain(self, runner, X, target):
+            X[:] = 0.0
+            return super().explain(runner, X, target)
+
+    with pytest.raises(xai.errors.ContractError, match="must not write to X"):
+        check_explainer(Scribbler)
 
 
 def test_check_backend_catches_a_wrong_matmul():
-    """A backend whose matmul is off fails the contract, naming the problem."""
+    """A backend whose matmul is off fails the contract, naming the problem; classes are accepted."""
     from xai_core.backends.cpu import CPUBackend
 
     class Sloppy(CPUBackend):
@@ -41,10 +283,14 @@ def test_check_backend_catches_a_wrong_matmul():
 
     with pytest.raises(xai.errors.ContractError, match="differs from float64"):
         check_backend(Sloppy())
+    with pytest.raises(xai.errors.ContractError, match="differs from float64"):
+        check_backend(Sloppy)
+    with pytest.raises(xai.errors.ContractError, match="subclass of xai_core.Backend"):
+        check_backend(int)
 
 
 def test_check_explainer_catches_nondeterminism():
-    """An explainer whose values change between runs fails the contract."""
+    """An explainer whose values change between runs fails the contract, unregistered."""
 
     class Noisy(xai.Explainer):
         name = "noisy"
@@ -56,13 +302,8 @@ def test_check_explainer_catches_nondeterminism():
                 target=target,
             )
 
-    reg = xai.get_registry()
-    reg.explainers["noisy"] = Noisy
-    try:
-        with pytest.raises(xai.errors.ContractError, match="identical values"):
-            check_explainer(Noisy)
-    finally:
-        del reg.explainers["noisy"]
+    with pytest.raises(xai.errors.ContractError, match="identical values"):
+        check_explainer(Noisy)
 
 
 def test_linear_model_reference():

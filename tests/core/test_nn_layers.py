@@ -418,5 +418,8 @@ def test_cnn_builder():
     assert xai.ModelRunner(net).activations(X, "embedding").shape == (2, 32)
     np.testing.assert_allclose(net.predict(X).sum(axis=1), 1.0, rtol=1e-6)
     assert nn.cnn((3, 8, 8)).image_shape == (3, 8, 8)
-    with pytest.raises(xai.ValidationError, match="image_shape must be"):
-        nn.cnn((28, 28))
+    assert nn.cnn((12, 12)).image_shape == (12, 12) and nn.cnn((12, 12)).input_shape == (144,)
+    with pytest.raises(xai.ShapeError, match=r"reads channels first; got \(8, 8, 3\)"):
+        nn.cnn((8, 8, 3))
+    with pytest.raises(xai.ShapeError, match="image_shape must be"):
+        nn.cnn((5, 6, 7))

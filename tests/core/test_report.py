@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import importlib.metadata
+import io
 import json
 import os
 import re
-import struct
 import types
-import zlib
 from html.parser import HTMLParser
 from importlib import resources
 
@@ -75,26 +74,16 @@ def _strings(value) -> list[str]:
 
 
 def _decode_png(uri: str) -> np.ndarray:
-    """Decode an 8-bit, filter-0 PNG data URI by hand: (height, width, channels) uint8."""
+    """Decode a PNG data URI with Pillow: (height, width, channels) uint8."""
+    from PIL import Image
+
     prefix = "data:image/png;base64,"
     assert uri.startswith(prefix)
-    raw = base64.b64decode(uri[len(prefix) :])
-    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(raw):
-        (length,) = struct.unpack(">I", raw[pos : pos + 4])
-        kind, data = raw[pos + 4 : pos + 8], raw[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", raw[pos + 8 + length : pos + 12 + length])
-        assert crc == zlib.crc32(kind + data) & 0xFFFFFFFF
-        chunks.setdefault(kind, b"")
-        chunks[kind] += data
-        pos += 12 + length
-    width, height, depth, colour, _, _, _ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
-    assert depth == 8 and b"IEND" in chunks
-    channels = {0: 1, 2: 3, 6: 4}[colour]
-    rows = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(height, -1)
-    assert (rows[:, 0] == 0).all()
-    return rows[:, 1:].reshape(height, width, channels)
+    with Image.open(io.BytesIO(base64.b64decode(uri[len(prefix) :]))) as image:
+        assert image.format == "PNG"
+        pixels = np.asarray(image)
+    assert pixels.dtype == np.uint8
+    return pixels if pixels.ndim == 3 else pixels[:, :, None]
 
 
 def _image_explanation(n: int = 3, side: int = 8, **kw) -> xai.Explanation:
@@ -260,17 +249,30 @@ def test_repr_html_escapes_hostile_strings(hostile):
 
 # -- images --------------------------------------------------------------------------------
 def test_png_encoder_round_trips():
-    """Grey, RGB and RGBA images decode back to the same pixels and size."""
-    from xai_core.report._png import png_data_uri
+    """Grey, grey + alpha, RGB and RGBA images decode back to the same pixels, the same every time."""
+    from xai_core.report import encode_png, png_data_uri
 
     rng = np.random.default_rng(3)
-    for shape in [(5, 7), (4, 9, 3), (3, 2, 4)]:
+    for shape in [(5, 7), (6, 5, 1), (3, 3, 2), (4, 9, 3), (3, 2, 4)]:
         pixels = rng.integers(0, 256, shape, dtype=np.uint8)
         decoded = _decode_png(png_data_uri(pixels))
         assert decoded.shape[:2] == shape[:2]
         np.testing.assert_array_equal(decoded.reshape(pixels.shape), pixels)
-    with pytest.raises(xai.ShapeError, match="pixels must have shape"):
-        png_data_uri(np.zeros((2, 2, 2), np.uint8))
+        assert encode_png(pixels) == encode_png(pixels.copy())
+        assert b"tIME" not in encode_png(pixels) and b"tEXt" not in encode_png(pixels)
+    for bad in [np.zeros((2, 2, 5), np.uint8), np.zeros((0, 3), np.uint8), np.zeros(4, np.uint8)]:
+        with pytest.raises(xai.ShapeError, match="pixels must have shape"):
+            png_data_uri(bad)
+
+
+def test_to_pixels_maps_a_range_to_bytes():
+    """low is 0, high is 255, halfway rounds to 128; NaN is low and the range is clipped."""
+    from xai_core.report import to_pixels
+
+    got = to_pixels([np.nan, -1.0, 0.0, 0.5, 1.0, 2.0, 0.25], low=0.0, high=1.0)
+    np.testing.assert_array_equal(got, [0, 0, 0, 128, 255, 255, 64])
+    np.testing.assert_array_equal(to_pixels([3.0, 5.0], low=3.0, high=5.0), [0, 255])
+    np.testing.assert_array_equal(to_pixels([1.0, 1.0], low=1.0, high=1.0), [0, 0])
 
 
 def test_heatmap_colours_at_known_pixels():
@@ -537,3 +539,54 @@ def test_saved_files_get_ordinary_permissions(tmp_path):
     for path in paths:
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path.name
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.json", "m.npz", "r.html"]
+
+
+# -- the toolkit ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ({"a": np.arange(3), "b": np.float32(0.5)}, {"a": [0, 1, 2], "b": 0.5}),
+        ({"x": [1.0, float("nan"), np.inf]}, {"x": [1.0, None, None]}),
+        ({(1, 2): np.array([np.nan])}, {"(1, 2)": [None]}),
+        ({"s": "</script><!-- \u2028 & >"}, {"s": "</script><!-- \u2028 & >"}),
+    ],
+    ids=["arrays", "non-finite", "tuple-keys", "hostile"],
+)
+def test_json_for_script_round_trips_and_cannot_close_its_block(value, expected):
+    """json_for_script is valid JSON equal to the plain value, with no <, >, & or U+2028 left raw."""
+    text = str(xai.report.json_for_script(value))
+    assert json.loads(text) == expected
+    assert not set("<>&\u2028") & set(text)
+
+
+def test_environment_escapes_and_loads_core_macros():
+    """The toolkit's environment autoescapes, has num and json_script, and imports the core macros."""
+    env = xai.report.environment(
+        {
+            "t": '{% from "macros.html.j2" import kv_table %}{{ kv_table([(k, v|num)]) }}{{ d|json_script }}'
+        }
+    )
+    html = env.get_template("t").render(k="<b>", v=1234567, d={"k": "</script>"})
+    assert "&lt;b&gt;" in html and "1,234,567" in html and "\\u003c/script\\u003e" in html
+    with pytest.raises(Exception, match="undefined"):
+        env.from_string("{{ missing }}").render()
+    assert xai.report.environment() is xai.report.environment()
+
+
+def test_ids_follow_the_seed():
+    """new_id is reproducible inside id_scope(seed) and fresh outside it."""
+    with xai.report.id_scope(3):
+        first = [xai.report.new_id("k") for _ in range(3)]
+    with xai.report.id_scope(3):
+        again = [xai.report.new_id("k") for _ in range(3)]
+    assert first == again and len(set(first)) == 3 and first[0].startswith("xai-k-")
+    assert xai.report.new_id("k") != xai.report.new_id("k")
+
+
+def test_seeded_report_is_the_same_bytes(monkeypatch):
+    """A seeded report renders the same bytes every time; SOURCE_DATE_EPOCH fixes the time across reports."""
+    r = Report("r", seed=0).add(_image_explanation())
+    assert r.to_html() == r.to_html()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    a, b = (Report("r", seed=0).add(_image_explanation()).to_html() for _ in range(2))
+    assert a == b and "1970-01-01T00:00:00+00:00" in a

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import io
 import re
-import struct
-import zlib
 
 import numpy as np
 import pytest
@@ -42,21 +41,12 @@ def _table(n: int = 40) -> Dataset:
 
 
 def _decode_png(data: bytes) -> np.ndarray:
-    """A small PNG reader (8-bit gray, filter 0) that checks every chunk's CRC."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
-        assert crc == zlib.crc32(kind + body)
-        chunks[kind] = chunks.get(kind, b"") + body
-        pos += 12 + length
-    width, height, depth, color = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
-    assert (depth, color) == (8, 0)
-    rows = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(height, width + 1)
-    assert not rows[:, 0].any()
-    return rows[:, 1:]
+    """Decode an 8-bit grey PNG with Pillow."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "PNG" and image.mode == "L"
+        return np.asarray(image)
 
 
 def test_coerces_dtypes_and_fills_defaults() -> None:
@@ -162,9 +152,9 @@ def test_html_thumbnails_are_escaped_self_contained_and_unique() -> None:
     """_repr_html_ escapes every name, embeds PNG data URIs only and uses fresh ids."""
     ds = _images(30)
     first, second = ds._repr_html_(), ds._repr_html_()
-    assert "<script>" not in first and "&lt;script&gt;" in first
-    ids = re.findall(r'id="([^"]+)"', first) + re.findall(r'id="([^"]+)"', second)
-    assert len(ids) == 2 and ids[0] != ids[1]
+    assert HOSTILE not in first and "&lt;script&gt;" in first
+    ids, again = re.findall(r'id="([^"]+)"', first), re.findall(r'id="([^"]+)"', second)
+    assert ids and len(set(ids)) == len(ids) and not set(ids) & set(again)
     sources = re.findall(r'src="([^"]+)"', first)
     assert len(sources) == 24 and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "http://" not in first and "https://" not in first
@@ -176,5 +166,17 @@ def test_html_thumbnails_are_escaped_self_contained_and_unique() -> None:
 def test_html_table_for_tabular_data_escapes_names() -> None:
     """A table renders its first rows with escaped names and category labels."""
     page = _table()._repr_html_()
-    assert "<table>" in page and "<script>" not in page
+    assert "<table" in page and HOSTILE not in page
     assert "&lt;script&gt;" in page and ">dog<" in page and ">NaN<" in page
+
+
+def test_pixel_names_follow_the_image_layout() -> None:
+    """pixel_<row>_<col>[_<channel>] names each value of a flat row, channels first or last."""
+    from xai_datasets._dataset import pixel_names
+
+    chw = np.arange(30).reshape(3, 2, 5)
+    names = pixel_names((3, 2, 5))
+    c, h, w = np.unravel_index(17, chw.shape)
+    assert names[17] == f"pixel_{h}_{w}_{c}" and len(set(names)) == 30
+    assert pixel_names((2, 5, 3))[17] == "pixel_1_0_2"
+    assert pixel_names((2, 3))[4] == "pixel_1_1"

@@ -151,5 +151,5 @@ def test_csv_hostile_column_names_are_escaped_in_html(tmp_path: Path) -> None:
     """Column names and categories from the file are escaped in the notebook view."""
     path = _csv(tmp_path, '"<script>x</script>",t\n"<b>a</b>",1\n"c",0\n')
     page = load_csv(path, "t")._repr_html_()
-    assert "<script>" not in page and "<b>" not in page
+    assert "<script>x" not in page and "<b>" not in page
     assert "&lt;script&gt;x&lt;/script&gt;" in page and "&lt;b&gt;a&lt;/b&gt;" in page

@@ -634,3 +634,27 @@ def test_edgetpu_refuses_gradients_naming_the_backends_that_have_them(mnist_mlp)
         with pytest.raises(xai.CapabilityError, match="gradient") as info:
             xai.explain(model, X[:2], method="ig", backend="edgetpu")
         assert "cpu" in str(info.value) and "tpu" in str(info.value)
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["HWC", "flat-HWC"])
+def test_blur_baseline_keeps_channels_last_images_apart(flat):
+    """baseline='blur' on (H, W, C) images blurs each channel spatially: a zero channel stays zero."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(2, 8, 8, 3))
+    X[..., 2] = 0.0
+    W = rng.uniform(0.5, 1.5, size=(192, 1))
+    blurred = ndimage.gaussian_filter(X, sigma=(0, 1.2, 1.2, 0), mode="nearest")
+    rows = X.reshape(2, -1) if flat else X
+    e = xai.explain(
+        LinearModel(W, input_shape=rows.shape[1:]),
+        rows,
+        method="ig",
+        backend=cpu64(),
+        baseline="blur",
+        blur_sigma=1.2,
+        steps=2,
+        **({"image_shape": (8, 8, 3)} if flat else {}),
+    )
+    baseline = X - e.values.reshape(X.shape) / W[:, 0].reshape(8, 8, 3)
+    np.testing.assert_allclose(baseline, blurred, atol=1e-12)
+    assert np.abs(baseline[..., 2]).max() < 1e-12

@@ -437,3 +437,25 @@ def test_html_escapes_hostile_names(data):
         assert evil not in html and "&lt;script&gt;" in html
         report.add(result)
     assert evil not in report.to_html()
+
+
+def test_seeded_report_with_whatif_results_renders_the_same_bytes(data, monkeypatch):
+    """Report(seed=0) with what-if results renders byte-identically, twice and in a second report."""
+    ds, est = data
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    names = list(ds.feature_names)
+    w = xai.what_if(est, ds.X[:60], ds.y[:60], feature_names=names, progress=False)
+    w.edit(0, {names[0]: 15.0})
+    results = [w, w.history[0], w.nearest_counterfactual(0), w.slices(names[1])]
+
+    def render(seed):
+        report = xai.Report("what-if", seed=seed)
+        for result in results:
+            report.add(result)
+        return report
+
+    first = render(0)
+    html = first.to_html()
+    assert html == first.to_html() == render(0).to_html()
+    assert "2023-11-14T22:13:20+00:00" in html
+    assert html != render(1).to_html()

@@ -117,12 +117,12 @@ def _picklable(obj: Any, what: str) -> _Shared:
 
 
 def _model_spec(model: Model, shared: bool) -> Any:
-    from xai_core.nn.sequential import Sequential
+    from xai_core.nn.network import Network
 
-    if isinstance(model, Sequential):
-        # Also for threads and the serial loop: layers cache their last forward pass, so
-        # every chunk gets a network of its own, rebuilt from the same bytes.
-        return _native_bytes(model)
+    if isinstance(model, Network):
+        # Threads share the network (its passes keep no state on it); processes rebuild it
+        # from its saved bytes: nothing is unpickled from a model.
+        return _Shared(model) if shared else _native_bytes(model)
     if shared:
         return _Shared(model)
     if model.is_quantized:

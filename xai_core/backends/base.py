@@ -8,7 +8,9 @@ other backend is tested against it (:func:`xai_core.testing.check_backend`).
 
 from __future__ import annotations
 
+import functools
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -16,13 +18,33 @@ import numpy as np
 
 __all__ = ["Backend"]
 
+#: Counter methods that run under the backend's lock (besides every ``_count_*`` method).
+_LOCKED = ("_add", "reset_counters")
+
+
+def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run while holding its backend's counter lock."""
+    if getattr(fn, "_holds_counter_lock", False):
+        return fn
+
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._counter_lock:
+            return fn(self, *args, **kwargs)
+
+    method._holds_counter_lock = True  # type: ignore[attr-defined]
+    return method
+
 
 class Backend:
     """Base class of the simulated hardware backends.
 
     Subclasses set :attr:`name`, implement :meth:`matmul` and may override
     :meth:`elementwise`, :meth:`reduce` and :meth:`describe`. Counters are plain numbers
-    kept in ``self._counters``; :attr:`counters` returns a copy.
+    kept in ``self._counters``; :attr:`counters` returns a copy. Counting is thread-safe:
+    :meth:`_add`, :meth:`reset_counters`, :attr:`counters` and every ``_count_*`` method
+    (a subclass's too) run under one re-entrant lock per backend, so one backend shared
+    by many threads counts exactly what they ran.
 
     Attributes
     ----------
@@ -54,7 +76,23 @@ class Backend:
     def __new__(cls, *args: Any, **kwargs: Any) -> Backend:
         self = super().__new__(cls)
         self._init_args = (args, kwargs)  # for config(): how to build this backend again
+        self._counter_lock = threading.RLock()
         return self
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for key, fn in list(cls.__dict__.items()):
+            if callable(fn) and (key.startswith("_count_") or key in _LOCKED):
+                setattr(cls, key, _locked(fn))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_counter_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._counter_lock = threading.RLock()
 
     def __init__(self, dtype: Any = np.float32) -> None:
         self.dtype = np.dtype(dtype)
@@ -112,7 +150,8 @@ class Backend:
     @property
     def counters(self) -> dict[str, float]:
         """A copy of the counters (``macs``, ``cycles``, ``bytes_read``, ``est_seconds``, ...)."""
-        return dict(self._counters)
+        with self._counter_lock:
+            return dict(self._counters)
 
     def reset_counters(self) -> None:
         """Set every counter to zero."""
@@ -170,3 +209,7 @@ class Backend:
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if k != "name")
         return f"{type(self).__name__}({settings})"
+
+
+for _key in ("_add", "reset_counters", "_count_vector"):
+    setattr(Backend, _key, _locked(getattr(Backend, _key)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from xai_core.backends.base import Backend
 from xai_core.backends.presets import EDGETPU_PRESETS
 from xai_core.backends.tpu import TPUBackend
 from xai_core.plugin.hookspecs import hookimpl
@@ -37,6 +38,40 @@ class EdgeTPUBackend(TPUBackend):
     DEFAULT_PRESET: ClassVar[str | None] = "coral"
     ALLOWED_NUMERICS: ClassVar[tuple[str, ...]] = ("int8",)
 
+    #: Counters of the work that the host CPU does for a model the compiler maps only in part.
+    HOST_COUNTERS: ClassVar[tuple[str, ...]] = ("macs", "cycles", "est_seconds", "bytes_read")
+
+    @property
+    def host(self) -> Backend:
+        """The host CPU that runs the operators the Edge TPU compiler would not map."""
+        if getattr(self, "_host", None) is None:
+            from xai_core.backends.cpu import CPUBackend
+
+            self._host = CPUBackend()
+        return self._host
+
+    def count_operator(self, on_host: bool) -> None:
+        """Count one operator run on the Edge TPU or, unmapped, on the host."""
+        self._add(**{"host_operators" if on_host else "edgetpu_operators": 1})
+
+    def extra_counters(self) -> tuple[str, ...]:
+        return (*super().extra_counters(), "edgetpu_operators", "host_operators")
+
+    @property
+    def counters(self) -> dict[str, float]:
+        """The Edge TPU's counters, plus ``host_*`` for the host's share of a split model."""
+        out = super().counters
+        host = self.host.counters
+        for key in self.HOST_COUNTERS:
+            out[f"host_{key}"] = host.get(key, 0)
+        out["total_est_seconds"] = out["est_seconds"] + out["host_est_seconds"]
+        return out
+
+    def reset_counters(self) -> None:
+        super().reset_counters()
+        if getattr(self, "_host", None) is not None:
+            self._host.reset_counters()
+
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info["tops_per_watt"] = self.PRESETS[self.preset].get("tops_per_watt")
@@ -44,6 +79,7 @@ class EdgeTPUBackend(TPUBackend):
             "int8 weights (per-channel symmetric) and activations (per-tensor asymmetric), "
             "exact int32 accumulation, requantisation by fixed-point multipliers (TFLite int8)"
         )
+        info["host"] = "operators the Edge TPU compiler would not map run on a cpu backend"
         return info
 
 

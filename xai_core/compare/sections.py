@@ -11,10 +11,9 @@ from xai_core.compare.agreement import BackendComparison, MethodComparison
 from xai_core.compare.faithfulness import Faithfulness, _auc
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
-from xai_core.report._colormap import heatmap_rgb
-from xai_core.report._html import environment, new_id
-from xai_core.report._png import png_data_uri
-from xai_core.report.sections import _as_images, _image_shape, render_frame
+from xai_core.report._figures import explanation_layout, heatmaps
+from xai_core.report._html import environment, format_number, new_id
+from xai_core.report.sections import render_frame
 
 __all__ = ["render_backend_comparison", "render_method_comparison", "render_faithfulness"]
 
@@ -25,19 +24,13 @@ MAX_GRID_ROWS = 8
 def _grid(explanations: dict[str, Any], flagged: np.ndarray | None = None) -> dict[str, Any] | None:
     """Heatmaps of the first rows for each explanation, when the inputs are images."""
     first = next(iter(explanations.values()))
-    shape = _image_shape(first)
-    if shape is None:
+    layout = explanation_layout(first)
+    if layout is None:
         return None
     shown = min(len(first), MAX_GRID_ROWS)
     columns = list(explanations)
-    inputs = (
-        None if first.data is None else _as_images(first.data[:shown].astype(np.float64), shape)
-    )
-    cells = {}
-    for name, e in explanations.items():
-        rgb, _ = heatmap_rgb(_as_images(e.values[:shown], shape), inputs)
-        cells[name] = [png_data_uri(img) for img in rgb]
-    height, width = _as_images(first.values[:1], shape).shape[1:3]
+    data = None if first.data is None else first.data[:shown]
+    cells = {name: heatmaps(e.values[:shown], data, layout)[0] for name, e in explanations.items()}
     rows = [
         {
             "index": i,
@@ -46,7 +39,12 @@ def _grid(explanations: dict[str, Any], flagged: np.ndarray | None = None) -> di
         }
         for i in range(shown)
     ]
-    return {"columns": columns, "rows": rows, "width": width * 3, "height": height * 3}
+    return {
+        "columns": columns,
+        "rows": rows,
+        "width": layout.width * 3,
+        "height": layout.height * 3,
+    }
 
 
 def _render(
@@ -152,10 +150,12 @@ def render_faithfulness(f: Faithfulness) -> str:
         "Explained output as features are removed (deletion) or restored (insertion) "
         "in attribution order; dashed: random order",
     )
+    n = format_number
     headline = (
-        f"{f.method} on {f.backend}: deletion AUC {s.deletion_auc:.4g} (random {s.random_deletion_auc:.4g}, "
-        f"lower is better), insertion AUC {s.insertion_auc:.4g} (random {s.random_insertion_auc:.4g}, "
-        f"higher is better), infidelity {s.infidelity:.4g} (random {s.random_infidelity:.4g})."
+        f"{f.method} on {f.backend}: deletion AUC {n(s.deletion_auc)} (random "
+        f"{n(s.random_deletion_auc)}, lower is better), insertion AUC {n(s.insertion_auc)} (random "
+        f"{n(s.random_insertion_auc)}, higher is better), infidelity {n(s.infidelity)} (random "
+        f"{n(s.random_infidelity)})."
     )
     data = {
         "kind": "faithfulness",

@@ -53,6 +53,11 @@ class ModelRunner:
     batch_size : int, default=4096
         Rows per chunk, so memory stays bounded however many rows are passed.
 
+    Notes
+    -----
+    A runner over a native network may be used from many threads at once: the network's
+    passes keep their state in per-call records and the backend counts under a lock.
+
     Examples
     --------
     >>> runner = xai.ModelRunner(net, backend="tpu")

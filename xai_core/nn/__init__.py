@@ -1,5 +1,8 @@
 """Native networks: layers with forward and backward passes on any backend, training, save/load.
 
+A chain of layers is a :class:`Sequential`; any directed acyclic graph of layers is a
+:class:`Graph` (see :mod:`xai_core.nn.graph` for how to build one node by node).
+
 >>> from xai_core import nn
 >>> net = nn.Sequential(
 ...     [nn.Reshape((1, 28, 28)), nn.Conv2D(8, 3, padding=1), nn.ReLU(), nn.MaxPool2D(2),
@@ -10,13 +13,45 @@
 >>> net.save("cnn.npz"); nn.load_model("cnn.npz")
 """
 
-from xai_core.nn.activations import ACTIVATIONS, Activation, Linear, ReLU, Sigmoid, Softmax, Tanh
+from xai_core.nn.activations import ACTIVATIONS, Activation
 from xai_core.nn.builders import cnn, mlp
+from xai_core.nn.executor import Node, Record
+from xai_core.nn.graph import Graph
 from xai_core.nn.im2col import col2im, conv_output_size, im2col
 from xai_core.nn.io import FORMAT_VERSION, LAYER_TYPES, load_model, save_model
 from xai_core.nn.layer import Layer
-from xai_core.nn.layers import AvgPool2D, Conv2D, Dense, Flatten, MaxPool2D, Reshape
+from xai_core.nn.layers import (
+    Add,
+    AvgPool2D,
+    BatchNormalization,
+    Clip,
+    Concatenate,
+    Constant,
+    Conv2D,
+    Dense,
+    DepthwiseConv2D,
+    Divide,
+    Dropout,
+    Flatten,
+    GlobalAveragePooling2D,
+    HardSwish,
+    Identity,
+    LeakyReLU,
+    Linear,
+    MaxPool2D,
+    Multiply,
+    ReLU,
+    ReLU6,
+    Reshape,
+    Sigmoid,
+    Softmax,
+    Subtract,
+    Tanh,
+    Transpose,
+    ZeroPadding2D,
+)
 from xai_core.nn.losses import half_mean_squared_error, sigmoid_cross_entropy, softmax_cross_entropy
+from xai_core.nn.network import Network
 from xai_core.nn.optimizers import SGD, Adam
 from xai_core.nn.sequential import Sequential
 from xai_core.nn.sklearn import from_sklearn
@@ -26,23 +61,16 @@ __all__ = [
     "ACTIVATIONS",
     "Activation",
     "Adam",
-    "AvgPool2D",
-    "Conv2D",
-    "Dense",
     "FORMAT_VERSION",
-    "Flatten",
+    "Graph",
     "LAYER_TYPES",
     "Layer",
-    "Linear",
-    "MaxPool2D",
-    "ReLU",
-    "Reshape",
+    "Network",
+    "Node",
+    "Record",
     "SGD",
     "Sequential",
-    "Sigmoid",
-    "Softmax",
     "Summary",
-    "Tanh",
     "cnn",
     "col2im",
     "conv_output_size",
@@ -54,4 +82,32 @@ __all__ = [
     "save_model",
     "sigmoid_cross_entropy",
     "softmax_cross_entropy",
+    "Add",
+    "AvgPool2D",
+    "BatchNormalization",
+    "Clip",
+    "Concatenate",
+    "Constant",
+    "Conv2D",
+    "Dense",
+    "DepthwiseConv2D",
+    "Divide",
+    "Dropout",
+    "Flatten",
+    "GlobalAveragePooling2D",
+    "HardSwish",
+    "Identity",
+    "LeakyReLU",
+    "Linear",
+    "MaxPool2D",
+    "Multiply",
+    "ReLU",
+    "ReLU6",
+    "Reshape",
+    "Sigmoid",
+    "Softmax",
+    "Subtract",
+    "Tanh",
+    "Transpose",
+    "ZeroPadding2D",
 ]

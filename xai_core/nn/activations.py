@@ -1,4 +1,4 @@
-"""Activation layers: ReLU, Tanh, Sigmoid, Linear, Softmax.
+"""Activation layers: ReLU, ReLU6, Clip, LeakyReLU, HardSwish, Tanh, Sigmoid, Linear, Softmax.
 
 Each applies its function and its derivative through ``backend.elementwise`` (and
 ``backend.reduce`` for the softmax sums), so they run in the backend's numerics.
@@ -6,87 +6,218 @@ Each applies its function and its derivative through ``backend.elementwise`` (an
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import expit
 
+from xai_core.errors import ValidationError
+from xai_core.nn._util import number
 from xai_core.nn.layer import Layer
 
-__all__ = ["Activation", "ReLU", "Tanh", "Sigmoid", "Linear", "Softmax", "ACTIVATIONS"]
+__all__ = [
+    "Activation",
+    "ReLU",
+    "ReLU6",
+    "Clip",
+    "LeakyReLU",
+    "HardSwish",
+    "Tanh",
+    "Sigmoid",
+    "Linear",
+    "Softmax",
+    "ACTIVATIONS",
+    "softmax",
+]
 
 
 class Activation(Layer):
     """A layer without parameters that keeps the shape of its input."""
 
 
-def _relu(x):
-    return np.maximum(x, 0)
+class _OfInput(Activation):
+    """An activation whose derivative is computed from its input ``x``."""
+
+    ops: ClassVar[int] = 1
+    grad_ops: ClassVar[int] = 2
+
+    def fn(self, x):
+        raise NotImplementedError
+
+    def dfn(self, g, x):
+        raise NotImplementedError
+
+    def apply(self, x, backend, record):
+        if record is not None:
+            record["x"] = x
+        return backend.elementwise(self.fn, x, ops=self.ops)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        x = self._need(record, self)["x"]
+        gx = backend.elementwise(self.dfn, grad, x, ops=self.grad_ops) if input_grad else None
+        return gx, {}
 
 
-def _relu_grad(g, x):
-    return g * (x > 0)
-
-
-class ReLU(Activation):
+class ReLU(_OfInput):
     """``max(x, 0)``; the derivative at 0 is taken as 0."""
 
     kind: ClassVar[str] = "relu"
 
-    def forward(self, x, backend, *, cache=True):
-        self._x = x if cache else None
-        return backend.elementwise(_relu, x)
+    def fn(self, x):
+        return np.maximum(x, 0)
 
-    def backward(self, grad, backend, *, param_grads=True, input_grad=True):
-        x = self._need_cache("_x")
-        return backend.elementwise(_relu_grad, grad, x, ops=2) if input_grad else None
+    def dfn(self, g, x):
+        return g * (x > 0)
 
-    def clear_cache(self):
-        self._x = None
+
+class Clip(_OfInput):
+    """``min(max(x, min_value), max_value)`` (ONNX ``Clip``); the derivative is 1 strictly inside.
+
+    Parameters
+    ----------
+    min_value, max_value : float, optional
+        Bounds; ``None`` leaves that side open.
+    name : str, optional
+    """
+
+    kind: ClassVar[str] = "clip"
+    ops: ClassVar[int] = 2
+    grad_ops: ClassVar[int] = 3
+
+    def __init__(
+        self,
+        min_value: float | None = None,
+        max_value: float | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.min_value = None if min_value is None else number(min_value, "min_value")
+        self.max_value = None if max_value is None else number(max_value, "max_value")
+        if (
+            self.min_value is not None
+            and self.max_value is not None
+            and self.min_value > self.max_value
+        ):
+            raise ValidationError(
+                f"min_value must be <= max_value; got {self.min_value} and {self.max_value}."
+            )
+
+    def _bounds(self):
+        lo = -np.inf if self.min_value is None else self.min_value
+        hi = np.inf if self.max_value is None else self.max_value
+        return lo, hi
+
+    def fn(self, x):
+        lo, hi = self._bounds()
+        return np.clip(x, lo, hi)
+
+    def dfn(self, g, x):
+        lo, hi = self._bounds()
+        return g * ((x > lo) & (x < hi))
+
+    def get_config(self):
+        return {"min_value": self.min_value, "max_value": self.max_value}
+
+
+class ReLU6(Clip):
+    """``min(max(x, 0), 6)``, MobileNet's activation."""
+
+    kind: ClassVar[str] = "relu6"
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(0.0, 6.0, name=name)
+
+    def get_config(self):
+        return {}
+
+
+class LeakyReLU(_OfInput):
+    """``x`` for ``x > 0``, else ``alpha * x``.
+
+    Parameters
+    ----------
+    alpha : float, default=0.01
+        Slope for negative inputs (ONNX's and PyTorch's default; Keras's is 0.3 / 0.2).
+    name : str, optional
+    """
+
+    kind: ClassVar[str] = "leaky_relu"
+    ops: ClassVar[int] = 2
+    grad_ops: ClassVar[int] = 2
+
+    def __init__(self, alpha: float = 0.01, name: str | None = None) -> None:
+        super().__init__(name)
+        self.alpha = number(alpha, "alpha")
+
+    def fn(self, x):
+        return np.where(x > 0, x, x * x.dtype.type(self.alpha))
+
+    def dfn(self, g, x):
+        return np.where(x > 0, g, g * g.dtype.type(self.alpha))
+
+    def get_config(self):
+        return {"alpha": self.alpha}
+
+
+class HardSwish(_OfInput):
+    """``x * min(max(x + 3, 0), 6) / 6`` (MobileNetV3; ONNX ``HardSwish``)."""
+
+    kind: ClassVar[str] = "hard_swish"
+    ops: ClassVar[int] = 4
+    grad_ops: ClassVar[int] = 4
+
+    def fn(self, x):
+        return x * (np.clip(x + 3, 0, 6) / 6)
+
+    def dfn(self, g, x):
+        d = np.where(x <= -3, 0, np.where(x >= 3, 1, (2 * x + 3) / 6))
+        return g * d.astype(g.dtype)
+
+
+class _OfOutput(Activation):
+    """An activation whose derivative is computed from its output ``y``."""
+
+    def apply(self, x, backend, record):
+        y = self.function(x, backend)
+        if record is not None:
+            record["y"] = y
+        return y
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        y = self._need(record, self)["y"]
+        return (self.derivative(grad, y, backend) if input_grad else None), {}
 
 
 def _tanh_grad(g, y):
     return g * (1 - y * y)
 
 
-class Tanh(Activation):
+class Tanh(_OfOutput):
     """Hyperbolic tangent, the TensorFlow Playground's default activation."""
 
     kind: ClassVar[str] = "tanh"
 
-    def forward(self, x, backend, *, cache=True):
-        y = backend.elementwise(np.tanh, x, ops=4)
-        self._y = y if cache else None
-        return y
+    def function(self, x, backend):
+        return backend.elementwise(np.tanh, x, ops=4)
 
-    def backward(self, grad, backend, *, param_grads=True, input_grad=True):
-        y = self._need_cache("_y")
-        return backend.elementwise(_tanh_grad, grad, y, ops=3) if input_grad else None
-
-    def clear_cache(self):
-        self._y = None
+    def derivative(self, g, y, backend):
+        return backend.elementwise(_tanh_grad, g, y, ops=3)
 
 
 def _sigmoid_grad(g, y):
     return g * y * (1 - y)
 
 
-class Sigmoid(Activation):
+class Sigmoid(_OfOutput):
     """Logistic function ``1 / (1 + exp(-x))`` (scikit-learn's "logistic"), overflow-free."""
 
     kind: ClassVar[str] = "sigmoid"
 
-    def forward(self, x, backend, *, cache=True):
-        y = backend.elementwise(expit, x, ops=4)
-        self._y = y if cache else None
-        return y
+    def function(self, x, backend):
+        return backend.elementwise(expit, x, ops=4)
 
-    def backward(self, grad, backend, *, param_grads=True, input_grad=True):
-        y = self._need_cache("_y")
-        return backend.elementwise(_sigmoid_grad, grad, y, ops=3) if input_grad else None
-
-    def clear_cache(self):
-        self._y = None
+    def derivative(self, g, y, backend):
+        return backend.elementwise(_sigmoid_grad, g, y, ops=3)
 
 
 class Linear(Activation):
@@ -94,11 +225,11 @@ class Linear(Activation):
 
     kind: ClassVar[str] = "linear"
 
-    def forward(self, x, backend, *, cache=True):
+    def apply(self, x, backend, record):
         return x
 
-    def backward(self, grad, backend, *, param_grads=True, input_grad=True):
-        return grad if input_grad else None
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        return (grad if input_grad else None), {}
 
 
 def _exp_shifted(x, m):
@@ -113,43 +244,35 @@ def _softmax_grad(g, y, dot):
     return y * (g - dot[..., None])
 
 
-class Softmax(Activation):
+class Softmax(_OfOutput):
     """Softmax over the last axis: ``exp(x - max) / sum(exp(x - max))``.
 
     Training with :meth:`~xai_core.nn.Sequential.fit` fuses a final Softmax with the
-    cross-entropy loss for stability; :meth:`backward` here is the full Jacobian-vector
+    cross-entropy loss for stability; the backward pass here is the full Jacobian-vector
     product, used for gradients of a probability.
     """
 
     kind: ClassVar[str] = "softmax"
 
-    def forward(self, x, backend, *, cache=True):
-        y = softmax(x, backend)
-        self._y = y if cache else None
-        return y
+    def function(self, x, backend):
+        return softmax(x, backend)
 
-    def backward(self, grad, backend, *, param_grads=True, input_grad=True):
-        y = self._need_cache("_y")
-        if not input_grad:
-            return None
-        dot = backend.reduce(np.sum, backend.elementwise(np.multiply, grad, y), axis=-1)
-        return backend.elementwise(_softmax_grad, grad, y, dot, ops=2)
-
-    def clear_cache(self):
-        self._y = None
+    def derivative(self, g, y, backend):
+        dot = backend.reduce(np.sum, backend.elementwise(np.multiply, g, y), axis=-1)
+        return backend.elementwise(_softmax_grad, g, y, dot, ops=2)
 
 
-def softmax(x: np.ndarray, backend) -> np.ndarray:
+def softmax(x: np.ndarray, backend: Any) -> np.ndarray:
     """Softmax of ``x`` over its last axis, computed on ``backend``.
 
     Parameters
     ----------
-    x : ndarray of shape (n_samples, n_outputs)
+    x : ndarray of shape (n_samples, ..., n_outputs)
     backend : Backend
 
     Returns
     -------
-    ndarray of shape (n_samples, n_outputs), rows summing to 1.
+    ndarray of the shape of ``x``, summing to 1 over the last axis.
     """
     m = backend.reduce(np.max, x, axis=-1)
     e = backend.elementwise(_exp_shifted, x, m, ops=5)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from xai_core.errors import UnknownNameError, ValidationError
+from xai_core.errors import ShapeError, UnknownNameError, ValidationError
+from xai_core.images import image_layout
 from xai_core.nn.activations import Linear, ReLU, Sigmoid, Softmax
 from xai_core.nn.layers import Conv2D, Dense, Flatten, MaxPool2D, Reshape
 from xai_core.nn.sequential import Sequential
@@ -97,8 +98,10 @@ def cnn(
 
     Parameters
     ----------
-    image_shape : (channels, height, width), default=(1, 28, 28)
-        Shape of one image; the network reads rows of ``prod(image_shape)`` pixels.
+    image_shape : (channels, height, width) or (height, width), default=(1, 28, 28)
+        Shape of one image (:mod:`xai_core.images`); the network reads rows of
+        ``prod(image_shape)`` pixels in this order, channels first. Rows of channels-last
+        images convert with ``xai_core.images.image_layout((H, W, C)).to_chw(X)``.
     n_outputs : int, default=10
         Classes.
     channels : sequence of int, default=(8, 16)
@@ -122,11 +125,15 @@ def cnn(
     >>> net = xai.nn.cnn(hidden=32)
     >>> net.fit(train.X, train.y, optimizer="adam", learning_rate=2e-3, batch_size=64, epochs=3)
     """
-    shape = tuple(int(d) for d in image_shape)
-    if len(shape) != 3 or min(shape) < 1:
-        raise ValidationError(
-            f"image_shape must be (channels, height, width); got {tuple(image_shape)}."
+    layout = image_layout(image_shape)
+    if layout.order == "hwc":
+        raise ShapeError(
+            f"image_shape must be (channels, height, width) or (height, width): the network "
+            f"reads channels first; got {layout.shape}, channels last. Pass "
+            f"image_shape={(layout.channels, layout.height, layout.width)} and rows converted "
+            f"with xai_core.images.image_layout({layout.shape}).to_chw(X)."
         )
+    shape = (layout.channels, layout.height, layout.width)
     layers: list[Any] = [Reshape(shape)]
     for c in channels:
         layers += [Conv2D(int(c), 3, padding=1), ReLU(), MaxPool2D(2)]

@@ -15,6 +15,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from xai_core.errors import ShapeError, ValidationError
 
 __all__ = [
+    "as_pair",
+    "as_pads",
+    "same_pads",
     "conv_output_size",
     "im2col",
     "col2im",
@@ -25,42 +28,95 @@ __all__ = [
 ]
 
 
-def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
+def as_pair(value, name: str, low: int = 1) -> tuple[int, int]:
+    """``(v, v)`` for an int ``v``, or a validated pair of ints ``>= low``."""
+    vals = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+    if len(vals) != 2 or any(
+        isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low for v in vals
+    ):
+        raise ValidationError(
+            f"{name} must be an integer >= {low} or a pair of them; got {value!r}."
+        )
+    return int(vals[0]), int(vals[1])
+
+
+def as_pads(padding) -> tuple[int, int, int, int]:
+    """``(top, bottom, left, right)`` from an int, ``(rows, cols)`` or a 4-tuple of ints >= 0."""
+    vals = tuple(padding) if isinstance(padding, (tuple, list)) else (padding,)
+    if len(vals) not in (1, 2, 4) or any(
+        isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in vals
+    ):
+        raise ValidationError(
+            "padding must be an integer >= 0, (rows, cols) or (top, bottom, left, right); "
+            f"got {padding!r}."
+        )
+    if len(vals) == 1:
+        return (int(vals[0]),) * 4
+    if len(vals) == 2:
+        return int(vals[0]), int(vals[0]), int(vals[1]), int(vals[1])
+    return tuple(int(v) for v in vals)  # type: ignore[return-value]
+
+
+def same_pads(size: tuple[int, int], kernel, stride, dilation=1) -> tuple[int, int, int, int]:
+    """TensorFlow's (and ONNX's ``SAME_UPPER``) padding: output ``ceil(size / stride)``,
+    the odd pixel at the bottom / right."""
+    pads = []
+    for n, k, s, d in zip(
+        size, as_pair(kernel, "kernel"), as_pair(stride, "stride"), as_pair(dilation, "dilation")
+    ):
+        total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        pads += [total // 2, total - total // 2]
+    return tuple(pads)  # type: ignore[return-value]
+
+
+def conv_output_size(size: int, kernel: int, stride: int, padding, dilation: int = 1) -> int:
     """Output length of a convolution or pool along one axis.
 
     Parameters
     ----------
     size : int
         Input length (height or width).
-    kernel, stride, padding : int
-        Window length, step and zero padding on each side.
+    kernel, stride : int
+        Window length and step.
+    padding : int or (int, int)
+        Zero padding on each side, or ``(before, after)``.
+    dilation : int, default=1
+        Spacing of the window's taps.
 
     Returns
     -------
     int
-        ``(size + 2 * padding - kernel) // stride + 1``; at least 1, or a :class:`ShapeError`.
+        ``(size + before + after - dilation * (kernel - 1) - 1) // stride + 1``; at least
+        1, or a :class:`ShapeError`.
     """
-    out = (size + 2 * padding - kernel) // stride + 1
-    if size + 2 * padding < kernel or out < 1:
+    before, after = (padding, padding) if np.ndim(padding) == 0 else padding
+    span = dilation * (kernel - 1) + 1
+    out = (size + before + after - span) // stride + 1
+    if size + before + after < span or out < 1:
         raise ShapeError(
-            f"a window of {kernel} with padding {padding} does not fit an input of length {size}."
+            f"a window of {kernel} (dilation {dilation}) with padding {padding} does not fit an "
+            f"input of length {size}."
         )
     return out
 
 
-def _check_geometry(kh: int, kw: int, stride: int, padding: int) -> None:
-    for name, value, low in (
-        ("kh", kh, 1),
-        ("kw", kw, 1),
-        ("stride", stride, 1),
-        ("padding", padding, 0),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValidationError(f"{name} must be an integer >= {low}; got {value!r}.")
+def _geometry(kh, kw, stride, padding, dilation):
+    for name, value in (("kh", kh), ("kw", kw)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValidationError(f"{name} must be an integer >= 1; got {value!r}.")
+    return as_pair(stride, "stride"), as_pads(padding), as_pair(dilation, "dilation")
+
+
+def _out_hw(x_shape, kh, kw, strides, pads, dilation) -> tuple[int, int]:
+    h, w = x_shape[2], x_shape[3]
+    return (
+        conv_output_size(h, kh, strides[0], pads[:2], dilation[0]),
+        conv_output_size(w, kw, strides[1], pads[2:], dilation[1]),
+    )
 
 
 def windows(
-    x: np.ndarray, kh: int, kw: int, stride: int = 1, padding: int = 0, fill: float = 0.0
+    x: np.ndarray, kh: int, kw: int, stride=1, padding=0, fill: float = 0.0, dilation=1
 ) -> np.ndarray:
     """Every (kh, kw) window of a batch of images, as a strided view where possible.
 
@@ -68,53 +124,64 @@ def windows(
     ----------
     x : ndarray of shape (n_samples, channels, height, width)
     kh, kw : int
-        Window height and width.
-    stride : int, default=1
-    padding : int, default=0
-        Rows and columns of ``fill`` added on each side.
+        Window height and width (taps).
+    stride : int or (int, int), default=1
+    padding : int, (rows, cols) or (top, bottom, left, right), default=0
+        Rows and columns of ``fill`` added.
     fill : float, default=0.0
         Padding value (``-inf`` for max pooling).
+    dilation : int or (int, int), default=1
 
     Returns
     -------
     ndarray of shape (n_samples, channels, out_height, out_width, kh, kw)
     """
-    _check_geometry(kh, kw, stride, padding)
+    strides, pads, dil = _geometry(kh, kw, stride, padding, dilation)
     if x.ndim != 4:
         raise ShapeError(
             f"x must have shape (n_samples, channels, height, width); got an array of shape {x.shape}."
         )
-    oh = conv_output_size(x.shape[2], kh, stride, padding)
-    ow = conv_output_size(x.shape[3], kw, stride, padding)
-    x = _pad(x, padding, fill)
-    view = sliding_window_view(x, (kh, kw), axis=(2, 3))
-    return view[:, :, : (oh - 1) * stride + 1 : stride, : (ow - 1) * stride + 1 : stride]
+    oh, ow = _out_hw(x.shape, kh, kw, strides, pads, dil)
+    x = _pad(x, pads, fill)
+    span = (dil[0] * (kh - 1) + 1, dil[1] * (kw - 1) + 1)
+    view = sliding_window_view(x, span, axis=(2, 3))[..., :: dil[0], :: dil[1]]
+    return view[
+        :, :, : (oh - 1) * strides[0] + 1 : strides[0], : (ow - 1) * strides[1] + 1 : strides[1]
+    ]
 
 
-def _pad(x: np.ndarray, padding: int, fill: float = 0.0) -> np.ndarray:
-    if not padding:
+def _pad(x: np.ndarray, padding, fill: float = 0.0) -> np.ndarray:
+    pads = as_pads(padding)
+    if not any(pads):
         return x
-    return np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)), constant_values=fill)
+    t, b, left, r = pads
+    return np.pad(x, ((0, 0), (0, 0), (t, b), (left, r)), constant_values=fill)
 
 
-def offsets(kh: int, kw: int, oh: int, ow: int, stride: int):
+def offsets(kh: int, kw: int, oh: int, ow: int, stride, dilation=1):
     """Yield ``(i, j, index)``: for each kernel offset, the strided slice of the padded image it reads.
 
     ``x_padded[index]`` has shape (n_samples, channels, out_height, out_width) and holds
     element ``(i, j)`` of every window. Loops over the kh * kw offsets, never over samples.
     """
-    rows, cols = (oh - 1) * stride + 1, (ow - 1) * stride + 1
+    (sh, sw), (dh, dw) = as_pair(stride, "stride"), as_pair(dilation, "dilation")
+    rows, cols = (oh - 1) * sh + 1, (ow - 1) * sw + 1
     for i in range(kh):
         for j in range(kw):
             yield (
                 i,
                 j,
-                (slice(None), slice(None), slice(i, i + rows, stride), slice(j, j + cols, stride)),
+                (
+                    slice(None),
+                    slice(None),
+                    slice(i * dh, i * dh + rows, sh),
+                    slice(j * dw, j * dw + cols, sw),
+                ),
             )
 
 
 def im2col(
-    x: np.ndarray, kh: int, kw: int, stride: int = 1, padding: int = 0, fill: float = 0.0
+    x: np.ndarray, kh: int, kw: int, stride=1, padding=0, fill: float = 0.0, dilation=1
 ) -> np.ndarray:
     """Lower a batch of images to the column matrix of a convolution.
 
@@ -128,11 +195,12 @@ def im2col(
     x : ndarray of shape (n_samples, channels, height, width)
     kh, kw : int
         Kernel height and width.
-    stride : int, default=1
-    padding : int, default=0
-        Rows and columns of ``fill`` added on each side.
+    stride : int or (int, int), default=1
+    padding : int, (rows, cols) or (top, bottom, left, right), default=0
+        Rows and columns of ``fill`` added.
     fill : float, default=0.0
         Padding value (an int8 model pads with its input zero point).
+    dilation : int or (int, int), default=1
 
     Returns
     -------
@@ -140,25 +208,24 @@ def im2col(
         Same dtype as ``x``; column-major (Fortran order).
     """
     x = np.asarray(x)
-    _check_geometry(kh, kw, stride, padding)
+    strides, pads, dil = _geometry(kh, kw, stride, padding, dilation)
     if x.ndim != 4:
         raise ShapeError(
             f"x must have shape (n_samples, channels, height, width); got an array of shape {x.shape}."
         )
-    n, c, h, w = x.shape
-    oh = conv_output_size(h, kh, stride, padding)
-    ow = conv_output_size(w, kw, stride, padding)
-    xp = _pad(x, padding, fill)
+    n, c = x.shape[:2]
+    oh, ow = _out_hw(x.shape, kh, kw, strides, pads, dil)
+    xp = _pad(x, pads, fill)
     # Built as (channels, kh, kw, n, oh, ow) so each offset is one block copy; returned as its
     # transpose, a column-major (n * oh * ow, c * kh * kw) matrix that BLAS reads without a copy.
     cols = np.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
-    for i, j, index in offsets(kh, kw, oh, ow, stride):
+    for i, j, index in offsets(kh, kw, oh, ow, strides, dil):
         cols[:, i, j] = xp[index].transpose(1, 0, 2, 3)
     return cols.reshape(c * kh * kw, n * oh * ow).T
 
 
 def accumulate(
-    piece, x_shape: tuple[int, ...], kh: int, kw: int, stride: int, padding: int, dtype
+    piece, x_shape: tuple[int, ...], kh: int, kw: int, stride, padding, dtype, dilation=1
 ) -> np.ndarray:
     """Sum per-offset window values back onto the image: the adjoint of reading windows.
 
@@ -169,7 +236,8 @@ def accumulate(
         out_width): what element ``(i, j)`` of every window contributes.
     x_shape : tuple of int
         ``(n_samples, channels, height, width)`` of the original (unpadded) images.
-    kh, kw, stride, padding : int
+    kh, kw, stride, padding, dilation
+        As for :func:`windows`.
     dtype : numpy dtype
 
     Returns
@@ -177,19 +245,20 @@ def accumulate(
     ndarray of shape ``x_shape``
         Overlapping windows add up; padding is cropped away.
     """
+    strides, pads, dil = _geometry(kh, kw, stride, padding, dilation)
     n, c, h, w = x_shape
-    oh = conv_output_size(h, kh, stride, padding)
-    ow = conv_output_size(w, kw, stride, padding)
-    out = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=dtype)
-    for i, j, index in offsets(kh, kw, oh, ow, stride):
+    oh, ow = _out_hw(x_shape, kh, kw, strides, pads, dil)
+    t, b, left, r = pads
+    out = np.zeros((n, c, h + t + b, w + left + r), dtype=dtype)
+    for i, j, index in offsets(kh, kw, oh, ow, strides, dil):
         out[index] += piece(i, j)
-    if padding:
-        out = out[:, :, padding : padding + h, padding : padding + w]
+    if any(pads):
+        out = out[:, :, t : t + h, left : left + w]
     return out
 
 
 def add_windows(
-    cols: np.ndarray, x_shape: tuple[int, ...], stride: int = 1, padding: int = 0
+    cols: np.ndarray, x_shape: tuple[int, ...], stride=1, padding=0, dilation=1
 ) -> np.ndarray:
     """Sum window values back onto the image they came from: the adjoint of :func:`windows`.
 
@@ -198,18 +267,21 @@ def add_windows(
     cols : ndarray of shape (n_samples, channels, out_height, out_width, kh, kw)
     x_shape : tuple of int
         ``(n_samples, channels, height, width)`` of the original (unpadded) images.
-    stride, padding : int
+    stride, padding, dilation
+        As for :func:`windows`.
 
     Returns
     -------
     ndarray of shape ``x_shape``, the dtype of ``cols``
     """
     kh, kw = cols.shape[4:]
-    return accumulate(lambda i, j: cols[..., i, j], x_shape, kh, kw, stride, padding, cols.dtype)
+    return accumulate(
+        lambda i, j: cols[..., i, j], x_shape, kh, kw, stride, padding, cols.dtype, dilation
+    )
 
 
 def col2im(
-    cols: np.ndarray, x_shape: tuple[int, ...], kh: int, kw: int, stride: int = 1, padding: int = 0
+    cols: np.ndarray, x_shape: tuple[int, ...], kh: int, kw: int, stride=1, padding=0, dilation=1
 ) -> np.ndarray:
     """Adjoint of :func:`im2col`: add every row of the column matrix back to its window.
 
@@ -221,21 +293,20 @@ def col2im(
     cols : ndarray of shape (n_samples * out_height * out_width, channels * kh * kw)
     x_shape : tuple of int
         ``(n_samples, channels, height, width)``.
-    kh, kw, stride, padding : int
+    kh, kw, stride, padding, dilation
         As given to :func:`im2col`.
 
     Returns
     -------
     ndarray of shape ``x_shape``
     """
-    _check_geometry(kh, kw, stride, padding)
-    n, c, h, w = x_shape
-    oh = conv_output_size(h, kh, stride, padding)
-    ow = conv_output_size(w, kw, stride, padding)
+    strides, pads, dil = _geometry(kh, kw, stride, padding, dilation)
+    n, c = x_shape[:2]
+    oh, ow = _out_hw(x_shape, kh, kw, strides, pads, dil)
     expected = (n * oh * ow, c * kh * kw)
     if cols.shape != expected:
         raise ShapeError(
             f"cols must have shape {expected} for x_shape {tuple(x_shape)}; got {cols.shape}."
         )
     six = cols.reshape(n, oh, ow, c, kh, kw).transpose(0, 3, 1, 2, 4, 5)
-    return add_windows(six, x_shape, stride, padding)
+    return add_windows(six, x_shape, strides, pads, dil)

@@ -1,4 +1,4 @@
-"""Mini-batch training of a Sequential network; the implementation of ``Sequential.fit``."""
+"""Mini-batch training of a native network; the implementation of ``fit``."""
 
 from __future__ import annotations
 
@@ -40,26 +40,26 @@ def _check_regularization(value: Any) -> str | None:
 
 
 class _Head:
-    """How the network's output meets the loss: which layers run and which loss applies."""
+    """How the network's output meets the loss: the node the passes stop at, and the loss."""
 
     def __init__(self, net: Any, problem: str) -> None:
-        last = net.layers[-1]
+        out = net.node(net.output)
+        last = out.layer
+        before = out.inputs[0] if len(out.inputs) == 1 else None
         self.classification = problem == "classification"
         if not self.classification:
-            self.stop, self.loss, self.n_classes = len(net.layers), half_mean_squared_error, None
+            self.stop, self.loss, self.n_classes = net.output, half_mean_squared_error, None
             return
         if len(net.output_shape) != 1:
             raise ShapeError(
                 f"classification needs a flat output per sample; the network's is {net.output_shape}."
             )
+        if before == net.input_name:
+            raise ValidationError("classification needs a layer with parameters before the output.")
         if isinstance(last, Softmax) and net.n_outputs >= 2:
-            self.stop, self.loss, self.n_classes = (
-                len(net.layers) - 1,
-                softmax_cross_entropy,
-                net.n_outputs,
-            )
+            self.stop, self.loss, self.n_classes = before, softmax_cross_entropy, net.n_outputs
         elif isinstance(last, Sigmoid) and net.n_outputs == 1:
-            self.stop, self.loss, self.n_classes = len(net.layers) - 1, sigmoid_cross_entropy, 2
+            self.stop, self.loss, self.n_classes = before, sigmoid_cross_entropy, 2
         else:
             raise ValidationError(
                 "problem='classification' needs a network ending in Softmax with >= 2 outputs "
@@ -227,7 +227,8 @@ def fit(
             net.output_names = tuple(str(c) for c in classes)
 
     # training
-    slots = [(layer, key) for layer in net.layers[: head.stop] for key in layer.params]
+    trained = [net.nodes[i].layer for i in net._order(head.stop)]
+    slots = [(layer, key) for layer in trained for key in layer.params]
     params = [layer.params[key] for layer, key in slots]
     regularized = [key in layer.regularized for layer, key in slots]
     n = len(X)
@@ -245,7 +246,7 @@ def fit(
                 if head.classification:
                     correct += head.correct(proba, t[idx])
                 net.backward(
-                    grad.reshape((len(idx), *net.layers[head.stop - 1].output_shape)),
+                    grad.reshape((len(idx), *net.node(head.stop).layer.output_shape)),
                     backend,
                     start=head.stop,
                     input_grad=False,

@@ -3,8 +3,50 @@
 ``Report(title).add(result).save("report.html")``. Sections come from the
 ``xai_register_report_sections`` hook; the built-in ones (explanations, datasets, hardware
 counters, DataFrames) live in :mod:`xai_core.report.sections`.
+
+The rendering toolkit every section uses, built-in or a plugin's (see ``docs/reports.md``):
+
+- :func:`environment`: the Jinja2 environment (autoescape, the ``num`` and
+  ``json_script`` filters, the core's macros), optionally over a section's own templates;
+- :func:`new_id`: element ids, reproducible under ``Report(seed=)`` (:func:`id_scope`);
+- :func:`format_number`: one number format; :func:`json_for_script`: JSON that is safe in
+  ``<script type="application/json">``;
+- :func:`encode_png`, :func:`png_data_uri`, :func:`to_pixels`: images (Pillow);
+- :func:`heatmap_rgb`, :func:`diverging`, :func:`colorbar_rgb`, :data:`POSITIVE`,
+  :data:`NEGATIVE`: the diverging colours of attributions;
+- :func:`script_hash`: the Content-Security-Policy source of a section's script.
 """
 
+from xai_core.report._colormap import NEGATIVE, POSITIVE, colorbar_rgb, diverging, heatmap_rgb
+from xai_core.report._html import (
+    environment,
+    format_number,
+    id_scope,
+    json_for_script,
+    new_id,
+    plain,
+    script_hash,
+)
+from xai_core.report._png import encode_png, png_data_uri, to_pixels
 from xai_core.report._report import Report, find_section, render_fragment
 
-__all__ = ["Report", "find_section", "render_fragment"]
+__all__ = [
+    "NEGATIVE",
+    "POSITIVE",
+    "Report",
+    "colorbar_rgb",
+    "diverging",
+    "encode_png",
+    "environment",
+    "find_section",
+    "format_number",
+    "heatmap_rgb",
+    "id_scope",
+    "json_for_script",
+    "new_id",
+    "plain",
+    "png_data_uri",
+    "render_fragment",
+    "script_hash",
+    "to_pixels",
+]

@@ -1,4 +1,10 @@
-"""The rendering toolkit: the Jinja2 environment, safe JSON for script blocks, ids, assets."""
+"""The rendering toolkit: Jinja2 environments, element ids, safe JSON for script blocks, numbers.
+
+Every report section, built-in or a plugin's, renders through these: one autoescaping
+Jinja2 configuration (:func:`environment`), ids that follow ``Report(seed=)``
+(:func:`new_id`), JSON that cannot close its ``<script>`` element
+(:func:`json_for_script`) and one number format (:func:`format_number`).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +18,15 @@ import math
 import random
 import secrets
 from collections.abc import Iterator, Mapping
-from functools import cache, lru_cache
+from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 import numpy as np
 from markupsafe import Markup
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = [
     "asset",
@@ -86,14 +94,27 @@ _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 _JSON_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic, bytes, set, frozenset)):
+        return plain(value)
+    raise TypeError  # anything else: convert the whole value with plain()
+
+
 def json_for_script(value: Any) -> Markup:
     """JSON safe inside ``<script type="application/json">``.
 
     ``<``, ``>`` and ``&`` become ``\\u003c``, ``\\u003e`` and ``\\u0026`` (and the two
     Unicode line separators are escaped too), so no string, however hostile, can close
     the script element or open a comment; ``JSON.parse`` gives the original strings back.
+    Arrays and numpy numbers become lists and numbers, NaN and infinities ``null``
+    (see :func:`plain`); the text is compact (no spaces after separators).
     """
-    text = json.dumps(plain(value), ensure_ascii=False, allow_nan=False, sort_keys=False)
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default
+        )
+    except (TypeError, ValueError):  # NaN, infinities, keys that are not str: the slow path
+        text = json.dumps(plain(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return Markup(text.translate(_JSON_ESCAPES))
 
 
@@ -131,11 +152,11 @@ def script_hash(text: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The Jinja2 environment: package templates, autoescape on, undefined names are errors."""
+def _configure(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("xai_core.report", "templates"),
+        loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -145,3 +166,39 @@ def environment() -> jinja2.Environment:
     env.filters["num"] = format_number
     env.filters["json_script"] = json_for_script
     return env
+
+
+@cache
+def _core_environment() -> jinja2.Environment:
+    import jinja2
+
+    return _configure(jinja2.PackageLoader("xai_core.report", "templates"))
+
+
+def environment(templates: Mapping[str, str] | None = None) -> jinja2.Environment:
+    """The Jinja2 environment every report section renders with.
+
+    Autoescape is on (every value is HTML-escaped unless it is ``Markup``), an undefined
+    name is an error, blocks are trimmed, and two filters are defined: ``num``
+    (:func:`format_number`) and ``json_script`` (:func:`json_for_script`). The core's
+    templates are loaded by name, so a section's own templates can
+    ``{% from "macros.html.j2" import kv_table, data_block %}`` and
+    ``{% include "table.html.j2" %}``.
+
+    Parameters
+    ----------
+    templates : mapping of str to str, optional
+        A section's own templates, name to source, looked up before the core's. Without
+        it the environment is shared and cached; with it a new one is built, so keep it
+        (for example in a ``functools.cache``-d function of your module).
+
+    Returns
+    -------
+    jinja2.Environment
+    """
+    if templates is None:
+        return _core_environment()
+    import jinja2
+
+    core = _core_environment().loader
+    return _configure(jinja2.ChoiceLoader([jinja2.DictLoader(dict(templates)), core]))

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
+import os
 import platform
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DEPENDENCIES", "environment_info", "package_versions", "explanation_provenance"]
+__all__ = [
+    "DEPENDENCIES",
+    "creation_time",
+    "environment_info",
+    "package_versions",
+    "explanation_provenance",
+]
 
 #: Distributions whose versions every report lists.
 DEPENDENCIES: tuple[str, ...] = (
@@ -37,13 +44,26 @@ def package_versions(names: tuple[str, ...] = DEPENDENCIES) -> dict[str, str]:
     return versions
 
 
-def environment_info(seed: int | None) -> dict[str, Any]:
-    """Python, platform, creation time (UTC, ISO 8601) and the report's seed."""
+def creation_time() -> str:
+    """Now in UTC, ISO 8601 to the second; ``SOURCE_DATE_EPOCH`` (seconds) instead when it is set.
+
+    ``SOURCE_DATE_EPOCH`` is the reproducible-builds convention: with it (and a seed) two
+    reports of the same results are the same bytes.
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = None
+    if epoch.isdigit():
+        when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
+    return (when or _dt.datetime.now(_dt.timezone.utc)).isoformat(timespec="seconds")
+
+
+def environment_info(seed: int | None, created: str | None = None) -> dict[str, Any]:
+    """Python, platform, creation time (UTC, ISO 8601; now by default) and the report's seed."""
     return {
         "python": f"{platform.python_implementation()} {sys.version.split()[0]}",
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": created or creation_time(),
         "report seed": seed,
     }
 

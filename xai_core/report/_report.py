@@ -19,7 +19,12 @@ from xai_core.report._html import (
     scoped_css,
     script_hash,
 )
-from xai_core.report._provenance import environment_info, explanation_provenance, package_versions
+from xai_core.report._provenance import (
+    creation_time,
+    environment_info,
+    explanation_provenance,
+    package_versions,
+)
 
 __all__ = ["Report", "find_section", "render_fragment"]
 
@@ -100,6 +105,7 @@ def _body(
     seed: int | None,
     with_provenance: bool,
     inline_css: bool,
+    created: str | None = None,
 ) -> tuple[str, str]:
     """The report's root element and the scope class of its style sheet."""
     env = environment()
@@ -118,7 +124,7 @@ def _body(
     provenance = Markup("")
     provenance_id = new_id("provenance")
     if with_provenance:
-        info = environment_info(seed)
+        info = environment_info(seed, created)
         versions = package_versions()
         records = [_result_record(s, r, t) for s, r, t in entries]
         columns = ["#", "title", "section", "method", "backend", "numerics", "seed", "seconds"]
@@ -188,8 +194,9 @@ class Report:
     title : str
         The page title and heading.
     seed : int, optional
-        Seeds the element ids, so two renders of the same results differ only in the
-        creation time; it is recorded in the provenance. By default ids are random.
+        Seeds the element ids, so every render of the report is the same bytes (the
+        creation time is taken when the report is made; set ``SOURCE_DATE_EPOCH`` to fix
+        it across reports too); it is recorded in the provenance. By default ids are random.
 
     Examples
     --------
@@ -205,6 +212,7 @@ class Report:
             raise ValidationError(f"seed must be a non-negative int or None; got {seed!r}.")
         self.title = title
         self.seed = seed
+        self.created = creation_time()
         self._entries: list[tuple[ReportSection, Any, str]] = []
 
     def add(self, result: Any, title: str | None = None) -> Report:
@@ -242,9 +250,7 @@ class Report:
     def to_html(self) -> str:
         """The whole report as one HTML document (UTF-8 text)."""
         with id_scope(self.seed):
-            body, scope = _body(
-                self._entries, self.title, self.seed, with_provenance=True, inline_css=False
-            )
+            body, scope = self._body(inline_css=False)
         scripts = [asset("report.js"), *_section_scripts(self._entries)]
         csp = (
             "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
@@ -281,8 +287,10 @@ class Report:
 
     def _repr_html_(self) -> str:
         """The report's body for a notebook cell (scoped style, unique ids, provenance)."""
-        body, _ = _body(self._entries, self.title, self.seed, with_provenance=True, inline_css=True)
-        return body
+        return self._body(inline_css=True)[0]
+
+    def _body(self, inline_css: bool) -> tuple[str, str]:
+        return _body(self._entries, self.title, self.seed, True, inline_css, created=self.created)
 
     def __repr__(self) -> str:
         return f"Report({self.title!r}, sections={len(self)})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from numbers import Real
 from typing import Any
 
@@ -17,12 +17,14 @@ import numpy as np
 
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
+from xai_core.images import sample_layout
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
-from xai_core.report._colormap import NEGATIVE, POSITIVE, colorbar_rgb, heatmap_rgb
+from xai_core.report._colormap import colorbar_rgb
+from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
 from xai_core.report._html import environment, format_number, new_id, plain
-from xai_core.report._png import png_data_uri
+from xai_core.report._png import png_data_uri, to_pixels
 from xai_core.report._provenance import backend_numerics, explanation_provenance
 
 __all__ = [
@@ -46,7 +48,6 @@ TOP_K = 10
 MAX_TABLE_ROWS = 500
 _MAX_THUMBNAILS = 24
 _MAX_COLUMNS = 12
-_LABEL_CHARS = 30
 
 
 class _DuckType(type):
@@ -93,94 +94,8 @@ class DataFrameLike(metaclass=_DuckType):
 
 
 # -- helpers -------------------------------------------------------------------------------
-def _shorten(text: str, limit: int = _LABEL_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _json_text(value: Any) -> str:
     return json.dumps(plain(value), ensure_ascii=False, sort_keys=True)
-
-
-def _channels_first(image_shape: tuple[int, ...]) -> bool:
-    return (
-        len(image_shape) == 3 and image_shape[0] in (1, 3, 4) and image_shape[-1] not in (1, 3, 4)
-    )
-
-
-def _as_images(arr: np.ndarray, image_shape: tuple[int, ...] | None) -> np.ndarray | None:
-    """``arr`` of shape (m, *input_shape) as grey images (m, height, width), or None.
-
-    Three-dimensional image shapes are (channels, height, width) when the first axis has 1,
-    3 or 4 entries and the last does not (the native networks' layout), else (height,
-    width, channels); channels are averaged.
-    """
-    if image_shape is None:
-        return None
-    out = arr.reshape((arr.shape[0], *image_shape))
-    if len(image_shape) == 3:
-        return out.mean(axis=1 if _channels_first(image_shape) else -1)
-    return out
-
-
-def _image_shape(e: Explanation) -> tuple[int, ...] | None:
-    """(height, width) or (height, width, channels) of the explained inputs, if they are images."""
-    n_features = int(np.prod(e.values.shape[1:]))
-    declared = e.meta.get("image_shape")
-    if declared is not None:
-        shape = tuple(int(s) for s in np.ravel(declared))
-        if len(shape) in (2, 3) and int(np.prod(shape)) == n_features:
-            return shape
-    if e.values.ndim == 3:
-        return tuple(e.values.shape[1:])
-    if e.values.ndim == 4 and (
-        e.values.shape[-1] in (1, 3, 4) or _channels_first(e.values.shape[1:])
-    ):
-        return tuple(e.values.shape[1:])
-    names = e.feature_names
-    side = int(round(n_features**0.5))
-    if (
-        names
-        and side * side == n_features
-        and side >= 8
-        and all(n.startswith("pixel_") for n in names)
-    ):
-        return (side, side)
-    return None
-
-
-def _chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
-    """Geometry of a horizontal signed bar chart, bars in the given order."""
-    label_width, bar_width, row_height = 190, 220, 18
-    centre = label_width + bar_width / 2
-    finite = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * (bar_width / 2 - 2)
-    xs = np.where(finite >= 0, centre, centre - widths)
-    bars = []
-    for j, name in enumerate(names):
-        label = name if data is None else f"{name} = {format_number(data[j], 3)}"
-        bars.append(
-            {
-                "name": name,
-                "label": _shorten(label),
-                "value": float(values[j]),
-                "x": round(float(xs[j]), 2),
-                "w": round(float(widths[j]), 2),
-                "y": j * row_height,
-                "fill": "rgb({},{},{})".format(
-                    *(POSITIVE if finite[j] >= 0 else NEGATIVE).astype(int)
-                ),
-            }
-        )
-    return {
-        "width": label_width + bar_width + 70,
-        "height": len(bars) * row_height + 4,
-        "label_width": label_width,
-        "centre": centre,
-        "value_x": label_width + bar_width + 6,
-        "bar_height": 12,
-        "bars": bars,
-    }
 
 
 def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -202,7 +117,7 @@ def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, (str, Real, np.generic)) or value is None:
             text = format_number(value) if isinstance(value, (Real, np.number)) else str(value)
         else:
-            text = _shorten(_json_text(value), 400)
+            text = shorten(_json_text(value), 400)
         rows.append((str(key), text))
     return rows
 
@@ -241,21 +156,18 @@ def render_explanation(e: Explanation) -> str:
     output = base + np.nansum(flat, axis=1)
     total_abs = absv.sum(axis=1)
 
-    image_shape = _image_shape(e)
-    heatmaps: list[str | None] = [None] * shown
+    layout = explanation_layout(e)
+    image_shape = None if layout is None else layout.shape
+    pictures: list[str | None] = [None] * shown
     vmax = np.zeros(shown)
     finite = np.isfinite(flat)
     vmin_seen = np.where(finite, flat, np.inf).min(axis=1, initial=np.inf)
     vmax_seen = np.where(finite, flat, -np.inf).max(axis=1, initial=-np.inf)
     height = width = 0
-    if image_shape is not None:
-        images = _as_images(e.values[:shown], image_shape)
-        inputs = (
-            None if e.data is None else _as_images(e.data[:shown].astype(np.float64), image_shape)
-        )
-        rgb, vmax = heatmap_rgb(images, inputs)
-        heatmaps = [png_data_uri(img) for img in rgb]
-        height, width = images.shape[1:3]
+    if layout is not None:
+        data_rows = None if e.data is None else e.data[:shown]
+        pictures, vmax = heatmaps(e.values[:shown], data_rows, layout)
+        height, width = layout.height, layout.width
         top_data = None  # pixel intensities add nothing to the bar labels
 
     def target_label(t: int) -> str:
@@ -275,13 +187,13 @@ def render_explanation(e: Explanation) -> str:
                 "output": float(output[i]),
                 "total_abs": float(total_abs[i]),
                 "top_name": top_names[0] if top_names else "",
-                "heatmap": heatmaps[i],
+                "heatmap": pictures[i],
                 "image_width": width,
                 "image_height": height,
                 "vmax": float(vmax[i]),
                 "vmin_seen": float(vmin_seen[i]),
                 "vmax_seen": float(vmax_seen[i]),
-                "chart": _chart(
+                "chart": bar_chart(
                     top_names, top_values[i], None if top_data is None else top_data[i]
                 ),
             }
@@ -351,6 +263,9 @@ def render_dataset(ds: Any) -> str:
     n_features = int(np.prod(X.shape[1:])) if X.ndim > 1 else 0
     class_names = tuple(str(c) for c in (ds.class_names or ()))
     image_shape = tuple(int(s) for s in ds.image_shape) if ds.image_shape else None
+    layout = (
+        None if image_shape is None else sample_layout((n_features,), image_shape, strict=False)
+    )
     name = str(getattr(ds, "name", "") or type(ds).__name__)
     summary = [
         ("name", name),
@@ -381,10 +296,9 @@ def render_dataset(ds: Any) -> str:
     thumbnails = []
     table = None
     feature_names = tuple(str(f) for f in (ds.feature_names or ()))
-    if image_shape and n_features == int(np.prod(image_shape)):
+    if layout is not None and n_features == layout.size:
         k = min(n, _MAX_THUMBNAILS)
-        images = _as_images(X[:k].astype(np.float64), image_shape)
-        pixels = np.rint(np.clip(np.nan_to_num(images), 0.0, 1.0) * 255).astype(np.uint8)
+        pixels = to_pixels(layout.to_hwc(X[:k]))  # grey, grey + alpha, RGB or RGBA
         thumbnails = [
             {"uri": png_data_uri(p), "label": label(i), "width": p.shape[1], "height": p.shape[0]}
             for i, p in enumerate(pixels)
@@ -393,8 +307,17 @@ def render_dataset(ds: Any) -> str:
         cols = list(range(min(n_features, _MAX_COLUMNS)))
         names = [feature_names[j] if j < len(feature_names) else f"x{j}" for j in cols]
         target = str(getattr(ds, "target_name", "") or "target")
+        categories = dict(getattr(ds, "categories", None) or {})
+
+        def value(i: int, j: int) -> dict[str, Any]:
+            labels = categories.get(names[j])
+            v = X[i, j]
+            if labels is not None and np.isfinite(v) and 0 <= int(v) < len(labels):
+                return {"text": str(labels[int(v)]), "sort": None}  # a category's label
+            return _cell(v)
+
         rows = [
-            [_cell(i)] + [_cell(X[i, j]) for j in cols] + [{"text": label(i), "sort": None}]
+            [_cell(i)] + [value(i, j) for j in cols] + [{"text": label(i), "sort": None}]
             for i in range(min(n, 10))
         ]
         more = n_features - len(cols)
@@ -436,7 +359,7 @@ def render_counters(result: Any) -> str:
     backend = None
     if isinstance(result, ModelRunner):
         backend = result.backend
-        about.append(("model", _shorten(repr(result.model), 400)))
+        about.append(("model", shorten(repr(result.model), 400)))
     elif isinstance(result, Backend):
         backend = result
     if backend is not None:

@@ -1,0 +1,242 @@
+"""Imported networks: the forward pass against onnxruntime, IG against Captum on the original.
+
+Run from the repository root::
+
+    python benchmarks/bench_import.py [--repeats 7] [--rows 64] [--steps 32]
+
+1. A MobileNetV2-style PyTorch network (inverted residual blocks: 1x1 expansion, 3x3
+   depthwise, 1x1 projection, batch norm, ReLU6) is exported to ONNX and imported with
+   ``xai.from_onnx``; its forward pass on ``--rows`` random 3x32x32 images on the ``cpu``
+   backend is timed against onnxruntime running the same ONNX bytes on the same inputs.
+   Goal: within 2x of onnxruntime.
+2. A ResNet-style CNN (basic blocks with batch norm and residual additions) is imported
+   with ``xai.from_torch``; integrated gradients on ``--rows`` 1x28x28 inputs with
+   ``--steps`` Gauss-Legendre nodes is timed against Captum's ``IntegratedGradients`` on
+   the original module at the same nodes. Goal: not slower than Captum.
+
+Both at 1 and 2 threads: torch (``torch.set_num_threads``), onnxruntime
+(``intra_op_num_threads``) and numpy's BLAS (threadpoolctl) are pinned alike. Each time
+is the median of ``--repeats`` interleaved rounds (every contender once per round), so a
+change of machine load touches all alike; idle threads wait passively (``OMP_WAIT_POLICY``,
+onnxruntime's ``allow_spinning=0``) so that no library's spinning workers slow the next. Ratios are ours / theirs (below 1: faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Idle threads of one library must not spin on the cores another is timed on: passive
+# OpenMP waits for torch, no spinning in onnxruntime (set below), before anything loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+
+import xai_core as xai  # noqa: E402
+
+
+def median_seconds(*fns: Callable[[], Any], repeats: int) -> list[tuple[float, Any]]:
+    """Median wall time of each function over interleaved rounds, and its last result."""
+    results = [fn() for fn in fns]  # warm-up
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            results[i] = fn()
+            times[i].append(time.perf_counter() - start)
+    return [(statistics.median(t), r) for t, r in zip(times, results)]
+
+
+def torch_models():
+    """The MobileNetV2-style and ResNet-style modules, eval mode, non-trivial batch norm."""
+    import torch
+    from torch import nn
+
+    def block(cin, cout, stride, expand=4):
+        hidden = cin * expand
+        return nn.Sequential(
+            nn.Conv2d(cin, hidden, 1, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+
+    class Residual(nn.Module):
+        def __init__(self, body, short=None):
+            super().__init__()
+            self.body, self.short = body, short
+
+        def forward(self, x):
+            return self.body(x) + (x if self.short is None else self.short(x))
+
+    class Head(nn.Module):
+        def __init__(self, cin, classes):
+            super().__init__()
+            self.pool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(cin, classes)
+
+        def forward(self, x):
+            return torch.softmax(self.fc(torch.flatten(self.pool(x), 1)), dim=1)
+
+    torch.manual_seed(0)
+    mobilenet = nn.Sequential(
+        nn.Conv2d(3, 16, 3, 2, 1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU6(),
+        Residual(block(16, 16, 1)),
+        block(16, 24, 2),
+        Residual(block(24, 24, 1)),
+        block(24, 32, 2),
+        Residual(block(32, 32, 1)),
+        Head(32, 10),
+    )
+
+    def basic(cin, cout, stride):
+        body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+        short = None
+        if stride != 1 or cin != cout:
+            short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        return nn.Sequential(Residual(body, short), nn.ReLU())
+
+    resnet = nn.Sequential(
+        nn.Conv2d(1, 8, 3, 1, 1, bias=False),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        basic(8, 8, 1),
+        basic(8, 16, 2),
+        Head(16, 10),
+    )
+    g = torch.Generator().manual_seed(0)
+    for model in (mobilenet, resnet):
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                with torch.no_grad():
+                    m.running_mean.copy_(torch.rand(m.num_features, generator=g) - 0.5)
+                    m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+        model.eval()
+    return mobilenet, resnet
+
+
+def forward_section(mobilenet, X: np.ndarray, threads: int, repeats: int) -> float:
+    import onnxruntime as ort
+    import torch
+
+    from xai_core.importers.torch_import import export_onnx
+
+    data = export_onnx(mobilenet, torch.from_numpy(X[:2]))
+    net = xai.from_onnx(data)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    backend = xai.get_backend("cpu")
+    (ours, got), (theirs, want) = median_seconds(
+        lambda: net.predict(X, backend),
+        lambda: sess.run(None, {name: X})[0],
+        repeats=repeats,
+    )
+    diff = float(np.abs(got - want).max())
+    print(
+        f"  forward  MobileNetV2-style {len(X)} x 3x32x32: xai-core cpu {ours * 1e3:8.1f} ms, "
+        f"onnxruntime {theirs * 1e3:8.1f} ms, ratio {ours / theirs:5.2f} (goal <= 2), "
+        f"max |diff| {diff:.1e}"
+    )
+    return ours / theirs
+
+
+def ig_section(resnet, X: np.ndarray, steps: int, threads: int, repeats: int) -> float:
+    import torch
+    from captum.attr import IntegratedGradients
+
+    net = xai.from_torch(resnet, torch.from_numpy(X[:2]))
+    target = np.arange(len(X)) % 10
+    x_t, t_t = torch.from_numpy(X), torch.from_numpy(target)
+    captum = IntegratedGradients(resnet)
+
+    def ours_fn():
+        e = xai.explain(
+            net,
+            X,
+            method="ig",
+            target=target,
+            steps=steps,
+            integration="gausslegendre",
+            progress=False,
+        )
+        return e.values
+
+    def theirs_fn():
+        return (
+            captum.attribute(
+                x_t,
+                target=t_t,
+                n_steps=steps,
+                method="gausslegendre",
+                internal_batch_size=len(X) * steps,
+            )
+            .detach()
+            .numpy()
+        )
+
+    (ours, got), (theirs, want) = median_seconds(ours_fn, theirs_fn, repeats=repeats)
+    rel = float(np.abs(got - want).max() / np.abs(want).max())
+    print(
+        f"  IG       ResNet-style {len(X)} x 1x28x28, {steps} steps: xai-core cpu {ours * 1e3:8.1f} ms, "
+        f"Captum {theirs * 1e3:8.1f} ms, ratio {ours / theirs:5.2f} (goal <= 1), max rel diff {rel:.1e}"
+    )
+    return ours / theirs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rows", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=32)
+    args = parser.parse_args(argv)
+    try:
+        import captum  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import torch
+    except ImportError as exc:
+        print(f"skipped: {exc}. Install the import extra: pip install 'xai-core[import]'.")
+        return 0
+    from threadpoolctl import threadpool_limits
+
+    mobilenet, resnet = torch_models()
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((args.rows, 3, 32, 32)).astype(np.float32)
+    digits = rng.uniform(0, 1, (max(args.rows // 8, 2), 1, 28, 28)).astype(np.float32)
+    print(f"bench_import: medians of {args.repeats} interleaved rounds, {os.cpu_count()} cores")
+    ratios = {}
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        with threadpool_limits(threads):
+            print(f"threads = {threads}")
+            ratios[("forward", threads)] = forward_section(mobilenet, images, threads, args.repeats)
+            ratios[("ig", threads)] = ig_section(resnet, digits, args.steps, threads, args.repeats)
+    print("summary (ours / theirs):")
+    for (what, threads), r in ratios.items():
+        goal = 2.0 if what == "forward" else 1.0
+        verdict = "meets" if r <= goal else "misses"
+        print(f"  {what:8s} threads={threads}: {r:5.2f}  {verdict} the goal of <= {goal:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Whole PyTorch networks imported: onnxruntime, torch.autograd and Captum are the oracles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import xai_core as xai
+from xai_core.importers.torch_import import export_onnx
+
+from .conftest import TORCH_MODELS, ort_run, randomize_batchnorm
+
+
+def _inputs(shape, n, seed=1):
+    return np.random.default_rng(seed).standard_normal((n, *shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("fold", [False, True], ids=["batchnorm-nodes", "batchnorm-folded"])
+def test_probabilities_match_onnxruntime(torch_model, fold):
+    """100 random inputs: max abs difference <= 1e-5 on probabilities, fp32 on cpu."""
+    name, module, shape = torch_model
+    data = export_onnx(module, torch.zeros(2, *shape), fold=fold)
+    if name != "mlp":
+        kinds = {type(n.layer).__name__ for n in xai.from_onnx(data).nodes}
+        assert ("BatchNormalization" in kinds) is not fold
+    net = xai.from_onnx(data)
+    X = _inputs(shape, 100)
+    want = ort_run(data, X)
+    got = net.predict(X)
+    assert got.shape == want.shape == (100, net.n_outputs)
+    assert np.abs(got - want).max() <= 1e-5
+
+
+def test_from_torch_keeps_shape_and_layout(torch_model):
+    """The input shape is the module's sample shape; images are NCHW with an image_shape."""
+    name, module, shape = torch_model
+    net = xai.from_torch(
+        module,
+        torch.zeros(2, *shape),
+        output_names=[f"c{i}" for i in range(module(torch.zeros(1, *shape)).shape[1])],
+    )
+    assert net.input_shape == shape
+    assert net.output_names[0] == "c0"
+    if len(shape) == 3:
+        assert net.layout == "NCHW"
+        assert net.image_shape == (shape[1:] if shape[0] == 1 else shape)
+
+
+def test_gradients_match_autograd(torch_model):
+    """d prob[target] / d x equals torch.autograd's, relative difference <= 1e-4."""
+    name, module, shape = torch_model
+    net = xai.from_torch(module, torch.zeros(2, *shape))
+    X = _inputs(shape, 8, seed=2)
+    target = np.arange(8) % net.n_outputs
+    x = torch.from_numpy(X).requires_grad_(True)
+    out = module(x)
+    out[torch.arange(8), torch.from_numpy(target)].sum().backward()
+    want = x.grad.numpy()
+    got = net.gradient(X, target)
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel <= 1e-4
+
+
+def test_ig_matches_captum_on_the_original():
+    """IG on the imported CNN equals Captum's IntegratedGradients at the same Gauss-Legendre nodes."""
+    from captum.attr import IntegratedGradients
+
+    torch.manual_seed(0)
+    make, shape = TORCH_MODELS["resnet"]
+    module = randomize_batchnorm(make())
+    net = xai.from_torch(module, torch.zeros(2, *shape))
+    X = _inputs(shape, 3, seed=3)
+    target = np.array([0, 3, 7])
+    e = xai.explain(
+        net, X, method="ig", target=target, steps=16, integration="gausslegendre", progress=False
+    )
+    want = (
+        IntegratedGradients(module)
+        .attribute(
+            torch.from_numpy(X), target=torch.from_numpy(target), n_steps=16, method="gausslegendre"
+        )
+        .detach()
+        .numpy()
+    )
+    rel = np.abs(e.values - want).max() / np.abs(want).max()
+    assert rel <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["resnet", "mobilenetv2"], ids=["resnet", "mobilenetv2"])
+def test_runs_on_gpu_and_tpu_with_agreement(name):
+    """compare_backends runs the imported network on gpu and tpu; both agree with the cpu."""
+    torch.manual_seed(0)
+    make, shape = TORCH_MODELS[name]
+    net = xai.from_torch(randomize_batchnorm(make()), torch.zeros(2, *shape))
+    X = _inputs(shape, 2, seed=4)
+    c = xai.compare_backends(
+        net, X, method="ig", backends=("cpu", "gpu", "tpu"), steps=8, progress=False
+    )
+    assert set(c.explanations) == {"cpu", "gpu", "tpu"}
+    rows = c.rows.set_index("backend")
+    assert (rows.loc["gpu", "cosine"] > 0.9999).all()
+    assert (rows.loc["tpu", "cosine"] > 0.9).all()  # bf16 multiplies move it a little, not away
+    assert not rows.loc["gpu", "flipped"].any()
+
+
+def test_unsupported_module_names_the_operator():
+    """A module exporting an operator outside the list fails naming it, before any work."""
+
+    class Erf(torch.nn.Module):
+        def forward(self, x):
+            return torch.special.erf(x)
+
+    with pytest.raises(xai.CapabilityError, match=r"'Erf'.*Supported operators: .*Conv"):
+        xai.from_torch(Erf(), torch.zeros(2, 4))
+
+
+def test_bad_arguments_are_named():
+    """Not a module, not a batch: clear errors naming the argument."""
+    with pytest.raises(xai.ValidationError, match="module must be a torch.nn.Module"):
+        xai.from_torch(lambda x: x, torch.zeros(2, 3))
+    with pytest.raises(xai.ValidationError, match="example_input"):
+        xai.from_torch(torch.nn.Linear(3, 2), [1, 2, 3])

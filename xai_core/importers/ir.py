@@ -1,0 +1,132 @@
+"""The neutral form every source is read into before a native network is built.
+
+A reader (ONNX, Keras, TF.js) turns its file into an :class:`IRGraph`: a list of
+:class:`IRNode` in topological order, each an operator name with attributes and named
+inputs and outputs, plus the constant tensors (weights) by name. Builders turn an
+``IRGraph`` into a :class:`xai_core.nn.Graph`. Reading checks the file; building checks the
+operators; neither runs the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import CapabilityError, ModelFormatError
+
+__all__ = ["IRNode", "IRGraph", "check_supported", "check_size"]
+
+#: Largest tensor a model file may declare, in elements (about 8 GB of float32).
+MAX_ELEMENTS = 2**31
+
+
+@dataclass
+class IRNode:
+    """One operator application.
+
+    Attributes
+    ----------
+    op : str
+        Operator name in the source's vocabulary (``"Conv"``, ``"Gemm"``; ``"Dense"``).
+    name : str
+        Node name, unique in the graph.
+    inputs, outputs : list of str
+        Names of the tensors read and written (``""`` for an omitted optional input).
+    attrs : dict
+        Attributes (ints, floats, strings, lists, arrays).
+    """
+
+    op: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class IRGraph:
+    """A source network in neutral form.
+
+    Attributes
+    ----------
+    nodes : list of IRNode
+        In topological order.
+    initializers : dict of str to ndarray
+        Constant tensors (weights, biases, shapes) by name.
+    input_name : str
+    input_shape : tuple of int
+        Shape of one sample (the batch axis removed).
+    output_name : str
+    declared : dict of str to tuple
+        Declared per-sample shapes of intermediate tensors, where the file states them.
+    meta : dict
+        Source-specific facts: class names, producer, layout.
+    """
+
+    nodes: list[IRNode]
+    initializers: dict[str, np.ndarray]
+    input_name: str
+    input_shape: tuple[int, ...]
+    output_name: str
+    declared: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def check_supported(nodes: list[IRNode], supported: set[str] | dict, source: str) -> None:
+    """Raise :class:`CapabilityError` naming the first unsupported operator and its node.
+
+    Called on the whole graph before anything is built.
+    """
+    for node in nodes:
+        if node.op not in supported:
+            raise CapabilityError(
+                f"{source} operator {node.op!r} (node {node.name!r}) is not supported. "
+                f"Supported operators: {', '.join(sorted(supported))}."
+            )
+
+
+def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source: str) -> int:
+    """Check a declared tensor shape against the bytes actually present; return its size.
+
+    Parameters
+    ----------
+    name : str
+        Tensor name, for the message.
+    shape : sequence of int
+        Declared dimensions.
+    n_bytes : int or None
+        Bytes stored for the tensor (``None`` when the reader counts elements itself).
+    itemsize : int
+        Bytes per element.
+    source : str
+        The file, for the message.
+
+    Raises
+    ------
+    ModelFormatError
+        Negative or absurd dimensions, or a byte count that disagrees with the shape.
+    """
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        raise ModelFormatError(
+            f"{source}: tensor {name!r} has a shape that is not a list of integers: {shape!r}."
+        ) from None
+    if any(d < 0 for d in dims):
+        raise ModelFormatError(f"{source}: tensor {name!r} declares negative dimensions {dims}.")
+    count = 1
+    for d in dims:
+        count *= d
+    if count > MAX_ELEMENTS:
+        raise ModelFormatError(
+            f"{source}: tensor {name!r} declares shape {dims} ({count} elements), "
+            f"more than the {MAX_ELEMENTS} allowed."
+        )
+    if n_bytes is not None and n_bytes != count * itemsize:
+        raise ModelFormatError(
+            f"{source}: tensor {name!r} declares shape {dims} ({count * itemsize} bytes) "
+            f"but the file holds {n_bytes} bytes for it."
+        )
+    return count

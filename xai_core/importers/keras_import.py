@@ -1,0 +1,240 @@
+"""``from_keras``: a Keras model, ``.keras``, ``.h5`` or TF.js file as a native graph network.
+
+The model's configuration (Sequential or Functional, nested models flattened) is walked in
+order; each layer call becomes one or a few native nodes named after the layer. Files are
+read without TensorFlow or Keras (:mod:`xai_core.importers.keras_reader`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xai_core import nn
+from xai_core.errors import CapabilityError, ModelFormatError, ShapeError, ValidationError
+from xai_core.importers.keras_layers import LAYERS, KerasBuilder
+from xai_core.importers.keras_reader import MODELS, KerasSource, read_keras_file
+
+__all__ = ["from_keras", "SUPPORTED_KERAS_LAYERS"]
+
+SUPPORTED_KERAS_LAYERS = sorted({*LAYERS, "InputLayer", *MODELS})
+
+
+def _source_of_model(model: Any) -> KerasSource:
+    """Configuration and weights of a live Keras model (Keras 3, or tf.keras 2)."""
+    kind = "Sequential" if type(model).__name__ == "Sequential" else "Functional"
+    try:
+        config = model.get_config()
+    except NotImplementedError:
+        config = None
+    if not isinstance(config, dict) or "layers" not in config:
+        raise CapabilityError(
+            f"{type(model).__name__} is a subclassed Keras model: it has no layer graph to "
+            "import. Build it as a Sequential or functional model, or export it to ONNX."
+        )
+    weights: dict[str, dict[str, np.ndarray]] = {}
+    for v in model.weights:
+        path = getattr(v, "path", None) or v.name  # Keras 3: "dense/kernel"; 2: "dense/kernel:0"
+        scope, _, var = path.split(":")[0].rpartition("/")
+        weights.setdefault(scope, {})[var] = _numpy(v)
+    meta = {"source": "the Keras model", "format": "object"}
+    return KerasSource({"class_name": kind, "config": config}, weights, meta)
+
+
+def _numpy(v: Any) -> np.ndarray:
+    try:
+        import keras
+
+        return np.array(keras.ops.convert_to_numpy(v))
+    except (ImportError, AttributeError):  # tf.keras 2 variables
+        return np.array(v.numpy())
+
+
+def _refs(inbound: Any) -> list[tuple[str, int, int]]:
+    """The ``(layer, node, tensor)`` references one inbound node reads, in order."""
+    out: list[tuple[str, int, int]] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            if x.get("class_name") == "__keras_tensor__":
+                h = x["config"]["keras_history"]
+                out.append((h[0], int(h[1]), int(h[2])))
+            else:
+                for v in x.values():
+                    walk(v)
+        elif isinstance(x, (list, tuple)):
+            if len(x) >= 3 and isinstance(x[0], str) and isinstance(x[1], int):
+                out.append((x[0], int(x[1]), int(x[2])))  # Keras 2: [name, node, tensor, kwargs]
+            else:
+                for v in x:
+                    walk(v)
+
+    walk(inbound["args"] if isinstance(inbound, dict) else inbound)
+    return out
+
+
+def _endpoints(value: Any) -> list[tuple[str, int, int]]:
+    """``input_layers`` / ``output_layers``: one ``[name, node, tensor]`` or a list of them."""
+    if value and isinstance(value[0], str):
+        value = [value]
+    return [(v[0], int(v[1]), int(v[2])) for v in value]
+
+
+def _batch_shape(cfg: dict) -> list | None:
+    return cfg.get("batch_shape") or cfg.get("batch_input_shape")
+
+
+class _Walker:
+    """Flattens (nested) Keras models into native nodes."""
+
+    def __init__(self, src: KerasSource, where: str) -> None:
+        self.src = src
+        self.where = where
+        self.b: KerasBuilder | None = None
+
+    def check(self, model: dict) -> None:
+        """Every layer class is supported, before anything is built."""
+        for layer in model["config"]["layers"]:
+            kind = layer["class_name"]
+            if kind in MODELS:
+                self.check(layer)
+            elif kind != "InputLayer" and kind not in LAYERS:
+                raise CapabilityError(
+                    f"{self.where}: Keras layer {kind!r} (layer {layer['config'].get('name')!r}) "
+                    f"is not supported. Supported layers: {', '.join(SUPPORTED_KERAS_LAYERS)}."
+                )
+
+    def input_shape(self, model: dict) -> tuple[str, tuple[int, ...]]:
+        layers = model["config"]["layers"]
+        first = layers[0]
+        if first["class_name"] in MODELS:
+            return self.input_shape(first)
+        shape = _batch_shape(first["config"]) or (first.get("build_config") or {}).get(
+            "input_shape"
+        )
+        if not shape or any(d is None for d in shape[1:]):
+            raise ModelFormatError(
+                f"{self.where}: the input shape is not in the configuration ({shape}); "
+                "give the model an Input of known size."
+            )
+        name = first["config"]["name"] if first["class_name"] == "InputLayer" else "input"
+        return name, tuple(int(d) for d in shape[1:])
+
+    def graph(self, model: dict) -> nn.Graph:
+        name, shape = self.input_shape(model)
+        layout = "NHWC" if len(shape) == 3 else "NCHW"
+        g = nn.Graph(shape, input_name=name, layout=layout, name=model["config"].get("name"))
+        self.b = KerasBuilder(g, self.where)
+        out = self.model(model, "", [name])
+        if len(out) != 1:
+            raise CapabilityError(
+                f"{self.where}: the model has {len(out)} outputs; one is supported."
+            )
+        g.set_output(out[0])
+        return g
+
+    def layer(self, layer: dict, scope: str, ins: list[str]) -> list[str]:
+        kind, cfg = layer["class_name"], layer["config"]
+        if kind in MODELS:
+            child = f"{scope}/{cfg['name']}" if scope else cfg["name"]
+            return self.model(layer, child, ins)
+        key = f"{scope}/{cfg['name']}" if scope else cfg["name"]
+        weights = self.src.weights.get(key)
+        if weights is None:  # scopes differ between writers: match the layer name alone
+            hits = [v for k, v in self.src.weights.items() if k.rpartition("/")[2] == cfg["name"]]
+            weights = hits[0] if len(hits) == 1 else {}
+        return [LAYERS[kind](self.b, kind, cfg["name"], cfg, weights, ins)]
+
+    def model(self, model: dict, scope: str, ins: list[str]) -> list[str]:
+        cfg = model["config"]
+        if model["class_name"] == "Sequential":
+            x = ins
+            for layer in cfg["layers"]:
+                if layer["class_name"] != "InputLayer":
+                    x = self.layer(layer, scope, x)
+            return x
+        tensors: dict[tuple[str, int, int], str] = {}
+        calls: dict[str, int] = {}
+        for (lname, node, t), x in zip(_endpoints(cfg["input_layers"]), ins):
+            tensors[(lname, node, t)] = x
+            calls[lname] = 1
+
+        def lookup(ref: tuple[str, int, int]) -> str:
+            if ref in tensors:
+                return tensors[ref]
+            if calls.get(ref[0]) == 1:  # a model whose call is not its node 0 (Keras 2)
+                hits = [v for k, v in tensors.items() if k[0] == ref[0] and k[2] == ref[2]]
+                if hits:
+                    return hits[0]
+            raise ModelFormatError(f"{self.where}: layer output {ref} is used before it is made.")
+
+        for layer in cfg["layers"]:
+            if layer["class_name"] == "InputLayer":
+                continue
+            lname = layer["config"]["name"]
+            for i, inbound in enumerate(layer.get("inbound_nodes", [])):
+                outs = self.layer(layer, scope, [lookup(r) for r in _refs(inbound)])
+                for t, o in enumerate(outs):
+                    tensors[(lname, i, t)] = o
+                calls[lname] = calls.get(lname, 0) + 1
+        return [lookup(r) for r in _endpoints(cfg["output_layers"])]
+
+
+def from_keras(
+    model_or_path: Any,
+    *,
+    output_names: Sequence[str] | None = None,
+) -> nn.Graph:
+    """Import a Keras model as a native graph network.
+
+    Parameters
+    ----------
+    model_or_path : keras.Model, str or path
+        A Keras 3 model object; a ``.keras`` file; a legacy ``.h5`` file; or a TF.js layers
+        model (its ``model.json`` or the folder holding it, with the weight shards). Files
+        are read with json / zipfile / h5py / numpy, without TensorFlow or Keras.
+    output_names : sequence of str, optional
+        Class names; by default those beside the file (Teachable Machine's ``labels.txt``
+        for ``.h5``, ``metadata.json`` for TF.js), if any.
+
+    Returns
+    -------
+    xai_core.nn.Graph
+        Layout NHWC for image inputs (as Keras), input shape ``(height, width, channels)``;
+        nodes named after the Keras layers (an activation inside a layer is a node of its
+        own, ``"<layer>/relu"``).
+
+    Raises
+    ------
+    CapabilityError
+        An unsupported layer (named, with the supported list), before anything is built.
+    ModelFormatError
+        A corrupt file, missing weights, or weights of the wrong shape.
+    """
+    if isinstance(model_or_path, (str, bytes)) or hasattr(model_or_path, "__fspath__"):
+        src = read_keras_file(model_or_path)
+    elif hasattr(model_or_path, "get_config") and hasattr(model_or_path, "weights"):
+        src = _source_of_model(model_or_path)
+    else:
+        raise ValidationError(
+            "model_or_path must be a keras.Model or a path to a .keras, .h5 or TF.js model; "
+            f"got {type(model_or_path).__name__}."
+        )
+    where = src.meta.get("source", "the Keras model")
+    walker = _Walker(src, where)
+    walker.check(src.config)
+    try:
+        g = walker.graph(src.config)
+    except ShapeError as exc:
+        raise ModelFormatError(f"{where}: {exc}") from exc
+    names = output_names if output_names is not None else src.meta.get("class_names")
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != g.n_outputs:
+            raise ShapeError(
+                f"output_names has {len(names)} names for a network with {g.n_outputs} outputs."
+            )
+        g.output_names = tuple(names)
+    return g

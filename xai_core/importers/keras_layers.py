@@ -1,0 +1,318 @@
+"""Keras layers as native graph nodes (NHWC, as Keras lays images out).
+
+One function per Keras layer class, taking the layer's configuration and weights. Keras
+kernels are converted to the native NCHW weight layout: a ``Conv2D`` kernel
+``(kh, kw, in, out)`` becomes ``(out, in, kh, kw)``; a depthwise kernel ``(kh, kw, c, m)``
+becomes ``(c * m, 1, kh, kw)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from xai_core import nn
+from xai_core.errors import CapabilityError, ModelFormatError
+
+__all__ = ["LAYERS", "ACTIVATIONS", "KerasBuilder"]
+
+#: Keras activation names to the native layer that computes them (``None``: identity).
+ACTIVATIONS: dict[str, Callable[[], Any] | None] = {
+    "linear": None,
+    "relu": nn.ReLU,
+    "relu6": nn.ReLU6,
+    "sigmoid": nn.Sigmoid,
+    "tanh": nn.Tanh,
+    "softmax": nn.Softmax,
+    "hard_swish": nn.HardSwish,
+    "hard_silu": nn.HardSwish,
+    "leaky_relu": lambda: nn.LeakyReLU(0.2),
+}
+
+
+class KerasBuilder:
+    """Adds Keras layers to a native NHWC graph."""
+
+    def __init__(self, graph: nn.Graph, where: str) -> None:
+        self.g = graph
+        self.where = where
+
+    def fail(self, kind: str, name: str, message: str) -> CapabilityError:
+        return CapabilityError(f"{self.where}: {kind} layer {name!r}: {message}")
+
+    def unique(self, base: str) -> str:
+        name, k = base, 1
+        taken = {n.name for n in self.g.nodes} | {self.g.input_name}
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+    def add(self, layer: Any, inputs: list[str], name: str) -> str:
+        return self.g.add(layer, inputs, name=self.unique(name))
+
+    def activation(self, kind: str, name: str, act: Any, x: str) -> str:
+        """``x`` followed by the Keras activation ``act`` (a name), as a separate node."""
+        if isinstance(act, dict):  # a serialised activation function
+            act = act.get("config", {}).get("name", act.get("class_name"))
+        if act not in ACTIVATIONS:
+            raise self.fail(
+                kind,
+                name,
+                f"activation {act!r} is not supported; supported: {', '.join(sorted(ACTIVATIONS))}.",
+            )
+        make = ACTIVATIONS[act]
+        return x if make is None else self.add(make(), [x], f"{name}/{act}")
+
+
+def _weights(kind: str, name: str, w: dict[str, np.ndarray], *keys: str, where: str) -> list:
+    out = []
+    for key in keys:
+        alt = {"kernel": "depthwise_kernel"}.get(key)
+        value = w.get(key, w.get(alt) if alt else None)
+        if value is None:
+            raise ModelFormatError(
+                f"{where}: {kind} layer {name!r} has no {key!r} weight (it has {sorted(w)})."
+            )
+        out.append(np.asarray(value))
+    return out
+
+
+def _pair(v: Any) -> tuple[int, int]:
+    return (int(v), int(v)) if isinstance(v, (int, float)) else (int(v[0]), int(v[1]))
+
+
+def _layout(b: KerasBuilder, kind: str, name: str, c: dict) -> str:
+    fmt = c.get("data_format") or "channels_last"
+    if fmt != "channels_last":
+        raise b.fail(kind, name, f"data_format={fmt!r}; only channels_last is supported.")
+    return "NHWC"
+
+
+def _padding(b: KerasBuilder, kind: str, name: str, c: dict) -> str:
+    p = c.get("padding", "valid")
+    if p not in ("valid", "same"):
+        raise b.fail(kind, name, f"padding={p!r}; 'valid' and 'same' are supported.")
+    return p
+
+
+def k_dense(b, kind, name, c, w, ins):
+    use_bias = c.get("use_bias", True)
+    (kernel,) = _weights(kind, name, w, "kernel", where=b.where)
+    node = b.add(nn.Dense(int(c["units"]), use_bias=use_bias), ins, name)
+    params = {"weight": kernel}
+    if use_bias:
+        params["bias"] = _weights(kind, name, w, "bias", where=b.where)[0]
+    b.g.set_params(node, **params)
+    return b.activation(kind, name, c.get("activation", "linear"), node)
+
+
+def _conv(b, kind, name, c, ins, weight, bias, *, depthwise=False, filters=None):
+    args = dict(
+        kernel_size=_pair(c["kernel_size"]),
+        stride=_pair(c.get("strides", 1)),
+        padding=_padding(b, kind, name, c),
+        dilation=_pair(c.get("dilation_rate", 1)),
+        use_bias=bias is not None,
+        layout=_layout(b, kind, name, c),
+    )
+    if depthwise:
+        layer = nn.DepthwiseConv2D(depth_multiplier=int(c.get("depth_multiplier", 1)), **args)
+    else:
+        layer = nn.Conv2D(filters, groups=int(c.get("groups", 1)), **args)
+    node = b.add(layer, ins, name)
+    params = {"weight": weight} if bias is None else {"weight": weight, "bias": bias}
+    b.g.set_params(node, **params)
+    return node
+
+
+def k_conv2d(b, kind, name, c, w, ins):
+    (kernel,) = _weights(kind, name, w, "kernel", where=b.where)
+    bias = _weights(kind, name, w, "bias", where=b.where)[0] if c.get("use_bias", True) else None
+    node = _conv(
+        b, kind, name, c, ins, kernel.transpose(3, 2, 0, 1), bias, filters=int(c["filters"])
+    )
+    return b.activation(kind, name, c.get("activation", "linear"), node)
+
+
+def _depthwise_weight(kernel: np.ndarray) -> np.ndarray:
+    kh, kw, ch, m = kernel.shape
+    return kernel.reshape(kh, kw, ch * m).transpose(2, 0, 1)[:, None]
+
+
+def k_depthwise(b, kind, name, c, w, ins):
+    (kernel,) = _weights(kind, name, w, "kernel", where=b.where)
+    bias = _weights(kind, name, w, "bias", where=b.where)[0] if c.get("use_bias", True) else None
+    node = _conv(b, kind, name, c, ins, _depthwise_weight(kernel), bias, depthwise=True)
+    return b.activation(kind, name, c.get("activation", "linear"), node)
+
+
+def k_separable(b, kind, name, c, w, ins):
+    dk, pk = _weights(kind, name, w, "depthwise_kernel", "pointwise_kernel", where=b.where)
+    bias = _weights(kind, name, w, "bias", where=b.where)[0] if c.get("use_bias", True) else None
+    d = _conv(b, kind, f"{name}/depthwise", c, ins, _depthwise_weight(dk), None, depthwise=True)
+    point = dict(c, kernel_size=1, strides=1, padding="valid", dilation_rate=1, groups=1)
+    node = _conv(
+        b, kind, name, point, [d], pk.transpose(3, 2, 0, 1), bias, filters=int(c["filters"])
+    )
+    return b.activation(kind, name, c.get("activation", "linear"), node)
+
+
+def k_batchnorm(b, kind, name, c, w, ins):
+    axis = c.get("axis", -1)
+    axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
+    rank = len(b.g.shape_of(ins[0])) + 1
+    if axis not in (-1, rank - 1):
+        raise b.fail(kind, name, f"axis={axis}; only the last (channel) axis is supported.")
+    mean, var = _weights(kind, name, w, "moving_mean", "moving_variance", where=b.where)
+    gamma = w.get("gamma") if c.get("scale", True) else None
+    beta = w.get("beta") if c.get("center", True) else None
+    node = b.add(nn.BatchNormalization(epsilon=float(c.get("epsilon", 1e-3)), axis=-1), ins, name)
+    b.g.set_params(
+        node,
+        gamma=np.ones_like(mean) if gamma is None else gamma,
+        beta=np.zeros_like(mean) if beta is None else beta,
+        mean=mean,
+        variance=var,
+    )
+    return node
+
+
+def k_activation(b, kind, name, c, w, ins):
+    out = b.activation(kind, name, c.get("activation", "linear"), ins[0])
+    return out if out != ins[0] else b.add(nn.Identity(), ins, name)
+
+
+def k_relu(b, kind, name, c, w, ins):
+    hi = c.get("max_value")
+    slope = float(c.get("negative_slope", 0.0) or 0.0)
+    if float(c.get("threshold", 0.0) or 0.0) != 0.0:
+        raise b.fail(kind, name, "a non-zero threshold is not supported.")
+    if slope and hi is None:
+        return b.add(nn.LeakyReLU(slope), ins, name)
+    if slope:
+        raise b.fail(kind, name, "negative_slope together with max_value is not supported.")
+    if hi is None:
+        return b.add(nn.ReLU(), ins, name)
+    return b.add(nn.ReLU6() if float(hi) == 6.0 else nn.Clip(0.0, float(hi)), ins, name)
+
+
+def k_leaky(b, kind, name, c, w, ins):
+    slope = c.get("negative_slope", c.get("alpha", 0.3))
+    return b.add(nn.LeakyReLU(float(slope)), ins, name)
+
+
+def k_softmax(b, kind, name, c, w, ins):
+    axis = c.get("axis", -1)
+    if axis not in (-1, len(b.g.shape_of(ins[0]))):
+        raise b.fail(kind, name, f"axis={axis}; only the last axis is supported.")
+    return b.add(nn.Softmax(), ins, name)
+
+
+def _pool(max_pool: bool):
+    def build(b, kind, name, c, w, ins):
+        size = _pair(c.get("pool_size", 2))
+        stride = _pair(c.get("strides") or size)
+        layout = _layout(b, kind, name, c)
+        padding = _padding(b, kind, name, c)
+        if max_pool:
+            layer = nn.MaxPool2D(size, stride=stride, padding=padding, layout=layout)
+        else:
+            layer = nn.AvgPool2D(
+                size, stride=stride, padding=padding, count_include_pad=False, layout=layout
+            )
+        return b.add(layer, ins, name)
+
+    return build
+
+
+def k_gap(b, kind, name, c, w, ins):
+    layer = nn.GlobalAveragePooling2D(
+        keepdims=bool(c.get("keepdims", False)), layout=_layout(b, kind, name, c)
+    )
+    return b.add(layer, ins, name)
+
+
+def k_merge(layer_cls):
+    def build(b, kind, name, c, w, ins):
+        return b.add(layer_cls(), ins, name)
+
+    return build
+
+
+def k_concat(b, kind, name, c, w, ins):
+    axis = int(c.get("axis", -1))
+    rank = len(b.g.shape_of(ins[0])) + 1
+    axis = axis + rank if axis < 0 else axis
+    if axis == 0:
+        raise b.fail(kind, name, "concatenation along the batch axis is not supported.")
+    return b.add(nn.Concatenate(axis=axis - 1), ins, name)
+
+
+def k_flatten(b, kind, name, c, w, ins):
+    return b.add(nn.Flatten(), ins, name)
+
+
+def k_reshape(b, kind, name, c, w, ins):
+    return b.add(nn.Reshape(tuple(int(d) for d in c["target_shape"])), ins, name)
+
+
+def k_permute(b, kind, name, c, w, ins):
+    return b.add(nn.Transpose(tuple(int(d) - 1 for d in c["dims"])), ins, name)
+
+
+def k_zero_pad(b, kind, name, c, w, ins):
+    p = c.get("padding", 1)
+    if isinstance(p, int):
+        pads = (p, p, p, p)
+    elif all(isinstance(x, int) for x in p):
+        pads = (p[0], p[0], p[1], p[1])
+    else:
+        pads = (p[0][0], p[0][1], p[1][0], p[1][1])
+    return b.add(nn.ZeroPadding2D(pads, layout=_layout(b, kind, name, c)), ins, name)
+
+
+def k_identity(b, kind, name, c, w, ins):
+    return b.add(nn.Identity(), ins, name)
+
+
+def k_rescaling(b, kind, name, c, w, ins):
+    scale, offset = c.get("scale", 1.0), c.get("offset", 0.0)
+    x = ins[0]
+    for value, layer, suffix in ((scale, nn.Multiply, "scale"), (offset, nn.Add, "offset")):
+        v = np.asarray(value, dtype=b.g.dtype)
+        const = b.add(nn.Constant(v), [], f"{name}/{suffix}_value")
+        x = b.add(layer(), [x, const], f"{name}/{suffix}" if suffix == "scale" else name)
+    return x
+
+
+#: Keras layer classes ``from_keras`` builds, each to the function that adds it.
+LAYERS: dict[str, Callable] = {
+    "Dense": k_dense,
+    "Conv2D": k_conv2d,
+    "DepthwiseConv2D": k_depthwise,
+    "SeparableConv2D": k_separable,
+    "BatchNormalization": k_batchnorm,
+    "Activation": k_activation,
+    "ReLU": k_relu,
+    "LeakyReLU": k_leaky,
+    "Softmax": k_softmax,
+    "MaxPooling2D": _pool(True),
+    "AveragePooling2D": _pool(False),
+    "GlobalAveragePooling2D": k_gap,
+    "Add": k_merge(nn.Add),
+    "Subtract": k_merge(nn.Subtract),
+    "Multiply": k_merge(nn.Multiply),
+    "Concatenate": k_concat,
+    "Flatten": k_flatten,
+    "Reshape": k_reshape,
+    "Permute": k_permute,
+    "ZeroPadding2D": k_zero_pad,
+    "Dropout": k_identity,
+    "SpatialDropout2D": k_identity,
+    "GaussianNoise": k_identity,
+    "GaussianDropout": k_identity,
+    "Rescaling": k_rescaling,
+}

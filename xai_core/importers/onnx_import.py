@@ -1,0 +1,124 @@
+"""``from_onnx``: an ONNX model becomes a native graph network with the same outputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from xai_core import nn
+from xai_core.errors import ShapeError, ValidationError
+from xai_core.importers.ir import IRGraph, check_supported
+from xai_core.importers.onnx_ops import OPS, SHAPE_OPS, Builder, check_declared
+from xai_core.importers.onnx_reader import read_onnx
+
+__all__ = ["from_onnx", "build_onnx", "SUPPORTED_ONNX_OPS"]
+
+#: Every operator ``from_onnx`` accepts: those it runs, those it folds, and ``Constant``.
+SUPPORTED_ONNX_OPS = sorted({*OPS, *SHAPE_OPS, "Constant"})
+
+
+def _class_names(meta: dict[str, str]) -> list[str] | None:
+    """Class names from the model's metadata (``class_names`` / ``labels``: JSON or commas)."""
+    for key in ("class_names", "labels", "classes"):
+        text = meta.get(key)
+        if not text:
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = [part.strip() for part in text.split(",")]
+        if isinstance(value, dict):  # {"0": "cat", ...}
+            value = [value[k] for k in sorted(value, key=lambda k: int(k))]
+        if isinstance(value, list) and all(isinstance(v, (str, int)) for v in value):
+            return [str(v) for v in value]
+    return None
+
+
+def _layout(ir: IRGraph) -> str:
+    """NHWC when every reader of an image input transposes it to NCHW (TensorFlow's export)."""
+    readers = [n for n in ir.nodes if ir.input_name in n.inputs]
+    if (
+        len(ir.input_shape) == 3
+        and readers
+        and all(
+            n.op == "Transpose" and list(n.attrs.get("perm", [])) == [0, 3, 1, 2] for n in readers
+        )
+    ):
+        return "NHWC"
+    return "NCHW"
+
+
+def build_onnx(
+    ir: IRGraph, *, output_names: Sequence[str] | None = None, dtype: Any = "float32"
+) -> nn.Graph:
+    """The native network of an ONNX graph read by :func:`~xai_core.importers.onnx_reader.read_onnx`."""
+    where = ir.meta.get("source", "the ONNX model")
+    check_supported(ir.nodes, {*OPS, *SHAPE_OPS}, "ONNX")
+    g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout=_layout(ir), dtype=dtype)
+    b = Builder(
+        g, ir.initializers, where, opset=ir.meta.get("opset") or 13, batch=ir.meta.get("batch")
+    )
+    for node in ir.nodes:
+        (OPS.get(node.op) or SHAPE_OPS[node.op])(b, node)
+        check_declared(b, node, ir.declared)
+    if ir.output_name not in b.act:
+        raise ValidationError(
+            f"{where}: the output {ir.output_name!r} is a constant, not computed from the input."
+        )
+    g.set_output(b.act[ir.output_name])
+    names = output_names if output_names is not None else ir.meta.get("class_names")
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != g.n_outputs:
+            raise ShapeError(
+                f"output_names has {len(names)} names for a network with {g.n_outputs} outputs."
+            )
+        g.output_names = tuple(names)
+    return g
+
+
+def from_onnx(
+    path_or_model: Any,
+    *,
+    output_names: Sequence[str] | None = None,
+    dtype: Any = "float32",
+) -> nn.Graph:
+    """Import an ONNX model as a native graph network.
+
+    Every operator is checked against the supported list before anything is built; every
+    weight's declared shape is checked against the bytes in the file; every intermediate
+    tensor's declared (or ONNX-inferred) shape is checked against the shape the native
+    network computes.
+
+    Parameters
+    ----------
+    path_or_model : str, path, bytes or onnx.ModelProto
+        An ``.onnx`` file or its contents. One input of shape (batch, *sample), one output.
+    output_names : sequence of str, optional
+        Class names; by default those in the model's metadata (``class_names`` or
+        ``labels``), if any.
+    dtype : {"float32", "float64"}, default="float32"
+
+    Returns
+    -------
+    xai_core.nn.Graph
+        Input shape: the ONNX input's without the batch axis; layout NCHW, or NHWC when
+        the input is transposed to NCHW before anything else reads it. Node names are
+        the ONNX node names, so ``activations(X, "/layer1/conv/Conv")`` reads any node.
+
+    Raises
+    ------
+    CapabilityError
+        An unsupported operator (named, with its node and the supported list) or use of one.
+    ModelFormatError
+        A corrupt file or a declared shape that disagrees with the data.
+
+    Examples
+    --------
+    >>> net = xai.from_onnx("model.onnx")
+    >>> xai.explain(net, X, method="ig", backend="tpu")
+    """
+    ir = read_onnx(path_or_model)
+    ir.meta.setdefault("class_names", _class_names(ir.meta.get("metadata", {})))
+    return build_onnx(ir, output_names=output_names, dtype=dtype)

@@ -1,0 +1,521 @@
+"""ONNX operators as native graph nodes: one small function per operator.
+
+Each tensor of the ONNX graph is, while building, one of three things:
+
+- an *activation*: the output of a node of the native :class:`~xai_core.nn.Graph`
+  (batched, per-sample shape known);
+- a *constant*: an ndarray (initialisers, ``Constant`` nodes, and anything computed from
+  constants alone, folded here);
+- a *shape*: a 1-D object array of ints in which :data:`BATCH` stands for the batch size,
+  so that ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape`` chains (what
+  ``x.view(x.size(0), -1)`` exports to) fold into one per-sample ``Reshape``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from xai_core import nn
+from xai_core.errors import CapabilityError, ModelFormatError
+from xai_core.importers.ir import IRNode
+
+__all__ = ["BATCH", "OPS", "SHAPE_OPS", "Builder"]
+
+
+class _Batch:
+    """The batch size in a folded shape (unknown until run time)."""
+
+    def __repr__(self) -> str:
+        return "BATCH"
+
+
+BATCH = _Batch()
+
+
+class Builder:
+    """Builds a native graph from ONNX nodes; holds what each ONNX tensor is."""
+
+    def __init__(
+        self,
+        graph: nn.Graph,
+        initializers: dict[str, np.ndarray],
+        where: str,
+        *,
+        opset: int = 13,
+        batch: int | None = None,
+    ) -> None:
+        self.g = graph
+        self.where = where
+        self.opset = opset  # the default domain's opset version (Softmax's default axis)
+        self.batch = batch  # the batch size the input declares, if fixed
+        self.const: dict[str, np.ndarray] = dict(initializers)
+        self.shape: dict[str, np.ndarray] = {}
+        self.act: dict[str, str] = {graph.input_name: graph.input_name}
+
+    # -- what a tensor is ---------------------------------------------------------------
+    def fail(self, node: IRNode, message: str) -> CapabilityError:
+        return CapabilityError(f"{self.where}: {node.op} node {node.name!r}: {message}")
+
+    def is_act(self, name: str) -> bool:
+        return name in self.act
+
+    def value(self, node: IRNode, name: str) -> np.ndarray:
+        """A constant or folded shape input."""
+        if name in self.const:
+            return self.const[name]
+        if name in self.shape:
+            return self.shape[name]
+        raise self.fail(
+            node, f"input {name!r} must be a constant here; it is computed at run time."
+        )
+
+    def ints(self, node: IRNode, name: str) -> list[int]:
+        v = self.value(node, name)
+        if v.dtype == object:
+            raise self.fail(node, f"input {name!r} depends on the batch size; it must not here.")
+        return [int(x) for x in np.asarray(v).reshape(-1)]
+
+    def node_of(self, node: IRNode, name: str) -> str:
+        if name not in self.act:
+            raise self.fail(node, f"input {name!r} must be computed from the network input.")
+        return self.act[name]
+
+    def rank(self, node: IRNode, name: str) -> int:
+        """Rank of a full (batched) activation."""
+        return len(self.g.shape_of(self.node_of(node, name))) + 1
+
+    def add(self, node: IRNode, layer, inputs, *, suffix: str = "") -> str:
+        """Add ``layer`` reading ``inputs`` (ONNX names or node names); map the output."""
+        ins = [self.act.get(i, i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
+        name = self.g.add(layer, ins, name=self.unique(node.name + suffix))
+        if not suffix:
+            self.act[node.outputs[0]] = name
+        return name
+
+    def unique(self, base: str) -> str:
+        name, k = base, 1
+        taken = {n.name for n in self.g.nodes} | {self.g.input_name}
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+    def constant_node(self, node: IRNode, value: np.ndarray, rank: int) -> str:
+        """A ``Constant`` node for an operand of a batched tensor of ``rank`` axes."""
+        value = np.asarray(value, dtype=self.g.dtype)
+        if value.ndim == rank:
+            if value.shape[0] != 1:
+                raise self.fail(
+                    node, f"a constant of shape {value.shape} varies along the batch axis."
+                )
+            value = value[0]
+        return self.g.add(nn.Constant(value), [], name=self.unique(node.name + "/const"))
+
+    def alias(self, node: IRNode, source: str) -> None:
+        if source in self.act:
+            self.act[node.outputs[0]] = self.act[source]
+        elif source in self.shape:
+            self.shape[node.outputs[0]] = self.shape[source]
+        else:
+            self.const[node.outputs[0]] = self.value(node, source)
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _f32(value: Any) -> float:
+    """An ONNX float attribute (float32) as the shortest Python float that rounds back to it."""
+    return float(str(np.float32(value)))
+
+
+def _axis(b: Builder, node: IRNode, axis: int, rank: int) -> int:
+    """Per-sample axis of a full-tensor ``axis`` (the batch axis refused)."""
+    a = axis + rank if axis < 0 else axis
+    if a <= 0 or a >= rank:
+        raise b.fail(
+            node, f"axis {axis} of a rank-{rank} tensor: the batch axis cannot be touched."
+        )
+    return a - 1
+
+
+def _spatial(b: Builder, node: IRNode, x: str) -> tuple[int, int]:
+    shape = b.g.shape_of(b.node_of(node, x))
+    if len(shape) != 3:
+        raise b.fail(node, f"needs an NCHW image input; got a per-sample shape {shape}.")
+    return shape[1], shape[2]
+
+
+def _pads(b: Builder, node: IRNode, kernel, strides, dilations, size) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) from ONNX ``pads`` / ``auto_pad``."""
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = list(node.attrs.get("pads", [0, 0, 0, 0]))
+        if len(p) != 4:
+            raise b.fail(node, f"2-D pads must have 4 values; got {p}.")
+        return p[0], p[2], p[1], p[3]
+    if auto == "VALID":
+        return 0, 0, 0, 0
+    out = []
+    for k, s, d, n in zip(kernel, strides, dilations, size):
+        total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        small = total // 2
+        out.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
+    return out[0][0], out[0][1], out[1][0], out[1][1]
+
+
+def _kernel_attrs(b: Builder, node: IRNode, kernel) -> tuple[tuple, tuple, tuple]:
+    kernel = tuple(int(k) for k in kernel)
+    if len(kernel) != 2:
+        raise b.fail(node, f"only 2-D kernels are supported; got kernel_shape {list(kernel)}.")
+    strides = tuple(node.attrs.get("strides", [1, 1]))
+    dilations = tuple(node.attrs.get("dilations", [1, 1]))
+    return kernel, strides, dilations
+
+
+# -- operators ----------------------------------------------------------------------------
+def op_gemm(b: Builder, node: IRNode) -> None:
+    a = node.attrs
+    if a.get("transA", 0):
+        raise b.fail(node, "transA=1 is not supported (the batch must be the rows of A).")
+    w = np.asarray(b.value(node, node.inputs[1]), dtype=np.float64) * a.get("alpha", 1.0)
+    w = w.T if a.get("transB", 0) else w
+    bias = None
+    if len(node.inputs) > 2 and node.inputs[2]:
+        c = np.asarray(b.value(node, node.inputs[2]), dtype=np.float64) * a.get("beta", 1.0)
+        if c.ndim == 2 and c.shape[0] != 1:
+            raise b.fail(node, f"a bias C of shape {c.shape} varies along the batch axis.")
+        bias = np.broadcast_to(c.reshape(-1), (w.shape[1],))
+    _dense(b, node, w, bias)
+
+
+def _dense(b: Builder, node: IRNode, w: np.ndarray, bias) -> None:
+    name = b.add(node, nn.Dense(w.shape[1], use_bias=bias is not None), node.inputs[0])
+    params = {"weight": w}
+    if bias is not None:
+        params["bias"] = bias
+    b.g.set_params(name, **params)
+
+
+def op_matmul(b: Builder, node: IRNode) -> None:
+    if not b.is_act(node.inputs[0]) or b.is_act(node.inputs[1]):
+        raise b.fail(node, "only activation @ constant matrix is supported.")
+    w = np.asarray(b.value(node, node.inputs[1]))
+    if w.ndim != 2:
+        raise b.fail(node, f"the constant matrix must be 2-D; got shape {w.shape}.")
+    _dense(b, node, w, None)
+
+
+def op_conv(b: Builder, node: IRNode) -> None:
+    w = np.asarray(b.value(node, node.inputs[1]))
+    if w.ndim != 4:
+        raise b.fail(node, f"only 2-D convolutions are supported; the weight has shape {w.shape}.")
+    kernel, strides, dilations = _kernel_attrs(b, node, node.attrs.get("kernel_shape", w.shape[2:]))
+    pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
+    has_bias = len(node.inputs) > 2 and bool(node.inputs[2])
+    layer = nn.Conv2D(
+        w.shape[0],
+        kernel,
+        stride=strides,
+        padding=pads,
+        dilation=dilations,
+        groups=int(node.attrs.get("group", 1)),
+        use_bias=has_bias,
+    )
+    name = b.add(node, layer, node.inputs[0])
+    params = {"weight": w}
+    if has_bias:
+        params["bias"] = b.value(node, node.inputs[2])
+    b.g.set_params(name, **params)
+
+
+def op_batchnorm(b: Builder, node: IRNode) -> None:
+    if node.attrs.get("training_mode", 0):
+        raise b.fail(node, "training_mode=1 is not supported; export the model in eval mode.")
+    scale, bias, mean, var = (b.value(node, i) for i in node.inputs[1:5])
+    layer = nn.BatchNormalization(epsilon=_f32(node.attrs.get("epsilon", 1e-5)), axis=0)
+    name = b.add(node, layer, node.inputs[0])
+    b.g.set_params(name, gamma=scale, beta=bias, mean=mean, variance=var)
+
+
+def _unary(make: Callable[[Builder, IRNode], Any]) -> Callable[[Builder, IRNode], None]:
+    def op(b: Builder, node: IRNode) -> None:
+        b.add(node, make(b, node), node.inputs[0])
+
+    return op
+
+
+def _clip(b: Builder, node: IRNode):
+    lo, hi = node.attrs.get("min"), node.attrs.get("max")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        lo = float(np.asarray(b.value(node, node.inputs[1])))
+    if len(node.inputs) > 2 and node.inputs[2]:
+        hi = float(np.asarray(b.value(node, node.inputs[2])))
+    if lo == 0.0 and hi == 6.0:
+        return nn.ReLU6()
+    return nn.Clip(lo, hi)
+
+
+def _softmax(b: Builder, node: IRNode):
+    rank = b.rank(node, node.inputs[0])
+    default = -1 if b.opset >= 13 else 1
+    axis = node.attrs.get("axis", default)
+    axis = axis + rank if axis < 0 else axis
+    if axis != rank - 1:
+        raise b.fail(node, f"softmax over axis {axis} of a rank-{rank} tensor; only the last axis.")
+    return nn.Softmax()
+
+
+def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
+    def op(b: Builder, node: IRNode) -> None:
+        kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
+        if dilations != (1, 1):
+            raise b.fail(node, f"dilated pooling is not supported; dilations={list(dilations)}.")
+        if node.attrs.get("ceil_mode", 0):
+            raise b.fail(node, "ceil_mode=1 is not supported.")
+        pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
+        if kind == "max":
+            layer = nn.MaxPool2D(kernel, stride=strides, padding=pads)
+        else:
+            include = bool(node.attrs.get("count_include_pad", 0))
+            layer = nn.AvgPool2D(kernel, stride=strides, padding=pads, count_include_pad=include)
+        b.add(node, layer, node.inputs[0])
+
+    return op
+
+
+def op_global_avg_pool(b: Builder, node: IRNode) -> None:
+    _spatial(b, node, node.inputs[0])
+    b.add(node, nn.GlobalAveragePooling2D(keepdims=True), node.inputs[0])
+
+
+def op_reduce_mean(b: Builder, node: IRNode) -> None:
+    rank = b.rank(node, node.inputs[0])
+    axes = sorted(a + rank if a < 0 else a for a in _axes(b, node))
+    if rank != 4 or axes != [2, 3]:
+        raise b.fail(node, f"only the mean over height and width of NCHW images; got axes {axes}.")
+    keep = bool(node.attrs.get("keepdims", 1))
+    b.add(node, nn.GlobalAveragePooling2D(keepdims=keep), node.inputs[0])
+
+
+NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+
+
+def _binary(op_name: str) -> Callable[[Builder, IRNode], None]:
+    def op(b: Builder, node: IRNode) -> None:
+        x, y = node.inputs[:2]
+        if not b.is_act(x) and not b.is_act(y):
+            if x in b.shape or y in b.shape:
+                raise b.fail(node, "arithmetic on the batch size is not supported.")
+            b.const[node.outputs[0]] = NUMPY[op_name](b.value(node, x), b.value(node, y))
+            return
+        if op_name == "Div" and b.is_act(y):
+            raise b.fail(node, "only division by a constant is supported.")
+        rank = b.rank(node, x if b.is_act(x) else y)
+        ins = [i if b.is_act(i) else b.constant_node(node, b.value(node, i), rank) for i in (x, y)]
+        layer = {"Add": nn.Add, "Sub": nn.Subtract, "Mul": nn.Multiply, "Div": nn.Divide}
+        b.add(node, layer[op_name](), ins)
+
+    return op
+
+
+def op_concat(b: Builder, node: IRNode) -> None:
+    axis = int(node.attrs["axis"])
+    if not any(b.is_act(i) for i in node.inputs):
+        parts = [np.asarray(b.value(node, i)).reshape(-1) for i in node.inputs]
+        if any(p.dtype == object for p in parts):
+            parts = [p.astype(object) for p in parts]
+        out = np.concatenate(parts) if axis == 0 and all(p.ndim == 1 for p in parts) else None
+        if out is None:
+            raise b.fail(node, "only 1-D constants are concatenated at import.")
+        (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
+        return
+    rank = b.rank(node, next(i for i in node.inputs if b.is_act(i)))
+    ins = [i if b.is_act(i) else b.constant_node(node, b.value(node, i), rank) for i in node.inputs]
+    b.add(node, nn.Concatenate(axis=_axis(b, node, axis, rank)), ins)
+
+
+def op_flatten(b: Builder, node: IRNode) -> None:
+    axis = int(node.attrs.get("axis", 1))
+    if axis != 1:
+        raise b.fail(node, f"only Flatten(axis=1) keeps the batch axis; got axis={axis}.")
+    b.add(node, nn.Flatten(), node.inputs[0])
+
+
+def op_reshape(b: Builder, node: IRNode) -> None:
+    if not b.is_act(node.inputs[0]):  # a constant reshaped: fold it
+        shape = b.ints(node, node.inputs[1])
+        data = np.asarray(b.value(node, node.inputs[0]))
+        shape = [data.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        _store(b, node, data.reshape(shape))
+        return
+    target = list(b.value(node, node.inputs[1]).reshape(-1))
+    src = b.g.shape_of(b.node_of(node, node.inputs[0]))
+    if not target:
+        raise b.fail(node, "a reshape to a scalar drops the batch axis.")
+    first = target[0]
+    if not (first is BATCH or first in (0, -1) or first == b.batch):
+        raise b.fail(node, f"target shape {target} does not keep the batch axis first.")
+    rest = []
+    for i, d in enumerate(target[1:]):
+        if d is BATCH:
+            raise b.fail(node, f"target shape {target} moves the batch axis.")
+        d = int(d)
+        rest.append(src[i] if d == 0 and not node.attrs.get("allowzero", 0) else d)
+    if first == -1 and -1 in rest:
+        raise b.fail(node, f"target shape {target} has two unknown sizes.")
+    b.add(node, nn.Reshape(tuple(rest)), node.inputs[0])
+
+
+def op_transpose(b: Builder, node: IRNode) -> None:
+    if not b.is_act(node.inputs[0]):  # a constant transposed: fold it
+        data = np.asarray(b.value(node, node.inputs[0]))
+        _store(b, node, np.transpose(data, node.attrs.get("perm")))
+        return
+    rank = b.rank(node, node.inputs[0])
+    perm = list(node.attrs.get("perm", range(rank - 1, -1, -1)))
+    if perm[0] != 0:
+        raise b.fail(node, f"perm {perm} moves the batch axis.")
+    b.add(node, nn.Transpose(tuple(p - 1 for p in perm[1:])), node.inputs[0])
+
+
+def op_pad(b: Builder, node: IRNode) -> None:
+    mode = node.attrs.get("mode", "constant")
+    if mode != "constant":
+        raise b.fail(node, f"only constant padding is supported; got mode={mode!r}.")
+    rank = b.rank(node, node.inputs[0])
+    pads = b.ints(node, node.inputs[1]) if len(node.inputs) > 1 else list(node.attrs["pads"])
+    value = 0.0
+    if len(node.inputs) > 2 and node.inputs[2]:
+        value = float(np.asarray(b.value(node, node.inputs[2])).reshape(-1)[0])
+    value = float(node.attrs.get("value", value))
+    axes = list(range(rank))
+    if len(node.inputs) > 3 and node.inputs[3]:
+        axes = [a + rank if a < 0 else a for a in b.ints(node, node.inputs[3])]
+    begin = dict(zip(axes, pads[: len(axes)]))
+    end = dict(zip(axes, pads[len(axes) :]))
+    if rank != 4 or any(begin.get(a, 0) or end.get(a, 0) for a in (0, 1)) or value != 0.0:
+        raise b.fail(node, "only zero padding of the height and width of NCHW images is supported.")
+    layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
+    b.add(node, layer, node.inputs[0])
+
+
+def op_identity(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # a node of its own, so its name can be read
+        b.add(node, nn.Identity(), node.inputs[0])
+    else:
+        b.alias(node, node.inputs[0])
+
+
+# -- shape arithmetic, folded at import ---------------------------------------------------
+def op_shape(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):
+        out = np.array([BATCH, *b.g.shape_of(b.node_of(node, node.inputs[0]))], dtype=object)
+    else:
+        out = np.array(np.shape(b.value(node, node.inputs[0])), dtype=np.int64)
+    _store(b, node, out[node.attrs.get("start", 0) : node.attrs.get("end")])
+
+
+def _store(b: Builder, node: IRNode, out: Any) -> None:
+    out = np.asarray(out)
+    (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
+
+
+def op_gather(b: Builder, node: IRNode) -> None:
+    data = np.asarray(b.value(node, node.inputs[0]))
+    idx = np.asarray(b.value(node, node.inputs[1])).astype(np.int64)
+    _store(b, node, np.take(data, idx, axis=int(node.attrs.get("axis", 0))))
+
+
+def _axes(b: Builder, node: IRNode) -> list[int]:
+    if len(node.inputs) > 1 and node.inputs[1]:
+        return b.ints(node, node.inputs[1])
+    return list(node.attrs.get("axes", []))
+
+
+def op_unsqueeze(b: Builder, node: IRNode) -> None:
+    out = np.asarray(b.value(node, node.inputs[0]))
+    for a in sorted(_axes(b, node)):
+        out = np.expand_dims(out, a if a >= 0 else a + out.ndim + 1)
+    _store(b, node, out)
+
+
+def op_squeeze(b: Builder, node: IRNode) -> None:
+    out = np.asarray(b.value(node, node.inputs[0]))
+    axes = _axes(b, node)
+    _store(b, node, np.squeeze(out, axis=tuple(axes)) if axes else np.squeeze(out))
+
+
+def op_cast(b: Builder, node: IRNode) -> None:
+    import onnx
+
+    v = np.asarray(b.value(node, node.inputs[0]))
+    if v.dtype != object:
+        v = v.astype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
+    _store(b, node, v)
+
+
+def op_slice(b: Builder, node: IRNode) -> None:
+    data = np.asarray(b.value(node, node.inputs[0]))
+    starts, ends = b.ints(node, node.inputs[1]), b.ints(node, node.inputs[2])
+    axes = b.ints(node, node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else None
+    steps = b.ints(node, node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else None
+    axes = axes or list(range(len(starts)))
+    steps = steps or [1] * len(starts)
+    index = [slice(None)] * data.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        index[a] = slice(s, e, st)
+    _store(b, node, data[tuple(index)])
+
+
+#: The operators a network may contain, each to the function that adds it.
+OPS: dict[str, Callable[[Builder, IRNode], None]] = {
+    "Gemm": op_gemm,
+    "MatMul": op_matmul,
+    "Conv": op_conv,
+    "BatchNormalization": op_batchnorm,
+    "Relu": _unary(lambda b, n: nn.ReLU()),
+    "Clip": _unary(_clip),
+    "LeakyRelu": _unary(lambda b, n: nn.LeakyReLU(_f32(n.attrs.get("alpha", 0.01)))),
+    "HardSwish": _unary(lambda b, n: nn.HardSwish()),
+    "Sigmoid": _unary(lambda b, n: nn.Sigmoid()),
+    "Tanh": _unary(lambda b, n: nn.Tanh()),
+    "Softmax": _unary(_softmax),
+    "MaxPool": _pool("max"),
+    "AveragePool": _pool("avg"),
+    "GlobalAveragePool": op_global_avg_pool,
+    "ReduceMean": op_reduce_mean,
+    "Add": _binary("Add"),
+    "Sub": _binary("Sub"),
+    "Mul": _binary("Mul"),
+    "Div": _binary("Div"),
+    "Concat": op_concat,
+    "Flatten": op_flatten,
+    "Reshape": op_reshape,
+    "Transpose": op_transpose,
+    "Pad": op_pad,
+    "Identity": op_identity,
+    "Dropout": op_identity,
+}
+
+#: Operators on shapes and constants only, folded while importing (never run).
+SHAPE_OPS: dict[str, Callable[[Builder, IRNode], None]] = {
+    "Shape": op_shape,
+    "Gather": op_gather,
+    "Unsqueeze": op_unsqueeze,
+    "Squeeze": op_squeeze,
+    "Cast": op_cast,
+    "Slice": op_slice,
+}
+
+
+def check_declared(b: Builder, node: IRNode, declared: dict[str, tuple[int, ...]]) -> None:
+    """The per-sample shape the network computes for each output equals the file's."""
+    out = node.outputs[0] if node.outputs else None
+    if out in b.act and out in declared:
+        got = b.g.shape_of(b.act[out])
+        if tuple(got) != tuple(declared[out]):
+            raise ModelFormatError(
+                f"{b.where}: tensor {out!r} (node {node.name!r}) is declared with per-sample "
+                f"shape {declared[out]} but computes to {tuple(got)}."
+            )

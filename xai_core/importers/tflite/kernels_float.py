@@ -1,0 +1,158 @@
+"""TFLite's float32 kernels in the backend's numerics: every product through ``backend.matmul``.
+
+The windows and padding rules are the int8 kernels' (:mod:`.kernels_int8`); elementwise work
+and reductions go through ``backend.elementwise`` and ``backend.reduce`` so they are counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from xai_core.errors import ModelFormatError
+from xai_core.importers.tflite.kernels_int8 import _bias_float, _windows, transpose
+
+__all__ = ["FLOAT_KERNELS"]
+
+_ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray] | None] = {
+    0: None,
+    1: lambda v: np.maximum(v, 0),
+    2: lambda v: np.clip(v, -1, 1),
+    3: lambda v: np.clip(v, 0, 6),
+}
+
+
+def _fused(op, y, backend):
+    fn = _ACTIVATIONS.get(int(op.options.get("FusedActivationFunction", 0)), "?")
+    if fn == "?":
+        raise ModelFormatError(f"operator {op.index}: unsupported fused activation.")
+    return y if fn is None else backend.elementwise(fn, y)
+
+
+def conv_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    w = tensors[op.inputs[1]].data  # (out_c, kh, kw, in_c)
+    oc, kh, kw, ic = w.shape
+    if x.shape[-1] != ic:
+        raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
+    patches = _windows(x, kh, kw, op.options, 0.0)
+    n, oh, ow = patches.shape[:3]
+    y = backend.matmul(patches.reshape(n * oh * ow, -1), w.reshape(oc, -1).T)
+    y = backend.elementwise(np.add, y, _bias_float(op, tensors, oc))
+    return _fused(op, y, backend).reshape(n, oh, ow, oc)
+
+
+def depthwise_conv_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    w = tensors[op.inputs[1]].data  # (1, kh, kw, out_c)
+    _, kh, kw, oc = w.shape
+    ic = x.shape[-1]
+    mult = oc // ic
+    patches = _windows(x, kh, kw, op.options, 0.0)
+    n, oh, ow = patches.shape[:3]
+    cols = patches.reshape(n * oh * ow, kh * kw, ic)
+    wk = w.reshape(kh * kw, ic, mult)
+    y = np.empty((n * oh * ow, ic, mult), np.float32)
+    for c in range(ic):
+        y[:, c] = backend.matmul(np.ascontiguousarray(cols[:, :, c]), wk[:, c])
+    y = backend.elementwise(np.add, y.reshape(-1, oc), _bias_float(op, tensors, oc))
+    return _fused(op, y, backend).reshape(n, oh, ow, oc)
+
+
+def fully_connected(op, tensors, inputs, backend):
+    x = inputs[0]
+    w = tensors[op.inputs[1]].data  # (units, k)
+    units, k = w.shape
+    y = backend.matmul(x.reshape(-1, k), w.T)
+    y = _fused(op, backend.elementwise(np.add, y, _bias_float(op, tensors, units)), backend)
+    return (
+        y.reshape(*x.shape[:-1], units) if op.options.get("KeepNumDims") else y.reshape(-1, units)
+    )
+
+
+def max_pool_2d(op, tensors, inputs, backend):
+    kh, kw = int(op.options["FilterHeight"]), int(op.options["FilterWidth"])
+    patches = _windows(inputs[0], kh, kw, op.options, -np.inf)
+    return _fused(op, backend.reduce(np.max, patches, axis=(3, 4)), backend)
+
+
+def average_pool_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    kh, kw = int(op.options["FilterHeight"]), int(op.options["FilterWidth"])
+    sums = backend.reduce(np.sum, _windows(x, kh, kw, op.options, 0.0), axis=(3, 4))
+    ones = np.ones((1, *x.shape[1:3], 1), np.float32)
+    counts = _windows(ones, kh, kw, op.options, 0.0).sum(axis=(3, 4))
+    return _fused(op, backend.elementwise(np.divide, sums, counts), backend)
+
+
+def mean(op, tensors, inputs, backend):
+    x = inputs[0]
+    axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
+    keep = bool(op.options.get("KeepDims"))
+    return backend.reduce(lambda v, axis: np.mean(v, axis=axis, keepdims=keep), x, axis=axes)
+
+
+def pad(op, tensors, inputs, backend):
+    widths = tensors[op.inputs[1]].data.astype(np.int64)
+    value = 0.0
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        value = float(tensors[op.inputs[2]].data.ravel()[0])
+    return np.pad(inputs[0], [tuple(w) for w in widths], constant_values=value)
+
+
+def reshape(op, tensors, inputs, backend):
+    return inputs[0].reshape(len(inputs[0]), *tensors[op.outputs[0]].shape[1:])
+
+
+def concatenation(op, tensors, inputs, backend):
+    axis = int(op.options.get("Axis", 0)) % inputs[0].ndim
+    return _fused(op, np.concatenate(inputs, axis=axis), backend)
+
+
+def _binary(fn):
+    def kernel(op, tensors, inputs, backend):
+        return _fused(op, backend.elementwise(fn, *inputs), backend)
+
+    return kernel
+
+
+def _unary(fn, ops=1):
+    def kernel(op, tensors, inputs, backend):
+        return backend.elementwise(fn, inputs[0], ops=ops)
+
+    return kernel
+
+
+def softmax(op, tensors, inputs, backend):
+    beta = np.float32(op.options.get("Beta", 1.0))
+    x = inputs[0]
+    m = backend.reduce(np.max, x, axis=-1)[..., None]
+    e = backend.elementwise(lambda v, mm: np.exp((v - mm) * beta), x, m, ops=3)
+    return backend.elementwise(np.divide, e, backend.reduce(np.sum, e, axis=-1)[..., None])
+
+
+FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
+    "ADD": _binary(np.add),
+    "AVERAGE_POOL_2D": average_pool_2d,
+    "CONCATENATION": concatenation,
+    "CONV_2D": conv_2d,
+    "DEPTHWISE_CONV_2D": depthwise_conv_2d,
+    "DIV": _binary(np.divide),
+    "FULLY_CONNECTED": fully_connected,
+    "HARD_SWISH": _unary(lambda v: v * np.clip(v + 3, 0, 6) / 6, ops=4),
+    "LOGISTIC": _unary(lambda v: 1 / (1 + np.exp(-v)), ops=3),
+    "MAX_POOL_2D": max_pool_2d,
+    "MEAN": mean,
+    "MUL": _binary(np.multiply),
+    "PAD": pad,
+    "PADV2": pad,
+    "RELU": _unary(lambda v: np.maximum(v, 0)),
+    "RELU6": _unary(lambda v: np.clip(v, 0, 6)),
+    "RESHAPE": reshape,
+    "SOFTMAX": softmax,
+    "SQUEEZE": reshape,
+    "SUB": _binary(np.subtract),
+    "TANH": _unary(np.tanh, ops=3),
+    "TRANSPOSE": transpose,
+}

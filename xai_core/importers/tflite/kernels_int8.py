@@ -1,0 +1,453 @@
+"""TFLite's int8 kernels, bit-exact with its reference kernels, vectorised over the batch.
+
+Each kernel takes the operator, the graph's tensors and the int8 input arrays (NHWC, the
+batch first) and returns the int8 output. Multipliers are derived from the float32 scales
+the file stores, in double, as TFLite's ``Prepare`` functions do. Every matrix product (the
+convolutions lowered by im2col, fully connected layers, depthwise convolutions per channel)
+goes through :func:`xai_core.nn.quantize.int8_matmul`, so an int8 device receives the int8
+operands and counts the work, and every other backend gives the same integers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import ModelFormatError
+from xai_core.importers.tflite.fixedpoint import (
+    INT16_MAX,
+    INT16_MIN,
+    multiplier_from_scales,
+    requantize,
+    rounding_divide_by_pot,
+    saturating_left_shift,
+    saturating_rounding_doubling_high_mul,
+)
+from xai_core.importers.tflite.reader import OperatorInfo, TensorInfo
+from xai_core.nn.quantize import (
+    _round_half_away,
+    _vector,
+    int8_matmul,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
+
+__all__ = ["INT8_KERNELS", "activation_range"]
+
+QMIN, QMAX = -128, 127
+#: TFLite's ActivationFunctionType: NONE, RELU, RELU_N1_TO_1, RELU6.
+_FUSED = {0: None, 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
+
+
+def _scale(t: TensorInfo) -> np.float32:
+    if t.scale is None:
+        raise ModelFormatError(f"tensor {t.name!r} has no quantisation parameters.")
+    return np.float32(t.scale[0])
+
+
+def _zp(t: TensorInfo) -> int:
+    return int(t.zero_point[0]) if t.zero_point is not None and len(t.zero_point) else 0
+
+
+def activation_range(fused: int, out: TensorInfo) -> tuple[int, int]:
+    """TFLite's ``CalculateActivationRangeQuantized``: the clamp of a fused activation."""
+    if fused not in _FUSED:
+        raise ModelFormatError(f"fused activation {fused} is not supported (only RELU, RELU6).")
+    bounds = _FUSED[fused]
+    if bounds is None:
+        return QMIN, QMAX
+    scale, zp = _scale(out), _zp(out)
+
+    def q(f: float) -> int:  # float32 division, as TFLite's lambda computes it
+        return zp + int(_round_half_away(np.float32(f) / scale))
+
+    lo = max(QMIN, q(bounds[0]))
+    hi = QMAX if bounds[1] is None else min(QMAX, q(bounds[1]))
+    return lo, hi
+
+
+# -- convolutions and fully connected layers ---------------------------------------------
+
+
+def _same_padding(size: int, k: int, stride: int, dilation: int) -> tuple[int, int, int]:
+    eff = (k - 1) * dilation + 1
+    out = (size + stride - 1) // stride
+    total = max((out - 1) * stride + eff - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def _windows(x: np.ndarray, kh: int, kw: int, opts: dict[str, Any], pad_value: int) -> np.ndarray:
+    """Patches of shape (n, oh, ow, kh, kw, c) for a TFLite SAME/VALID window (NHWC input)."""
+    sh, sw = int(opts.get("StrideH", 1)), int(opts.get("StrideW", 1))
+    dh, dw = int(opts.get("DilationHFactor", 1)), int(opts.get("DilationWFactor", 1))
+    n, h, w, c = x.shape
+    if int(opts.get("Padding", 1)) == 0:  # SAME
+        oh, top, bottom = _same_padding(h, kh, sh, dh)
+        ow, left, right = _same_padding(w, kw, sw, dw)
+    else:
+        oh = (h - (kh - 1) * dh - 1) // sh + 1
+        ow = (w - (kw - 1) * dw - 1) // sw + 1
+        top = bottom = left = right = 0
+    if top or bottom or left or right:
+        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
+    view = np.lib.stride_tricks.sliding_window_view(
+        x, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), (1, 2)
+    )
+    # view: (n, H', W', c, eh, ew) -> strided output positions and dilated taps
+    view = view[:, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, :, ::dh, ::dw]
+    return view.transpose(0, 1, 2, 4, 5, 3)
+
+
+def _per_channel_multipliers(x: TensorInfo, w: TensorInfo, out: TensorInfo):
+    scales = np.asarray(w.scale, dtype=np.float32).astype(np.float64)
+    return multiplier_from_scales(np.float64(_scale(x)) * scales, np.float64(_scale(out)))
+
+
+def _bias(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndarray:
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        b = tensors[op.inputs[2]].data
+        if b is None or b.size != channels:
+            raise ModelFormatError(
+                f"operator {op.index} ({op.op}): bias must be {channels} constants."
+            )
+        return b.astype(np.int64)
+    return np.zeros(channels, np.int64)
+
+
+def _bias_float(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndarray:
+    """A float layer's bias (zeros when the operator has none)."""
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        return np.asarray(tensors[op.inputs[2]].data, dtype=np.float32)
+    return np.zeros(channels, np.float32)
+
+
+def _gemm_requant(cols, w_kc, op, tensors, backend, x_t, w_t, out_t):
+    """int8 cols (M, K) @ weights (K, C) with TFLite's offsets, bias and requantisation.
+
+    CONV_2D rescales with the fixed-point per-channel multipliers. FULLY_CONNECTED follows
+    TFLite's reference kernel, which rescales in double instead: ``round(acc * s_in * s_w /
+    s_out)``, ties away from zero. (TFLite's optimised kernel uses the fixed-point multiplier
+    there too; the two differ by one on near-ties.)
+    """
+    channels = w_kc.shape[1]
+    acc = int8_matmul(backend, cols, w_kc)
+    acc -= _zp(x_t) * w_kc.astype(np.int64).sum(axis=0)
+    acc += _bias(op, tensors, channels)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    scales = np.asarray(w_t.scale, dtype=np.float32).astype(np.float64)
+    if op.op == "FULLY_CONNECTED":
+        effective = np.float64(_scale(x_t)) * scales / np.float64(_scale(out_t))
+
+        def rescale(a):
+            out = _round_half_away(a.astype(np.float64) * effective).astype(np.int64) + _zp(out_t)
+            return np.clip(out, lo, hi).astype(np.int8)
+
+        return _vector(backend, rescale, acc)
+    q, shift = multiplier_from_scales(np.float64(_scale(x_t)) * scales, np.float64(_scale(out_t)))
+    return _vector(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
+
+
+def conv_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    x_t, w_t, out_t = tensors[op.inputs[0]], tensors[op.inputs[1]], tensors[op.outputs[0]]
+    w = w_t.data  # (out_c, kh, kw, in_c)
+    oc, kh, kw, ic = w.shape
+    patches = _windows(x, kh, kw, op.options, _zp(x_t))
+    n, oh, ow = patches.shape[:3]
+    groups = x.shape[-1] // ic
+    if groups != 1:
+        raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
+    cols = patches.reshape(n * oh * ow, kh * kw * ic)
+    out = _gemm_requant(cols, w.reshape(oc, -1).T, op, tensors, backend, x_t, w_t, out_t)
+    return out.reshape(n, oh, ow, oc)
+
+
+def depthwise_conv_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    x_t, w_t, out_t = tensors[op.inputs[0]], tensors[op.inputs[1]], tensors[op.outputs[0]]
+    w = w_t.data  # (1, kh, kw, out_c), out_c = in_c * multiplier
+    _, kh, kw, oc = w.shape
+    ic = x.shape[-1]
+    mult = oc // ic
+    patches = _windows(x, kh, kw, op.options, _zp(x_t))  # (n, oh, ow, kh, kw, ic)
+    n, oh, ow = patches.shape[:3]
+    cols = patches.reshape(n * oh * ow, kh * kw, ic)
+    wk = w.reshape(kh * kw, ic, mult)
+    acc = np.empty((n * oh * ow, ic, mult), np.int64)
+    for c in range(ic):  # one small product per channel: what the array runs
+        acc[:, c] = int8_matmul(backend, np.ascontiguousarray(cols[:, :, c]), wk[:, c])
+    acc = acc.reshape(n * oh * ow, oc)
+    acc -= _zp(x_t) * w.reshape(kh * kw, oc).astype(np.int64).sum(axis=0)
+    acc += _bias(op, tensors, oc)
+    q, shift = _per_channel_multipliers(x_t, w_t, out_t)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    out = _vector(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
+    return out.reshape(n, oh, ow, oc)
+
+
+def fully_connected(op, tensors, inputs, backend):
+    x = inputs[0]
+    x_t, w_t, out_t = tensors[op.inputs[0]], tensors[op.inputs[1]], tensors[op.outputs[0]]
+    w = w_t.data  # (units, k)
+    units, k = w.shape
+    rows = x.reshape(-1, k)
+    out = _gemm_requant(rows, w.T, op, tensors, backend, x_t, w_t, out_t)
+    if op.options.get("KeepNumDims"):
+        return out.reshape(*x.shape[:-1], units)
+    return out.reshape(-1, units)
+
+
+# -- pooling, reductions, shapes -------------------------------------------------------------
+
+
+def _pool_windows(op, x, pad_value):
+    opts = op.options
+    kh, kw = int(opts["FilterHeight"]), int(opts["FilterWidth"])
+    return _windows(x, kh, kw, opts, pad_value)
+
+
+def max_pool_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    out_t = tensors[op.outputs[0]]
+    patches = _pool_windows(op, x, QMIN)  # padding never wins a max
+    out = patches.max(axis=(3, 4)).astype(np.int64)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    return np.clip(out, lo, hi).astype(np.int8)
+
+
+def average_pool_2d(op, tensors, inputs, backend):
+    x = inputs[0]
+    out_t = tensors[op.outputs[0]]
+    ones = np.ones((1, *x.shape[1:3], 1), np.int8)
+    patches = _pool_windows(op, x.astype(np.int16), 0)
+    counts = _pool_windows(op, ones, 0).sum(axis=(3, 4), dtype=np.int64)  # padding excluded
+    acc = patches.sum(axis=(3, 4), dtype=np.int64)
+    half = counts // 2
+    acc = np.where(acc > 0, (acc + half) // counts, -((-acc + half) // counts))
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    return np.clip(acc, lo, hi).astype(np.int8)
+
+
+def mean(op, tensors, inputs, backend):
+    x = inputs[0]
+    x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
+    if 0 in axes:
+        raise ModelFormatError(f"operator {op.index}: MEAN over the batch axis is not supported.")
+    count = int(np.prod([x.shape[a] for a in axes]))
+    total = x.astype(np.int64).sum(axis=axes, keepdims=bool(op.options.get("KeepDims")))
+    q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
+    q, shift = int(q), int(shift)
+    s = min(count.bit_length() - 1, 32, 31 + shift)
+    q = (q << s) // count
+    shift -= s
+    shifted = total - _zp(x_t) * count
+    out = multiply_by_quantized_multiplier(shifted, q, shift) + _zp(out_t)
+    return np.clip(out, QMIN, QMAX).astype(np.int8)
+
+
+def pad(op, tensors, inputs, backend):
+    x = inputs[0]
+    widths = tensors[op.inputs[1]].data.astype(np.int64)
+    if widths[0].any():
+        raise ModelFormatError(f"operator {op.index}: PAD of the batch axis is not supported.")
+    value = _zp(tensors[op.outputs[0]])
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:  # PADV2's constant
+        value = int(tensors[op.inputs[2]].data.ravel()[0])
+    return np.pad(x, [tuple(w) for w in widths], constant_values=value)
+
+
+def reshape(op, tensors, inputs, backend):
+    x = inputs[0]
+    out_shape = tensors[op.outputs[0]].shape
+    return x.reshape(len(x), *out_shape[1:])
+
+
+def transpose(op, tensors, inputs, backend):
+    perm = [int(a) for a in np.ravel(tensors[op.inputs[1]].data)]
+    if perm[0] != 0:
+        raise ModelFormatError(f"operator {op.index}: TRANSPOSE must keep the batch axis first.")
+    return np.ascontiguousarray(inputs[0].transpose(perm))
+
+
+def concatenation(op, tensors, inputs, backend):
+    axis = int(op.options.get("Axis", 0))
+    out_t = tensors[op.outputs[0]]
+    for i, t in enumerate(op.inputs):  # TFLite's int8 kernel refuses rescaling
+        if _scale(tensors[t]) != _scale(out_t) or _zp(tensors[t]) != _zp(out_t):
+            raise ModelFormatError(
+                f"operator {op.index}: CONCATENATION input {i} has other quantisation than "
+                "its output, which TFLite's int8 kernel does not run."
+            )
+    axis = axis % inputs[0].ndim
+    if axis == 0:
+        raise ModelFormatError(f"operator {op.index}: CONCATENATION along the batch axis.")
+    out = np.concatenate(inputs, axis=axis).astype(np.int64)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    return np.clip(out, lo, hi).astype(np.int8)
+
+
+# -- elementwise -------------------------------------------------------------------------------
+
+
+def _add_sub(op, tensors, inputs, sign):
+    a_t, b_t, out_t = (tensors[i] for i in (*op.inputs, op.outputs[0]))
+    sa, sb, so = (np.float64(_scale(t)) for t in (a_t, b_t, out_t))
+    left = 20
+    twice_max = 2 * max(sa, sb)
+    qa, sha = quantize_multiplier(sa / twice_max)
+    qb, shb = quantize_multiplier(sb / twice_max)
+    qo, sho = quantize_multiplier(twice_max / ((1 << left) * so))
+    a = (inputs[0].astype(np.int64) - _zp(a_t)) << left
+    b = (inputs[1].astype(np.int64) - _zp(b_t)) << left
+    raw = multiply_by_quantized_multiplier(a, qa, sha) + sign * multiply_by_quantized_multiplier(
+        b, qb, shb
+    )
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    return requantize(raw, qo, sho, _zp(out_t), lo, hi)
+
+
+def add(op, tensors, inputs, backend):
+    return _add_sub(op, tensors, inputs, 1)
+
+
+def sub(op, tensors, inputs, backend):
+    return _add_sub(op, tensors, inputs, -1)
+
+
+def mul(op, tensors, inputs, backend):
+    a_t, b_t, out_t = (tensors[i] for i in (*op.inputs, op.outputs[0]))
+    q, shift = quantize_multiplier(
+        np.float64(_scale(a_t)) * np.float64(_scale(b_t)) / np.float64(_scale(out_t))
+    )
+    prod = (inputs[0].astype(np.int64) - _zp(a_t)) * (inputs[1].astype(np.int64) - _zp(b_t))
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    return requantize(prod, q, shift, _zp(out_t), lo, hi)
+
+
+def _relu_x(op, tensors, inputs, bounds):
+    x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
+    lo, hi = activation_range(bounds, out_t)
+    return requantize(inputs[0].astype(np.int64) - _zp(x_t), q, shift, _zp(out_t), lo, hi)
+
+
+def relu(op, tensors, inputs, backend):
+    return _relu_x(op, tensors, inputs, 1)
+
+
+def relu6(op, tensors, inputs, backend):
+    return _relu_x(op, tensors, inputs, 3)
+
+
+def _lut(fn: Callable[[np.ndarray], np.ndarray]):
+    """A 256-entry table as TFLite's ``LUTPopulate<int8_t>`` fills it (float32 arithmetic)."""
+
+    def kernel(op, tensors, inputs, backend):
+        x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        values = np.arange(QMIN, QMAX + 1, dtype=np.int32)
+        real = _scale(x_t) * (values - _zp(x_t)).astype(np.float32)
+        inverse = np.float32(1) / _scale(out_t)
+        table = _round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
+        table = np.clip(table.astype(np.int64) + _zp(out_t), QMIN, QMAX).astype(np.int8)
+        return table[inputs[0].astype(np.int64) - QMIN]
+
+    return kernel
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
+
+
+def hard_swish(op, tensors, inputs, backend):
+    x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    s_in, s_out = _scale(x_t), _scale(out_t)
+    hires = np.float32(1.0 / 128.0) * s_in
+    out_q, out_e = quantize_multiplier(np.float64(np.float32(hires / s_out)))
+    relu_q, relu_e = quantize_multiplier(np.float64(np.float32(hires / np.float32(3.0 / 32768.0))))
+    out_q16 = _downscale_to_int16(int(out_q))
+    relu_q16 = _downscale_to_int16(int(relu_q))
+    out_e, relu_e = int(out_e), int(relu_e)
+    v = inputs[0].astype(np.int64) - _zp(x_t)
+    hires_v = v * 128
+    preshift = saturating_rounding_doubling_high_mul(hires_v, out_q16, bits=16)
+    r = hires_v
+    if relu_e > 0:
+        r = saturating_left_shift(r, relu_e - 1, bits=16)
+    r = saturating_rounding_doubling_high_mul(r, relu_q16, bits=16)
+    if relu_e > 0:
+        r = saturating_left_shift(r, 1, bits=16)
+    if relu_e < 0:
+        r = rounding_divide_by_pot(r, -relu_e)
+    r = (r + (1 << 15)) >> 1
+    # SaturatingDoublingHighMul: truncating division by 2**15
+    ab = r * preshift
+    prod = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    prod = np.where((r == INT16_MIN) & (preshift == INT16_MIN), INT16_MAX, prod)
+    out = rounding_divide_by_pot(prod, -out_e) + _zp(out_t)
+    return np.clip(out, QMIN, QMAX).astype(np.int8)
+
+
+def _downscale_to_int16(q: int) -> int:
+    if q >= 2**31 - 1 - (1 << 15):
+        return INT16_MAX
+    return (q + (1 << 15)) >> 16
+
+
+def softmax(op, tensors, inputs, backend):
+    from xai_core.importers.tflite.softmax import softmax_int8
+
+    x_t = tensors[op.inputs[0]]
+    return softmax_int8(inputs[0], float(op.options.get("Beta", 1.0)), _scale(x_t))
+
+
+def quantize(op, tensors, inputs, backend):
+    """QUANTIZE: float -> int8/uint8, or a requantisation between int8 and uint8."""
+    x = inputs[0]
+    out_t = tensors[op.outputs[0]]
+    info = np.iinfo(out_t.dtype)
+    if x.dtype in (np.int8, np.uint8):
+        x_t = tensors[op.inputs[0]]
+        q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
+        out = multiply_by_quantized_multiplier(x.astype(np.int64) - _zp(x_t), q, shift) + _zp(out_t)
+    else:
+        out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(
+            out_t
+        )
+    return np.clip(out, info.min, info.max).astype(out_t.dtype)
+
+
+def dequantize(op, tensors, inputs, backend):
+    x_t = tensors[op.inputs[0]]
+    real = np.float64(_scale(x_t)) * (inputs[0].astype(np.float64) - _zp(x_t))
+    return real.astype(np.float32)
+
+
+#: Operator name -> kernel(op, tensors, inputs, backend) -> output.
+INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
+    "ADD": add,
+    "AVERAGE_POOL_2D": average_pool_2d,
+    "CONCATENATION": concatenation,
+    "CONV_2D": conv_2d,
+    "DEPTHWISE_CONV_2D": depthwise_conv_2d,
+    "DEQUANTIZE": dequantize,
+    "FULLY_CONNECTED": fully_connected,
+    "HARD_SWISH": hard_swish,
+    "LOGISTIC": _lut(_sigmoid),
+    "MAX_POOL_2D": max_pool_2d,
+    "MEAN": mean,
+    "MUL": mul,
+    "PAD": pad,
+    "PADV2": pad,
+    "QUANTIZE": quantize,
+    "RELU": relu,
+    "RELU6": relu6,
+    "RESHAPE": reshape,
+    "SOFTMAX": softmax,
+    "SQUEEZE": reshape,
+    "SUB": sub,
+    "TANH": _lut(np.tanh),
+    "TRANSPOSE": transpose,
+}

@@ -1,0 +1,264 @@
+"""A ``.tflite`` graph as a model: TFLite's kernels, run on any backend, one record per call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError
+from xai_core.importers.tflite.reader import TensorInfo, TFLiteGraph
+from xai_core.model.base import Model
+from xai_core.validation import check_array
+
+__all__ = ["TFLiteModel"]
+
+_INTEGER = (np.dtype(np.int8), np.dtype(np.uint8))
+
+#: The custom operator that the Edge TPU compiler puts in ``*_edgetpu.tflite`` files.
+EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
+
+
+class TFLiteModel(Model):
+    """A TensorFlow Lite model read by :func:`xai_core.from_tflite`.
+
+    Full-integer models run TFLite's int8 kernels (bit-exact with its reference kernels) and
+    so may run on ``edgetpu``; their integer matrix products give the same integers on every
+    backend. Float models run their float32 kernels in the backend's numerics.
+
+    Attributes
+    ----------
+    graph : TFLiteGraph
+        The parsed file.
+    input_shape : tuple of int
+        One sample's shape, as the file declares it without the batch axis (NHWC for images).
+    image_shape : tuple of int or None
+        ``(H, W, C)`` for an image input.
+    is_quantized : bool
+        Whether the operators compute in int8 (a model the Edge TPU can run).
+    output_names : tuple of str or None
+        Class names, from ``labels`` or the Teachable Machine ``labels.txt``.
+    preprocessing : dict
+        What an input must look like, as far as the file or its export says (``{"scale":
+        ..., "offset": ...}`` for images mapped from [0, 255]).
+    """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"predict", "activations"})
+
+    def __init__(
+        self,
+        graph: TFLiteGraph,
+        *,
+        output_names: Sequence[str] | None = None,
+        name: str | None = None,
+        preprocessing: dict[str, Any] | None = None,
+    ) -> None:
+        from xai_core.importers.tflite.kernels_float import FLOAT_KERNELS
+        from xai_core.importers.tflite.kernels_int8 import INT8_KERNELS
+
+        self.graph = graph
+        self.name = name
+        custom = [op for op in graph.operators if op.custom_code]
+        if any(op.custom_code == EDGETPU_CUSTOM_OP for op in custom):
+            raise ModelFormatError(
+                "this file was compiled for the Edge TPU (it holds 'edgetpu-custom-op', a binary "
+                "only the Edge TPU runs). Load the .tflite file you gave the Edge TPU compiler "
+                "(the one without the _edgetpu suffix) instead."
+            )
+        if custom:
+            raise ModelFormatError(
+                f"custom operators cannot run here: {sorted({op.custom_code for op in custom})}."
+            )
+        if len(graph.inputs) != 1 or len(graph.outputs) != 1:
+            raise ModelFormatError(
+                f"only models with one input and one output are supported; this one has "
+                f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs."
+            )
+        self.is_quantized = any(
+            graph.tensors[op.outputs[0]].dtype in _INTEGER for op in graph.operators
+        )
+        self._kernels = []
+        unsupported = []
+        for op in graph.operators:
+            out = graph.tensors[op.outputs[0]]
+            integer = out.dtype in _INTEGER or op.op == "DEQUANTIZE"
+            table = INT8_KERNELS if integer else FLOAT_KERNELS
+            kernel = table.get(op.op)
+            if kernel is None:
+                unsupported.append(
+                    f"{op.op} (operator {op.index}, output {out.name!r}, {out.dtype})"
+                )
+            self._kernels.append(kernel)
+        if unsupported:
+            supported = sorted(set(INT8_KERNELS) | set(FLOAT_KERNELS))
+            raise ModelFormatError(
+                f"unsupported TFLite operators: {', '.join(unsupported)}. Supported: "
+                f"{', '.join(supported)}."
+            )
+        self.input_tensor: TensorInfo = graph.tensors[graph.inputs[0]]
+        self.output_tensor: TensorInfo = graph.tensors[graph.outputs[0]]
+        self.input_shape = tuple(self.input_tensor.shape[1:])
+        self.n_outputs = int(np.prod(self.output_tensor.shape[1:], dtype=np.int64))
+        self.image_shape = self.input_shape if len(self.input_shape) == 3 else None
+        if output_names is not None:
+            output_names = tuple(str(n) for n in output_names)
+            if len(output_names) != self.n_outputs:
+                raise ModelFormatError(
+                    f"output_names must have {self.n_outputs} names, one per output; got "
+                    f"{len(output_names)}."
+                )
+        self.output_names = output_names
+        self.preprocessing = dict(preprocessing or {})
+        self._placement = None
+
+    # -- running ---------------------------------------------------------------------------
+    def _backend(self, backend: Any):
+        if backend is None:
+            from xai_core.backends.cpu import CPUBackend
+
+            return CPUBackend()
+        from xai_core.model.runner import get_backend
+
+        return get_backend(backend)
+
+    def quantize_input(self, X: np.ndarray) -> np.ndarray:
+        """``X`` in the input tensor's type: int8 / uint8 as TFLite's QUANTIZE computes it, else float32."""
+        t = self.input_tensor
+        if t.dtype not in _INTEGER:
+            return np.asarray(X, dtype=np.float32)
+        from xai_core.nn.quantize import _round_half_away
+
+        info = np.iinfo(t.dtype)
+        q = _round_half_away(np.asarray(X, np.float32) / np.float32(t.scale[0]))
+        return np.clip(q.astype(np.int64) + int(t.zero_point[0]), info.min, info.max).astype(
+            t.dtype
+        )
+
+    def run(
+        self, inputs: np.ndarray, backend: Any = None, *, until: int | None = None
+    ) -> dict[int, np.ndarray]:
+        """Run the operators on ``inputs`` (the input tensor's dtype, batch first).
+
+        Returns
+        -------
+        dict of int to ndarray
+            Every tensor computed, by tensor index: this call's own record, so one model may
+            be run from many threads at once.
+        """
+        backend = self._backend(backend)
+        tensors = self.graph.tensors
+        split = hasattr(backend, "count_operator")  # the Edge TPU: unmapped operators on its host
+        on_host = [p.device == "host" for p in self.placement()] if split else None
+        values: dict[int, np.ndarray] = {self.graph.inputs[0]: inputs}
+        for k, (op, kernel) in enumerate(zip(self.graph.operators[:until], self._kernels[:until])):
+            args = [values[i] if i in values else tensors[i].data for i in op.inputs if i >= 0]
+            device = backend
+            if split:
+                backend.count_operator(on_host[k])
+                device = backend.host if on_host[k] else backend
+            values[op.outputs[0]] = kernel(op, tensors, args, device)
+        return values
+
+    def placement(self):
+        """Where the Edge TPU compiler would put each operator: a list of placements.
+
+        Returns
+        -------
+        list of :class:`~xai_core.importers.tflite.edgetpu_map.OperatorPlacement`
+            ``index``, ``op``, ``device`` (``"edgetpu"`` or ``"host"``) and ``reason`` per
+            operator, in order. Everything from the first unmapped operator on is on the host.
+        """
+        if self._placement is None:
+            from xai_core.importers.tflite.edgetpu_map import place_operators
+
+            self._placement = place_operators(self.graph)
+        return self._placement
+
+    def placement_table(self):
+        """:meth:`placement` as a DataFrame with the MACs of each operator."""
+        import pandas as pd
+
+        from xai_core.importers.tflite.edgetpu_map import operator_macs
+
+        rows = [
+            {
+                "operator": p.index,
+                "op": p.op,
+                "device": p.device,
+                "macs": operator_macs(self.graph, p.index),
+                "reason": p.reason,
+            }
+            for p in self.placement()
+        ]
+        return pd.DataFrame(rows)
+
+    def _output_float(self, index: int, value: np.ndarray) -> np.ndarray:
+        t = self.graph.tensors[index]
+        if value.dtype in _INTEGER and t.scale is not None:
+            real = np.float64(t.scale[0]) * (value.astype(np.float64) - int(t.zero_point[0]))
+            return real.astype(np.float32)
+        return np.asarray(value, dtype=np.float32)
+
+    def predict(self, X: Any, backend: Any = None) -> np.ndarray:
+        """Outputs of shape (n_samples, n_outputs), dequantised for an int8 output.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+            Real values (an int8 model's input is quantised as TFLite's QUANTIZE would).
+        backend : str or Backend, optional
+            Default ``cpu``.
+        """
+        X = check_array(X, "X", feature_shape=self.input_shape)
+        out = self.run(self.quantize_input(X), backend)[self.graph.outputs[0]]
+        return self._output_float(self.graph.outputs[0], out).reshape(len(X), -1)
+
+    def predict_checked(self, X: np.ndarray, backend: Any) -> np.ndarray:
+        out = self.run(self.quantize_input(X), backend)[self.graph.outputs[0]]
+        return self._output_float(self.graph.outputs[0], out).reshape(len(X), -1)
+
+    def tensor_index(self, layer: int | str) -> int:
+        """The tensor index of ``layer``: a tensor name, or an operator index (its output)."""
+        if isinstance(layer, (int, np.integer)) and not isinstance(layer, bool):
+            if not 0 <= int(layer) < len(self.graph.operators):
+                raise UnknownNameError(
+                    "operator index", str(layer), [str(i) for i in range(len(self.graph.operators))]
+                )
+            return self.graph.operators[int(layer)].outputs[0]
+        names = {
+            self.graph.tensors[op.outputs[0]].name: op.outputs[0] for op in self.graph.operators
+        }
+        if layer not in names:
+            raise UnknownNameError("tensor", str(layer), sorted(names))
+        return names[layer]
+
+    def activations(self, X: Any, layer: int | str, backend: Any = None) -> np.ndarray:
+        """Output of one operator (index, or its output tensor's name), dequantised.
+
+        Returns
+        -------
+        ndarray of float32, shape (n_samples, *that tensor's shape without the batch axis)
+        """
+        index = self.tensor_index(layer)
+        until = next(i for i, op in enumerate(self.graph.operators) if op.outputs[0] == index) + 1
+        X = check_array(X, "X", feature_shape=self.input_shape)
+        value = self.run(self.quantize_input(X), backend, until=until)[index]
+        return self._output_float(index, value)
+
+    def gradient(self, X, target, backend=None):
+        raise CapabilityError(
+            "a .tflite model has no gradients here: an int8 model's rounding has no useful "
+            "derivative. Use a method that needs only predictions (shap, lime), or import the "
+            "float network it came from (xai.from_keras, xai.from_onnx) for gradient methods."
+        )
+
+    @property
+    def operators(self) -> list[str]:
+        """The operator names, in execution order."""
+        return self.graph.op_names
+
+    def __repr__(self) -> str:
+        kind = "int8" if self.is_quantized else "float32"
+        source = self.name or (self.graph.path or "bytes")
+        return f"TFLiteModel({kind}, {len(self.graph.operators)} operators, from {source!r})"

@@ -1,0 +1,267 @@
+"""Read a ``.tflite`` flatbuffer into plain Python: tensors, constant buffers and operators.
+
+The flatbuffer is parsed with the ``tflite`` package (the schema's generated reader). Nothing
+is allocated from a size the file declares until it has been checked against the bytes that
+are really there: a constant tensor's shape times its element size must equal its buffer's
+length, and a buffer stored after the flatbuffer (``offset``/``size``, for models over 2 GB)
+must lie inside the file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import ModelFormatError
+
+__all__ = ["TFLiteGraph", "TensorInfo", "OperatorInfo", "read_tflite"]
+
+#: TFLite TensorType -> numpy dtype (the types a supported model may hold).
+TENSOR_TYPES: dict[int, np.dtype] = {
+    0: np.dtype(np.float32),
+    1: np.dtype(np.float16),
+    2: np.dtype(np.int32),
+    3: np.dtype(np.uint8),
+    4: np.dtype(np.int64),
+    6: np.dtype(np.bool_),
+    7: np.dtype(np.int16),
+    9: np.dtype(np.int8),
+    10: np.dtype(np.float64),
+}
+
+#: Largest ``.tflite`` file read (the flatbuffer format itself stops at 2 GB).
+MAX_FILE_BYTES = 2**31
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor of the graph.
+
+    Attributes
+    ----------
+    index : int
+    name : str
+    shape : tuple of int
+        As stored (batch first; TFLite image tensors are NHWC).
+    dtype : numpy.dtype
+    scale : ndarray of float32 or None
+        Quantisation scales: one (per tensor) or one per channel along ``quantized_dimension``.
+    zero_point : ndarray of int64 or None
+    quantized_dimension : int
+    data : ndarray or None
+        The constant value, for weights and other constant tensors.
+    """
+
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    scale: np.ndarray | None = None
+    zero_point: np.ndarray | None = None
+    quantized_dimension: int = 0
+    data: np.ndarray | None = None
+
+    @property
+    def is_quantized(self) -> bool:
+        return self.scale is not None and self.dtype in (np.dtype(np.int8), np.dtype(np.uint8))
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    """One operator: its builtin name (``"CONV_2D"``), tensor indices and options."""
+
+    index: int
+    op: str
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+    custom_code: str | None = None
+    #: Name of the builtin options table (``"Conv2DOptions"``), for writing the file again.
+    options_type: str | None = None
+
+
+@dataclass(frozen=True)
+class TFLiteGraph:
+    """The first subgraph of a ``.tflite`` model."""
+
+    tensors: tuple[TensorInfo, ...]
+    operators: tuple[OperatorInfo, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    description: str = ""
+    path: str | None = None
+
+    @property
+    def op_names(self) -> list[str]:
+        return [op.op for op in self.operators]
+
+
+def _builtin_names() -> dict[int, str]:
+    from tflite.BuiltinOperator import BuiltinOperator
+
+    return {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+
+
+def _options_classes() -> dict[int, str]:
+    from tflite.BuiltinOptions import BuiltinOptions
+
+    return {v: k for k, v in vars(BuiltinOptions).items() if not k.startswith("_")}
+
+
+_SKIP = ("GetRootAs", "Init", "BufferHasIdentifier")
+
+
+def _read_options(op: Any) -> tuple[str | None, dict[str, Any]]:
+    """The options table's name and every scalar field, by name (``StrideH``: 2, ...)."""
+    import tflite
+
+    kind = op.BuiltinOptionsType()
+    if kind == 0:
+        return None, {}
+    cls_name = _options_classes().get(kind)
+    table = op.BuiltinOptions()
+    cls = getattr(tflite, cls_name, None) if cls_name else None
+    if cls is None or table is None:
+        return cls_name, {}
+    options = cls()
+    options.Init(table.Bytes, table.Pos)
+    values: dict[str, Any] = {}
+    for name, method in inspect.getmembers(options, inspect.ismethod):
+        if name.startswith("_") or any(name.endswith(s) or name.startswith(s) for s in _SKIP):
+            continue
+        if name.endswith(("IsNone", "Length")):
+            continue
+        if name.endswith("AsNumpy"):
+            values[name[: -len("AsNumpy")]] = np.asarray(method())
+            continue
+        if len(inspect.signature(method).parameters) == 0 and name + "AsNumpy" not in values:
+            values[name] = method()
+    return cls_name, values
+
+
+def _buffer_bytes(model: Any, index: int, raw: bytes) -> bytes | None:
+    buf = model.Buffers(index)
+    if buf is None:
+        return None
+    offset, size = int(buf.Offset()), int(buf.Size())
+    if offset > 1:  # stored after the flatbuffer
+        if offset + size > len(raw):
+            raise ModelFormatError(
+                f"buffer {index} declares {size:,} bytes at offset {offset:,}, past the end of "
+                f"the {len(raw):,}-byte file."
+            )
+        return raw[offset : offset + size]
+    if buf.DataLength() == 0:
+        return None
+    return buf.DataAsNumpy().tobytes()
+
+
+def read_tflite(source: str | os.PathLike[str] | bytes) -> TFLiteGraph:
+    """Parse a ``.tflite`` file (a path or its bytes).
+
+    Raises
+    ------
+    ModelFormatError
+        Not a TFLite flatbuffer, more than one subgraph's worth of control flow we cannot
+        run, or a constant whose declared shape does not match its bytes.
+    """
+    try:
+        import tflite
+    except ImportError as exc:  # pragma: no cover - the tflite extra is not installed
+        raise ModelFormatError(
+            "reading .tflite files needs the 'tflite' package: pip install 'xai-core[tflite]'."
+        ) from exc
+    path = None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raw = bytes(source)
+    else:
+        p = Path(source)
+        if not p.is_file():
+            raise ModelFormatError(f"path must be a .tflite file; {str(p)!r} is not a file.")
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise ModelFormatError(f"{p.name} is over 2 GB, the flatbuffer format's limit.")
+        raw, path = p.read_bytes(), str(p)
+    if len(raw) < 8 or raw[4:8] != b"TFL3":
+        raise ModelFormatError(
+            "not a TensorFlow Lite model: the file lacks the 'TFL3' identifier at byte 4."
+        )
+    try:
+        model = tflite.Model.GetRootAsModel(raw, 0)
+        if model.SubgraphsLength() < 1:
+            raise ModelFormatError("the model has no subgraph.")
+        graph = model.Subgraphs(0)
+        names = _builtin_names()
+        tensors = [
+            _read_tensor(model, graph.Tensors(i), i, raw) for i in range(graph.TensorsLength())
+        ]
+        operators = []
+        for i in range(graph.OperatorsLength()):
+            op = graph.Operators(i)
+            code = model.OperatorCodes(op.OpcodeIndex())
+            builtin = max(int(code.BuiltinCode()), int(code.DeprecatedBuiltinCode()))
+            custom = code.CustomCode()
+            options_type, options = _read_options(op)
+            operators.append(
+                OperatorInfo(
+                    index=i,
+                    op=names.get(builtin, f"BUILTIN_{builtin}"),
+                    inputs=tuple(int(t) for t in op.InputsAsNumpy()) if op.InputsLength() else (),
+                    outputs=tuple(int(t) for t in op.OutputsAsNumpy()),
+                    options=options,
+                    custom_code=custom.decode("utf-8", "replace") if custom else None,
+                    options_type=options_type,
+                )
+            )
+        description = model.Description()
+        return TFLiteGraph(
+            tensors=tuple(tensors),
+            operators=tuple(operators),
+            inputs=tuple(int(t) for t in graph.InputsAsNumpy()),
+            outputs=tuple(int(t) for t in graph.OutputsAsNumpy()),
+            description=description.decode("utf-8", "replace") if description else "",
+            path=path,
+        )
+    except ModelFormatError:
+        raise
+    except Exception as exc:  # a corrupt flatbuffer raises anything from struct to IndexError
+        raise ModelFormatError(
+            f"the .tflite flatbuffer is corrupt: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _read_tensor(model: Any, t: Any, index: int, raw: bytes) -> TensorInfo:
+    kind = int(t.Type())
+    if kind not in TENSOR_TYPES:
+        raise ModelFormatError(f"tensor {index} has TFLite type {kind}, which is not supported.")
+    dtype = TENSOR_TYPES[kind]
+    shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+    if any(d < 0 for d in shape):
+        raise ModelFormatError(f"tensor {index} has a negative dimension in {shape}.")
+    name = t.Name().decode("utf-8", "replace") if t.Name() else f"tensor_{index}"
+    scale = zero_point = None
+    qdim = 0
+    q = t.Quantization()
+    if q is not None and q.ScaleLength() > 0:
+        scale = np.asarray(q.ScaleAsNumpy(), dtype=np.float32)
+        zero_point = (
+            np.asarray(q.ZeroPointAsNumpy(), dtype=np.int64)
+            if q.ZeroPointLength()
+            else np.zeros(len(scale), np.int64)
+        )
+        qdim = int(q.QuantizedDimension())
+    data = None
+    blob = _buffer_bytes(model, int(t.Buffer()), raw)
+    if blob is not None:
+        expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if expected != len(blob):
+            raise ModelFormatError(
+                f"tensor {index} ({name!r}) declares shape {shape} of {dtype} ({expected:,} bytes) "
+                f"but its buffer holds {len(blob):,} bytes."
+            )
+        data = np.frombuffer(blob, dtype=dtype).reshape(shape).copy()
+    return TensorInfo(index, name, shape, dtype, scale, zero_point, qdim, data)

@@ -1,0 +1,78 @@
+"""Small helpers the layers share: argument checks, initialisation, channel layouts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import ShapeError, ValidationError
+
+LAYOUTS = ("NCHW", "NHWC")
+
+
+def positive_int(value: Any, name: str, low: int = 1) -> int:
+    """``value`` as an int ``>= low``, or a ValidationError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValidationError(f"{name} must be an integer >= {low}; got {value!r}.")
+    return int(value)
+
+
+def number(value: Any, name: str) -> float:
+    """``value`` as a finite float, or a ValidationError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValidationError(f"{name} must be a number; got {value!r}.")
+    if not np.isfinite(value):
+        raise ValidationError(f"{name} must be finite; got {value!r}.")
+    return float(value)
+
+
+def check_layout(layout: Any) -> str:
+    if layout not in LAYOUTS:
+        raise ValidationError(f"layout must be 'NCHW' or 'NHWC'; got {layout!r}.")
+    return layout
+
+
+def glorot(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, fan_out: int, dtype: Any):
+    bound = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-bound, bound, size=shape).astype(dtype)
+
+
+def rows(x: np.ndarray, shape: tuple[int, ...], layer: Any) -> None:
+    """Raise a ShapeError unless ``x`` is a batch of samples of ``shape``."""
+    if x.shape[1:] != tuple(shape):
+        raise ShapeError(
+            f"layer {layer.name or type(layer).__name__!r} expects input of shape "
+            f"(n_samples, {', '.join(map(str, shape))}); got an array of shape {x.shape}."
+        )
+
+
+def image(input_shape: tuple[int, ...], layer: Any) -> tuple[int, int, int]:
+    """``(channels, height, width)`` of a per-sample image shape in the layer's layout."""
+    if len(input_shape) != 3:
+        raise ShapeError(
+            f"{type(layer).__name__} layer {layer.name!r} needs images of shape "
+            f"{'(channels, height, width)' if layer.layout == 'NCHW' else '(height, width, channels)'}"
+            f" per sample; got {input_shape}."
+            + (
+                " Put Reshape((1, 28, 28)) before it for flat MNIST rows."
+                if len(input_shape) == 1
+                else ""
+            )
+        )
+    if layer.layout == "NHWC":
+        h, w, c = input_shape
+        return c, h, w
+    return tuple(input_shape)  # type: ignore[return-value]
+
+
+def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    return x.transpose(0, 3, 1, 2) if layout == "NHWC" else x
+
+
+def from_nchw(y: np.ndarray, layout: str) -> np.ndarray:
+    return np.ascontiguousarray(y.transpose(0, 2, 3, 1)) if layout == "NHWC" else y
+
+
+def shape_from_chw(c: int, h: int, w: int, layout: str) -> tuple[int, int, int]:
+    return (h, w, c) if layout == "NHWC" else (c, h, w)

@@ -1,0 +1,303 @@
+"""Convolutions: Conv2D (grouped, strided, dilated, any padding) and DepthwiseConv2D.
+
+A convolution over a batch is lowered by :func:`~xai_core.nn.im2col` to one column
+matrix, multiplied by each group's kernels in one ``backend.matmul`` per group; the bias
+is a ``backend.elementwise``. Weights are ``(filters, in_channels / groups, kh, kw)``
+whatever the layout (ONNX's and PyTorch's order).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core.errors import ShapeError, ValidationError
+from xai_core.nn import _util
+from xai_core.nn.im2col import as_pads, as_pair, col2im, conv_output_size, im2col, same_pads
+from xai_core.nn.layer import Layer
+
+__all__ = ["Conv2D", "DepthwiseConv2D", "resolve_padding"]
+
+
+def _add_channel_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``y + b`` for y of shape (n, channels, pixels), in place when ``y`` is writable."""
+    b = b[:, None]
+    return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
+
+
+def check_padding(padding: Any) -> Any:
+    """``"valid"``, ``"same"``, an int or a tuple, validated; ``"valid"`` becomes 0."""
+    if padding == "valid":
+        return 0
+    if padding == "same":
+        return "same"
+    pads = as_pads(padding)
+    if isinstance(padding, (tuple, list)):
+        return list(pads) if len(padding) == 4 else [pads[0], pads[2]]
+    return pads[0]
+
+
+def resolve_padding(padding: Any, hw: tuple[int, int], kernel, stride, dilation=1):
+    """``(top, bottom, left, right)`` for a checked ``padding`` and input ``(h, w)``."""
+    if padding == "same":
+        return same_pads(hw, kernel, stride, dilation)
+    return as_pads(padding)
+
+
+class Conv2D(Layer):
+    """2-D convolution (cross-correlation), lowered to one matmul per group.
+
+    Parameters
+    ----------
+    filters : int
+        Output channels.
+    kernel_size : int or (int, int), default=3
+    stride : int or (int, int), default=1
+    padding : int, (rows, cols), (top, bottom, left, right), "valid" or "same", default=0
+        Zero padding. ``"same"`` is TensorFlow's: output ``ceil(size / stride)``, the odd
+        row or column at the bottom / right (ONNX ``SAME_UPPER``).
+    dilation : int or (int, int), default=1
+    groups : int, default=1
+        Input and output channels split into ``groups`` independent convolutions.
+    use_bias : bool, default=True
+    layout : {"NCHW", "NHWC"}, default="NCHW"
+        Layout of the samples; the weights are NCHW-ordered either way.
+    name : str, optional
+
+    Attributes
+    ----------
+    weight : ndarray of shape (filters, in_channels // groups, kh, kw)
+    bias : ndarray of shape (filters,)
+    strides, dilation : tuple of (int, int)
+    pads : tuple of (top, bottom, left, right)
+        Resolved at build time.
+
+    Notes
+    -----
+    Output size per axis: ``(size + before + after - dilation * (kernel - 1) - 1) // stride + 1``.
+    """
+
+    kind: ClassVar[str] = "conv2d"
+    regularized: ClassVar[tuple[str, ...]] = ("weight",)
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: int | tuple[int, int] = 3,
+        stride: int | tuple[int, int] = 1,
+        padding: Any = 0,
+        dilation: int | tuple[int, int] = 1,
+        groups: int = 1,
+        use_bias: bool = True,
+        layout: str = "NCHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.filters = _util.positive_int(filters, "filters") if filters is not None else None
+        self.kernel_size = as_pair(kernel_size, "kernel_size")
+        self.strides = as_pair(stride, "stride")
+        self.dilation = as_pair(dilation, "dilation")
+        self.groups = _util.positive_int(groups, "groups")
+        self.padding = check_padding(padding)
+        self.use_bias = bool(use_bias)
+        self.layout = _util.check_layout(layout)
+        self.pads: tuple[int, int, int, int] | None = None
+        if self.filters is not None and self.filters % self.groups:
+            raise ValidationError(
+                f"filters ({self.filters}) must be a multiple of groups ({self.groups})."
+            )
+
+    weight = property(
+        lambda self: self.params["weight"], lambda self, v: self._set_param("weight", v)
+    )
+    bias = property(
+        lambda self: self.params.get("bias"), lambda self, v: self._set_param("bias", v)
+    )
+
+    @property
+    def stride(self) -> int | tuple[int, int]:
+        """The stride: an int when both axes step alike."""
+        sh, sw = self.strides
+        return sh if sh == sw else (sh, sw)
+
+    def compute_output_shape(self, input_shape):
+        c, h, w = _util.image(input_shape, self)
+        if c % self.groups:
+            raise ShapeError(
+                f"Conv2D {self.name!r}: {c} input channels do not split into {self.groups} groups."
+            )
+        kh, kw = self.kernel_size
+        self.pads = resolve_padding(
+            self.padding, (h, w), self.kernel_size, self.strides, self.dilation
+        )
+        oh = conv_output_size(h, kh, self.strides[0], self.pads[:2], self.dilation[0])
+        ow = conv_output_size(w, kw, self.strides[1], self.pads[2:], self.dilation[1])
+        return _util.shape_from_chw(self.filters, oh, ow, self.layout)
+
+    def _channels(self) -> int:
+        return _util.image(self.input_shape, self)[0]
+
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Shapes of the parameters for the input shape set by ``build``."""
+        kh, kw = self.kernel_size
+        shapes = {"weight": (self.filters, self._channels() // self.groups, kh, kw)}
+        return {**shapes, "bias": (self.filters,)} if self.use_bias else shapes
+
+    def build(self, input_shape, rng, dtype):
+        out = super().build(input_shape, rng, dtype)
+        cg = self._channels() // self.groups
+        kh, kw = self.kernel_size
+        shape = (self.filters, cg, kh, kw)
+        fan_out = self.filters // self.groups * kh * kw
+        self.params = {"weight": _util.glorot(rng, shape, cg * kh * kw, fan_out, dtype)}
+        if self.use_bias:
+            self.params["bias"] = np.zeros(self.filters, dtype=dtype)
+        return out
+
+    def _cols(self, x):
+        kh, kw = self.kernel_size
+        return im2col(x, kh, kw, self.strides, self.pads, dilation=self.dilation)
+
+    def apply(self, x, backend, record):
+        _util.rows(x, self.input_shape, self)
+        x = _util.to_nchw(x, self.layout)
+        n = x.shape[0]
+        cols = self._cols(x)
+        f, g = self.filters, self.groups
+        fg, kg = f // g, cols.shape[1] // g
+        w = self.weight.reshape(f, -1)
+        if g == 1:
+            y = backend.matmul(cols, w.T)
+        else:
+            y = np.concatenate(
+                [
+                    backend.matmul(cols[:, i * kg : (i + 1) * kg], w[i * fg : (i + 1) * fg].T)
+                    for i in range(g)
+                ],
+                axis=1,
+            )
+        if record is not None:
+            record["cols"], record["x_shape"] = cols, x.shape
+        oh, ow = self._out_hw()
+        # (n * oh * ow, filters) -> contiguous (n, filters, oh * ow), then the bias per channel
+        y = np.ascontiguousarray(y.reshape(n, oh * ow, f).transpose(0, 2, 1))
+        if self.use_bias:
+            y = backend.elementwise(_add_channel_bias, y, self.bias)
+        return _util.from_nchw(y.reshape(n, f, oh, ow), self.layout)
+
+    def _out_hw(self) -> tuple[int, int]:
+        if self.layout == "NHWC":
+            return tuple(self.output_shape[:2])
+        return tuple(self.output_shape[1:])
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        record = self._need(record, self)
+        cols, x_shape = record["cols"], record["x_shape"]
+        grad = _util.to_nchw(grad, self.layout)
+        n, f, g = grad.shape[0], self.filters, self.groups
+        fg, kg = f // g, cols.shape[1] // g
+        gm = np.ascontiguousarray(grad.reshape(n, f, -1).transpose(0, 2, 1)).reshape(-1, f)
+        w = self.weight.reshape(f, -1)
+        grads = {}
+        if param_grads:
+            grads["weight"] = np.concatenate(
+                [
+                    backend.matmul(gm[:, i * fg : (i + 1) * fg].T, cols[:, i * kg : (i + 1) * kg])
+                    for i in range(g)
+                ],
+                axis=0,
+            ).reshape(self.weight.shape)
+            if self.use_bias:
+                grads["bias"] = backend.reduce(np.sum, gm, axis=0)
+        if not input_grad:
+            return None, grads
+        if g == 1:
+            dcols = backend.matmul(gm, w)
+        else:
+            dcols = np.concatenate(
+                [
+                    backend.matmul(gm[:, i * fg : (i + 1) * fg], w[i * fg : (i + 1) * fg])
+                    for i in range(g)
+                ],
+                axis=1,
+            )
+        kh, kw = self.kernel_size
+        gx = col2im(dcols, x_shape, kh, kw, self.strides, self.pads, self.dilation)
+        return _util.from_nchw(gx, self.layout), grads
+
+    def get_config(self):
+        config = {
+            "filters": self.filters,
+            "kernel_size": list(self.kernel_size),
+            "stride": list(self.strides),
+            "padding": self.padding,
+            "dilation": list(self.dilation),
+            "groups": self.groups,
+            "use_bias": self.use_bias,
+            "layout": self.layout,
+        }
+        return config
+
+    def macs_per_sample(self):
+        if not self.output_shape:
+            return 0
+        kh, kw = self.kernel_size
+        oh, ow = self._out_hw()
+        return oh * ow * self.filters * (self._channels() // self.groups) * kh * kw
+
+    def _describe(self):
+        c = self._channels() if self.input_shape else "?"
+        kh, kw = self.kernel_size
+        extra = "".join(
+            f", {k}={v}"
+            for k, v in (("dilation", self.dilation), ("groups", self.groups))
+            if v not in ((1, 1), 1)
+        )
+        return (
+            f"{type(self).__name__}({c} -> {self.filters}, kernel={kh}x{kw}, stride={self.stride}, "
+            f"padding={self.pads if self.pads is not None else self.padding}{extra})"
+        )
+
+
+class DepthwiseConv2D(Conv2D):
+    """Depthwise convolution: each input channel convolved with its own ``depth_multiplier`` kernels.
+
+    A :class:`Conv2D` with ``groups = in_channels`` and ``filters = in_channels *
+    depth_multiplier``; ``weight`` has shape ``(in_channels * depth_multiplier, 1, kh, kw)``
+    (ONNX / PyTorch; a Keras depthwise kernel ``(kh, kw, c, m)`` is
+    ``kernel.reshape(kh, kw, c * m).transpose(2, 0, 1)[:, None]``).
+
+    Parameters
+    ----------
+    kernel_size, stride, padding, dilation, use_bias, layout, name
+        As :class:`Conv2D`.
+    depth_multiplier : int, default=1
+    """
+
+    kind: ClassVar[str] = "depthwise_conv2d"
+
+    def __init__(
+        self,
+        kernel_size: int | tuple[int, int] = 3,
+        stride: int | tuple[int, int] = 1,
+        padding: Any = 0,
+        dilation: int | tuple[int, int] = 1,
+        depth_multiplier: int = 1,
+        use_bias: bool = True,
+        layout: str = "NCHW",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(None, kernel_size, stride, padding, dilation, 1, use_bias, layout, name)
+        self.depth_multiplier = _util.positive_int(depth_multiplier, "depth_multiplier")
+
+    def compute_output_shape(self, input_shape):
+        c = _util.image(input_shape, self)[0]
+        self.groups, self.filters = c, c * self.depth_multiplier
+        return super().compute_output_shape(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        del config["filters"], config["groups"]
+        config["depth_multiplier"] = self.depth_multiplier
+        return config

@@ -1,0 +1,195 @@
+"""The executor of every native network: forward and backward passes over a DAG of nodes.
+
+:func:`run_forward` evaluates nodes in topological order, freeing each value once its
+last consumer has run; with a :class:`Record` it keeps, per node, what that node's layer
+needs for its backward pass. :func:`run_backward` walks the same nodes in reverse,
+summing the gradients of values read by several nodes. Nothing is stored on the layers
+or the network, so calls from many threads never meet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from xai_core.errors import ValidationError
+from xai_core.nn.layer import Layer
+
+__all__ = ["Node", "Record", "run_forward", "run_backward", "ancestors"]
+
+
+class Node(NamedTuple):
+    """One node of a network: ``layer`` applied to the outputs named ``inputs``."""
+
+    name: str
+    layer: Layer
+    inputs: tuple[str, ...]
+
+
+@dataclass
+class Record:
+    """What one forward pass kept for its backward pass.
+
+    Attributes
+    ----------
+    target : str
+        Name of the node whose output the forward pass returned.
+    ran : list of int
+        Indices of the nodes that ran, in order.
+    layers : dict of str to dict
+        Per node, the record its layer filled.
+    output_shape : tuple of int
+        Shape of the returned batch.
+    """
+
+    target: str = ""
+    ran: list[int] = field(default_factory=list)
+    layers: dict[str, dict] = field(default_factory=dict)
+    output_shape: tuple[int, ...] = ()
+
+
+def ancestors(nodes: Sequence[Node], target: str) -> list[int]:
+    """Indices of the nodes ``target`` depends on (itself included), in topological order."""
+    index = {node.name: i for i, node in enumerate(nodes)}
+    need, stack = set(), [target]
+    while stack:
+        name = stack.pop()
+        i = index.get(name)
+        if i is None or i in need:
+            continue
+        need.add(i)
+        stack.extend(nodes[i].inputs)
+    return sorted(need)
+
+
+def run_forward(
+    nodes: Sequence[Node],
+    input_name: str,
+    X: np.ndarray,
+    backend: Any,
+    order: Sequence[int],
+    record: Record | None = None,
+) -> np.ndarray:
+    """Output of the last node of ``order`` for the batch ``X``.
+
+    Parameters
+    ----------
+    nodes : sequence of Node
+    input_name : str
+    X : ndarray of shape (n_samples, *input_shape)
+    backend : Backend
+    order : sequence of int
+        Indices of the nodes to run, in topological order; the last is the target.
+    record : Record, optional
+        Filled with what :func:`run_backward` needs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, *target output shape)
+    """
+    uses: dict[str, int] = {}
+    for i in order:
+        for name in nodes[i].inputs:
+            uses[name] = uses.get(name, 0) + 1
+    target = nodes[order[-1]].name
+    values: dict[str, np.ndarray] = {input_name: X}
+    for i in order:
+        node = nodes[i]
+        args = [values[name] for name in node.inputs]
+        for name in node.inputs:
+            uses[name] -= 1
+            if not uses[name] and name != target:
+                del values[name]
+        rec = {} if record is not None else None
+        x = args[0] if node.layer.n_inputs == 1 else args
+        values[node.name] = node.layer.apply(x, backend, rec)
+        if record is not None:
+            record.layers[node.name] = rec
+    out = values[target]
+    if record is not None:
+        record.target, record.ran, record.output_shape = target, list(order), out.shape
+    return out
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a + b
+
+
+def run_backward(
+    nodes: Sequence[Node],
+    input_name: str,
+    grad: np.ndarray,
+    backend: Any,
+    record: Record,
+    *,
+    param_grads: bool = True,
+    input_grad: bool = True,
+) -> tuple[np.ndarray | None, dict[str, dict[str, np.ndarray]]]:
+    """Back-propagate ``grad`` (d loss / d target output) through the recorded pass.
+
+    Parameters
+    ----------
+    nodes : sequence of Node
+    input_name : str
+    grad : ndarray of the shape of the recorded output
+    backend : Backend
+    record : Record
+        Of a :func:`run_forward` call over the same nodes.
+    param_grads : bool, default=True
+        Compute every node's parameter gradients.
+    input_grad : bool, default=True
+        Compute d loss / d X; without it, only what parameter gradients need is computed.
+
+    Returns
+    -------
+    grad_X : ndarray of shape (n_samples, *input_shape) or None
+    grads : dict of str to dict of str to ndarray
+        Per node with parameters, d loss / d parameter (empty without ``param_grads``).
+    """
+    if not isinstance(record, Record) or not record.ran:
+        raise ValidationError(
+            "backward needs the record of a forward pass run with cache=True (or record=)."
+        )
+    if tuple(grad.shape) != tuple(record.output_shape):
+        raise ValidationError(
+            f"grad must have the shape of the recorded output {tuple(record.output_shape)}; "
+            f"got {grad.shape}."
+        )
+    # which values need a gradient: those leading back to parameters (or to X)
+    wants: dict[str, bool] = {input_name: input_grad}
+    for i in record.ran:
+        node = nodes[i]
+        wants[node.name] = (param_grads and bool(node.layer.params)) or any(
+            wants.get(name, False) for name in node.inputs
+        )
+    grads: dict[str, np.ndarray] = {record.target: grad}
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for i in reversed(record.ran):
+        node = nodes[i]
+        g = grads.pop(node.name, None)
+        if g is None or not wants[node.name]:
+            continue
+        need_in = [wants.get(name, False) for name in node.inputs]
+        gx, pg = node.layer.vjp(
+            g,
+            backend,
+            record.layers[node.name],
+            param_grads=param_grads,
+            input_grad=any(need_in),
+        )
+        if param_grads and node.layer.params:
+            out[node.name] = pg
+        if not any(need_in):
+            continue
+        parts = [gx] if node.layer.n_inputs == 1 else list(gx)
+        for name, part, need in zip(node.inputs, parts, need_in):
+            if not need or part is None:
+                continue
+            grads[name] = backend.elementwise(_add, grads[name], part) if name in grads else part
+    gX = grads.get(input_name) if input_grad else None
+    if input_grad and gX is None:
+        raise ValidationError("the output does not depend on the input: no input gradient.")
+    return gX, out

@@ -1,0 +1,84 @@
+"""Folding inference batch norms into the convolution or dense layer before them."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from xai_core.nn.conv import Conv2D
+from xai_core.nn.dense import Dense
+from xai_core.nn.normalization import BatchNormalization
+
+__all__ = ["fold_batch_norm"]
+
+
+def _foldable(net: Any, i: int) -> int | None:
+    """Index of the producer batch norm ``i`` folds into, or None."""
+    node = net.nodes[i]
+    bn = node.layer
+    if not isinstance(bn, BatchNormalization) or node.inputs[0] == net.input_name:
+        return None
+    j = net.layer_index(node.inputs[0])
+    prod = net.nodes[j].layer
+    consumers = sum(node.inputs[0] in other.inputs for other in net.nodes)
+    if consumers != 1 or net.output == prod.name:
+        return None
+    if isinstance(prod, Dense):
+        ok = len(prod.output_shape) == 1
+    elif isinstance(prod, Conv2D):
+        ok = bn.channel_axis == (2 if prod.layout == "NHWC" else 0)
+    else:
+        ok = False
+    return j if ok else None
+
+
+def fold_batch_norm(net: Any) -> Any:
+    """A copy of ``net`` with each batch norm merged into the Conv2D / Dense layer feeding it.
+
+    A batch norm folds when its input is the output of a ``Conv2D``, ``DepthwiseConv2D``
+    or ``Dense`` node read by nothing else, and it normalises that layer's output
+    channels. The producer's weights become ``weight * scale`` per output channel and its
+    bias ``(bias - mean) * scale + beta`` (a bias is added if it had none); the batch norm
+    becomes an :class:`~xai_core.nn.Identity` of the same name, so every node name, and
+    ``activations`` of it, still works.
+
+    Parameters
+    ----------
+    net : Sequential or Graph
+
+    Returns
+    -------
+    Sequential or Graph
+        A new network computing the same function (to rounding) with fewer operations.
+    """
+    from xai_core.backends.cpu import CPUBackend
+    from xai_core.nn.shape import Identity
+
+    net._require_built()
+    out = copy.deepcopy(net)
+    cpu = CPUBackend(dtype=np.float64)
+    for i in range(len(out.nodes)):
+        j = _foldable(out, i)
+        if j is None:
+            continue
+        node, prod = out.nodes[i], out.nodes[j].layer
+        bn = node.layer
+        scale, shift = (v.astype(np.float64) for v in bn.scale_shift(cpu))
+        w = prod.params["weight"].astype(np.float64)
+        b = prod.params["bias"].astype(np.float64) if prod.use_bias else np.zeros(len(scale))
+        if isinstance(prod, Dense):
+            w = w * scale[None, :]
+        else:
+            w = w * scale[:, None, None, None]
+        prod.use_bias = True
+        prod.params = {
+            "weight": w.astype(out.dtype),
+            "bias": (b * scale + shift).astype(out.dtype),
+        }
+        ident = Identity(name=bn.name)
+        ident.build(bn.input_shape, None, out.dtype)
+        out.nodes[i] = node._replace(layer=ident)
+    out._invalidate()
+    return out

@@ -1,0 +1,232 @@
+"""Layers with several inputs: Add, Subtract, Multiply, Divide, Concatenate.
+
+Operands broadcast **per sample**, numpy-style (trailing axes aligned): a ``Constant``
+of per-sample shape ``(c, 1, 1)`` scales the channels of NCHW samples ``(c, h, w)``, a
+scalar constant applies everywhere. Every arithmetic operation, forward and backward,
+is one ``backend.elementwise``; summing a gradient over broadcast axes is a
+``backend.reduce``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from xai_core.errors import ShapeError, ValidationError
+from xai_core.nn.layer import Layer
+
+__all__ = ["Add", "Subtract", "Multiply", "Divide", "Concatenate"]
+
+
+def _aligned(x: np.ndarray, rank: int) -> np.ndarray:
+    """``x`` of shape (batch, *s) as (batch, 1, ..., 1, *s) with ``rank`` per-sample axes."""
+    extra = rank - (x.ndim - 1)
+    return x.reshape(x.shape[0], *([1] * extra), *x.shape[1:]) if extra else x
+
+
+def _unbroadcast(g: np.ndarray, x_shape: tuple[int, ...], backend) -> np.ndarray:
+    """Sum ``g`` over the axes an operand of full shape ``x_shape`` was broadcast along."""
+    rank = g.ndim - 1
+    aligned = (x_shape[0], *([1] * (rank - (len(x_shape) - 1))), *x_shape[1:])
+    axes = tuple(i for i, (a, b) in enumerate(zip(aligned, g.shape)) if a == 1 and b != 1)
+    if axes:
+        g = backend.reduce(np.sum, g, axis=axes).reshape(
+            [d for i, d in enumerate(g.shape) if i not in axes]
+        )
+        g = g.reshape([1 if i in axes else d for i, d in enumerate(aligned)])
+    return g.reshape(x_shape)
+
+
+class _Elementwise(Layer):
+    """Shared shapes and recording of the broadcasting layers."""
+
+    n_inputs: ClassVar[int | None] = None
+    arity: ClassVar[int | None] = None
+
+    def compute_output_shape(self, input_shape):
+        if self.arity is not None and len(input_shape) != self.arity:
+            raise ValidationError(
+                f"{type(self).__name__} takes {self.arity} inputs; got {len(input_shape)}."
+            )
+        try:
+            return tuple(np.broadcast_shapes(*input_shape))
+        except ValueError:
+            raise ShapeError(
+                f"{type(self).__name__} {self.name!r}: the input shapes {input_shape} do not "
+                "broadcast (trailing axes must be equal or 1)."
+            ) from None
+
+    def _prepare(self, xs, record):
+        rank = len(self.output_shape)
+        xs = [_aligned(x, rank) for x in xs]
+        if record is not None:
+            record["shapes"] = [x.shape for x in xs]
+        return xs
+
+    def _back(self, parts, record, backend):
+        return [_unbroadcast(p, s, backend) for p, s in zip(parts, record["shapes"])]
+
+
+def _sum(*xs):
+    out = xs[0] + xs[1]
+    for x in xs[2:]:
+        out = out + x
+    return out
+
+
+def _product(*xs):
+    out = xs[0] * xs[1]
+    for x in xs[2:]:
+        out = out * x
+    return out
+
+
+class Add(_Elementwise):
+    """Sum of two or more inputs (residual connections; ONNX ``Add``; a bias as a Constant)."""
+
+    kind: ClassVar[str] = "add"
+
+    def apply(self, x, backend, record):
+        xs = self._prepare(x, record)
+        if record is not None:
+            record["ok"] = True
+        return backend.elementwise(_sum, *xs, ops=len(xs) - 1)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        record = self._need(record, self)
+        if not input_grad:
+            return None, {}
+        return self._back([grad] * len(record["shapes"]), record, backend), {}
+
+
+class Subtract(_Elementwise):
+    """``a - b`` (ONNX ``Sub``)."""
+
+    kind: ClassVar[str] = "subtract"
+    arity: ClassVar[int] = 2
+
+    def apply(self, x, backend, record):
+        a, b = self._prepare(x, record)
+        return backend.elementwise(np.subtract, a, b)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        record = self._need(record, self)
+        if not input_grad:
+            return None, {}
+        return self._back([grad, backend.elementwise(np.negative, grad)], record, backend), {}
+
+
+class Multiply(_Elementwise):
+    """Product of two or more inputs (ONNX ``Mul``; squeeze-and-excitation gates)."""
+
+    kind: ClassVar[str] = "multiply"
+
+    def apply(self, x, backend, record):
+        xs = self._prepare(x, record)
+        if record is not None:
+            record["xs"] = xs
+        return backend.elementwise(_product, *xs, ops=len(xs) - 1)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        xs = self._need(record, self)["xs"]
+        if not input_grad:
+            return None, {}
+        parts = [
+            backend.elementwise(
+                _product, grad, *(x for j, x in enumerate(xs) if j != i), ops=len(xs) - 1
+            )
+            for i in range(len(xs))
+        ]
+        return self._back(parts, record, backend), {}
+
+
+def _divide_b_grad(g, a, b):
+    return -g * a / (b * b)
+
+
+class Divide(_Elementwise):
+    """``a / b`` (ONNX ``Div``, usually by a Constant)."""
+
+    kind: ClassVar[str] = "divide"
+    arity: ClassVar[int] = 2
+
+    def apply(self, x, backend, record):
+        a, b = self._prepare(x, record)
+        if record is not None:
+            record["ab"] = (a, b)
+        return backend.elementwise(np.divide, a, b)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        a, b = self._need(record, self)["ab"]
+        if not input_grad:
+            return None, {}
+        parts = [
+            backend.elementwise(np.divide, grad, b),
+            backend.elementwise(_divide_b_grad, grad, a, b, ops=4),
+        ]
+        return self._back(parts, record, backend), {}
+
+
+class Concatenate(Layer):
+    """Join two or more inputs along a per-sample axis (ONNX ``Concat``).
+
+    Parameters
+    ----------
+    axis : int, default=0
+        Per-sample axis: 0 is the channels of NCHW samples, -1 those of NHWC samples.
+    name : str, optional
+    """
+
+    kind: ClassVar[str] = "concatenate"
+    n_inputs: ClassVar[int | None] = None
+
+    def __init__(self, axis: int = 0, name: str | None = None) -> None:
+        super().__init__(name)
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise ValidationError(f"axis must be an integer; got {axis!r}.")
+        self.axis = int(axis)
+
+    def compute_output_shape(self, input_shape):
+        rank = len(input_shape[0])
+        if not -rank <= self.axis < rank or any(len(s) != rank for s in input_shape):
+            raise ShapeError(
+                f"Concatenate(axis={self.axis}) needs inputs with the same number of axes "
+                f"(more than the axis); got {input_shape}."
+            )
+        ax = self.axis % rank
+        for s in input_shape:
+            if [d for i, d in enumerate(s) if i != ax] != [
+                d for i, d in enumerate(input_shape[0]) if i != ax
+            ]:
+                raise ShapeError(
+                    f"Concatenate(axis={self.axis}): shapes {input_shape} differ off the axis."
+                )
+        out = list(input_shape[0])
+        out[ax] = sum(s[ax] for s in input_shape)
+        return tuple(out)
+
+    def apply(self, x, backend, record):
+        n = max(v.shape[0] for v in x)
+        xs = [v if v.shape[0] == n else np.broadcast_to(v, (n, *v.shape[1:])) for v in x]
+        ax = self.axis % len(self.output_shape) + 1
+        if record is not None:
+            record["sizes"] = [v.shape[ax] for v in x]
+            record["batches"] = [v.shape[0] for v in x]
+        return np.concatenate(xs, axis=ax)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+        record = self._need(record, self)
+        if not input_grad:
+            return None, {}
+        ax = self.axis % len(self.output_shape) + 1
+        cuts = np.cumsum(record["sizes"])[:-1]
+        parts = np.split(grad, cuts, axis=ax)
+        parts = [
+            p if b == p.shape[0] else backend.reduce(np.sum, p, axis=0)[None]
+            for p, b in zip(parts, record["batches"])
+        ]
+        return parts, {}
+
+    def get_config(self):
+        return {"axis": self.axis}

@@ -1,0 +1,499 @@
+"""What every native network shares: the Model interface over the executor's nodes.
+
+:class:`Network` is the base of :class:`~xai_core.nn.Graph` and
+:class:`~xai_core.nn.Sequential`. It runs its :attr:`~Network.nodes` with
+:mod:`xai_core.nn.executor` and offers predictions, gradients, activations of any node,
+weights and a summary.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from xai_core.backends.base import Backend
+from xai_core.backends.cpu import CPUBackend
+from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
+from xai_core.model.base import Model
+from xai_core.nn.activations import Sigmoid, Softmax
+from xai_core.nn.executor import Node, Record, ancestors, run_backward, run_forward
+from xai_core.nn.layer import Layer
+from xai_core.nn.summary import Summary
+from xai_core.validation import check_array, check_positive_int, check_target
+
+__all__ = ["Network", "Node", "DTYPES"]
+
+DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class Network(Model):
+    """Base class of native networks; see :class:`~xai_core.nn.Graph` for building one.
+
+    Attributes
+    ----------
+    nodes : list of Node
+        ``(name, layer, inputs)`` in topological order.
+    input_name : str
+        Name by which nodes read the network's input.
+    input_shape : tuple of int or None
+    dtype : numpy.dtype
+    output_names : tuple of str or None
+    classes_ : ndarray or None
+    """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"predict", "gradient", "activations"})
+    input_name: str = "input"
+    _show_inputs: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        output_names: Sequence[str] | None = None,
+        seed: int = 0,
+        dtype: Any = "float32",
+        name: str | None = None,
+    ) -> None:
+        if np.dtype(dtype) not in DTYPES:
+            raise ValidationError(f"dtype must be 'float32' or 'float64'; got {dtype!r}.")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValidationError(f"seed must be an integer; got {seed!r}.")
+        self.nodes: list[Node] = []
+        self.dtype = np.dtype(dtype)
+        self.seed = int(seed)
+        self.name = name
+        self.input_shape: tuple[int, ...] | None = None
+        self.classes_: np.ndarray | None = None
+        self.history = None
+        self.output_names = (
+            tuple(str(n) for n in output_names) if output_names is not None else None
+        )
+        self._local = threading.local()
+        self._orders: dict[str, list[int]] = {}
+
+    # -- structure --------------------------------------------------------------------
+    @property
+    def layers(self) -> list[Layer]:
+        """The layers of :attr:`nodes`, in topological order."""
+        return [node.layer for node in self.nodes]
+
+    @property
+    def output(self) -> str:
+        """Name of the output node."""
+        return self.nodes[-1].name
+
+    @property
+    def output_shape(self) -> tuple[int, ...] | None:
+        """Per-sample shape of the output, once built."""
+        return self.node(self.output).layer.output_shape if self.built else None
+
+    @property
+    def n_outputs(self) -> int | None:
+        """Width of the (flattened) output, once built."""
+        shape = self.output_shape
+        return int(np.prod(shape)) if shape is not None else None
+
+    @property
+    def built(self) -> bool:
+        """Whether the weights exist (the input shape is known)."""
+        return self.input_shape is not None and bool(self.nodes)
+
+    @staticmethod
+    def _auto_name(kind: str, used: set[str]) -> str:
+        k = 1
+        while f"{kind}_{k}" in used:
+            k += 1
+        return f"{kind}_{k}"
+
+    @staticmethod
+    def _check_shape(input_shape: Any) -> tuple[int, ...]:
+        try:
+            shape = tuple(int(d) for d in input_shape)
+        except (TypeError, ValueError):
+            raise ValidationError(
+                f"input_shape must be a tuple of ints; got {input_shape!r}."
+            ) from None
+        if not shape or any(d < 1 for d in shape):
+            raise ValidationError(
+                f"input_shape must be positive ints, e.g. (784,); got {input_shape!r}."
+            )
+        return shape
+
+    def _invalidate(self) -> None:
+        self._orders = {}
+
+    def _require_built(self) -> None:
+        if not self.built:
+            raise ValidationError(
+                "the network has no weights yet: give input_shape= (and layers) or call fit first."
+            )
+        if self.output_names is not None and len(self.output_names) != self.n_outputs:
+            raise ShapeError(
+                f"output_names has {len(self.output_names)} names for a network with "
+                f"{self.n_outputs} outputs."
+            )
+
+    def node(self, name: str) -> Node:
+        """The node called ``name``."""
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise UnknownNameError("node", name, [node.name for node in self.nodes])
+
+    def layer_index(self, layer: int | str) -> int:
+        """Index in :attr:`nodes` of a node given by index (negative from the end) or name."""
+        n = len(self.nodes)
+        if isinstance(layer, (int, np.integer)) and not isinstance(layer, bool):
+            if not -n <= layer < n:
+                raise ValidationError(
+                    f"layer index {layer} is out of range for a network of {n} layers."
+                )
+            return int(layer) % n
+        if isinstance(layer, str):
+            for i, node in enumerate(self.nodes):
+                if node.name == layer:
+                    return i
+        raise UnknownNameError("layer", layer, [node.name for node in self.nodes])
+
+    def __getitem__(self, layer: int | str) -> Layer:
+        return self.nodes[self.layer_index(layer)].layer
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def _order(self, target: str) -> list[int]:
+        order = self._orders.get(target)
+        if order is None:
+            order = ancestors(self.nodes, target)
+            self._orders = {**self._orders, target: order}
+        return order
+
+    def _target(self, stop: int | str | None) -> str:
+        if stop is None:
+            return self.output
+        if isinstance(stop, str):
+            return self.node(stop).name
+        kept = self.nodes[:stop]
+        if not kept:
+            raise ValidationError(f"stop={stop} leaves no layer to run.")
+        return kept[-1].name
+
+    def _backend(self, backend: Any) -> Backend:
+        if backend is None:
+            return CPUBackend(dtype=self.dtype)
+        from xai_core.model.runner import get_backend
+
+        be = get_backend(backend)
+        if be.requires_quantized:
+            raise CapabilityError(
+                f"the {be.name!r} backend runs only int8-quantised models; "
+                "call xai.quantize(net, calibration_X) first."
+            )
+        return be
+
+    def _check_X(self, X: Any, backend: Backend, name: str = "X") -> np.ndarray:
+        self._require_built()
+        dtype = backend.dtype if backend.dtype in DTYPES else np.float32
+        return check_array(X, name, feature_shape=self.input_shape, dtype=dtype)
+
+    # -- the passes -------------------------------------------------------------------
+    def forward(
+        self,
+        X: np.ndarray,
+        backend: Any = None,
+        *,
+        cache: bool = False,
+        stop: int | str | None = None,
+        record: Record | None = None,
+    ) -> np.ndarray:
+        """Run the network (up to a node) on an already validated batch.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+        backend : Backend, optional
+        cache : bool, default=False
+            Keep this thread's record for :meth:`backward` (the convenience API).
+        stop : int or str, optional
+            A node name, or a number of nodes ``k`` (the output of node ``k - 1``); the
+            output node by default. Only the nodes the target depends on run.
+        record : Record, optional
+            Filled with what :meth:`vjp` needs: the thread-safe API.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *target node's output_shape)
+        """
+        backend = self._backend(backend)
+        if record is None and cache:
+            record = Record()
+        order = self._order(self._target(stop))
+        out = run_forward(self.nodes, self.input_name, X, backend, order, record)
+        if cache:
+            self._local.record = record
+        return out
+
+    def vjp(
+        self,
+        grad: np.ndarray,
+        backend: Any,
+        record: Record,
+        *,
+        param_grads: bool = True,
+        input_grad: bool = True,
+    ) -> tuple[np.ndarray | None, dict[str, dict[str, np.ndarray]]]:
+        """Back-propagate ``grad`` through the forward pass that filled ``record``.
+
+        Returns
+        -------
+        grad_X : ndarray of shape (n_samples, *input_shape) or None
+        grads : dict
+            ``{node name: {parameter: gradient}}`` (empty without ``param_grads``).
+        """
+        return run_backward(
+            self.nodes,
+            self.input_name,
+            grad,
+            self._backend(backend),
+            record,
+            param_grads=param_grads,
+            input_grad=input_grad,
+        )
+
+    def backward(
+        self,
+        grad: np.ndarray,
+        backend: Any = None,
+        *,
+        start: int | str | None = None,
+        param_grads: bool = True,
+        input_grad: bool = True,
+    ) -> np.ndarray | None:
+        """:meth:`vjp` of this thread's last ``forward(cache=True)``; fills each layer's ``grads``.
+
+        ``start`` is accepted for symmetry with ``forward(stop=)``; the record knows the
+        node the forward pass stopped at.
+        """
+        record = getattr(self._local, "record", None)
+        if record is None:
+            raise ValidationError("backward needs a forward pass with cache=True first.")
+        gX, grads = self.vjp(grad, backend, record, param_grads=param_grads, input_grad=input_grad)
+        if param_grads:
+            for name, g in grads.items():
+                self.node(name).layer.grads = g
+        return gX
+
+    def clear_cache(self) -> None:
+        """Drop this thread's record of the last ``forward(cache=True)``."""
+        self._local.record = None
+
+    @staticmethod
+    def _chunks(n: int, batch_size: int) -> Iterator[slice]:
+        for start in range(0, n, batch_size):
+            yield slice(start, min(start + batch_size, n))
+
+    # -- the Model interface ----------------------------------------------------------
+    def predict(self, X: Any, backend: Any = None, *, batch_size: int = 4096) -> np.ndarray:
+        """The network's outputs, of shape (n_samples, n_outputs), in the backend's dtype.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+        backend : str or Backend, optional
+            Default ``CPUBackend(dtype=self.dtype)``.
+        batch_size : int, default=4096
+            Rows per forward pass, to bound memory.
+        """
+        backend = self._backend(backend)
+        X = self._check_X(X, backend)
+        batch_size = check_positive_int(batch_size, "batch_size")
+        parts = [
+            self.forward(X[s], backend).reshape(len(X[s]), -1)
+            for s in self._chunks(len(X), batch_size)
+        ]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+    def predict_checked(self, X: np.ndarray, backend: Any) -> np.ndarray:
+        """The outputs for rows the runner has validated: one forward pass, no second check."""
+        return self.forward(X, self._backend(backend)).reshape(len(X), -1)
+
+    def gradient(
+        self, X: Any, target: Any, backend: Any = None, *, batch_size: int = 4096
+    ) -> np.ndarray:
+        """d output[target_i] / d X_i for every row, one batched backward pass per chunk.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+        target : int or array-like of int of shape (n_samples,)
+            Output index per row.
+        backend : str or Backend, optional
+        batch_size : int, default=4096
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape), the backend's dtype
+        """
+        backend = self._backend(backend)
+        if not backend.supports_gradients:
+            raise CapabilityError(
+                f"the {backend.name!r} backend cannot compute gradients (inference only)."
+            )
+        X = self._check_X(X, backend)
+        target = check_target(target, len(X), self.n_outputs)
+        batch_size = check_positive_int(batch_size, "batch_size")
+        parts = []
+        for s in self._chunks(len(X), batch_size):
+            record = Record()
+            out = self.forward(X[s], backend, record=record)
+            seed = np.zeros((out.shape[0], self.n_outputs), dtype=out.dtype)
+            seed[np.arange(out.shape[0]), target[s]] = 1
+            gX, _ = self.vjp(seed.reshape(out.shape), backend, record, param_grads=False)
+            parts.append(gX)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+    def activations(
+        self, X: Any, layer: int | str, backend: Any = None, *, batch_size: int = 4096
+    ) -> np.ndarray:
+        """Outputs of one node (index, negative from the end, or name), of shape
+        (n_samples, *that node's output_shape)."""
+        index = self.layer_index(layer)
+        backend = self._backend(backend)
+        X = self._check_X(X, backend)
+        batch_size = check_positive_int(batch_size, "batch_size")
+        name = self.nodes[index].name
+        parts = [self.forward(X[s], backend, stop=name) for s in self._chunks(len(X), batch_size)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+    # -- scikit-learn-like conveniences -----------------------------------------------
+    def _last(self) -> Layer:
+        return self.node(self.output).layer
+
+    def predict_proba(self, X: Any, backend: Any = None) -> np.ndarray:
+        """Class probabilities of shape (n_samples, n_classes).
+
+        For a network ending in Softmax these are its outputs; for one ending in a single
+        Sigmoid output, the columns ``[1 - p, p]``.
+        """
+        last = self._last()
+        out = self.predict(X, backend)
+        if isinstance(last, Softmax):
+            return out
+        if isinstance(last, Sigmoid) and self.n_outputs == 1:
+            return np.concatenate([1 - out, out], axis=1)
+        raise CapabilityError(
+            f"predict_proba needs a network ending in Softmax (or one Sigmoid output); "
+            f"this one ends in {type(last).__name__}. Use predict()."
+        )
+
+    def predict_classes(self, X: Any, backend: Any = None) -> np.ndarray:
+        """Predicted class label per row, of shape (n_samples,): ``classes_[argmax]``."""
+        proba = self.predict_proba(X, backend)
+        index = proba.argmax(axis=1)
+        return self.classes_[index] if self.classes_ is not None else index
+
+    def score(self, X: Any, y: Any, backend: Any = None) -> float:
+        """Accuracy for a classifier (ends in Softmax or Sigmoid), else the R² of the outputs."""
+        last = self._last()
+        if isinstance(last, Softmax) or (isinstance(last, Sigmoid) and self.n_outputs == 1):
+            pred = self.predict_classes(X, backend)
+            y = np.asarray(y).reshape(-1)
+            if y.shape != pred.shape:
+                raise ShapeError(f"y must have shape ({len(pred)},); got {np.shape(y)}.")
+            return float(np.mean(pred == y))
+        from sklearn.metrics import r2_score
+
+        pred = self.predict(X, backend).astype(np.float64)
+        return float(r2_score(np.asarray(y, dtype=np.float64).reshape(len(pred), -1), pred))
+
+    def save(self, path: Any) -> None:
+        """Write the architecture and weights to one ``.npz`` file; see :func:`~xai_core.nn.load_model`."""
+        from xai_core.nn.io import save_model
+
+        save_model(self, path)
+
+    # -- weights ----------------------------------------------------------------------
+    def set_params(self, node: str, **arrays: Any) -> None:
+        """Set a node's parameters and buffers from arrays of their shapes; see :meth:`Layer.set_params`."""
+        self.node(node).layer.set_params(**arrays)
+
+    def get_weights(self) -> list[np.ndarray]:
+        """Copies of every parameter, node by node, in each layer's ``params`` order."""
+        return [p.copy() for layer in self.layers for p in layer.params.values()]
+
+    def set_weights(self, weights: Sequence[np.ndarray]) -> None:
+        """Set every parameter from a list shaped like :meth:`get_weights`."""
+        slots = [(layer, k) for layer in self.layers for k in layer.params]
+        if len(weights) != len(slots):
+            raise ShapeError(f"weights must be a list of {len(slots)} arrays; got {len(weights)}.")
+        for (layer, key), w in zip(slots, weights):
+            w = np.asarray(w)
+            if w.shape != layer.params[key].shape:
+                raise ShapeError(
+                    f"{layer.name}.{key} must have shape {layer.params[key].shape}; got {w.shape}."
+                )
+            layer.params[key] = w.astype(self.dtype, copy=True)
+
+    @property
+    def n_params(self) -> int:
+        """Total trainable parameters."""
+        return sum(layer.n_params for layer in self.layers)
+
+    @property
+    def macs_per_sample(self) -> int:
+        """Multiply-accumulates of one sample's forward pass."""
+        return sum(layer.macs_per_sample() for layer in self.layers)
+
+    def summary(self) -> Summary:
+        """Nodes with output shapes, parameters and MACs per sample (prints as a table)."""
+        self._require_built()
+        rows = tuple(
+            {
+                "name": node.name,
+                "layer": node.layer._describe(),
+                **({"inputs": ", ".join(node.inputs) or "()"} if self._show_inputs else {}),
+                "output_shape": node.layer.output_shape,
+                "params": node.layer.n_params,
+                "macs": node.layer.macs_per_sample(),
+            }
+            for node in self.nodes
+        )
+        return Summary(rows, self.input_shape, self.n_params, self.macs_per_sample)
+
+    def fold_batch_norm(self) -> Network:
+        """A copy with every foldable batch norm merged into the layer before it.
+
+        See :func:`xai_core.nn.folding.fold_batch_norm`.
+        """
+        from xai_core.nn.folding import fold_batch_norm
+
+        return fold_batch_norm(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_local", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def _describe_head(self) -> str:
+        return f"{type(self).__name__}(input_shape={self.input_shape}"
+
+    def __repr__(self) -> str:
+        head = self._describe_head()
+        if self.name:
+            head += f", name={self.name!r}"
+        body = "".join(
+            f"\n    {node.layer!r}"
+            + (f" <- {', '.join(node.inputs) or '()'}" if self._show_inputs else "")
+            + ","
+            for node in self.nodes
+        )
+        return f"{head}, layers=[{body}\n])"

@@ -1,0 +1,106 @@
+"""Figures shared by the built-in sections: attribution heatmaps of image rows, signed bar charts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xai_core.images import ImageLayout, sample_layout
+from xai_core.report._colormap import NEGATIVE, POSITIVE, heatmap_rgb
+from xai_core.report._html import format_number
+from xai_core.report._png import png_data_uri
+
+__all__ = ["bar_chart", "explanation_layout", "heatmaps", "shorten"]
+
+_LABEL_CHARS = 30
+_MIN_PIXEL_SIDE = 8
+
+
+def shorten(text: str, limit: int = _LABEL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def explanation_layout(e: Any) -> ImageLayout | None:
+    """The image layout of an explanation's rows (:mod:`xai_core.images`), or None.
+
+    From ``meta["image_shape"]`` when it holds a row's values; else the rows' own shape
+    when it is an image shape; else a square grey image when every feature is named
+    ``pixel_...`` (at least 8 x 8).
+    """
+    sample = tuple(e.values.shape[1:])
+    declared = e.meta.get("image_shape")
+    if declared is not None and np.asarray(declared).dtype.kind not in "iu":
+        declared = None  # not a shape: draw what the values show
+    layout = sample_layout(
+        sample, None if declared is None else tuple(np.ravel(declared)), strict=False
+    )
+    if layout is not None:
+        return layout
+    names = e.feature_names
+    if names and all(n.startswith("pixel_") for n in names):
+        layout = sample_layout(sample, square=True)
+        if layout is not None and layout.height >= _MIN_PIXEL_SIDE:
+            return layout
+    return None
+
+
+def heatmaps(
+    values: np.ndarray, data: np.ndarray | None, layout: ImageLayout
+) -> tuple[list[str], np.ndarray]:
+    """Each row's attributions as a PNG heatmap over its grey input image.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n, ...) holding ``layout.size`` values per row
+    data : ndarray of the same shape, optional
+        The inputs, drawn beneath (channels averaged).
+    layout : ImageLayout
+
+    Returns
+    -------
+    uris : list of str
+        ``n`` PNG data URIs of shape (H, W, 3).
+    vmax : ndarray of float64 of shape (n,)
+        Each row's full-colour magnitude.
+    """
+    inputs = None if data is None else layout.grey(np.asarray(data, dtype=np.float64))
+    rgb, vmax = heatmap_rgb(layout.grey(values), inputs)
+    return [png_data_uri(img) for img in rgb], vmax
+
+
+def bar_chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
+    """Geometry of a horizontal signed bar chart (macro ``bar_chart``), bars in the given order."""
+    label_width, bar_width, row_height = 190, 220, 18
+    centre = label_width + bar_width / 2
+    finite = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
+    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * (bar_width / 2 - 2)
+    xs = np.where(finite >= 0, centre, centre - widths)
+    bars = []
+    for j, name in enumerate(names):
+        label = name if data is None else f"{name} = {format_number(data[j], 3)}"
+        bars.append(
+            {
+                "name": name,
+                "label": shorten(label),
+                "value": float(values[j]),
+                "x": round(float(xs[j]), 2),
+                "w": round(float(widths[j]), 2),
+                "y": j * row_height,
+                "fill": "rgb({},{},{})".format(
+                    *(POSITIVE if finite[j] >= 0 else NEGATIVE).astype(int)
+                ),
+            }
+        )
+    return {
+        "width": label_width + bar_width + 70,
+        "height": len(bars) * row_height + 4,
+        "label_width": label_width,
+        "centre": centre,
+        "value_x": label_width + bar_width + 6,
+        "bar_height": 12,
+        "bars": bars,
+    }
