@@ -34,6 +34,21 @@ def conv_net(dtype="float32") -> nn.Sequential:
     return nn.Sequential(layers, input_shape=(64,), seed=4, dtype=dtype)
 
 
+def grouped_conv_net(dtype="float32") -> nn.Sequential:
+    """A strided, dilated, grouped, bias-free channels-last convolution first, then Dense layers."""
+    layers = [
+        nn.Reshape((6, 6, 2)),
+        nn.Conv2D(4, 3, stride=2, padding=2, dilation=2, groups=2, use_bias=False, layout="NHWC"),
+        nn.Tanh(),
+        nn.Flatten(),
+        nn.Dense(5, use_bias=False),
+        nn.ReLU(),
+        nn.Dense(3),
+        nn.Softmax(),
+    ]
+    return nn.Sequential(layers, input_shape=(72,), seed=5, dtype=dtype)
+
+
 def both_paths(net, X, target, baselines, steps=24, rule="gausslegendre", chunk=50):
     """The fast and the general path on the same runner, rows and nodes."""
     runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=net.dtype))
@@ -44,7 +59,9 @@ def both_paths(net, X, target, baselines, steps=24, rule="gausslegendre", chunk=
     return fast, general
 
 
-@pytest.mark.parametrize("make", [dense_net, conv_net], ids=["dense-first", "conv-first"])
+@pytest.mark.parametrize(
+    "make", [dense_net, conv_net, grouped_conv_net], ids=["dense-first", "conv-first", "grouped"]
+)
 @pytest.mark.parametrize("n_baselines", [1, 3])
 @pytest.mark.parametrize("rule", ["gausslegendre", "riemann_trapezoid"])
 def test_affine_path_equals_general_path_to_float32_rounding(make, n_baselines, rule):
