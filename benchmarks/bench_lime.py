@@ -14,7 +14,10 @@ Agreement: for each row, the correlation and top-5 Jaccard overlap of the weight
 (features, or superpixels). "plugin vs lime" compares the plugin (seed 0) with lime
 (seed 0); "lime vs lime" compares lime under two seeds, the spread LIME has by itself.
 
-Run: ``python benchmarks/bench_lime.py [--repeats 5] [--rows 20] [--images 10]``.
+``[headline]``: the tabular case at lime's defaults, at 1 and at 2 threads, with the floor
+(the model on every perturbed row and the random numbers lime's distribution needs).
+
+Run: ``python benchmarks/bench_lime.py [--repeats 5] [--rows 20] [--images 10] [--skip headline details]``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import time
 os.environ.setdefault("TQDM_DISABLE", "1")  # lime_image shows a bar per image
 
 import numpy as np  # noqa: E402
+from _pinning import THREADS, headline_header, headline_row, interleaved, pinned  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 
@@ -85,19 +89,73 @@ def report(title, t_ours, t_lime, agree_ours, agree_lime, extra=""):
         print(extra)
 
 
-def bench_tabular(repeats: int, n_rows: int) -> None:
-    from lime.lime_tabular import LimeTabularExplainer
+def tabular_setup(n_rows: int):
+    """Breast-cancer data, the scaler + logistic-regression pipeline, and the rows explained."""
     from sklearn.datasets import load_breast_cancer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    import xai_core as xai
-
     X, y = load_breast_cancer(return_X_y=True)
     X = X.astype(np.float32).astype(np.float64)  # the values the plugin's model sees
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)).fit(X, y)
-    rows = X[:n_rows]
+    return X, model, X[:n_rows]
+
+
+def headline(repeats: int, n_rows: int) -> None:
+    """lime against the plugin at lime's defaults (5,000 samples, 10 features), and the floor, at 1 and 2 threads."""
+    from importlib.metadata import version
+
+    from lime.lime_tabular import LimeTabularExplainer
+
+    import xai_core as xai
+
+    X, model, rows = tabular_setup(n_rows)
+    n_samples = 5000
+
+    def lime_direct():
+        ex = LimeTabularExplainer(X, random_state=0)
+        for r in rows:
+            ex.explain_instance(r, model.predict_proba, labels=(1,), num_samples=n_samples)
+
+    def plugin():
+        return xai.explain(
+            model, rows, method="lime", target=1, training_data=X, n_samples=n_samples,
+            seed=0, progress=False,
+        )  # fmt: skip
+
+    rng = np.random.default_rng(0)
+    samples = rng.normal(size=(n_rows * n_samples, X.shape[1])).astype(np.float32)
+
+    def floor():
+        # the model on every perturbed sample, and the random numbers lime's distribution needs
+        # (a uniform to choose each value's bin and a normal inside it)
+        model.predict_proba(samples)
+        rng.random(samples.shape, dtype=np.float32)
+        rng.standard_normal(samples.shape, dtype=np.float32)
+
+    headline_header(
+        f"lime {version('lime')}; LIME tabular, {n_rows} breast-cancer rows, "
+        f"{n_samples} samples, 10 features, defaults; medians of {repeats}, interleaved"
+    )
+    for threads in THREADS:
+        with pinned(threads):
+            (t_lime, _), (t_ours, _), (t_floor, _) = interleaved(
+                lime_direct, plugin, floor, repeats=repeats
+            )
+        headline_row(f"LIME {n_rows} rows x {n_samples} samples", threads, t_lime, t_ours, t_floor)
+    print(
+        "  ('floor': the model on the "
+        f"{n_rows * n_samples:,} perturbed rows plus one uniform and one normal per perturbed value)"
+    )
+
+
+def bench_tabular(repeats: int, n_rows: int) -> None:
+    from lime.lime_tabular import LimeTabularExplainer
+
+    import xai_core as xai
+
+    X, model, rows = tabular_setup(n_rows)
 
     def lime_direct(seed=0):
         ex = LimeTabularExplainer(X, random_state=seed)
@@ -134,7 +192,7 @@ def bench_tabular(repeats: int, n_rows: int) -> None:
     extra = (
         f"  plugin split (last run): sampling {timings['sampling']:.3f} s, model "
         f"{timings['model']:.3f} s, surrogate {timings['surrogate']:.3f} s\n"
-        f"  plugin with the default stability_seeds=3 (4x the work): {t_stab[0]:.3f} s; "
+        f"  plugin with stability_seeds=3 (opt-in, 4x the work): {t_stab[0]:.3f} s; "
         f"stability top-5 Jaccard {e_stab.meta['stability']['jaccard']:.3f}, "
         f"Spearman {e_stab.meta['stability']['spearman']:.3f}"
     )
@@ -224,7 +282,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--images", type=int, default=10)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["headline", "details"])
     args = parser.parse_args()
+    if "headline" not in args.skip:
+        headline(args.repeats, args.rows)
+    if "details" in args.skip:
+        return
     with threadpool_limits(1):
         bench_tabular(args.repeats, args.rows)
         bench_images(args.repeats, args.images)

@@ -47,6 +47,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _pinning import THREADS, headline_header, headline_row, interleaved, pinned
 
 import xai_core as xai
 
@@ -161,7 +162,8 @@ def fit_models(X_train: np.ndarray, y_train: np.ndarray) -> dict[str, Any]:
 
 
 # -- 1. the plugin against shap ---------------------------------------------------------------------------------
-def plugin_section(models, X, X_many, bg, repeats: int) -> None:
+def plugin_cases(models, X, X_many, bg) -> tuple[list[tuple[str, Any, Any]], Callable[[], dict]]:
+    """(name, plugin call, direct shap call) per algorithm, and the options of the direct call's arithmetic."""
     import shap
 
     def masker(b):
@@ -213,6 +215,11 @@ def plugin_section(models, X, X_many, bg, repeats: int) -> None:
             lambda: shap.LinearExplainer(logit, masker(bg)).shap_values(X_many),
         ),
     ]
+    return cases, same
+
+
+def plugin_section(models, X, X_many, bg, repeats: int) -> None:
+    cases, same = plugin_cases(models, X, X_many, bg)
     print(
         f"\n[plugin vs shap] {len(X)} rows (tree, linear: {len(X_many)}), same model, rows, background ({len(bg)} k-means centres) "
         f"and settings; median of {repeats}, in alternation; 'plugin' with the defaults, 'plugin "
@@ -364,6 +371,94 @@ def kernel_section(models, X, bg, repeats: int, n_ref: int) -> None:
     )
 
 
+# -- 0. the headline rows, at 1 and 2 threads ------------------------------------------------------------------------------
+def kernel_floor(model, X: np.ndarray, bg: np.ndarray, nsamples: int) -> Callable[[], None]:
+    """The model alone on the rows Kernel SHAP evaluates (float32, in the plugin's call size) and one
+    weighted least-squares solve per row (``numpy.linalg.lstsq`` of the weighted coalitions)."""
+    from xai_shap.kernel import MAX_CHUNK_ELEMENTS
+
+    masked = masked_rows(X, bg, nsamples).astype(np.float32)
+    call = max(1, MAX_CHUNK_ELEMENTS // (len(bg) * X.shape[1])) * len(bg)
+    rng = np.random.default_rng(0)
+    Z = (rng.random((len(X), nsamples, X.shape[1])) < 0.5).astype(np.float64)
+    sw = np.sqrt(rng.random((len(X), nsamples)))
+    y = rng.random((len(X), nsamples))
+
+    def run() -> None:
+        evaluate_in_calls(model.predict_proba, masked, call)
+        for i in range(len(X)):
+            np.linalg.lstsq(Z[i] * sw[i][:, None], y[i] * sw[i], rcond=None)
+
+    return run
+
+
+def headline_section(models, X, X_many, bg, repeats: int, n_ref: int) -> None:
+    """Kernel SHAP against shap.KernelExplainer (with the floor and both errors), and the plugin's
+    overhead over shap's exact, permutation and tree explainers, at 1 and at 2 threads."""
+    import shap
+
+    mlp = models["mlp"]
+    m, nsamples = X.shape[1], 2 * X.shape[1] + 2048
+    target = mlp.predict_proba(X).argmax(1)
+    rows = np.arange(len(X))
+    headline_header(
+        f"shap {shap.__version__}; {len(X)} breast-cancer rows, k-means background of {len(bg)}, "
+        f"scikit-learn MLP; medians of {repeats}, interleaved"
+    )
+    reference = (
+        permutation_reference(mlp, X, bg, target, n_ref, seed=1)
+        + permutation_reference(mlp, X, bg, target, n_ref, seed=2)
+    ) / 2
+
+    def ours():
+        return xai.explain(
+            mlp, X, method="shap", algorithm="kernel", background=bg, target=target,
+            max_evals=nsamples, seed=0, progress=False, batch_size=1 << 16,
+        ).values  # fmt: skip
+
+    def theirs():
+        np.random.seed(0)  # noqa: NPY002 - shap samples from numpy's global generator
+        sv = shap.KernelExplainer(mlp.predict_proba, bg).shap_values(
+            X, nsamples=nsamples, l1_reg=False, silent=True
+        )
+        return np.asarray(sv)[rows, :, target]
+
+    floor = kernel_floor(mlp, X, bg, nsamples)
+    errors = []
+    for threads in THREADS:
+        with pinned(threads):
+            (t_ours, v_ours), (t_shap, v_shap), (t_floor, _) = interleaved(
+                ours, theirs, floor, repeats=repeats
+            )
+        headline_row(
+            f"Kernel SHAP, {nsamples} coalitions x {m} features", threads, t_shap, t_ours, t_floor
+        )
+        errors.append((np.abs(v_ours - reference).mean(), np.abs(v_shap - reference).mean()))
+    print(
+        f"  error (mean |phi - reference|, reference {2 * n_ref} antithetic permutations, seed 0): "
+        f"plugin {errors[0][0]:.2e}, shap {errors[0][1]:.2e}; 'floor': the model alone on the "
+        f"{len(X) * nsamples * len(bg):,} coalition rows plus one lstsq per row"
+    )
+    cases, same = plugin_cases(models, X, X_many, bg)
+    print(
+        "  (the overhead rows: the plugin with the direct call's arithmetic, a float64 cpu backend "
+        "and 65536-row calls; goal plugin/shap <= 1.05x)"
+    )
+    for name, plugin, direct in cases[:3]:
+        for threads in THREADS:
+            with pinned(threads):
+                (t_ours, _), (t_shap, _) = interleaved(
+                    lambda plugin=plugin: plugin(**same()), direct, repeats=repeats
+                )
+            headline_row(
+                f"overhead: {name}",
+                threads,
+                t_shap,
+                t_ours,
+                note=f"plugin/shap {t_ours / t_shap:.3f}x",
+            )
+
+
 # -- 3. backends ---------------------------------------------------------------------------------------------------------------------
 def backends_section(models, X, bg, X_train, repeats: int) -> None:
     mlp = models["mlp"]
@@ -409,7 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--reference-permutations", type=int, default=400)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["plugin", "kernel", "backends"])
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["headline", "plugin", "kernel", "backends"]
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -432,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPU(s); BLAS threads "
         f"{'as is' if args.threads is None else args.threads}"
     )
+    if "headline" not in args.skip:
+        headline_section(models, X, X_test, bg, args.repeats, args.reference_permutations)
     if "plugin" not in args.skip:
         plugin_section(models, X, X_test, bg, args.repeats)
     if "kernel" not in args.skip:

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from xai_core import ModelRunner
 from xai_core.validation import check_bool, check_int
+from xai_ig._affine import affine_path_integral, first_linear_layer
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",
@@ -89,7 +90,7 @@ def gradient_rows(
     with _bar(n_chunks, progress, desc) as bar:
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
-            out[start:stop] = runner.gradient(X[start:stop], target[start:stop])
+            out[start:stop] = runner.gradient_validated(X[start:stop], target[start:stop])
             bar.update(1)
     return out
 
@@ -105,6 +106,7 @@ def path_integral(
     chunk: int,
     progress: bool | None,
     desc: str,
+    affine: bool = True,
 ) -> np.ndarray:
     """Integrated gradients of every row, averaged over its baselines.
 
@@ -113,6 +115,10 @@ def path_integral(
     pass, or, when ``chunk < steps``, one path in pieces of ``chunk`` steps. The weighted
     sum over the steps of a block is formed in the gradients' dtype (as the backend
     computed them) and accumulated over blocks and baselines in float64.
+
+    On the ``cpu`` backend a network whose first linear layer comes before any
+    nonlinearity takes :func:`xai_ig._affine.affine_path_integral`: the same integral,
+    with that layer's products done once per row instead of once per path point.
 
     Parameters
     ----------
@@ -123,24 +129,32 @@ def path_integral(
         Shared by every row (first axis 1) or one set per row.
     alphas, weights : ndarray of float64 of shape (steps,)
         Quadrature nodes in [0, 1] and weights.
+    affine : bool, default=True
+        Take the affine first-layer path where it applies; False forces the general one.
 
     Returns
     -------
     ndarray of float64 of shape (n_samples, *input_shape)
     """
     n, shape = len(X), X.shape[1:]
-    n_features = int(np.prod(shape, dtype=np.int64))
     per_row, k = baselines.shape[0], baselines.shape[1]
     steps = len(alphas)
+    paths_per_block = max(1, chunk // steps)
+    steps_per_block = min(chunk, steps)
+    path_blocks = range(0, n * k, paths_per_block)
+    step_blocks = range(0, steps, steps_per_block)
+    linear = first_linear_layer(runner) if affine else None
+    if linear is not None:
+        with _bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
+            return affine_path_integral(
+                runner, linear, X, target, baselines, alphas, weights, chunk=chunk, bar=bar
+            )
+    n_features = int(np.prod(shape, dtype=np.int64))
     dtype = np.result_type(X.dtype, np.float32)
     flat_x = np.asarray(X, dtype=np.float64).reshape(n, n_features)
     flat_b = np.asarray(baselines, dtype=np.float64).reshape(per_row, k, n_features)
     scaled = np.asarray(weights, dtype=np.float64) / k
     total = np.zeros((n, n_features), dtype=np.float64)
-    paths_per_block = max(1, chunk // steps)
-    steps_per_block = min(chunk, steps)
-    path_blocks = range(0, n * k, paths_per_block)
-    step_blocks = range(0, steps, steps_per_block)
     with _bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
         for first in path_blocks:
             path = np.arange(first, min(first + paths_per_block, n * k))
@@ -153,7 +167,9 @@ def path_integral(
                 s1 = min(s0 + steps_per_block, steps)
                 points = np.multiply(alphas[s0:s1].astype(dtype)[None, :, None], diff_t[:, None, :])
                 points += base_t[:, None, :]
-                grads = runner.gradient(points.reshape(-1, *shape), np.repeat(target[row], s1 - s0))
+                grads = runner.gradient_validated(
+                    points.reshape(-1, *shape), np.repeat(target[row], s1 - s0)
+                )
                 grads = np.asarray(grads).reshape(len(path), s1 - s0, n_features)
                 acc += np.einsum("psf,s->pf", grads, scaled[s0:s1].astype(grads.dtype))
                 bar.update(1)

@@ -6,6 +6,8 @@ The nodes and weights are those of Captum's ``approximation_methods``, so the sa
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from xai_core.validation import check_choice, check_int
@@ -45,6 +47,13 @@ def integration_nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """
     rule = check_choice(rule, "integration", RULES)
     steps = check_int(steps, "steps", minimum=2 if rule == "riemann_trapezoid" else 1)
+    alphas, weights = _nodes(rule, steps)
+    return alphas.copy(), weights.copy()
+
+
+@lru_cache(maxsize=64)
+def _nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes and weights of :func:`integration_nodes`, computed once per rule and size."""
     if rule == "gausslegendre":
         nodes, weights = np.polynomial.legendre.leggauss(steps)
         return 0.5 * (nodes + 1.0), 0.5 * weights

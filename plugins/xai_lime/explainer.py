@@ -99,9 +99,10 @@ class LimeExplainer(Explainer):
         ``i`` its index in the caller's data (whatever chunk it is explained in);
         quickshift and lime's discretizers get ``seed`` too. Global random state is never
         read. ``None`` draws a seed, recorded in ``meta["seed"]``.
-    stability_seeds : int, default=3
+    stability_seeds : int, default=0
         Extra runs with seeds ``seed + 1 ... seed + stability_seeds`` from which the
-        stability figures are computed; 0 skips them (and costs nothing extra).
+        stability figures are computed (each one the work of the explanation again);
+        0, the default, skips them, as lime does.
     top_k : int, default=5
         Size of the top-feature sets compared by the stability figure.
     progress : bool or None, default=None
@@ -170,7 +171,7 @@ class LimeExplainer(Explainer):
         hide_color: float | None = None,
         solver: str = "batched",
         seed: int | None = 0,
-        stability_seeds: int = 3,
+        stability_seeds: int = 0,
         top_k: int = 5,
         progress: bool | None = None,
     ) -> None:

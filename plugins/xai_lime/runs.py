@@ -74,7 +74,7 @@ def model_outputs(
     runner: ModelRunner, model_in: np.ndarray, block: np.ndarray, target: np.ndarray, n_samples: int
 ) -> np.ndarray:
     """The explained output of every perturbed sample of a block of rows, (n_rows, n_samples)."""
-    preds = np.asarray(runner.predict(model_in), dtype=np.float64)
+    preds = np.asarray(runner.predict_validated(model_in), dtype=np.float64)
     preds = preds.reshape(len(block), n_samples, -1)
     return preds[np.arange(len(block)), :, target[block]]
 

@@ -43,6 +43,7 @@ __all__ = [
     "run_permutation",
     "run_tree",
     "tree_explainer",
+    "tree_predictions",
 ]
 
 ALGORITHMS = ("auto", "exact", "permutation", "kernel", "tree", "linear")
@@ -298,6 +299,28 @@ def run_tree(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray,
     return values, base
 
 
+def tree_predictions(explainer: Any, model: Any, X: np.ndarray) -> np.ndarray | None:
+    """The tree ensemble's outputs at ``X`` by shap's compiled copy of its trees.
+
+    What :func:`run_tree`'s values add up to, and what shap's own additivity check
+    compares them with: the same trees as the model's, evaluated in one compiled pass
+    (for a random forest some 20x faster than ``predict_proba`` on a few hundred rows).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_samples, n_outputs), or None
+        None when shap's outputs do not map onto the model's (then call the model).
+    """
+    estimator, _ = estimator_kind(model)
+    out = np.asarray(explainer.model.predict(X.reshape(len(X), -1).astype(np.float64)))
+    out = out.astype(np.float64).reshape(len(X), -1)
+    classes = getattr(estimator, "classes_", None)
+    n_outputs = len(classes) if classes is not None else int(getattr(estimator, "n_outputs_", 1))
+    if out.shape[1] == 1 and n_outputs == 2 and classes is not None:
+        out = np.concatenate([1.0 - out, out], axis=1)
+    return out if out.shape[1] == n_outputs else None
+
+
 def run_linear(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
     """shap's ``LinearExplainer`` (interventional), mapped to the model's outputs.
 
@@ -375,7 +398,14 @@ def run_kernel(
                 m, n_samples, rngs[sl], n_rows=sl.stop - start
             )
             ey = coalition_values(
-                model, flat_x[sl], flat_bg, coalitions, groups.labels, outputs[sl], progress=False
+                model,
+                flat_x[sl],
+                flat_bg,
+                coalitions,
+                groups.labels,
+                outputs[sl],
+                progress=False,
+                dtype=model.dtype,
             )
             values[sl] = solve_constrained_wls(
                 coalitions, weights, ey - base[sl][:, None, :], total[sl], varying[sl]

@@ -151,7 +151,9 @@ class ShapExplainer(Explainer):
 
         # -- the work -------------------------------------------------------------------------
         model = CountedModel(runner, X.shape[1:])
-        fx = model(X.reshape(len(X), -1))
+        fx = alg.tree_predictions(helper, runner.model, X) if algorithm == "tree" else None
+        if fx is None:
+            fx = model(X.reshape(len(X), -1))
         n_outputs = fx.shape[1]
         silent = progress is False  # shap's own bars appear only for long runs
         output_space = "model output"

@@ -2,7 +2,9 @@
 
 Every model evaluation of the plugin goes through :class:`CountedModel`, which calls the
 runner (so a native network runs on the chosen backend, in its numerics) and counts the
-rows evaluated for ``meta["n_evals"]``.
+rows evaluated for ``meta["n_evals"]``. The rows and the background are validated once
+per explanation; the masked samples built from them skip the runner's per-call checks
+(:meth:`~xai_core.ModelRunner.predict_validated`).
 
 shap's explainers mask features of a row with background values. For grouped features
 (image patches, user groups) :class:`GroupGame` gives them an equivalent game over the
@@ -23,7 +25,7 @@ __all__ = ["CountedModel", "GroupGame"]
 
 
 class CountedModel:
-    """``runner.predict`` on flattened inputs, counting the rows evaluated.
+    """``runner.predict_validated`` on flattened inputs, counting the rows evaluated.
 
     Parameters
     ----------
@@ -44,13 +46,15 @@ class CountedModel:
         self.input_shape = tuple(input_shape)
         self.n_rows = 0
         self.n_outputs: int | None = runner.n_outputs
+        #: The dtype the runner gives the model inputs in (build them in it to skip a cast).
+        self.dtype = runner.input_dtype
 
     def __call__(self, flat: np.ndarray) -> np.ndarray:
         """Outputs of shape (n_rows, n_outputs), float64, for inputs of shape (n_rows, n_features)."""
         flat = np.asarray(flat)
         if len(flat) == 0:
             return np.zeros((0, self.n_outputs or 1))
-        out = self.runner.predict(flat.reshape((len(flat), *self.input_shape)))
+        out = self.runner.predict_validated(flat.reshape((len(flat), *self.input_shape)))
         self.n_rows += len(flat)
         self.n_outputs = out.shape[1]
         return np.asarray(out, dtype=np.float64)

@@ -11,9 +11,11 @@ enumerated and the result is the exact Shapley value.
 What differs from shap's implementation is only how it is computed: shap builds each
 coalition with a Python call per sample (``addsample``) and solves per row and output;
 here the coalitions of a whole chunk of rows are drawn at once (independently per row,
-as shap does), the masked inputs of many (row, coalition) pairs against every background
-row go to the model in one call, and the equality-constrained least squares is solved
-for all rows and outputs at once (its KKT system, batched). Features that equal every
+as shap does; each subset by selection sampling, one pass per player over all draws),
+the masked inputs of many (row, coalition) pairs against every background row are
+selected bit for bit into one reused, cache-sized buffer and go to the model in one
+call, and the equality-constrained least squares is solved for all rows and outputs at
+once (its KKT system, batched). Features that equal every
 background row (in all of a group's features) cannot change the output; they get
 exactly 0, as in shap.
 """
@@ -41,8 +43,10 @@ __all__ = [
     "varying_groups",
 ]
 
-#: Input elements (rows x features) built for one model call.
-MAX_CHUNK_ELEMENTS = 1 << 23
+#: Input elements (rows x features) built for one model call: about 8,000 rows of 30
+#: features, so the inputs and the model's activations stay in cache (larger calls measured
+#: slower, for the model as much as for building its inputs).
+MAX_CHUNK_ELEMENTS = 1 << 18
 #: Elements of the batched KKT systems solved at once.
 MAX_SOLVE_ELEMENTS = 1 << 24
 #: Draws x players sampled at once (rows of the design are drawn in chunks of this size).
@@ -142,6 +146,35 @@ def _per_row(rng: Any, n_rows: int, draw: Any) -> np.ndarray:
     return np.concatenate([draw(g, 1) for g in rng])
 
 
+def _uniform_subsets(m: int, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random subset of ``sizes[...]`` of ``m`` players for every draw.
+
+    Selection sampling (Knuth's Algorithm S), vectorised over the draws: player ``j``
+    joins with probability ``(players still needed) / (m - j)``, which gives every
+    subset of the wanted size the same probability. One uniform per player and draw,
+    and ``m`` passes over the draws instead of a sort of every draw's keys.
+
+    Parameters
+    ----------
+    m : int
+    sizes : ndarray of int of shape (n_rows, n_draws)
+        Subset sizes, in [1, m - 1].
+
+    Returns
+    -------
+    ndarray of bool of shape (n_rows, n_draws, m)
+    """
+    need = sizes.astype(np.float64)
+    u = np.empty(sizes.shape)
+    drawn = np.empty((m, *sizes.shape), dtype=bool)
+    for j in range(m):  # a loop over players; each pass covers every draw of every row
+        rng.random(out=u)
+        u *= m - j
+        np.less(u, need, out=drawn[j])
+        need -= drawn[j]
+    return np.ascontiguousarray(np.moveaxis(drawn, 0, -1))
+
+
 def _draw(
     m: int,
     n_full: int,
@@ -166,14 +199,12 @@ def _draw(
     rows = np.arange(n_rows)[:, None]
     sizes = _per_row(rng, n_rows, lambda g, k: g.choice(len(draw_w), (k, n_draws), p=draw_w))
     sizes += n_full + 1
-    # a uniform random subset of each size: the players whose random key is among the smallest
-    # (random integers, made distinct within a draw by the player index in the low digits)
-    dtype = np.int32 if m < 128 else np.int64  # 2**24 * m must fit
-    keys = _per_row(rng, n_rows, lambda g, k: g.integers(0, 2**24, (k, n_draws, m), dtype=dtype))
-    keys *= dtype(m)
-    keys += np.arange(m, dtype=dtype)
-    kth = np.take_along_axis(np.sort(keys, axis=2), sizes[:, :, None] - 1, axis=2)
-    drawn = keys <= kth
+    if isinstance(rng, np.random.Generator):
+        drawn = _uniform_subsets(m, sizes, rng)
+    else:  # one generator per row: each row's subsets from its own stream
+        drawn = np.concatenate(
+            [_uniform_subsets(m, sizes[i : i + 1], g) for i, g in enumerate(rng)]
+        )
     paired = sizes <= n_paired
     # per row: which draws are new, and the first occurrence each repeat adds weight to
     keys = _row_keys(drawn.reshape(-1, m)).reshape(n_rows, n_draws)
@@ -303,6 +334,7 @@ def coalition_values(
     *,
     max_chunk_elements: int = MAX_CHUNK_ELEMENTS,
     progress: bool | None = None,
+    dtype: np.dtype | type = np.float64,
 ) -> np.ndarray:
     """``v(S)``: the mean over background rows of the outputs with the features of ``S`` from ``x``.
 
@@ -322,6 +354,9 @@ def coalition_values(
         Input elements built per model call.
     progress : bool or None
         Progress bar; ``None`` shows it from 10 chunks on.
+    dtype : numpy dtype, default=float64
+        The dtype the masked inputs are built in (the one ``predict`` takes); they are
+        written into one reused buffer.
 
     Returns
     -------
@@ -339,6 +374,13 @@ def coalition_values(
     show = n_chunks >= 10 if progress is None else progress
     flat = coalitions.reshape(n * k, -1)
     identity = flat.shape[1] == d and np.array_equal(labels, np.arange(d))
+    # the masked inputs are selected bit for bit, background ^ ((background ^ x) & mask),
+    # on the floats' bit patterns: exact, and three passes over a reused buffer laid out
+    # (background row, pair, feature) so that every operand is contiguous
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    x_bits = np.ascontiguousarray(X, dtype=dtype).view(bits)
+    bg_bits = np.ascontiguousarray(background, dtype=dtype).view(bits)[:, None, :]
+    buffer = np.empty((nb, min(per_call, n * k), d), dtype=bits)
     with tqdm(
         total=n_chunks, desc="Kernel SHAP", unit="batch", disable=not show, leave=False
     ) as bar:
@@ -348,10 +390,15 @@ def coalition_values(
             pairs = np.arange(start, min(start + per_call, n * k))
             r = pairs // k
             members = flat[pairs] if identity else flat[pairs][:, labels]
-            inputs = np.where(members[:, None, :], X[r][:, None, :], background[None, :, :])
-            out = predict(inputs.reshape(len(pairs) * nb, d)).reshape(len(pairs), nb, -1)
-            kept = np.take_along_axis(out, outputs[r][:, None, :], axis=2)
-            ey[pairs] = kept.mean(axis=1)
+            mask = np.negative(members.view(np.uint8).astype(bits))  # all ones where from x
+            inputs = buffer[:, : len(pairs)]
+            np.bitwise_xor(x_bits[r][None], bg_bits, out=inputs)
+            inputs &= mask[None]
+            inputs ^= bg_bits
+            out = predict(inputs.view(dtype).reshape(nb * len(pairs), d))
+            out = out.reshape(nb, len(pairs), -1)
+            kept = np.take_along_axis(out, outputs[r][None], axis=2)
+            ey[pairs] = kept.mean(axis=0)
             bar.update(1)
     return ey.reshape(n, k, q)
 

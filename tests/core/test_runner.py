@@ -164,3 +164,22 @@ def test_numeric_frames_and_black_boxes():
     assert box.predict(frame).shape == (2, 2)
     with pytest.raises(xai.CapabilityError, match="black box"):
         box.gradient(frame, 0)
+
+
+def test_predict_validated_equals_predict(cnn, X):
+    """Rows already checked skip the checks only: cast to the runner's dtype, chunked the same."""
+    runner = xai.ModelRunner(cnn, batch_size=5)
+    X64 = X.astype(np.float64)
+    np.testing.assert_array_equal(runner.predict_validated(X64), runner.predict(X))
+    assert runner.predict_validated(X64).dtype == np.float32
+    wide = xai.ModelRunner(cnn, backend=CPUBackend(dtype="float64"))
+    np.testing.assert_array_equal(wide.predict_validated(X64), wide.predict(X64))
+
+
+def test_gradient_validated_equals_gradient(cnn, X):
+    """Points built from checked rows skip the checks only: the same gradients, chunked the same."""
+    runner = xai.ModelRunner(cnn, batch_size=5)
+    target = np.arange(len(X)) % 3
+    np.testing.assert_array_equal(
+        runner.gradient_validated(X.astype(np.float64), target), runner.gradient(X, target)
+    )

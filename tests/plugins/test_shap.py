@@ -169,6 +169,22 @@ def test_kernel_design_matches_shap_kernel_explainer():
     )
 
 
+def test_kernel_subsets_are_uniform_of_their_size():
+    """Each coalition of a drawn size is equally likely (chi-square against the uniform law)."""
+    from scipy.stats import chisquare
+
+    from xai_shap.kernel import _uniform_subsets
+
+    sizes = np.tile([2, 3], (4, 3000))  # 4 rows x 6000 draws, sizes 2 and 3 of 6 players
+    drawn = _uniform_subsets(6, sizes, np.random.default_rng(0))
+    np.testing.assert_array_equal(drawn.sum(axis=2), sizes)
+    codes = (drawn * (1 << np.arange(6))).sum(axis=2)
+    for size in (2, 3):
+        counts = np.unique(codes[sizes == size], return_counts=True)[1]
+        assert len(counts) == math.comb(6, size)
+        assert chisquare(counts).pvalue > 1e-3
+
+
 @pytest.mark.parametrize("n_players", [12, 100], ids=["m12", "m100"])
 def test_kernel_design_is_drawn_per_row(n_players):
     """Each row gets its own distinct coalitions (shared enumerated sizes), weights summing to 1."""
@@ -282,6 +298,26 @@ def test_tree_equals_shap_tree_explainer(make_model):
         values = np.concatenate([-values, values], axis=2)
     np.testing.assert_allclose(np.moveaxis(e.meta["all_values"], 1, 2), values, rtol=0, atol=1e-12)
     np.testing.assert_allclose(e.values, values[np.arange(8), :, e.target], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("make_model", "n_classes"),
+    [
+        (lambda X, y: RandomForestClassifier(8, max_depth=4, random_state=0).fit(X, y), 3),
+        (lambda X, y: RandomForestRegressor(6, max_depth=4, random_state=0).fit(X, y * 1.5), 2),
+    ],
+    ids=["rf-3-classes", "rf-regressor"],
+)
+def test_tree_additivity_is_against_the_models_own_outputs(make_model, n_classes):
+    """The tree case measures additivity without calling the model: against scikit-learn's outputs all the same."""
+    X, y = _classification(n_classes=n_classes)
+    model = make_model(X, y)
+    e = xai.explain(model, X[:7], method="shap", algorithm="tree", background=X[100:120])
+    assert e.meta["n_evals"] == 0
+    raw = model.predict_proba(X[:7]) if n_classes == 3 else model.predict(X[:7])[:, None]
+    fx = raw[np.arange(7), e.target]
+    reached = e.base_values + e.values.sum(axis=1)
+    np.testing.assert_allclose(e.meta["additivity_error"], np.abs(reached - fx), atol=1e-12)
 
 
 def test_linear_equals_closed_form():

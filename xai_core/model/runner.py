@@ -105,10 +105,15 @@ class ModelRunner:
         """Width of the model's output, once known."""
         return self.model.n_outputs
 
+    @property
+    def input_dtype(self) -> np.dtype:
+        """The dtype inputs are given to the model in: float64 on a float64 backend, else float32."""
+        wide = getattr(self.backend, "dtype", None) == np.float64
+        return np.dtype(np.float64 if wide else np.float32)
+
     def check_X(self, X: Any, name: str = "X") -> np.ndarray:
         """Validate ``X`` against the model's input shape; return a float array."""
-        dtype = np.float64 if getattr(self.backend, "dtype", None) == np.float64 else np.float32
-        return check_array(X, name, feature_shape=self.model.input_shape, dtype=dtype)
+        return check_array(X, name, feature_shape=self.model.input_shape, dtype=self.input_dtype)
 
     def _chunks(self, n: int):
         for start in range(0, n, self.batch_size):
@@ -139,6 +144,28 @@ class ModelRunner:
         ]
         return np.concatenate(parts, axis=0)
 
+    def predict_validated(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`predict` for rows built from inputs this runner has already checked.
+
+        An explainer validates its rows (and background) once per explanation with
+        :meth:`check_X`; the many batches it then assembles from them (masked samples,
+        perturbations) skip the per-call checks and are only cast to the runner's dtype.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+            Finite values of the model's input shape.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+        """
+        X = np.asarray(X, dtype=self.input_dtype)
+        if len(X) <= self.batch_size:
+            return self.model.predict_checked(X, self.backend)
+        parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
+        return np.concatenate(parts, axis=0)
+
     def gradient(self, X: Any, target: Any) -> np.ndarray:
         """Gradient of ``output[target]`` with respect to the input, computed on the backend.
 
@@ -165,6 +192,28 @@ class ModelRunner:
             for s in self._chunks(len(X))
         ]
         return np.concatenate(parts, axis=0)
+
+    def gradient_validated(self, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """:meth:`gradient` for points built from rows this runner has already checked.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+            Finite values of the model's input shape (IG's path points, SmoothGrad's
+            noisy copies).
+        target : ndarray of int64 of shape (n_samples,)
+            Valid output indices.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape)
+        """
+        self.require("gradient")
+        X = np.asarray(X, dtype=self.input_dtype)
+        parts = [
+            self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
+        ]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
     def activations(self, X: Any, layer: int | str) -> np.ndarray:
         """Outputs of one layer (index or name), of shape (n_samples, *layer_output_shape)."""

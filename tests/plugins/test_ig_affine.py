@@ -1,0 +1,181 @@
+"""Integrated gradients through an affine first layer: equal to the general path and to Captum."""
+
+from __future__ import annotations
+
+import captum.attr as captum_attr
+import numpy as np
+import pytest
+import torch
+
+import xai_core as xai
+from xai_core import nn
+from xai_ig._affine import first_linear_layer
+from xai_ig._batching import path_integral
+from xai_ig._integration import integration_nodes
+
+
+def dense_net(dtype="float32") -> nn.Sequential:
+    """A Dense-first MLP, 12-16-8-3, Tanh and ReLU, softmax."""
+    layers = [nn.Dense(16), nn.Tanh(), nn.Dense(8), nn.ReLU(), nn.Dense(3), nn.Softmax()]
+    return nn.Sequential(layers, input_shape=(12,), seed=3, dtype=dtype)
+
+
+def conv_net(dtype="float32") -> nn.Sequential:
+    """A Conv-first CNN over flat 8x8 images: Reshape, Conv2D, ReLU, MaxPool, Dense, softmax."""
+    layers = [
+        nn.Reshape((1, 8, 8)),
+        nn.Conv2D(4, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2D(2),
+        nn.Flatten(),
+        nn.Dense(3),
+        nn.Softmax(),
+    ]
+    return nn.Sequential(layers, input_shape=(64,), seed=4, dtype=dtype)
+
+
+def grouped_conv_net(dtype="float32") -> nn.Sequential:
+    """A strided, dilated, grouped, bias-free channels-last convolution first, then Dense layers."""
+    layers = [
+        nn.Reshape((6, 6, 2)),
+        nn.Conv2D(4, 3, stride=2, padding=2, dilation=2, groups=2, use_bias=False, layout="NHWC"),
+        nn.Tanh(),
+        nn.Flatten(),
+        nn.Dense(5, use_bias=False),
+        nn.ReLU(),
+        nn.Dense(3),
+        nn.Softmax(),
+    ]
+    return nn.Sequential(layers, input_shape=(72,), seed=5, dtype=dtype)
+
+
+def both_paths(net, X, target, baselines, steps=24, rule="gausslegendre", chunk=50):
+    """The fast and the general path on the same runner, rows and nodes."""
+    runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=net.dtype))
+    alphas, weights = integration_nodes(rule, steps)
+    kw = dict(chunk=chunk, progress=False, desc="ig")
+    fast = path_integral(runner, X, target, baselines, alphas, weights, **kw)
+    general = path_integral(runner, X, target, baselines, alphas, weights, affine=False, **kw)
+    return fast, general
+
+
+@pytest.mark.parametrize(
+    "make", [dense_net, conv_net, grouped_conv_net], ids=["dense-first", "conv-first", "grouped"]
+)
+@pytest.mark.parametrize("n_baselines", [1, 3])
+@pytest.mark.parametrize("rule", ["gausslegendre", "riemann_trapezoid"])
+def test_affine_path_equals_general_path_to_float32_rounding(make, n_baselines, rule):
+    """Shared and per-row baselines, whole paths and paths split over chunks."""
+    net = make()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5, *net.input_shape)).astype(np.float32)
+    target = rng.integers(0, 3, size=5)
+    for per_row in (1, 5):
+        b = rng.normal(size=(per_row, n_baselines, *net.input_shape)).astype(np.float32)
+        for chunk in (7, 500):
+            fast, general = both_paths(net, X, target, b, rule=rule, chunk=chunk)
+            scale = np.abs(general).max()
+            np.testing.assert_allclose(fast, general, rtol=0, atol=2e-6 * scale)
+
+
+@pytest.mark.parametrize("make", [dense_net, conv_net], ids=["dense-first", "conv-first"])
+def test_affine_path_equals_general_path_in_float64(make):
+    """In float64 the two differ by float64 rounding only."""
+    net = make("float64")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4, *net.input_shape))
+    fast, general = both_paths(net, X, rng.integers(0, 3, size=4), np.zeros((1, 1, *X.shape[1:])))
+    np.testing.assert_allclose(fast, general, rtol=0, atol=1e-13 * np.abs(general).max())
+
+
+def torch_copy(net: nn.Sequential):
+    """The same network in torch (float64), for Captum."""
+    mods = []
+    for layer in net.layers:
+        if isinstance(layer, nn.Dense):
+            lin = torch.nn.Linear(*layer.weight.shape).double()
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(np.asarray(layer.weight, np.float64).T.copy()))
+                lin.bias.copy_(torch.from_numpy(np.asarray(layer.bias, np.float64)))
+            mods.append(lin)
+        elif isinstance(layer, nn.Conv2D):
+            conv = torch.nn.Conv2d(
+                layer.input_shape[0], layer.filters, layer.kernel_size, layer.stride, layer.padding
+            ).double()
+            with torch.no_grad():
+                conv.weight.copy_(torch.from_numpy(np.asarray(layer.weight, np.float64)))
+                conv.bias.copy_(torch.from_numpy(np.asarray(layer.bias, np.float64)))
+            mods.append(conv)
+        elif isinstance(layer, nn.Reshape):
+            mods.append(torch.nn.Unflatten(1, layer.shape))
+        elif isinstance(layer, nn.Flatten):
+            mods.append(torch.nn.Flatten())
+        elif isinstance(layer, nn.MaxPool2D):
+            mods.append(torch.nn.MaxPool2d(layer.pool_size, layer.stride))
+        else:
+            mods.append(
+                {"relu": torch.nn.ReLU(), "tanh": torch.nn.Tanh(), "softmax": torch.nn.Softmax(1)}[
+                    layer.kind
+                ]
+            )
+    return torch.nn.Sequential(*mods).eval()
+
+
+@pytest.mark.parametrize("make", [dense_net, conv_net], ids=["dense-first", "conv-first"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_affine_path_equals_captum(make, dtype):
+    """xai.explain on the cpu backend (the fast path) against Captum's IntegratedGradients."""
+    net = make(dtype)
+    assert first_linear_layer(xai.ModelRunner(net)) is not None
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(6, *net.input_shape)).astype(dtype)
+    target = rng.integers(0, 3, size=6)
+    e = xai.explain(
+        net, X, method="ig", steps=32, target=target, backend=xai.get_backend("cpu", dtype=dtype)
+    )
+    inputs = torch.from_numpy(X.astype(np.float64))
+    theirs = captum_attr.IntegratedGradients(torch_copy(net)).attribute(
+        inputs,
+        torch.zeros_like(inputs),
+        target=torch.from_numpy(target),
+        n_steps=32,
+        method="gausslegendre",
+    )
+    # Captum rounds its quadrature weights to float32 (``.float()``) even on float64
+    # gradients, so in float64 the two agree to that rounding, a few 1e-8.
+    atol = (1e-6 if dtype == "float32" else 1e-7) * np.abs(e.values).max()
+    np.testing.assert_allclose(e.values, theirs.numpy(), rtol=0, atol=atol)
+
+
+def dense_macs(net: nn.Sequential) -> list[int]:
+    """Multiply-accumulates per sample of each Dense layer, first to last."""
+    return [layer.macs_per_sample() for layer in net.layers if isinstance(layer, nn.Dense)]
+
+
+def test_cpu_counts_the_products_of_the_affine_path():
+    """On cpu the first layer costs two forward products per row and one backward per path."""
+    net, n, steps = dense_net(), 4, 16
+    X = np.random.default_rng(3).normal(size=(n, 12)).astype(np.float32)
+    runner = xai.ModelRunner(net)
+    xai.explain(runner, X, method="ig", steps=steps, target=0)
+    first, *rest = dense_macs(net)
+    predicts = (n + 1) * (first + sum(rest))  # f(x) and f(baseline)
+    path = (n + 1) * first + n * steps * 2 * sum(rest) + n * first
+    assert runner.counters["macs"] == predicts + path
+
+
+def test_simulated_hardware_keeps_the_general_path():
+    """The tpu backend computes (and counts) the first layer at every path point."""
+    net, n, steps = dense_net(), 4, 16
+    runner = xai.ModelRunner(net, backend="tpu")
+    assert first_linear_layer(runner) is None
+    X = np.random.default_rng(4).normal(size=(n, 12)).astype(np.float32)
+    xai.explain(runner, X, method="ig", steps=steps, target=0)
+    assert runner.counters["macs"] >= 2 * n * steps * dense_macs(net)[0]
+
+
+def test_first_linear_layer_needs_no_nonlinearity_before_it():
+    """A network starting with an activation, or a quantised one, takes the general path."""
+    net = nn.Sequential([nn.Tanh(), nn.Dense(3), nn.Softmax()], input_shape=(4,))
+    assert first_linear_layer(xai.ModelRunner(net)) is None
+    assert first_linear_layer(xai.ModelRunner(conv_net())) == 1
