@@ -950,7 +950,9 @@ from xai_datasets import load_mnist
 
 train, test = load_mnist("train"), load_mnist("test")
 net = nn.cnn(hidden=32)
-net.fit(train.X, train.y, optimizer="adam", learning_rate=3e-3, batch_size=32, epochs=1, progress=False)
+net.fit(
+    train.X, train.y, optimizer="adam", learning_rate=3e-3, batch_size=32, epochs=1, progress=False
+)
 
 xai.to_tflite(net, "mnist_float.tflite")
 xai.to_tflite(net, "mnist_int8.tflite", calibration_X=train.X[:500])
@@ -977,7 +979,9 @@ print(q.placement_table().to_string())
 runner = xai.ModelRunner(q, backend="edgetpu")
 runner.predict(test.X[:100])
 c = runner.counters
-print(f"Edge TPU: {c['macs']:,.0f} MACs, {c['cycles']:,.0f} cycles; host: {c['host_macs']:,.0f} MACs")""",
+print(
+    f"Edge TPU: {c['macs']:,.0f} MACs, {c['cycles']:,.0f} cycles; host: {c['host_macs']:,.0f} MACs"
+)""",
     ),
     (
         "md",
@@ -994,21 +998,34 @@ the reference: cosine similarity, top-k overlap and rank correlation per digit.
         "code",
         """\
 X = test.X[:4]
-shap_options = {"algorithm": "kernel", "max_evals": 300, "image_shape": (28, 28),
-                "patch_size": 4, "background": np.zeros((1, 784), np.float32), "seed": 0}
-c_shap = xai.compare_backends(f, X, method="shap", backends=["cpu", "gpu", "tpu", "edgetpu"],
-                              quantized=q, **shap_options)
+shap_options = {
+    "algorithm": "kernel",
+    "max_evals": 300,
+    "image_shape": (28, 28),
+    "patch_size": 4,
+    "background": np.zeros((1, 784), np.float32),
+    "seed": 0,
+}
+c_shap = xai.compare_backends(
+    f, X, method="shap", backends=["cpu", "gpu", "tpu", "edgetpu"], quantized=q, **shap_options
+)
 c_shap.summary[["mean_cosine", "mean_top_k_overlap", "mean_spearman", "flipped"]]""",
     ),
     (
         "code",
         """\
 lime_options = {"num_samples": 300, "image_shape": (28, 28), "seed": 0}
-c_lime = xai.compare_backends(f, X, method="lime", backends=["cpu", "edgetpu"], quantized=q,
-                              **lime_options)
+c_lime = xai.compare_backends(
+    f, X, method="lime", backends=["cpu", "edgetpu"], quantized=q, **lime_options
+)
 print(c_lime.summary[["mean_cosine", "mean_top_k_overlap"]])
-methods = xai.compare_methods(q, X, methods=("shap", "lime"), backend="edgetpu",
-                              method_options={"shap": shap_options, "lime": lime_options})
+methods = xai.compare_methods(
+    q,
+    X,
+    methods=("shap", "lime"),
+    backend="edgetpu",
+    method_options={"shap": shap_options, "lime": lime_options},
+)
 methods.matrices["cosine"]""",
     ),
     (
@@ -1024,7 +1041,9 @@ the heatmaps side by side.""",
         """\
 rows = c_shap.rows[c_shap.rows.backend == "edgetpu"].sort_values("cosine")
 print(rows[["row", "cosine", "top_k_overlap", "prediction", "reference_prediction"]].to_string())
-xai.Report("MNIST on the Edge TPU", seed=0).add(c_shap).add(c_lime).add(methods).save("edge_tpu.html")""",
+xai.Report("MNIST on the Edge TPU", seed=0).add(c_shap).add(c_lime).add(methods).save(
+    "edge_tpu.html"
+)""",
     ),
 ]
 
