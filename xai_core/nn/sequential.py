@@ -438,6 +438,7 @@ class Sequential(Model):
         seed: int = 0,
         backend: Any = None,
         progress: bool = True,
+        callbacks: Any = None,
     ) -> Sequential:
         """Train with mini-batch gradient descent, using the TensorFlow Playground's knobs.
 
@@ -481,6 +482,10 @@ class Sequential(Model):
             Where the passes run (default ``CPUBackend(dtype=self.dtype)``).
         progress : bool, default=True
             Show a progress bar over epochs.
+        callbacks : callable or sequence of callables, optional
+            Each is called as ``cb(net, record)`` after every epoch, ``record`` the epoch's
+            row of :attr:`history` as a dict (epoch, loss, ...); one returning True stops
+            training after that epoch (a live view, such as ``xai.playground_view``).
 
         Returns
         -------
@@ -509,6 +514,7 @@ class Sequential(Model):
             seed=seed,
             backend=backend,
             progress=progress,
+            callbacks=callbacks,
         )
 
     def save(self, path: Any) -> None:
