@@ -50,6 +50,7 @@ def xai_register_tools():
 @hookimpl
 def xai_register_report_sections():
     """Sections for the what-if session and each of its results."""
+    from xai_whatif.offline import script
     from xai_whatif.render import (
         render_counterfactuals,
         render_edit,
@@ -61,7 +62,7 @@ def xai_register_report_sections():
     from xai_whatif.whatif import WhatIf
 
     return [
-        ReportSection("whatif", WhatIf, render_whatif, "What-if"),
+        ReportSection("whatif", WhatIf, render_whatif, "What-if", script=script()),
         ReportSection("whatif_edit", EditResult, render_edit, "Datapoint edit"),
         ReportSection(
             "whatif_counterfactuals", Counterfactuals, render_counterfactuals, "Counterfactuals"

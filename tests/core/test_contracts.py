@@ -159,7 +159,12 @@ RESULTS = {
     ],
     "projection": [_projection],
     "playground": [_playground],
-    "whatif": [_whatif],
+    "whatif": [
+        _whatif,
+        lambda name: xai.what_if(
+            _net(name), _table(name)[0], feature_names=_names(name)[0], progress=False
+        ),
+    ],
     "whatif_edit": [lambda name: _whatif(name).history[0]],
     "whatif_counterfactuals": [lambda name: _whatif(name).nearest_counterfactual(0)],
     "whatif_partial_dependence": [
