@@ -352,3 +352,21 @@ def test_help_calls_only_the_cli_hook(fresh_registry, capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "say hello" in capsys.readouterr().out and calls == []
+
+
+def test_command_whose_arguments_fail_leaves_the_cli_working(fresh_registry, capsys):
+    """A command whose add_arguments raises is reported when run; the other commands still work."""
+    from xai_core.cli.main import main
+
+    def explode(parser):
+        raise RuntimeError("no parser for you")
+
+    command = xai.CliCommand("fragile", "breaks on set-up", lambda args: 0, explode)
+    register_plugin(_module("fragile_plugin", xai_register_cli_commands=lambda: [command]))
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "breaks on set-up" in capsys.readouterr().out
+    assert main(["backends"]) == 0 and "cpu" in capsys.readouterr().out
+    assert main(["fragile"]) == 2
+    err = capsys.readouterr().err
+    assert "plugin 'fragile_plugin' could not set up" in err and "RuntimeError: no parser" in err

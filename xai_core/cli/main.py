@@ -22,11 +22,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"xai-core {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, command in sorted(get_registry().cli_commands.items()):
+    registry = get_registry()
+    for name, command in sorted(registry.cli_commands.items()):
         p = sub.add_parser(name, help=command.help, description=command.help)
-        command.add_arguments(p)
+        try:
+            command.add_arguments(p)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - one plugin never breaks the rest
+            owner = registry.owners.get(("command", name), "?")
+            p.set_defaults(_run=_broken(name, owner, exc))
+            continue
         p.set_defaults(_run=command.run)
     return parser
+
+
+def _broken(name: str, plugin: str, exc: BaseException):
+    """The ``run`` of a command whose plugin failed to set up its arguments."""
+    message = (
+        f"xai {name}: error: plugin {plugin!r} could not set up this command's arguments: "
+        f"{type(exc).__name__}: {exc}"
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        print(message, file=sys.stderr)
+        return 2
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
