@@ -12,14 +12,26 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "docs" / "notebooks"
-NAMES = ("quickstart", "third_party_plugin", "tabular_whatif", "projector")
+NAMES = (
+    "quickstart",
+    "third_party_plugin",
+    "tabular_whatif",
+    "projector",
+    "whatif_editor",
+    "playground",
+)
 COLAB_URL = "https://colab.research.google.com/github/xai-core/xai-core/blob/main/docs/notebooks/"
 BADGE = (
     "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
     f"({COLAB_URL}{{name}}.ipynb)"
 )
 #: Files each notebook writes into its working directory.
-WRITES = {"quickstart": ["quickstart.html"], "tabular_whatif": ["tabular_whatif.html"]}
+WRITES = {
+    "quickstart": ["quickstart.html"],
+    "tabular_whatif": ["tabular_whatif.html"],
+    "whatif_editor": ["whatif_editor.html"],
+    "playground": ["playground.html"],
+}
 
 
 def _load(name: str) -> dict:
