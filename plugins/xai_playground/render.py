@@ -27,6 +27,20 @@ __all__ = ["render_playground", "surface_uri"]
 _NODE, _GAP_X, _GAP_Y, _PAD = 34, 70, 10, 18
 _MAIN = 260
 _MAX_POINTS = 600
+#: Colours of the neurons in the regions map.
+_REGION_COLOURS = np.array(
+    [
+        [31, 119, 180],
+        [255, 127, 14],
+        [44, 160, 44],
+        [148, 103, 189],
+        [140, 86, 75],
+        [227, 119, 194],
+        [127, 127, 127],
+        [188, 189, 34],
+    ],
+    dtype=np.uint8,
+)
 
 _TEMPLATES = {
     "playground": """
@@ -52,6 +66,7 @@ _TEMPLATES = {
 <text x="{{ curve.x0 + curve.pw }}" y="{{ curve.ph + 16 }}" font-size="10" text-anchor="end">epoch {{ curve.last }}</text>
 <text x="{{ curve.x0 }}" y="{{ curve.h - 2 }}" font-size="10">loss: train (solid) {{ curve.train_last }}{% if curve.test %}, test (dashed) {{ curve.test_last }}{% endif %}</text>
 </svg>{% endif %}
+{% if regions %}<figure style="margin:0"><img src="{{ regions.uri }}" width="130" height="130" alt="regions of the plane by neuron" style="image-rendering:pixelated;border:1px solid #555"><figcaption style="max-width:260px;font-size:11px">Which neuron of the last hidden layer pushes the output most at each point: {% for l in regions.legend %}<span style="color:{{ l.colour }}">&#9632;</span> {{ l.text }} {% endfor %}</figcaption></figure>{% endif %}
 </div>
 <p class="xai-muted">Colours: red is the positive class (or a positive activation), blue the negative; filled points train, rings test. Links: width by |weight|, red positive, blue negative.</p>
 </div>""",
@@ -171,6 +186,18 @@ def _curve(view: Any) -> dict[str, Any] | None:
     }
 
 
+def _regions(view: Any) -> dict[str, Any] | None:
+    if not view.neurons:
+        return None
+    regions = view.regions()
+    units = view.neurons[-1].shape[0]
+    colours = _REGION_COLOURS[np.arange(units) % len(_REGION_COLOURS)]
+    return {
+        "uri": png_data_uri(colours[regions]),
+        "legend": [{"colour": _hex(colours[k]), "text": f"neuron {k + 1}"} for k in range(units)],
+    }
+
+
 def render_playground(view: Any) -> str:
     """The view as an HTML fragment."""
     if view.classification:
@@ -201,5 +228,6 @@ def render_playground(view: Any) -> str:
             output_uri=output_uri,
             points=_points(view),
             curve=_curve(view),
+            regions=_regions(view),
         )
     )

@@ -136,3 +136,4 @@ def test_report_section_shows_the_final_state(trained):
     html = xai.Report("pg", seed=0).add(view).to_html()
     assert "decision surface with train and test points" in html
     assert html.count("<image ") == 1 + 2 + 4 + 3 and "epoch 6" in html
+    assert "pushes the output most" in html and html.count("neuron 3 </figcaption>") == 1
