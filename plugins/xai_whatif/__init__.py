@@ -32,7 +32,11 @@ from xai_whatif.results import (
 # The session, its analyses and their renderers are imported when first used.
 __getattr__, __dir__, __all__ = xai_core.lazy_exports(
     __name__,
-    {"whatif": ["WhatIf", "what_if"]},
+    {
+        "whatif": ["WhatIf", "what_if"],
+        "editor": ["EditorState"],
+        "editor_widgets": ["EditorWidget"],
+    },
     eager=[*results.__all__, "xai_register_report_sections", "xai_register_tools"],
 )
 
