@@ -129,6 +129,16 @@ def project(*args, **kwargs):
     return tool("project")(*args, **kwargs)
 
 
+def playground_view(*args, **kwargs):
+    """A 2-D network's decision surface, neuron surfaces, links and losses: the ``playground_view`` tool."""
+    return tool("playground_view")(*args, **kwargs)
+
+
+def playground_app(*args, **kwargs):
+    """The Playground's knobs as notebook widgets that retrain on change: the ``playground_app`` tool."""
+    return tool("playground_app")(*args, **kwargs)
+
+
 def list_backends() -> list[str]:
     """Names of the registered backends, sorted."""
     from xai_core.plugin.manager import get_registry
@@ -184,6 +194,8 @@ __all__ = [
     "lazy_exports",
     "list_backends",
     "list_explainers",
+    "playground_app",
+    "playground_view",
     "project",
     "tool",
     "what_if",

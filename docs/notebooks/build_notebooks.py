@@ -754,6 +754,138 @@ with tempfile.TemporaryDirectory() as tmp:
     ),
 ]
 
+EDITOR = [
+    (
+        "md",
+        """\
+## A network and a what-if session
+
+A small native network on the breast-cancer data (standardised). The editor works for any
+model the runner accepts; a native network is explained by integrated gradients and can
+also run in the offline report's own script.""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+
+import xai_core as xai
+from xai_datasets import load_breast_cancer
+
+ds = load_breast_cancer()
+X = ((ds.X - ds.X.mean(0)) / ds.X.std(0)).astype(np.float32)
+net = xai.nn.mlp(X.shape[1], hidden=(8,), n_outputs=2, activation="relu")
+net.fit(X, ds.y, learning_rate=0.05, epochs=5, progress=False)
+w = xai.what_if(net, X, ds.y, feature_names=ds.feature_names, output_names=ds.class_names)""",
+    ),
+    (
+        "md",
+        """\
+## The editor
+
+`w.editor(row)` shows the row picker (index, search, or a click in the scatter), a slider
+per feature, and the panels that follow each change: prediction, explanation, nearest
+counterfactual (differing features highlighted) and the partial dependence of the edited
+feature with its current value marked. Its `state` drives it from Python, as here.""",
+    ),
+    (
+        "code",
+        """\
+ed = w.editor(3)
+ed""",
+    ),
+    (
+        "code",
+        """\
+before = ed.state.outputs.copy()
+ed.controls["worst radius"].value = 2.5  # what dragging the slider does
+print("outputs before", before.round(3), "after", ed.state.outputs.round(3))
+print("explanation, largest attributions:")
+e = ed.state.explanation
+for j in np.argsort(-np.abs(e.values[0]))[:3]:
+    print(f"  {e.feature_names[j]}: {e.values[0, j]:+.3f}")
+print(ed.state.counterfactual)
+rows = ed.state.search("`mean radius` > 2.5")
+print("rows with mean radius > 2.5:", rows[:5])""",
+    ),
+    (
+        "md",
+        """\
+## Offline, in the report
+
+The report's what-if section carries the network's weights; its script re-scores an
+edited row in the page, without a kernel.""",
+    ),
+    (
+        "code",
+        """\
+xai.Report("what-if editor", seed=0).add(w).save("whatif_editor.html")""",
+    ),
+]
+
+PLAYGROUND = [
+    (
+        "md",
+        """\
+## Train with the view as a callback
+
+The Playground's XOR problem and its default network (two hidden layers of 4 and 2, tanh).
+`xai.playground_view` is a `fit` callback: after each epoch it records the train and test
+loss and redraws the decision surface, each neuron's surface and the links (live in a
+notebook through `view.widget()`).""",
+    ),
+    (
+        "code",
+        """\
+import xai_core as xai
+from xai_datasets import playground
+
+train, test = playground("xor", 200, seed=0), playground("xor", 200, seed=1)
+net = xai.nn.mlp(2, hidden=(4, 2), n_outputs=2, activation="tanh")
+view = xai.playground_view(net, train, test, resolution=30)
+live = view.widget()
+display(live)
+net.fit(train.X, train.y, learning_rate=0.1, epochs=20, progress=False, callbacks=view)
+print(view.losses[-1])""",
+    ),
+    (
+        "md",
+        """\
+## Explain a point
+
+A click in the decision surface explains that point; here the click is set from Python.
+`view.regions()` tells which last-layer neuron pushes the output most at each grid point.""",
+    ),
+    (
+        "code",
+        """\
+live.plot.point = [2.0, -2.0]
+print(live.explanation.values, "neurons:", [a.round(2) for a in live.neurons_at_point])
+print(view.regions()[::6, ::6])""",
+    ),
+    (
+        "md",
+        """\
+## The knobs
+
+`xai.playground_app` puts the Playground's knobs in widgets; each change retrains from
+scratch. The noise knob regenerates the data through the function given.""",
+    ),
+    (
+        "code",
+        """\
+app = xai.playground_app(lambda noise: playground("circle", 200, noise=noise), epochs=15)
+app.controls["feature x1^2"].value = True
+app.controls["feature x2^2"].value = True
+app.widget()""",
+    ),
+    (
+        "code",
+        """\
+xai.Report("playground", seed=0).add(app.view).save("playground.html")""",
+    ),
+]
+
 
 IMPORT_PYTORCH = [
     (
@@ -1099,6 +1231,22 @@ back, see which operators the Edge TPU compiler would map, and check with
 `compare_backends` and `compare_methods` whether the int8 model's explanations still point
 at the same pixels.""",
         EDGE_TPU,
+    ),
+    "whatif_editor": (
+        "The what-if editor: edit a datapoint live",
+        """\
+The What-If Tool's datapoint editor in a notebook: pick a row, drag its features and watch
+the prediction, the explanation, the nearest counterfactual and the partial dependence
+follow; then the same editing offline, in the report.""",
+        EDITOR,
+    ),
+    "playground": (
+        "The Playground view: watch a small network learn",
+        """\
+The TensorFlow Playground's training view in a notebook: the decision surface with train
+and test points, a surface per hidden neuron, links by weight and the loss curves, live
+during training; the Playground's knobs as widgets; attributions of a clicked point.""",
+        PLAYGROUND,
     ),
 }
 

@@ -32,7 +32,11 @@ from xai_whatif.results import (
 # The session, its analyses and their renderers are imported when first used.
 __getattr__, __dir__, __all__ = xai_core.lazy_exports(
     __name__,
-    {"whatif": ["WhatIf", "what_if"]},
+    {
+        "whatif": ["WhatIf", "what_if"],
+        "editor": ["EditorState"],
+        "editor_widgets": ["EditorWidget"],
+    },
     eager=[*results.__all__, "xai_register_report_sections", "xai_register_tools"],
 )
 
@@ -50,6 +54,7 @@ def xai_register_tools():
 @hookimpl
 def xai_register_report_sections():
     """Sections for the what-if session and each of its results."""
+    from xai_whatif.offline import script
     from xai_whatif.render import (
         render_counterfactuals,
         render_edit,
@@ -61,7 +66,7 @@ def xai_register_report_sections():
     from xai_whatif.whatif import WhatIf
 
     return [
-        ReportSection("whatif", WhatIf, render_whatif, "What-if"),
+        ReportSection("whatif", WhatIf, render_whatif, "What-if", script=script()),
         ReportSection("whatif_edit", EditResult, render_edit, "Datapoint edit"),
         ReportSection(
             "whatif_counterfactuals", Counterfactuals, render_counterfactuals, "Counterfactuals"

@@ -82,6 +82,7 @@ _TEMPLATES = {
 {{ m.table(["feature", "min", "max", "std", "categories"], features) }}
 {% if more_features %}<p class="xai-muted">{{ more_features }} more features not shown.</p>{% endif %}
 {% if edits %}<h4>Edits</h4>{% for e in edits %}{{ e }}{% endfor %}{% endif %}
+{{ offline }}
 </div>""",
 }
 
@@ -352,6 +353,8 @@ def render_whatif(w: Any) -> str:
         for j in range(min(t.n_features, 30))
     ]
     edits = [Markup(render_edit(e)) for e in w.history[-10:]]
+    from xai_whatif.offline import offline_html
+
     return _render(
         "whatif",
         "session",
@@ -359,4 +362,5 @@ def render_whatif(w: Any) -> str:
         features=features,
         more_features=max(0, t.n_features - 30),
         edits=edits,
+        offline=offline_html(w),
     )

@@ -220,6 +220,20 @@ class WhatIf:
     slices = performance.slices
     thresholds = performance.thresholds
 
+    # -- the live editor ---------------------------------------------------------------------
+    def editor(self, row: int = 0, **options: Any):
+        """The datapoint editor, live in a notebook: an :class:`~xai_whatif.editor_widgets.EditorWidget`.
+
+        ``options`` go to :class:`~xai_whatif.editor.EditorState` (``method``, ``axes``,
+        ``colour_by``, ``pd_rows`` ...); ``editor.state`` drives it from Python.
+        """
+        from xai_whatif.editor import EditorState
+        from xai_whatif.editor_widgets import EditorWidget
+
+        return EditorWidget(EditorState(self, row, **options))
+
+    show = editor
+
     # -- display -----------------------------------------------------------------------------
     def __repr__(self) -> str:
         return (

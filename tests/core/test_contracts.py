@@ -113,6 +113,16 @@ def _projection(name):
     )
 
 
+def _playground(name):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (40, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    net = xai.nn.mlp(2, hidden=(3,), n_outputs=2)
+    view = xai.playground_view(net, (X, y), (X[:10], y[:10]), resolution=8)
+    net.fit(X, y, epochs=2, progress=False, callbacks=view)
+    return view
+
+
 #: One or more results per built-in section, each built around a name to be escaped.
 RESULTS = {
     "explanation": [_explanation, lambda name: _explanation(name, image=True)],
@@ -148,7 +158,13 @@ RESULTS = {
         )
     ],
     "projection": [_projection],
-    "whatif": [_whatif],
+    "playground": [_playground],
+    "whatif": [
+        _whatif,
+        lambda name: xai.what_if(
+            _net(name), _table(name)[0], feature_names=_names(name)[0], progress=False
+        ),
+    ],
     "whatif_edit": [lambda name: _whatif(name).history[0]],
     "whatif_counterfactuals": [lambda name: _whatif(name).nearest_counterfactual(0)],
     "whatif_partial_dependence": [

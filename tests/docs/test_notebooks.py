@@ -19,6 +19,8 @@ NAMES = (
     "projector",
     "import_pytorch",
     "edge_tpu",
+    "whatif_editor",
+    "playground",
 )
 COLAB_URL = "https://colab.research.google.com/github/xai-core/xai-core/blob/main/docs/notebooks/"
 BADGE = (
@@ -31,6 +33,8 @@ WRITES = {
     "tabular_whatif": ["tabular_whatif.html"],
     "import_pytorch": ["import_pytorch.html"],
     "edge_tpu": ["mnist_float.tflite", "mnist_int8.tflite", "edge_tpu.html"],
+    "whatif_editor": ["whatif_editor.html"],
+    "playground": ["playground.html"],
 }
 
 

@@ -36,6 +36,7 @@ class Trainable:
         seed: int = 0,
         backend: Any = None,
         progress: bool = True,
+        callbacks: Any = None,
     ) -> Any:
         """Train with mini-batch gradient descent, using the TensorFlow Playground's knobs.
 
@@ -79,6 +80,10 @@ class Trainable:
             Where the passes run (default ``CPUBackend(dtype=self.dtype)``).
         progress : bool, default=True
             Show a progress bar over epochs.
+        callbacks : callable or sequence of callables, optional
+            Each is called as ``cb(net, record)`` after every epoch, ``record`` the epoch's
+            row of :attr:`history` as a dict (epoch, loss, ...); one returning True stops
+            training after that epoch (a live view, such as ``xai.playground_view``).
 
         Returns
         -------
@@ -107,4 +112,5 @@ class Trainable:
             seed=seed,
             backend=backend,
             progress=progress,
+            callbacks=callbacks,
         )

@@ -152,6 +152,7 @@ def fit(
     seed: int = 0,
     backend: Any = None,
     progress: bool = True,
+    callbacks: Any = None,
 ):
     """Train ``net`` in place; see :meth:`xai_core.nn.Sequential.fit` for the parameters."""
     import pandas as pd
@@ -175,6 +176,7 @@ def fit(
     split = _check_number(validation_split, "validation_split", 0.0, 0.9)
     if early_stopping and split == 0 and validation_data is None:
         raise ValidationError("early_stopping needs validation_split > 0 or validation_data.")
+    callbacks = _check_callbacks(callbacks)
     backend = net._backend(backend)
     if not backend.supports_gradients:
         raise CapabilityError(f"the {backend.name!r} backend cannot train: it has no gradients.")
@@ -270,6 +272,8 @@ def fit(
                 if head.classification:
                     record["val_accuracy"] = val_acc
             records.append(record)
+            if _call_back(callbacks, net, record):
+                break
             bar.set_postfix(
                 {k: round(v, 4) for k, v in record.items() if k != "epoch"}, refresh=False
             )
@@ -299,6 +303,28 @@ def fit(
     history.attrs["stopped_early"] = len(records) < epochs
     net.history = history
     return net
+
+
+# -- the epoch callback hook ------------------------------------------------------------------
+def _check_callbacks(callbacks: Any) -> tuple:
+    """``callbacks`` as a tuple of callables (one callable, a sequence of them, or None)."""
+    if callbacks is None:
+        return ()
+    items = (callbacks,) if callable(callbacks) else tuple(callbacks)
+    for cb in items:
+        if not callable(cb):
+            raise ValidationError(
+                f"callbacks must be callables cb(net, record); got {type(cb).__name__}."
+            )
+    return items
+
+
+def _call_back(callbacks: tuple, net: Any, record: dict) -> bool:
+    """Call each ``cb(net, record)`` after an epoch; True when one asks to stop (returns True)."""
+    stop = False
+    for cb in callbacks:
+        stop = bool(cb(net, dict(record))) or stop
+    return stop
 
 
 def _add_penalty(grads, params, regularized, kind, rate, backend):

@@ -1,0 +1,139 @@
+"""The Playground view: surfaces equal the network's activations, losses, the fit callback, the knobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import log_loss
+
+import xai_core as xai
+from xai_datasets import playground
+
+
+def _forward(net, F):
+    """The network's hidden activations by hand, in float64 numpy (the oracle)."""
+    acts, h = [], np.asarray(F, np.float64)
+    funcs = {"Tanh": np.tanh, "ReLU": lambda v: np.maximum(v, 0), "Linear": lambda v: v}
+    funcs["Sigmoid"] = lambda v: 1 / (1 + np.exp(-v))
+    layers = net.layers
+    for i, layer in enumerate(layers[:-2]):
+        if isinstance(layer, xai.nn.Dense):
+            h = h @ np.float64(layer.weight) + np.float64(layer.bias)
+            h = funcs[type(layers[i + 1]).__name__](h)
+            acts.append(h)
+    return acts
+
+
+@pytest.fixture(scope="module")
+def trained():
+    tr, te = playground("xor", 200, seed=0), playground("xor", 100, seed=1)
+    net = xai.nn.mlp(2, hidden=(4, 3), n_outputs=2, activation="tanh", dtype="float64")
+    view = xai.playground_view(net, tr, te, resolution=17)
+    net.fit(tr.X, tr.y, learning_rate=0.1, epochs=6, progress=False, callbacks=view)
+    return net, view, tr, te
+
+
+def test_neuron_surfaces_equal_the_networks_activations_on_the_grid(trained):
+    """Every hidden neuron's surface is its activation at each grid point (numpy forward pass)."""
+    net, view, _, _ = trained
+    gx, gy = np.meshgrid(view.grid, view.grid[::-1])
+    expected = _forward(net, np.stack([gx.ravel(), gy.ravel()], axis=1))
+    assert [n.shape for n in view.neurons] == [(4, 17, 17), (3, 17, 17)]
+    for surfaces, acts in zip(view.neurons, expected):
+        np.testing.assert_allclose(surfaces, acts.T.reshape(-1, 17, 17), rtol=1e-10, atol=1e-12)
+    top_left = net.predict(np.array([[view.grid[0], view.grid[-1]]]))[0, 1]
+    assert view.output[0, 0] == pytest.approx(top_left)
+    np.testing.assert_allclose(view.weights[0], net.layers[0].weight)
+
+
+def test_losses_are_recorded_each_epoch_and_equal_log_loss(trained):
+    """The callback records one train/test row per epoch; the last equals scikit-learn's log loss."""
+    net, view, tr, te = trained
+    assert [r["epoch"] for r in view.losses] == list(range(1, 7))
+    assert view.losses[-1]["train"] == pytest.approx(log_loss(tr.y, net.predict(tr.X)))
+    assert view.losses[-1]["test"] == pytest.approx(log_loss(te.y, net.predict(te.X)))
+
+
+def test_fit_callback_returning_true_stops_training():
+    """fit calls each callback after every epoch with the history row; True stops it."""
+    tr = playground("circle", 60, seed=0)
+    seen = []
+    net = xai.nn.mlp(2, hidden=(2,))
+    net.fit(
+        tr.X,
+        tr.y,
+        epochs=20,
+        progress=False,
+        callbacks=lambda n, r: seen.append(r) or r["epoch"] == 3,
+    )
+    assert [r["epoch"] for r in seen] == [1, 2, 3] and len(net.history) == 3
+    with pytest.raises(xai.ValidationError, match="callbacks"):
+        net.fit(tr.X, tr.y, epochs=1, progress=False, callbacks=[3])
+
+
+def test_feature_transforms_feed_the_network():
+    """With x1², x2², x1·x2 and sin inputs, the surfaces are the network on those features."""
+    tr = playground("circle", 100, seed=0)
+    features = ("x1", "x2", "x1^2", "x2^2", "x1*x2", "sin(x1)", "sin(x2)")
+    net = xai.nn.mlp(7, hidden=(3,), dtype="float64")
+    view = xai.playground_view(net, tr, features=features, resolution=9)
+    p = np.array([[1.5, -2.0]])
+    F = np.array([[1.5, -2.0, 2.25, 4.0, -3.0, np.sin(1.5), np.sin(-2.0)]])
+    np.testing.assert_allclose(view.inputs_of(p), F, rtol=1e-12)
+    assert view.score(p)[0] == pytest.approx(net.predict(F)[0, 1])
+    np.testing.assert_allclose(view.inputs[2], view.inputs[0] ** 2)
+    with pytest.raises(xai.ShapeError, match="features"):
+        xai.playground_view(net, tr)
+    with pytest.raises(xai.UnknownNameError, match="x3"):
+        xai.playground_view(net, tr, features=("x3",))
+
+
+def test_clicked_point_is_explained_by_ig_with_completeness(trained):
+    """A click sets the point; the IG attributions sum to f(x) - f(0) of the explained class."""
+    net, view, _, _ = trained
+    live = view.widget()
+    live.plot.point = [2.0, -1.5]
+    e = live.explanation
+    c = int(e.target[0])
+    gap = net.predict(np.array([[2.0, -1.5]]))[0, c] - net.predict(np.zeros((1, 2)))[0, c]
+    assert e.values.sum() == pytest.approx(gap, abs=2e-2)
+    assert "Neuron activations" in live.details.value
+    np.testing.assert_allclose(live.neurons_at_point[0], _forward(net, [[2.0, -1.5]])[0][0])
+    live.method.value = "shap"
+    assert live.explanation.method == "shap" and e.method == "ig"
+    regions = view.regions()
+    assert regions.shape == (17, 17) and set(np.unique(regions)) <= {0, 1, 2}
+
+
+def test_the_knobs_retrain_on_change():
+    """Setting a knob from Python retrains: new activation layers, new losses, regenerated noise."""
+    app = xai.playground_app(
+        lambda noise: playground("gauss", 120, noise=noise, seed=0), epochs=5, resolution=9
+    )
+    box = app.widget()
+    assert box.children and isinstance(app.net.layers[1], xai.nn.Tanh)
+    before = app.view.losses[-1]["train"]
+    app.controls["activation"].value = "relu"
+    assert isinstance(app.net.layers[1], xai.nn.ReLU)
+    assert app.view.losses[-1]["train"] != before
+    X_before = app.view.X.copy()
+    app.controls["noise"].value = 30
+    assert not np.array_equal(app.view.X, X_before)
+    app.controls["feature x1^2"].value = True
+    assert app.view.features == ("x1", "x2", "x1^2") and app.net.input_shape == (3,)
+    app.controls["hidden"].value = "3"
+    assert [n.shape[0] for n in app.view.neurons] == [3]
+    assert app._widget.view is app.view and "epoch 5" in app._widget.plot.html
+    app.controls["train_percent"].value = 80
+    assert len(app.view.X) == 96
+    with pytest.raises(xai.ValidationError, match="knobs"):
+        xai.playground_app(lambda noise: playground("xor", 20, noise=noise), speed=2)
+
+
+def test_report_section_shows_the_final_state(trained):
+    """The report has the network, the decision surface and the loss curves."""
+    _, view, _, _ = trained
+    html = xai.Report("pg", seed=0).add(view).to_html()
+    assert "decision surface with train and test points" in html
+    assert html.count("<image ") == 1 + 2 + 4 + 3 and "epoch 6" in html
+    assert "pushes the output most" in html and html.count("neuron 3 </figcaption>") == 1
