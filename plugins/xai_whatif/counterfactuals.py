@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core import ValidationError, XaiWarning
+from xai_core.attribution.seeds import resolve_seed
 from xai_core.validation import check_positive_int
 from xai_whatif.distance import Distance, ScaledData
 from xai_whatif.results import Counterfactuals
@@ -114,7 +115,7 @@ def counterfactual(
     n_samples: int = 2000,
     n_donors: int = 256,
     max_rounds: int = 30,
-    seed: int = 0,
+    seed: int | None = 0,
     progress: bool | None = None,
 ) -> Counterfactuals:
     """Search for the smallest edit of one row that changes the model's prediction.
@@ -145,8 +146,9 @@ def counterfactual(
         Nearest examples with another prediction used as starting points.
     max_rounds : int, default=30
         Refinement rounds at most.
-    seed : int, default=0
-        Seeds the search; the same seed gives the same counterfactuals.
+    seed : int or None, default=0
+        Seeds the search; the same seed gives the same counterfactuals. ``None`` draws a
+        seed, recorded in ``meta["seed"]``.
     progress : bool, optional
         Show a progress bar (default: the session's setting).
 
@@ -159,8 +161,7 @@ def counterfactual(
     n = check_positive_int(n, "n")
     n_samples = check_positive_int(n_samples, "n_samples")
     max_rounds = check_positive_int(max_rounds, "max_rounds")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValidationError(f"seed must be an integer; got {seed!r}.")
+    seed = resolve_seed(seed)
     target = w._check_target(target)
     dist = Distance(w.table, distance)
     mutable = np.ones(w.table.n_features, dtype=bool)
@@ -203,7 +204,7 @@ def counterfactual(
         n_refine=max(32, 8 * n),
         max_rounds=max_rounds,
         rng=np.random.default_rng(int(seed)),
-        progress=w.progress if progress is None else bool(progress),
+        progress=w.progress if progress is None else progress,
     )
     if not len(C):
         warnings.warn(

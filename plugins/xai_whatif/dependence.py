@@ -14,6 +14,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from xai_core import UnknownNameError, ValidationError, XaiWarning
+from xai_core.progress import show_progress
 from xai_core.validation import check_positive_int
 from xai_whatif.results import PartialDependence
 
@@ -33,7 +34,7 @@ def ice_curves(
     grids: list[np.ndarray],
     *,
     dtype: type = np.float32,
-    progress: bool = False,
+    progress: bool | None = False,
 ) -> np.ndarray:
     """Each row's outputs with ``features`` set to every grid point.
 
@@ -59,9 +60,9 @@ def ice_curves(
     n, d = X.shape
     rows_per_batch = max(1, BATCH_FLOATS // max(1, G * d))
     parts = []
-    for start in tqdm(
-        range(0, n, rows_per_batch), desc="partial dependence", disable=not progress, leave=False
-    ):
+    starts = range(0, n, rows_per_batch)
+    shown = show_progress(progress, len(starts))
+    for start in tqdm(starts, desc="partial dependence", disable=not shown, leave=False):
         block = X[start : start + rows_per_batch].astype(dtype, copy=False)
         edited = np.empty((len(block), G, d), dtype=dtype)
         edited[...] = block[:, None, :]
@@ -127,7 +128,7 @@ def partial_dependence(
         cols,
         grids,
         dtype=np.float64 if getattr(w.runner.backend, "dtype", None) == np.float64 else np.float32,
-        progress=w.progress if progress is None else bool(progress),
+        progress=w.progress if progress is None else progress,
     )
     return PartialDependence(
         features=tuple(w.feature_names[j] for j in cols),

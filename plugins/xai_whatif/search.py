@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from xai_core.progress import show_progress
+
 __all__ = ["SearchProblem", "search"]
 
 _LINE_POINTS = 16
@@ -176,7 +178,8 @@ def search(
     dist = q.distance(q.x, found)
     keep = np.argsort(dist, kind="stable")[:n_refine]
     C, dist = found[keep], dist[keep]
-    bar = tqdm(total=max_rounds, desc="counterfactual", disable=not progress, leave=False)
+    shown = show_progress(progress, max_rounds)
+    bar = tqdm(total=max_rounds, desc="counterfactual", disable=not shown, leave=False)
     for _ in range(max_rounds):
         before = dist.copy()
         C, dist = _prune(q, C, dist)

@@ -17,6 +17,7 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core.validation import check_bool
 from xai_whatif import counterfactuals, dependence, edits, performance
 from xai_whatif._data import Table, number_pair
 from xai_whatif.distance import ScaledData
@@ -56,8 +57,8 @@ class WhatIf:
         Where a native network runs.
     batch_size : int, default=4096
         Rows per model call inside the runner.
-    progress : bool, default=True
-        Progress bars for long computations (each method may override it).
+    progress : bool or None, default=None
+        Progress bars: ``None`` for long computations only (each method may override it).
 
     Attributes
     ----------
@@ -83,7 +84,7 @@ class WhatIf:
         task: str = "auto",
         backend: Any = "cpu",
         batch_size: int = 4096,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> None:
         if task not in TASKS:
             raise UnknownNameError("task", task, TASKS)
@@ -93,7 +94,7 @@ class WhatIf:
             else xai.ModelRunner(model, backend=backend, batch_size=batch_size)
         )
         self.table = Table(X, feature_names, categorical_features)
-        self.progress = bool(progress)
+        self.progress = check_bool(progress, "progress", allow_none=True)
         n, d = self.table.X.shape
         shape = self.runner.model.input_shape
         if shape is not None and int(np.prod(shape)) != d:

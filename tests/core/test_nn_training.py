@@ -362,3 +362,16 @@ def test_unbuilt_network_is_built_by_fit():
     assert not net.built
     net.fit(X, y, epochs=2, progress=False)
     assert net.input_shape == (2,) and net.output_names == ("0", "1")
+
+
+def test_fit_follows_the_seed_and_progress_rules(capsys):
+    """seed=None draws a seed; progress=None shows no bar for short training; bad values are refused."""
+    X = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    net = nn.Sequential([nn.Dense(2), nn.Softmax()], input_shape=(3,))
+    net.fit(X, y, epochs=2, seed=None)
+    assert "fit" not in capsys.readouterr().err
+    with pytest.raises(xai.ValidationError, match="seed"):
+        net.fit(X, y, epochs=1, seed=-1)
+    with pytest.raises(xai.ValidationError, match="progress"):
+        net.fit(X, y, epochs=1, progress="yes")

@@ -33,9 +33,9 @@ class Trainable:
         validation_data: tuple[Any, Any] | None = None,
         early_stopping: bool = False,
         patience: int = 10,
-        seed: int = 0,
+        seed: int | None = 0,
         backend: Any = None,
-        progress: bool = True,
+        progress: bool | None = None,
         callbacks: Any = None,
     ) -> Any:
         """Train with mini-batch gradient descent, using the TensorFlow Playground's knobs.
@@ -74,12 +74,12 @@ class Trainable:
             Stop when ``val_loss`` has not improved for ``patience`` epochs and restore
             the weights of the best epoch.
         patience : int, default=10
-        seed : int, default=0
-            Seed of the shuffling and the validation split.
+        seed : int or None, default=0
+            Seed of the shuffling and the validation split; ``None`` draws one.
         backend : str or Backend, optional
             Where the passes run (default ``CPUBackend(dtype=self.dtype)``).
-        progress : bool, default=True
-            Show a progress bar over epochs.
+        progress : bool or None, default=None
+            A progress bar over epochs: ``None`` for long training only (10 epochs or more).
         callbacks : callable or sequence of callables, optional
             Each is called as ``cb(net, record)`` after every epoch, ``record`` the epoch's
             row of :attr:`history` as a dict (epoch, loss, ...); one returning True stops

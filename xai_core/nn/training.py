@@ -149,9 +149,9 @@ def fit(
     validation_data: tuple[Any, Any] | None = None,
     early_stopping: bool = False,
     patience: int = 10,
-    seed: int = 0,
+    seed: int | None = 0,
     backend: Any = None,
-    progress: bool = True,
+    progress: bool | None = None,
     callbacks: Any = None,
 ):
     """Train ``net`` in place; see :meth:`xai_core.nn.Sequential.fit` for the parameters."""
@@ -169,8 +169,11 @@ def fit(
     optimizer = check_choice(
         optimizer.lower() if isinstance(optimizer, str) else optimizer, "optimizer", OPTIMIZERS
     )
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValidationError(f"seed must be an integer; got {seed!r}.")
+    from xai_core.attribution.seeds import resolve_seed
+    from xai_core.progress import show_progress
+
+    seed = resolve_seed(seed)
+    shown = show_progress(progress, epochs)
     if validation_split is None:
         validation_split = 0.1 if early_stopping and validation_data is None else 0.0
     split = _check_number(validation_split, "validation_split", 0.0, 0.9)
@@ -235,7 +238,7 @@ def fit(
     regularized = [key in layer.regularized for layer, key in slots]
     n = len(X)
     records, best, best_weights, best_epoch, waited = [], np.inf, None, 0, 0
-    bar = tqdm(range(1, epochs + 1), desc="fit", unit="epoch", disable=not progress)
+    bar = tqdm(range(1, epochs + 1), desc="fit", unit="epoch", disable=not shown)
     try:
         for epoch in bar:
             order = rng.permutation(n)
