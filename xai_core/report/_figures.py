@@ -95,7 +95,9 @@ def bar_chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None)
                 ),
             }
         )
+    alt = "; ".join(f"{b['label']} {format_number(b['value'], 3)}" for b in bars)
     return {
+        "alt": alt,
         "width": label_width + bar_width + 70,
         "height": len(bars) * row_height + 4,
         "label_width": label_width,
