@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -132,8 +132,23 @@ class Explanation:
             return None
         return tuple(self.output_names[t] for t in self.target)
 
-    def __getitem__(self, rows: int | slice | Sequence[int] | np.ndarray) -> Explanation:
-        """The explanation of a subset of rows (an int keeps the row axis)."""
+    def __getitem__(self, key: Any) -> Explanation:
+        """Rows, and optionally features, as shap indexes: ``e[0]``, ``e[2:5]``, ``e[:, "age"]``.
+
+        ``e[rows]`` keeps the row axis (an int gives a one-row explanation); ``e[rows,
+        features]`` selects features by name, int, slice or a list of them and returns
+        flat ``(n, k)`` values. An unknown feature name is an ``UnknownNameError`` listing
+        the closest names.
+        """
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise ValidationError(
+                    f"an explanation is indexed as e[rows] or e[rows, features]; got {len(key)} indices."
+                )
+            from xai_core.attribution._views import select_features
+
+            return select_features(self, key[0], key[1])
+        rows = key
         idx = [rows] if isinstance(rows, (int, np.integer)) else rows
         meta = {
             k: (
@@ -225,12 +240,31 @@ class Explanation:
         names = self.feature_names or tuple(f"x{i}" for i in range(flat.size))
         return [(names[i], float(flat[i])) for i in order]
 
+    def to_shap(self) -> Any:
+        """A ``shap.Explanation`` of the same values, base values, data and names (see ``_views``)."""
+        from xai_core.attribution._views import to_shap
+
+        return to_shap(self)
+
+    def to_frame(self) -> Any:
+        """Attributions as a ``pandas.DataFrame``, one column per feature (pixels by position)."""
+        from xai_core.attribution._views import to_frame
+
+        return to_frame(self)
+
+    @property
+    def plot(self) -> Any:
+        """Matplotlib figures: ``e.plot.bar()``, ``.waterfall(i)``, ``.beeswarm()``, ``.image(i)``."""
+        from xai_core.attribution.plot import ExplanationPlots
+
+        return ExplanationPlots(self)
+
     # -- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
-        return (
-            f"Explanation(method={self.method!r}, backend={self.backend!r}, "
-            f"values.shape={self.values.shape}, meta keys={sorted(self.meta)})"
-        )
+        """The shape, then the first rows' target, base value, output and top features, in numbers."""
+        from xai_core.attribution._views import summary_text
+
+        return summary_text(self)
 
     def to_html(self, title: str | None = None) -> str:
         """A complete, self-contained HTML page with this explanation (see :class:`xai_core.Report`)."""
@@ -248,3 +282,13 @@ class Explanation:
         from xai_core.report import render_fragment
 
         return render_fragment(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """HTML, text with numbers, and (with matplotlib) a PNG picture for untrusted viewers."""
+        bundle: dict[str, Any] = {"text/plain": repr(self), "text/html": self._repr_html_()}
+        from xai_core.attribution.plot import summary_png
+
+        png = summary_png(self)
+        if png is not None:
+            bundle["image/png"] = png
+        return bundle
