@@ -311,16 +311,21 @@ def render_slices(s: Any) -> str:
 def render_thresholds(t: Any) -> str:
     """The thresholds a strategy picked per slice, the metrics they give and the total cost."""
     columns, rows = _frame_rows(t.table)
-    constraint = (
-        f"; equal {t.constrained} near {format_number(t.target)} "
-        + (
-            "within the grid's resolution"
-            if t.tolerance is None
-            else f"within {format_number(t.tolerance)}"
-        )
-        if t.constrained is not None
-        else ""
+    allowed = (
+        "the default 0.05" if t.tolerance is None else f"the tolerance {format_number(t.tolerance)}"
     )
+    if t.constrained is None:
+        constraint = ""
+    elif getattr(t, "met", True):
+        constraint = (
+            f"; equal {t.constrained}, {format_number(t.target)} within "
+            f"{format_number(getattr(t, 'gap', float('nan')))} (at most {allowed})"
+        )
+    else:
+        constraint = (
+            f"; equal {t.constrained} cannot be met on this grid: the slices' {t.constrained} "
+            f"differ by {format_number(t.gap)}, more than {allowed} (see the table)"
+        )
     heading = (
         f"Strategy {t.strategy} by {', '.join(t.features)}{constraint}; cost ratio "
         f"(FP/FN) {format_number(t.cost_ratio)}; total cost {format_number(t.cost)}."

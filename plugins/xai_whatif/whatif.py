@@ -768,11 +768,31 @@ class WhatIf:
                     "cost": cost,
                 }
             )
+        table = pd.DataFrame.from_records(records).set_index("slice")
+        gap, met = float("nan"), True
+        name = _fair.STRATEGIES[strategy]
+        if name is not None:
+            achieved = table[name].to_numpy(dtype=np.float64)
+            achieved = achieved[np.isfinite(achieved)]
+            gap = float(np.ptp(achieved)) if achieved.size else float("nan")
+            allowed = _fair.DEFAULT_GAP if tolerance is None else float(tolerance)
+            met = not gap > allowed + 1e-12
+            if not met:
+                warnings.warn(
+                    f"{strategy} cannot be met on this grid: {name} ranges from "
+                    f"{achieved.min():.4g} to {achieved.max():.4g} across the slices (gap "
+                    f"{gap:.4g} > {allowed:g}); the thresholds are the cheapest nearest to equal. "
+                    "Pass a finer grid, a larger tolerance or other slices.",
+                    xai.XaiWarning,
+                    stacklevel=2,
+                )
         return ThresholdChoice(
+            gap=gap,
+            met=met,
             strategy=strategy,
             features=tuple(self.feature_names[j] for j in cols),
             thresholds={lab: float(values[index[s]]) for s, lab in enumerate(labels)},
-            table=pd.DataFrame.from_records(records).set_index("slice"),
+            table=table,
             cost=total,
             cost_ratio=float(cost_ratio),
             constrained=_fair.STRATEGIES[strategy],
