@@ -648,3 +648,28 @@ def test_options_and_meta_arrays_are_summarised():
     assert folded and folded.group(1) is None  # ten options are folded away
     few = render_fragment(_image_explanation(meta={"options": {"steps": 8}}))
     assert '<details class="xai-fold xai-options" open>' in few
+
+
+def test_many_rows_get_a_global_summary():
+    """From five rows on: mean |attribution| bars of the top features and a beeswarm of every row."""
+    rng = np.random.default_rng(5)
+    names = [f"f{i}" for i in range(15)]
+    values = rng.normal(size=(30, 15)) * np.linspace(0.1, 2, 15)
+    e = _tabular_explanation(
+        names,
+        values=values,
+        base_values=np.zeros(30),
+        target=np.zeros(30, int),
+        data=rng.normal(size=(30, 15)),
+    )
+    html = e._repr_html_()
+    assert "Summary over 30 rows" in html
+    (data,) = _Page(html).json_blocks()
+    expected = np.abs(values).mean(axis=0)
+    order = np.argsort(-expected)[:10]
+    assert [n for n, _ in data["summary"]] == [names[j] for j in order]
+    np.testing.assert_allclose([v for _, v in data["summary"]], expected[order])
+    svgs = _svgs(html)
+    swarm = [s for s in svgs if "<circle" in s]
+    assert len(swarm) == 1 and swarm[0].count("<circle") == 30 * 10
+    assert "Summary over" not in _tabular_explanation(names)._repr_html_()  # 4 rows: none

@@ -71,13 +71,20 @@ def heatmaps(
     return [png_data_uri(img) for img in rgb], vmax
 
 
-def bar_chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
-    """Geometry of a horizontal signed bar chart (macro ``bar_chart``), bars in the given order."""
+def bar_chart(
+    names: Sequence[str], values: np.ndarray, data: np.ndarray | None, signed: bool = True
+) -> dict[str, Any]:
+    """Geometry of a horizontal bar chart (macro ``bar_chart``), bars in the given order.
+
+    ``signed``: the axis in the middle, positive bars to the right and negative ones to
+    the left; else (values >= 0, e.g. mean |attribution|) the axis at the left.
+    """
     label_width, bar_width, row_height = 190, 220, 18
-    centre = label_width + bar_width / 2
+    centre = label_width + (bar_width / 2 if signed else 2)
     finite = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * (bar_width / 2 - 2)
+    span = bar_width / 2 - 2 if signed else bar_width - 4
+    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * span
     xs = np.where(finite >= 0, centre, centre - widths)
     bars = []
     for j, name in enumerate(names):

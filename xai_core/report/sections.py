@@ -22,6 +22,7 @@ from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import colorbar_rgb
 from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
+from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, new_id, plain
 from xai_core.report._png import png_data_uri, to_pixels
 from xai_core.report._provenance import backend_numerics, explanation_provenance
@@ -227,7 +228,12 @@ def render_explanation(e: Explanation) -> str:
         ),
         *_meta_summary(e.meta),
     ]
+    all_flat = e.values.reshape(n, n_features)
+    summary = global_summary(
+        all_flat, None if e.data is None or layout is not None else e.data.reshape(n, -1), names
+    )
     data = {
+        "summary": None if summary is None else summary["mean_abs"],
         "kind": "explanation",
         "method": e.method,
         "backend": e.backend,
@@ -254,6 +260,7 @@ def render_explanation(e: Explanation) -> str:
             provenance=provenance,
             options=option_rows(e.meta.get("options")),
             open_options=OPEN_OPTIONS,
+            summary=summary,
             rows=rows,
             colorbar=png_data_uri(colorbar_rgb()),
             data=data,
