@@ -673,3 +673,21 @@ def test_many_rows_get_a_global_summary():
     swarm = [s for s in svgs if "<circle" in s]
     assert len(swarm) == 1 and swarm[0].count("<circle") == 30 * 10
     assert "Summary over" not in _tabular_explanation(names)._repr_html_()  # 4 rows: none
+
+
+def test_row_headings_say_what_is_explained():
+    """True label, prediction and probability, explained target; misclassified rows marked."""
+    e = _tabular_explanation(["a", "b"], outputs=("benign", "malignant"), target=[1, 0, 1, 1])
+    proba = np.array([[0.1, 0.9], [0.7, 0.3], [0.2, 0.8], [0.6, 0.4]])
+    e = e.with_outcomes(y_true=[1, 1, 0, 0], proba=proba)
+    heads = re.findall(r"<summary>(Row .*?)</summary>", e._repr_html_())
+    assert heads[0].startswith(
+        "Row 0: true malignant (1), predicted malignant (1) at p = 0.9, explaining malignant (1)"
+    )
+    assert heads[1].startswith("Row 1 (misclassified): true malignant (1), predicted benign (0)")
+    assert "explaining malignant (1) at p = 0.4" in heads[3]  # a target other than the prediction
+    (data,) = _Page(e._repr_html_()).json_blocks()
+    assert [r["outcome"]["misclassified"] for r in data["rows"]] == [False, True, True, False]
+    assert e[1].meta["y_true"].tolist() == [1]  # rows keep their outcomes when indexed
+    with pytest.raises(xai.ShapeError, match="proba"):
+        e.with_outcomes(proba=proba[:2])

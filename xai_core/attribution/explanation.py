@@ -240,6 +240,45 @@ class Explanation:
         names = self.feature_names or tuple(f"x{i}" for i in range(flat.size))
         return [(names[i], float(flat[i])) for i in order]
 
+    def with_outcomes(self, y_true: Any = None, proba: Any = None) -> Explanation:
+        """A copy that knows each row's true label and the model's probabilities.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,), optional
+            True class index (or label) of each row.
+        proba : array-like of shape (n_samples, n_outputs), optional
+            The model's output probabilities; the prediction is their argmax.
+
+        Reports then head each row with the true label, the prediction and its
+        probability and the explained target, and mark misclassified rows.
+        """
+        meta = dict(self.meta)
+        n = len(self)
+        if y_true is not None:
+            y = np.asarray(y_true).reshape(-1)
+            if y.shape != (n,):
+                raise ShapeError(f"y_true must have shape ({n},); got shape {np.shape(y_true)}.")
+            meta["y_true"] = y
+        if proba is not None:
+            p = np.asarray(proba, dtype=np.float64)
+            if p.ndim != 2 or p.shape[0] != n:
+                raise ShapeError(
+                    f"proba must have shape ({n}, n_outputs); got shape {np.shape(proba)}."
+                )
+            meta["proba"] = p
+        return Explanation(
+            values=self.values,
+            base_values=self.base_values,
+            target=self.target,
+            data=self.data,
+            feature_names=self.feature_names,
+            output_names=self.output_names,
+            method=self.method,
+            backend=self.backend,
+            meta=meta,
+        )
+
     def to_shap(self) -> Any:
         """A ``shap.Explanation`` of the same values, base values, data and names (see ``_views``)."""
         from xai_core.attribution._views import to_shap

@@ -24,6 +24,7 @@ from xai_core.report._colormap import colorbar_rgb
 from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, new_id, plain
+from xai_core.report._outcomes import row_outcomes
 from xai_core.report._png import png_data_uri, to_pixels
 from xai_core.report._provenance import backend_numerics, explanation_provenance
 from xai_core.report._summary import describe, summarize
@@ -185,10 +186,13 @@ def render_explanation(e: Explanation) -> str:
 
     rows = []
     top_json = []
+    outcomes = row_outcomes(e, shown)
     for i in range(shown):
         top_names = [names[j] for j in order[i]]
         rows.append(
             {
+                "heading": outcomes[i]["heading"],
+                "misclassified": outcomes[i]["misclassified"],
                 "index": i,
                 "target_label": target_label(int(e.target[i])),
                 "base_value": float(base[i]),
@@ -212,6 +216,7 @@ def render_explanation(e: Explanation) -> str:
                 "target": int(e.target[i]),
                 "target_name": None if e.output_names is None else target_label(int(e.target[i])),
                 "base_value": float(base[i]),
+                "outcome": outcomes[i]["data"],
                 "top_features": [[nm, float(v)] for nm, v in zip(top_names, top_values[i])],
             }
         )
