@@ -176,3 +176,19 @@ def test_report_page_follows_the_colour_scheme(open_page, tmp_path, scheme):
         assert bg == ("rgb(30, 30, 30)" if scheme == "dark" else "rgb(255, 255, 255)")
     finally:
         context.close()
+
+
+def test_sanitised_projector_still_shows_its_scatter(open_page, tmp_path):
+    """The projector's static scatter is an image, so an untrusted notebook still shows the points."""
+    rng = np.random.default_rng(2)
+    p = xai.project(rng.normal(size=(60, 5)), labels=[f"c{i % 3}" for i in range(60)])
+    clean = _sanitise(p._repr_html_())
+    assert "<svg" not in clean and "<script" not in clean
+    context, page, events = _open_html(open_page, tmp_path, "proj.html", f"<body>{clean}</body>")
+    try:
+        images = page.eval_on_selector_all("img", _IMAGES)
+        (scatter,) = [i for i in images if i["width"] >= 300]
+        assert scatter["complete"] and scatter["natural"] > 0 and scatter["height"] >= 200
+        assert events["network"] == [] and events["page_errors"] == []
+    finally:
+        context.close()
