@@ -691,3 +691,19 @@ def test_row_headings_say_what_is_explained():
     assert e[1].meta["y_true"].tolist() == [1]  # rows keep their outcomes when indexed
     with pytest.raises(xai.ShapeError, match="proba"):
         e.with_outcomes(proba=proba[:2])
+
+
+def test_frame_columns_have_one_number_format():
+    """Each numeric column shares its decimals; integers keep separators; no 17-digit floats."""
+    frame = pd.DataFrame(
+        {"accuracy": [0.91234567891, 0.5, 12.25], "count": [1, 2000, 3], "tiny": [1e-5, 2e-6, 0.0]}
+    )
+    page = _Page(render_fragment(frame))
+    html = render_fragment(frame)
+    cells = re.findall(r'<td class="xai-num" data-sort="([^"]+)">([^<]*)</td>', html)
+    texts = [t for _, t in cells]
+    assert texts[:4] == ["0", "0.91", "1", "1.000e-05"]  # row index, then one row's cells
+    assert "0.50" in texts and "12.25" in texts and "2,000" in texts and "2.000e-06" in texts
+    assert not re.search(r"\d{9,}", "".join(texts))
+    assert ["0.91234567891"] == [s for s, t in cells if t == "0.91"]  # sorting stays exact
+    assert page.json_blocks()[0]["rows"][0][1] == 0.91234567891

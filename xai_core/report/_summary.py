@@ -15,7 +15,7 @@ import numpy as np
 
 from xai_core.report._html import format_number, plain
 
-__all__ = ["HEAD", "describe", "summarize"]
+__all__ = ["HEAD", "describe", "format_column", "summarize"]
 
 #: Leading values shown of an array.
 HEAD = 4
@@ -107,3 +107,45 @@ def describe(value: Any) -> str:
         return getattr(value, "__qualname__", None) or type(value).__name__
     text = str(value)
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+
+
+def format_column(values: Any, digits: int = 4) -> list[str] | None:
+    """One number format for a whole table column, or None if it is not all numbers.
+
+    Integers exactly, with thousands separators; other numbers with the same count of
+    decimals, enough for ``digits`` significant figures of the largest magnitude (at most
+    6), or all in scientific notation when the column spans below 0.001 or from 1e7 up.
+    NaN is ``NaN`` and None ``–``.
+    """
+    vals = list(values)
+    if not vals or not all(
+        v is None or (isinstance(v, (Real, np.number)) and not isinstance(v, (bool, np.bool_)))
+        for v in vals
+    ):
+        return None
+    nums = [v for v in vals if v is not None]
+    if all(isinstance(v, (int, np.integer)) for v in nums):
+        return [format_number(v) for v in vals]
+    arr = np.asarray(nums, dtype=np.float64)
+    finite = np.abs(arr[np.isfinite(arr)])
+    if finite.size and np.all(np.isclose(finite, np.round(finite))) and finite.max() < 1e15:
+        decimals, sci = 0, False
+    elif finite.size == 0:
+        decimals, sci = 0, False
+    else:
+        top = float(finite.max())
+        nonzero = finite[finite > 0]
+        sci = top >= 1e7 or (nonzero.size > 0 and top < 1e-3)
+        decimals = min(6, max(0, digits - 1 - int(np.floor(np.log10(top))))) if top > 0 else 0
+
+    def one(v: Any) -> str:
+        if v is None:
+            return "–"
+        f = float(v)
+        if np.isnan(f):
+            return "NaN"
+        if not np.isfinite(f):
+            return "∞" if f > 0 else "−∞"
+        return f"{f:.{digits - 1}e}" if sci else f"{f:,.{decimals}f}"
+
+    return [one(v) for v in vals]

@@ -27,7 +27,7 @@ from xai_core.report._html import environment, format_number, new_id, plain
 from xai_core.report._outcomes import row_outcomes
 from xai_core.report._png import png_data_uri, to_pixels
 from xai_core.report._provenance import backend_numerics, explanation_provenance
-from xai_core.report._summary import describe, summarize
+from xai_core.report._summary import describe, format_column, summarize
 
 __all__ = [
     "MAX_ROWS",
@@ -416,8 +416,17 @@ def render_frame(frame: Any) -> str:
     index_name = str(frame.index.name) if frame.index.name is not None else ""
     columns = [index_name, *(str(c) for c in frame.columns)]
     values = head.to_numpy(dtype=object)
+    texts = [format_column(values[:, j]) for j in range(values.shape[1])]
+
+    def cell(i: int, j: int) -> dict[str, Any]:
+        c = _cell(values[i, j])
+        if texts[j] is not None:
+            c["text"] = texts[j][i]  # one number format per column
+        return c
+
     rows = [
-        [_cell(idx)] + [_cell(v) for v in values[i]] for i, idx in enumerate(head.index.tolist())
+        [_cell(idx)] + [cell(i, j) for j in range(values.shape[1])]
+        for i, idx in enumerate(head.index.tolist())
     ]
     more = len(frame) - len(head)
     table = {
