@@ -237,7 +237,9 @@ class Explanation:
         """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""
         flat = self.values[row].reshape(-1)
         order = np.argsort(-np.abs(flat), kind="stable")[:k]
-        names = self.feature_names or tuple(f"x{i}" for i in range(flat.size))
+        from xai_core.attribution._views import feature_names_of
+
+        names = feature_names_of(self)  # pixels by position, pixel_<row>_<col>
         return [(names[i], float(flat[i])) for i in order]
 
     def with_outcomes(self, y_true: Any = None, proba: Any = None) -> Explanation:
