@@ -236,7 +236,7 @@ def render_partial_dependence(p: Any) -> str:
         hi = hi if hi > lo else lo + 1.0
         gx0, gx1 = float(g.min()), float(g.max())
         gx1 = gx1 if gx1 > gx0 else gx0 + 1.0
-        box = {"x0": 60, "y0": 10, "pw": 360, "ph": 200, "w": 440, "h": 240}
+        box = {"x0": 76, "y0": 10, "pw": 360, "ph": 200, "w": 456, "h": 240}  # room for y labels
         box["fx"] = lambda v: box["x0"] + (v - gx0) / (gx1 - gx0) * box["pw"]
         box["fy"] = lambda v: box["y0"] + (1 - (v - lo) / (hi - lo)) * box["ph"]
         chart = {
@@ -245,8 +245,8 @@ def render_partial_dependence(p: Any) -> str:
             "pd": _polyline(g, pd_curve, box),
             "xmin": format_number(gx0),
             "xmax": format_number(gx1),
-            "ymin": format_number(lo),
-            "ymax": format_number(hi),
+            "ymin": format_number(lo, 3),
+            "ymax": format_number(hi, 3),
         }
         columns = [p.features[0], f"PD ({output})"]
         rows = [[_text(lab), format_number(v)] for lab, v in zip(p.grid_labels[0], pd_curve)][

@@ -71,6 +71,17 @@ def heatmaps(
     return [png_data_uri(img) for img in rgb], vmax
 
 
+def _value_text(value: Any) -> str:
+    """A feature's value for a label: 3 significant figures, ``1,650`` rather than ``1.65e+03``."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if 1e3 <= abs(f) < 1e7:
+        return f"{f:,.0f}"
+    return format_number(value, 3)
+
+
 def bar_chart(
     names: Sequence[str], values: np.ndarray, data: np.ndarray | None, signed: bool = True
 ) -> dict[str, Any]:
@@ -88,7 +99,7 @@ def bar_chart(
     xs = np.where(finite >= 0, centre, centre - widths)
     bars = []
     for j, name in enumerate(names):
-        label = name if data is None else f"{name} = {format_number(data[j], 3)}"
+        label = name if data is None else f"{name} = {_value_text(data[j])}"
         bars.append(
             {
                 "name": name,
