@@ -10,14 +10,19 @@ import xai_core as xai
 
 pytestmark = pytest.mark.browser
 
-# What an untrusted notebook's sanitiser lets through: the allow-list of Ammonia (nh3) with
-# data: images (JupyterLab does not check an <img>'s src; it drops <style>, <script>, <svg>).
+# What an untrusted notebook's sanitiser lets through: Ammonia's (nh3) allow-list with the
+# attributes JupyterLab's sanitiser also keeps (``hidden`` anywhere, ``open`` on <details>,
+# data: images: JupyterLab does not check an <img>'s src). It drops <style>, <script>, <svg>,
+# class and style attributes.
 _URL_SCHEMES = {"data", "http", "https", "mailto"}
 
 
 def _sanitise(html: str) -> str:
     nh3 = pytest.importorskip("nh3")
-    return nh3.clean(html, url_schemes=_URL_SCHEMES)
+    attributes = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+    attributes["*"] = attributes.get("*", set()) | {"hidden", "title"}
+    attributes["details"] = attributes.get("details", set()) | {"open"}
+    return nh3.clean(html, attributes=attributes, url_schemes=_URL_SCHEMES)
 
 
 def _image_explanation(n: int = 3) -> xai.Explanation:
@@ -58,6 +63,7 @@ def _open_html(open_page, tmp_path, name, html, *, javascript=False, scheme="lig
 
 
 _IMAGES = """els => els.map(i => ({alt: i.alt, natural: i.naturalWidth, complete: i.complete,
+  visible: i.checkVisibility(),
   width: i.getBoundingClientRect().width, height: i.getBoundingClientRect().height}))"""
 
 
@@ -76,6 +82,7 @@ def test_sanitised_fragment_still_shows_its_figures(open_page, tmp_path, kind):
     try:
         images = page.eval_on_selector_all("img", _IMAGES)
         assert images and all(i["complete"] and i["natural"] > 0 for i in images)
+        assert all(i["visible"] for i in images)  # drawn, not folded away in a closed <details>
         heat = [i for i in images if i["alt"].startswith("Attribution heatmap")]
         bars = [i for i in images if i["alt"].startswith("Top ")]
         n_rows = {"image": 3, "tabular": 4, "report": 6}[kind]
