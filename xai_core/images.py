@@ -113,6 +113,16 @@ class ImageLayout:
         """Values per image: ``H * W * C``."""
         return self.height * self.width * self.channels
 
+    def pixel_names(self) -> tuple[str, ...]:
+        """Names of the flattened values by position: ``pixel_<row>_<col>`` (``_<channel>`` too).
+
+        In C (row-major) order of :attr:`shape`, row, column, then channel, as
+        ``xai_datasets.pixel_names`` names a dataset's features.
+        """
+        idx = np.indices(self.shape).reshape(len(self.shape), -1)
+        axes = [*self.spatial_axes] + ([] if self.channel_axis is None else [self.channel_axis])
+        return tuple("pixel_" + "_".join(map(str, row)) for row in idx[axes].T.tolist())
+
     def _images(self, X: Any) -> np.ndarray:
         arr = np.asarray(X)
         if arr.ndim < 1 or int(np.prod(arr.shape[1:])) != self.size:

@@ -522,6 +522,30 @@ print("model output:                      ", mlp.predict(rows)[np.arange(3), sha
 shap_e""",
     ),
     (
+        "md",
+        """\
+## Pictures: shap's plots and xai-core's own
+
+`to_shap()` gives a real `shap.Explanation`, so every `shap.plots.*` function draws it;
+`e.plot.bar()`, `.waterfall(i)`, `.beeswarm()` and `.image(i)` draw the same with
+matplotlib. `with_outcomes` records the true labels and the model's probabilities, so the
+report heads each row with them and marks a misclassified row. Indexing works as in shap:
+`shap_e[0]` is one row, `shap_e[:, "worst radius"]` one feature.""",
+    ),
+    (
+        "code",
+        """\
+import matplotlib.pyplot as plt
+import shap
+
+shap_e = shap_e.with_outcomes(test.y[:3], mlp.predict(rows))
+shap.plots.waterfall(shap_e.to_shap()[0], show=False)
+plt.show()
+shap_e.plot.bar()
+plt.show()
+shap_e[:, "worst radius"].to_frame()""",
+    ),
+    (
         "code",
         """\
 import pandas as pd

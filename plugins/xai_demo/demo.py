@@ -10,6 +10,7 @@ HTML report.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,10 +168,22 @@ def run_demo(
             },
         },
     )
-    shap_tab = tab_methods.explanations["shap"]
+    n_rows = len(rows)
+    # the report shows features by name, in their original units (millimetres, not z-scores);
+    # each attribution is per feature, so it reads the same against either
+    shap_tab = dataclasses.replace(
+        tab_methods.explanations["shap"],
+        data=cancer_test.X[:n_rows],
+        feature_names=tuple(cancer_test.feature_names),
+    ).with_outcomes(cancer_test.y[:n_rows], mlp.predict(rows))
+    standardised = xai.BlackBoxModel(
+        lambda X: mlp.predict((np.asarray(X, dtype=np.float64) - mean) / std),
+        input_shape=(Xc_test.shape[1],),
+        output_names=cancer_test.class_names,
+    )
     w = xai.what_if(
-        mlp,
-        Xc_test,
+        standardised,
+        cancer_test.X,
         cancer_test.y,
         feature_names=cancer_test.feature_names,
         output_names=cancer_test.class_names,

@@ -197,10 +197,18 @@ class LimeExplainer(Explainer):
         self.progress = progress
 
     # -- checks -----------------------------------------------------------------------
-    def _resolve_mode(self, X: np.ndarray) -> str:
+    def _resolve_mode(self, X: np.ndarray, model_shape: Any = None) -> str:
         if self.mode != "auto":
             return self.mode
-        return "image" if X.ndim > 2 or self.image_shape is not None else "tabular"
+        known = self.image_shape is not None or model_shape is not None
+        return "image" if X.ndim > 2 or known else "tabular"
+
+    def _model_image_shape(self, runner: ModelRunner) -> Any:
+        """The image shape the model records (a CNN's input), unless tabular data was given."""
+        if self.image_shape is not None or self.background is not None:
+            return None
+        shape = getattr(runner.model, "image_shape", None)
+        return None if shape is None else tuple(int(d) for d in shape)
 
     def _categorical(self, n_columns: int) -> list[int]:
         cats = self.categorical_features
@@ -248,7 +256,7 @@ class LimeExplainer(Explainer):
         X = np.asarray(X)
         target = np.asarray(target, dtype=np.int64)
         self.run_seed()
-        mode = self._resolve_mode(X)
+        mode = self._resolve_mode(X, self._model_image_shape(runner))
         if mode == "tabular":
             return self._explain_tabular(runner, X, target)
         return self._explain_image(runner, X, target)
@@ -258,7 +266,10 @@ class LimeExplainer(Explainer):
 
     def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
         """Tables without a background: all rows of ``X`` become it (see :class:`Explainer`)."""
-        if self.background is not None or self._resolve_mode(X) != "tabular":
+        if (
+            self.background is not None
+            or self._resolve_mode(X, self._model_image_shape(runner)) != "tabular"
+        ):
             return {}
         rows = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
         self._training(rows, X.dtype)  # warns, once, as one call on all rows would
@@ -364,7 +375,10 @@ class LimeExplainer(Explainer):
 
     # -- images -----------------------------------------------------------------------
     def _explain_image(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
-        layout = image_layout_of(X.shape[1:], self.image_shape)
+        image_shape = self.image_shape
+        if image_shape is None:
+            image_shape = self._model_image_shape(runner)
+        layout = image_layout_of(X.shape[1:], image_shape)
         for name in ("background", "training_labels", "categorical_features"):
             if getattr(self, name) is not None:
                 raise ValidationError(f"{name} applies to tabular mode; got it in image mode.")

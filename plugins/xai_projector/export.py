@@ -42,6 +42,15 @@ def sanitize_cell(value: str) -> str:
     return _CELL.sub(" ", value)
 
 
+def _blank(line: str) -> bool:
+    """Whether TensorBoard sees ``line`` as empty: JavaScript's ``trim()`` also strips U+FEFF.
+
+    Python's ``str.strip`` keeps U+FEFF, so a metadata cell of only U+FEFF looked like data
+    here while TensorBoard dropped its row and shifted every label after it.
+    """
+    return not line.replace("\ufeff", "").strip()
+
+
 def _pbtxt_string(text: str) -> str:
     out = text.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
@@ -105,7 +114,7 @@ def write_tensorboard(
     cells = [[sanitize_cell(str(v)) for v in columns[c]] for c in columns]
     if cells:
         lines = ["\t".join(row) for row in zip(*cells)] if cells else []
-        if any(not line.strip() for line in lines) or (len(cells) == 1 and not names[0].strip()):
+        if any(_blank(line) for line in lines) or (len(cells) == 1 and _blank(names[0])):
             names = ["row", *names]
             cells = [[str(i) for i in range(n)], *cells]
             lines = ["\t".join(row) for row in zip(*cells)]
@@ -190,7 +199,7 @@ def load_tensorboard(
     metadata: dict[str, list[str]] = {}
     if "metadata_path" in info:
         raw = (config.parent / info["metadata_path"]).read_text(encoding="utf-8")
-        lines = [line for line in raw.split("\n") if line.strip()]
+        lines = [line for line in raw.split("\n") if not _blank(line)]
         if lines and "\t" in lines[0]:
             names = lines[0].split("\t")
             rows = [line.split("\t") for line in lines[1:]]

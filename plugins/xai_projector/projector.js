@@ -17,7 +17,7 @@
     var d = JSON.parse(block.textContent);
     var n = d.n, k = d.k;
     var canvas = root.querySelector("canvas");
-    var svg = root.querySelector("svg.xai-projector-svg");
+    var svg = root.querySelector(".xai-projector-svg");
     var ui = root.querySelector(".xai-projector-ui");
     var box = root.querySelector("input.xai-projector-search");
     var regex = root.querySelector("input.xai-projector-regex");

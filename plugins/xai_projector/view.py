@@ -122,21 +122,25 @@ def _summary(p: Any) -> list[tuple[str, str]]:
 
 
 _TEMPLATE = """\
-<div class="xai-projector" id="{{ uid }}" style="font:13px/1.4 system-ui,sans-serif;color:#222">
+<div class="xai-projector" id="{{ uid }}" style="font:13px/1.4 system-ui,sans-serif">
 <table class="xai-kv" style="border-collapse:collapse;margin:0 0 .5em"><tbody>
 {% for key, value in summary %}
 <tr><th scope="row" style="text-align:left;padding:1px 12px 1px 0;font-weight:600">{{ key }}</th><td>{{ value }}</td></tr>
 {% endfor %}
 </tbody></table>
 <div style="position:relative;display:inline-block;max-width:100%">
-<svg class="xai-projector-svg" viewBox="0 0 {{ w }} {{ h }}" width="{{ w }}" height="{{ h }}" role="img" aria-label="{{ caption }}" style="max-width:100%;height:auto;border:1px solid #ddd">
+{% set svg %}
+<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{ w }} {{ h }}" width="{{ w }}" height="{{ h }}">
 <title>{{ caption }}</title>
+<rect width="100%" height="100%" fill="#fff"/>
 {% for pt in points %}
-<circle cx="{{ pt.x }}" cy="{{ pt.y }}" r="2" fill="{{ pt.color }}" fill-opacity="0.8"><title>{{ pt.text }}</title></circle>
+<circle cx="{{ pt.x }}" cy="{{ pt.y }}" r="2" fill="{{ pt.color }}" fill-opacity="0.8"/>
 {% endfor %}
 </svg>
+{% endset %}
+<img class="xai-projector-svg" src="{{ svg|svg_uri }}" width="{{ w }}" height="{{ h }}" alt="{{ caption }}" style="max-width:100%;height:auto;border:1px solid #ddd;display:block">
 <canvas class="xai-projector-canvas" hidden role="img" aria-label="{{ caption }}" style="width:{{ w }}px;height:{{ h }}px;max-width:100%;border:1px solid #ddd;cursor:crosshair"></canvas>
-<div class="xai-projector-tip" hidden style="position:absolute;pointer-events:none;background:#fff;border:1px solid #999;padding:2px 4px;max-width:320px;font-size:12px"></div>
+<div class="xai-projector-tip" hidden style="position:absolute;pointer-events:none;background:var(--xai-bg,#fff);color:var(--xai-fg,#1b1b1b);border:1px solid #999;padding:2px 4px;max-width:320px;font-size:12px"></div>
 </div>
 {% if static_note %}<p class="xai-projector-static-note" style="color:#555;font-size:12px">{{ static_note }}</p>{% endif %}
 {% if legend %}

@@ -141,7 +141,9 @@ class ShapExplainer(Explainer):
             X.shape[1:],
             groups=self.groups,
             patch_size=self.patch_size,
-            image_shape=self.image_shape,
+            image_shape=self.image_shape
+            if self.image_shape is not None or self.groups is not None
+            else getattr(runner.model, "image_shape", None),  # a CNN records its images
         )
         feature_names = getattr(runner.model, "feature_names", None)
         background, bg_desc = resolve_background(

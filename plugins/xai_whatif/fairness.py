@@ -93,6 +93,11 @@ def metrics(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         }
 
 
+#: Largest spread of the equalised metric across slices that counts as meeting the
+#: constraint when no ``tolerance`` is given (0.05: five percentage points).
+DEFAULT_GAP = 0.05
+
+
 def choose_thresholds(
     score: np.ndarray,
     y: np.ndarray,

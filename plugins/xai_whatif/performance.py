@@ -7,12 +7,13 @@ The functions take the session first; :class:`~xai_whatif.WhatIf` has them as me
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from xai_core import CapabilityError, UnknownNameError, ValidationError
+from xai_core import CapabilityError, UnknownNameError, ValidationError, XaiWarning
 from xai_core.validation import check_positive_int
 from xai_whatif import fairness as _fair
 from xai_whatif.results import SliceMetrics, ThresholdChoice
@@ -191,11 +192,31 @@ def thresholds(
                 "cost": cost,
             }
         )
+    table = pd.DataFrame.from_records(records).set_index("slice")
+    gap, met = float("nan"), True
+    name = _fair.STRATEGIES[strategy]
+    if name is not None:
+        achieved = table[name].to_numpy(dtype=np.float64)
+        achieved = achieved[np.isfinite(achieved)]
+        gap = float(np.ptp(achieved)) if achieved.size else float("nan")
+        allowed = _fair.DEFAULT_GAP if tolerance is None else float(tolerance)
+        met = not gap > allowed + 1e-12
+        if not met:
+            warnings.warn(
+                f"{strategy} cannot be met on this grid: {name} ranges from "
+                f"{achieved.min():.4g} to {achieved.max():.4g} across the slices (gap "
+                f"{gap:.4g} > {allowed:g}); the thresholds are the cheapest nearest to equal. "
+                "Pass a finer grid, a larger tolerance or other slices.",
+                XaiWarning,
+                stacklevel=3,
+            )
     return ThresholdChoice(
+        gap=gap,
+        met=met,
         strategy=strategy,
         features=tuple(w.feature_names[j] for j in cols),
         thresholds={lab: float(values[index[s]]) for s, lab in enumerate(labels)},
-        table=pd.DataFrame.from_records(records).set_index("slice"),
+        table=table,
         cost=total,
         cost_ratio=float(cost_ratio),
         constrained=_fair.STRATEGIES[strategy],

@@ -237,7 +237,7 @@ def render_partial_dependence(p: Any) -> str:
         hi = hi if hi > lo else lo + 1.0
         gx0, gx1 = float(g.min()), float(g.max())
         gx1 = gx1 if gx1 > gx0 else gx0 + 1.0
-        box = {"x0": 60, "y0": 10, "pw": 360, "ph": 200, "w": 440, "h": 240}
+        box = {"x0": 76, "y0": 10, "pw": 360, "ph": 200, "w": 456, "h": 240}  # room for y labels
         box["fx"] = lambda v: box["x0"] + (v - gx0) / (gx1 - gx0) * box["pw"]
         box["fy"] = lambda v: box["y0"] + (1 - (v - lo) / (hi - lo)) * box["ph"]
         chart = {
@@ -246,8 +246,8 @@ def render_partial_dependence(p: Any) -> str:
             "pd": _polyline(g, pd_curve, box),
             "xmin": format_number(gx0),
             "xmax": format_number(gx1),
-            "ymin": format_number(lo),
-            "ymax": format_number(hi),
+            "ymin": format_number(lo, 3),
+            "ymax": format_number(hi, 3),
         }
         columns = [p.features[0], f"PD ({output})"]
         rows = [[_text(lab), format_number(v)] for lab, v in zip(p.grid_labels[0], pd_curve)][
@@ -312,16 +312,21 @@ def render_slices(s: Any) -> str:
 def render_thresholds(t: Any) -> str:
     """The thresholds a strategy picked per slice, the metrics they give and the total cost."""
     columns, rows = _frame_rows(t.table)
-    constraint = (
-        f"; equal {t.constrained} near {format_number(t.target)} "
-        + (
-            "within the grid's resolution"
-            if t.tolerance is None
-            else f"within {format_number(t.tolerance)}"
-        )
-        if t.constrained is not None
-        else ""
+    allowed = (
+        "the default 0.05" if t.tolerance is None else f"the tolerance {format_number(t.tolerance)}"
     )
+    if t.constrained is None:
+        constraint = ""
+    elif getattr(t, "met", True):
+        constraint = (
+            f"; equal {t.constrained}, {format_number(t.target)} within "
+            f"{format_number(getattr(t, 'gap', float('nan')))} (at most {allowed})"
+        )
+    else:
+        constraint = (
+            f"; equal {t.constrained} cannot be met on this grid: the slices' {t.constrained} "
+            f"differ by {format_number(t.gap)}, more than {allowed} (see the table)"
+        )
     heading = (
         f"Strategy {t.strategy} by {', '.join(t.features)}{constraint}; cost ratio "
         f"(FP/FN) {format_number(t.cost_ratio)}; total cost {format_number(t.cost)}."

@@ -212,6 +212,12 @@ class ThresholdChoice(_Renders):
     target : float
         The common value of the equalised metric (NaN for ``single`` and ``group``).
     grid : ndarray of shape (n_thresholds,)
+    gap : float
+        The spread (max - min across slices) of the equalised metric at the chosen
+        thresholds (NaN for ``single`` and ``group``).
+    met : bool
+        Whether the gap is within ``tolerance`` (default ``fairness.DEFAULT_GAP``); when
+        not, ``thresholds`` warned that the constraint cannot be met on the grid.
     """
 
     strategy: str
@@ -224,8 +230,12 @@ class ThresholdChoice(_Renders):
     tolerance: float | None
     target: float
     grid: np.ndarray
+    gap: float = float("nan")
+    met: bool = True
 
     def __repr__(self) -> str:
+        unmet = "" if self.met else f", NOT met: gap {self.gap:.4g}"
         return (
-            f"ThresholdChoice({self.strategy}, cost {self.cost:g}, {len(self.thresholds)} slices)"
+            f"ThresholdChoice({self.strategy}, cost {self.cost:g}, {len(self.thresholds)} slices"
+            f"{unmet})"
         )

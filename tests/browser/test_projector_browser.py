@@ -66,7 +66,7 @@ def test_search_and_click_for_neighbors(open_page, projection, tmp_path, kind):
     context, page, events = open_page(path.resolve().as_uri())
     try:
         assert page.locator("canvas.xai-projector-canvas").is_visible()
-        assert not page.locator("svg.xai-projector-svg").is_visible()
+        assert not page.locator("img.xai-projector-svg").is_visible()
         page.fill("input.xai-projector-search", "SEVEN")
         expected = projection.search("seven")
         assert len(expected) == 60
@@ -111,7 +111,7 @@ def test_view_is_readable_without_javascript(open_page, projection, tmp_path):
     context, page, events = open_page(path.resolve().as_uri(), javascript=False)
     try:
         assert events == NO_EVENTS
-        assert page.locator("svg.xai-projector-svg").is_visible()
+        assert page.locator("img.xai-projector-svg").is_visible()
         assert not page.locator("canvas.xai-projector-canvas").is_visible()
         assert "variance explained" in page.locator("table.xai-kv").text_content()
     finally:

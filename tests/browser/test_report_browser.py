@@ -135,7 +135,9 @@ def test_hostile_report_opens_cleanly(open_page, tmp_path):
         )
         assert kinds == SECTIONS
         assert page.title() == HOSTILE[0]
-        assert page.locator("img").count() == 4  # 2 heatmaps, 2 colour bars
+        assert page.locator("img.xai-heatmap").count() == 2
+        assert page.locator("img.xai-colorbar").count() == 2
+        assert page.locator("img.xai-bars").count() == 5  # one per row, drawn as SVG images
         assert page.eval_on_selector_all("img", "els => els.every(i => i.naturalWidth > 0)")
         assert page.locator(".xai-controls").first.is_visible()  # the script ran
         # sort the tabular explanation's rows by base + sum, ascending then descending

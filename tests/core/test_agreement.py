@@ -1,5 +1,7 @@
 """compare_backends and compare_methods: identical backends agree, hardware differences are measured."""
 
+import base64
+import re
 import types
 
 import numpy as np
@@ -153,7 +155,12 @@ def test_analyses_render_in_reports():
     faith = xai.faithfulness(model, backends.explanations["cpu"], steps=4, n_random=2)
     html = xai.Report("analyses").add(backends).add(methods).add(faith).to_html()
     assert "ig on 2 backend(s) against cpu" in html and "compared pairwise" in html
-    assert "deletion AUC" in html and "<polyline" in html
+    assert "deletion AUC" in html
+    charts = [  # the curves are an SVG drawn as an image, so sanitisers keep them
+        base64.b64decode(uri).decode()
+        for uri in re.findall(r'class="xai-lines" src="data:image/svg\+xml;base64,([^"]+)"', html)
+    ]
+    assert len(charts) == 1 and "<polyline" in charts[0]
     assert html.count('class="xai-heatmap"') >= 2 * 3 * 2
     for result in (backends, methods, faith):
         assert 'class="xai-analysis"' in result._repr_html_()
@@ -264,3 +271,28 @@ def test_seed_noise_sets_the_bar_for_stochastic_methods():
     tpu = c.rows[c.rows.backend == "tpu"]
     np.testing.assert_array_equal(tpu["beyond_noise"].to_numpy(), tpu["cosine"].to_numpy() < floor)
     assert c.summary.loc["cpu", "beyond_noise"] == 0
+
+
+def test_backend_grid_shows_difference_maps_on_shared_scales():
+    """Per-backend heatmaps of a row share one scale; each backend minus cpu follows on its own."""
+    rng = np.random.default_rng(4)
+    model = LinearModel(rng.normal(size=(64, 2)), input_shape=(8, 8))
+    X = rng.random((2, 8, 8)).astype(np.float32)
+    c = xai.compare_backends(model, X, method="ig", backends=("cpu", "gpu", "tpu"), steps=4)
+    assert list(c.explanations) == ["cpu", "gpu", "tpu"]
+    html = xai.report.render_fragment(c)
+    assert html.count('alt="difference map of row') == 2 * 2
+    assert "tpu − cpu" in html and "gpu − cpu" in html
+    assert re.search(r'class="xai-heatmap" src="[^"]+" width="168" height="168"', html)
+    labels = re.findall(
+        r'<span>([^<]+)</span><span>0</span><span>([^<]+)</span></div>\n<div class="xai-muted">'
+        r"(heatmaps|differences)",
+        html,
+    )
+    grey = {k: e.values.reshape(2, -1) for k, e in c.explanations.items()}
+    for row in range(2):
+        shared = max(np.abs(v[row]).max() for v in grey.values())
+        diff = max(np.abs(grey[k][row] - grey["cpu"][row]).max() for k in ("gpu", "tpu"))
+        (_, top_maps, _), (_, top_diffs, _) = labels[2 * row : 2 * row + 2]
+        assert float(top_maps) == pytest.approx(shared, rel=1e-2)
+        assert float(top_diffs) == pytest.approx(diff, rel=1e-2)

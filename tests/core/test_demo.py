@@ -28,6 +28,9 @@ def test_demo_report_has_every_section(demo_report):
         assert title in page, title
     assert page.count('class="xai-heatmap"') > 10
     assert not re.search(r"""(src|href)=["']?https?:""", page)
+    # breast cancer by feature name and in original units, rows headed by what they are
+    assert "mean radius" in page and re.search(r"Row 0[^<]*: true (benign|malignant)", page)
+    assert re.search(r"Partial dependence of <strong>[^<]+</strong> on mean radius", page)
 
 
 def test_demo_cli_rejects_unknown_dataset(capsys):

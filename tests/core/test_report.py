@@ -73,6 +73,23 @@ def _strings(value) -> list[str]:
     return []
 
 
+_SVG_PREFIX = "data:image/svg+xml;base64,"
+
+
+def _svgs(html: str) -> list[str]:
+    """The SVG documents drawn as images, decoded."""
+    return [
+        base64.b64decode(s[len(_SVG_PREFIX) :]).decode("utf-8")
+        for s in _Page(html).attr_values("src")
+        if s.startswith(_SVG_PREFIX)
+    ]
+
+
+def _svg_tags(html: str) -> list[tuple[str, dict]]:
+    """Every start tag of every SVG image in ``html``."""
+    return [tag for svg in _svgs(html) for tag in _Page(svg).tags]
+
+
 def _decode_png(uri: str) -> np.ndarray:
     """Decode a PNG data URI with Pillow: (height, width, channels) uint8."""
     from PIL import Image
@@ -183,13 +200,19 @@ def test_templates_are_package_data():
 
 
 def test_page_has_no_external_resource():
-    """No http(s) URL, font or import anywhere; every src is a PNG data URI and every href an anchor."""
+    """No http(s) URL, font or import anywhere; every src is a PNG or SVG data URI, every href an anchor."""
     html = _full_report().to_html()
     page = _Page(html)
+    svgs = _svgs(html)
+    assert svgs  # the bar charts
     assert "http://" not in html and "https://" not in html
-    assert "@font-face" not in html and "@import" not in html and "url(" not in html
+    for text in (html, *(s.replace('xmlns="http://www.w3.org/2000/svg"', "") for s in svgs)):
+        assert "@font-face" not in text and "@import" not in text and "url(" not in text
+    for svg in svgs:
+        assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
+        assert "href" not in svg and "<script" not in svg
     srcs = page.attr_values("src")
-    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert srcs and all(s.startswith(("data:image/png;base64,", _SVG_PREFIX)) for s in srcs)
     assert all(h.startswith("#") for h in page.attr_values("href"))
     csp = [a["content"] for t, a in page.tags if a.get("http-equiv") == "Content-Security-Policy"]
     assert csp and "default-src 'none'" in csp[0] and "img-src data:" in csp[0]
@@ -218,7 +241,11 @@ def test_hostile_strings_are_escaped(hostile):
     for tag, attrs in page.tags:
         assert not any(name.startswith("on") for name in attrs), (tag, attrs)
         if tag == "img":
-            assert attrs["src"].startswith("data:image/png;base64,")
+            assert attrs["src"].startswith(("data:image/png;base64,", _SVG_PREFIX))
+    for svg in _svgs(html):  # the pictures drawn as SVG images escape the same way
+        tags = _Page(svg).tags
+        assert {t for t, _ in tags} <= {"svg", "title", "rect", "line", "g", "text", "circle"}
+        assert not any(n.startswith("on") or n == "href" for _, a in tags for n in a)
     assert html.count("<script") == len(page.scripts) == 8
     assert [a.get("type") for a, _ in page.scripts].count(None) == 1
     assert all("</" not in text and "<!--" not in text for _, text in page.scripts)
@@ -302,7 +329,7 @@ def test_bar_chart_is_sorted_and_signed():
     e = _tabular_explanation([f"f{i}" for i in range(15)])
     page = _Page(e._repr_html_())
     (data,) = page.json_blocks()
-    fills = [a["fill"] for t, a in page.tags if t == "rect"]
+    fills = [a["fill"] for t, a in _svg_tags(e._repr_html_()) if t == "rect" and "x" in a]
     for i, row in enumerate(data["rows"]):
         v = e.values[i]
         order = sorted(range(15), key=lambda j: -abs(v[j]))[:10]
@@ -500,8 +527,8 @@ def test_non_finite_and_empty_explanations_render():
 
     data = json.loads(text, parse_constant=reject)
     top = data["rows"][0]["top_features"]
-    assert top[0] == ["x10", 1.0]  # non-finite values rank as 0 and serialise as null
-    assert ["x0", None] in top and ["x5", None] in top
+    assert top[0] == ["pixel_2_2", 1.0]  # non-finite values rank as 0 and serialise as null
+    assert ["pixel_0_0", None] in top and ["pixel_1_1", None] in top  # named by position
     empty = _tabular_explanation(
         ["a", "b"], values=np.zeros((0, 2)), base_values=[], target=[], data=None
     )
@@ -518,8 +545,8 @@ def test_flat_pixel_features_render_as_images():
     assert len(heat) == len(e) and _decode_png(heat[0]).shape == (8, 8, 3)
     assert not [
         t
-        for t, _ in _Page(_tabular_explanation(names[:63] + ["x"])._repr_html_()).tags
-        if t == "img"
+        for t, a in _Page(_tabular_explanation(names[:63] + ["x"])._repr_html_()).tags
+        if t == "img" and "xai-heatmap" in a["class"]
     ]
 
 
@@ -590,3 +617,93 @@ def test_seeded_report_is_the_same_bytes(monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
     a, b = (Report("r", seed=0).add(_image_explanation()).to_html() for _ in range(2))
     assert a == b and "1970-01-01T00:00:00+00:00" in a
+
+
+def test_options_and_meta_arrays_are_summarised():
+    """A 50-row background shows as its shape, dtype and a few values, in the page and in its JSON."""
+    rng = np.random.default_rng(0)
+    background = rng.random((50, 784))
+    e = _image_explanation(
+        meta={
+            "options": {
+                "background": background,
+                "algorithm": "kernel",
+                **{f"o{i}": i for i in range(8)},
+            },
+            "group_values": rng.random((3, 40, 5)),
+        }
+    )
+    html = render_fragment(e)
+    assert len(html) < 60_000  # the raw background alone is ~800 KB of text
+    text = _unescape_all(re.sub(r"<script.*?</script>", "", html, flags=re.S))
+    head = ", ".join(f"{v:.4g}" for v in background.ravel()[:4])
+    assert f"array float64 (50 × 784): {head}, …" in text
+    assert f"max {background.max():.4g}" in text
+    (data,) = _Page(html).json_blocks()
+    summary = data["provenance"]["options"]["background"]["array"]
+    assert summary["shape"] == [50, 784] and summary["dtype"] == "float64"
+    assert summary["head"] == background.ravel()[:4].tolist()
+    assert data["meta"]["group_values"]["array"]["shape"] == [3, 40, 5]
+    folded = re.search(r'<details class="xai-fold xai-options"( open)?>', html)
+    assert folded and folded.group(1) is None  # ten options are folded away
+    few = render_fragment(_image_explanation(meta={"options": {"steps": 8}}))
+    assert '<details class="xai-fold xai-options" open>' in few
+
+
+def test_many_rows_get_a_global_summary():
+    """From five rows on: mean |attribution| bars of the top features and a beeswarm of every row."""
+    rng = np.random.default_rng(5)
+    names = [f"f{i}" for i in range(15)]
+    values = rng.normal(size=(30, 15)) * np.linspace(0.1, 2, 15)
+    e = _tabular_explanation(
+        names,
+        values=values,
+        base_values=np.zeros(30),
+        target=np.zeros(30, int),
+        data=rng.normal(size=(30, 15)),
+    )
+    html = e._repr_html_()
+    assert "Summary over 30 rows" in html
+    (data,) = _Page(html).json_blocks()
+    expected = np.abs(values).mean(axis=0)
+    order = np.argsort(-expected)[:10]
+    assert [n for n, _ in data["summary"]] == [names[j] for j in order]
+    np.testing.assert_allclose([v for _, v in data["summary"]], expected[order])
+    svgs = _svgs(html)
+    swarm = [s for s in svgs if "<circle" in s]
+    assert len(swarm) == 1 and swarm[0].count("<circle") == 30 * 10
+    assert "Summary over" not in _tabular_explanation(names)._repr_html_()  # 4 rows: none
+
+
+def test_row_headings_say_what_is_explained():
+    """True label, prediction and probability, explained target; misclassified rows marked."""
+    e = _tabular_explanation(["a", "b"], outputs=("benign", "malignant"), target=[1, 0, 1, 1])
+    proba = np.array([[0.1, 0.9], [0.7, 0.3], [0.2, 0.8], [0.6, 0.4]])
+    e = e.with_outcomes(y_true=[1, 1, 0, 0], proba=proba)
+    heads = re.findall(r"<summary>(Row .*?)</summary>", e._repr_html_())
+    assert heads[0].startswith(
+        "Row 0: true malignant (1), predicted malignant (1) at p = 0.9, explaining malignant (1)"
+    )
+    assert heads[1].startswith("Row 1 (misclassified): true malignant (1), predicted benign (0)")
+    assert "explaining malignant (1) at p = 0.4" in heads[3]  # a target other than the prediction
+    (data,) = _Page(e._repr_html_()).json_blocks()
+    assert [r["outcome"]["misclassified"] for r in data["rows"]] == [False, True, True, False]
+    assert e[1].meta["y_true"].tolist() == [1]  # rows keep their outcomes when indexed
+    with pytest.raises(xai.ShapeError, match="proba"):
+        e.with_outcomes(proba=proba[:2])
+
+
+def test_frame_columns_have_one_number_format():
+    """Each numeric column shares its decimals; integers keep separators; no 17-digit floats."""
+    frame = pd.DataFrame(
+        {"accuracy": [0.91234567891, 0.5, 12.25], "count": [1, 2000, 3], "tiny": [1e-5, 2e-6, 0.0]}
+    )
+    page = _Page(render_fragment(frame))
+    html = render_fragment(frame)
+    cells = re.findall(r'<td class="xai-num" data-sort="([^"]+)">([^<]*)</td>', html)
+    texts = [t for _, t in cells]
+    assert texts[:4] == ["0", "0.91", "1", "1.000e-05"]  # row index, then one row's cells
+    assert "0.50" in texts and "12.25" in texts and "2,000" in texts and "2.000e-06" in texts
+    assert not re.search(r"\d{9,}", "".join(texts))
+    assert ["0.91234567891"] == [s for s, t in cells if t == "0.91"]  # sorting stays exact
+    assert page.json_blocks()[0]["rows"][0][1] == 0.91234567891

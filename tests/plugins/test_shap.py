@@ -616,7 +616,7 @@ def test_report_draws_heatmaps_and_bars():
     e = xai.explain(f, X, method="shap", **options)
     assert e.meta["image_shape"] == (28, 28)
     html = xai.Report("shap").add(e).to_html()
-    assert html.count("data:image/png") >= 2 and "<svg" in html
+    assert html.count("data:image/png") >= 2 and "data:image/svg+xml" in html
 
 
 def test_a_pasted_kernel_explainer_call_gives_shaps_values():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -132,8 +132,23 @@ class Explanation:
             return None
         return tuple(self.output_names[t] for t in self.target)
 
-    def __getitem__(self, rows: int | slice | Sequence[int] | np.ndarray) -> Explanation:
-        """The explanation of a subset of rows (an int keeps the row axis)."""
+    def __getitem__(self, key: Any) -> Explanation:
+        """Rows, and optionally features, as shap indexes: ``e[0]``, ``e[2:5]``, ``e[:, "age"]``.
+
+        ``e[rows]`` keeps the row axis (an int gives a one-row explanation); ``e[rows,
+        features]`` selects features by name, int, slice or a list of them and returns
+        flat ``(n, k)`` values. An unknown feature name is an ``UnknownNameError`` listing
+        the closest names.
+        """
+        if isinstance(key, tuple):
+            if len(key) != 2:
+                raise ValidationError(
+                    f"an explanation is indexed as e[rows] or e[rows, features]; got {len(key)} indices."
+                )
+            from xai_core.attribution._views import select_features
+
+            return select_features(self, key[0], key[1])
+        rows = key
         idx = [rows] if isinstance(rows, (int, np.integer)) else rows
         meta = {
             k: (
@@ -222,15 +237,75 @@ class Explanation:
         """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""
         flat = self.values[row].reshape(-1)
         order = np.argsort(-np.abs(flat), kind="stable")[:k]
-        names = self.feature_names or tuple(f"x{i}" for i in range(flat.size))
+        from xai_core.attribution._views import feature_names_of
+
+        names = feature_names_of(self)  # pixels by position, pixel_<row>_<col>
         return [(names[i], float(flat[i])) for i in order]
+
+    def with_outcomes(self, y_true: Any = None, proba: Any = None) -> Explanation:
+        """A copy that knows each row's true label and the model's probabilities.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,), optional
+            True class index (or label) of each row.
+        proba : array-like of shape (n_samples, n_outputs), optional
+            The model's output probabilities; the prediction is their argmax.
+
+        Reports then head each row with the true label, the prediction and its
+        probability and the explained target, and mark misclassified rows.
+        """
+        meta = dict(self.meta)
+        n = len(self)
+        if y_true is not None:
+            y = np.asarray(y_true).reshape(-1)
+            if y.shape != (n,):
+                raise ShapeError(f"y_true must have shape ({n},); got shape {np.shape(y_true)}.")
+            meta["y_true"] = y
+        if proba is not None:
+            p = np.asarray(proba, dtype=np.float64)
+            if p.ndim != 2 or p.shape[0] != n:
+                raise ShapeError(
+                    f"proba must have shape ({n}, n_outputs); got shape {np.shape(proba)}."
+                )
+            meta["proba"] = p
+        return Explanation(
+            values=self.values,
+            base_values=self.base_values,
+            target=self.target,
+            data=self.data,
+            feature_names=self.feature_names,
+            output_names=self.output_names,
+            method=self.method,
+            backend=self.backend,
+            meta=meta,
+        )
+
+    def to_shap(self) -> Any:
+        """A ``shap.Explanation`` of the same values, base values, data and names (see ``_views``)."""
+        from xai_core.attribution._views import to_shap
+
+        return to_shap(self)
+
+    def to_frame(self) -> Any:
+        """Attributions as a ``pandas.DataFrame``, one column per feature (pixels by position)."""
+        from xai_core.attribution._views import to_frame
+
+        return to_frame(self)
+
+    @property
+    def plot(self) -> Any:
+        """Matplotlib figures: ``e.plot.bar()``, ``.waterfall(i)``, ``.beeswarm()``, ``.image(i)``."""
+        from xai_core.attribution.plot import ExplanationPlots
+
+        return ExplanationPlots(self)
 
     # -- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
-        return (
-            f"Explanation(method={self.method!r}, backend={self.backend!r}, "
-            f"values.shape={self.values.shape}, meta keys={sorted(self.meta)})"
-        )
+        """The shape, then the first rows' target, base value, output and top features, in numbers."""
+        from xai_core.attribution._views import summary_text
+
+        return summary_text(self)
 
     def to_html(self, title: str | None = None) -> str:
         """A complete, self-contained HTML page with this explanation (see :class:`xai_core.Report`)."""
@@ -248,3 +323,13 @@ class Explanation:
         from xai_core.report import render_fragment
 
         return render_fragment(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """HTML, text with numbers, and (with matplotlib) a PNG picture for untrusted viewers."""
+        bundle: dict[str, Any] = {"text/plain": repr(self), "text/html": self._repr_html_()}
+        from xai_core.attribution.plot import summary_png
+
+        png = summary_png(self)
+        if png is not None:
+            bundle["image/png"] = png
+        return bundle

@@ -11,39 +11,70 @@ from xai_core.compare.agreement import BackendComparison, MethodComparison
 from xai_core.compare.faithfulness import Faithfulness, _auc
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
-from xai_core.report._figures import explanation_layout, heatmaps
+from xai_core.report._colormap import colorbar_rgb, heatmap_rgb
+from xai_core.report._figures import explanation_layout
 from xai_core.report._html import environment, format_number, new_id
+from xai_core.report._png import png_data_uri
+from xai_core.report._summary import summarize
 from xai_core.report.sections import render_frame
 
 __all__ = ["render_backend_comparison", "render_method_comparison", "render_faithfulness"]
 
 #: Rows drawn side by side.
 MAX_GRID_ROWS = 8
+#: Side, in CSS pixels, of each heatmap in the grid (whole multiples of its pixels).
+HEATMAP_SIDE = 168
 
 
-def _grid(explanations: dict[str, Any], flagged: np.ndarray | None = None) -> dict[str, Any] | None:
-    """Heatmaps of the first rows for each explanation, when the inputs are images."""
+def _grid(
+    explanations: dict[str, Any],
+    flagged: np.ndarray | None = None,
+    reference: str | None = None,
+) -> dict[str, Any] | None:
+    """Heatmaps of the first rows for each explanation, when the inputs are images.
+
+    Every heatmap of a row shares one symmetric scale; with a ``reference``, each other
+    explanation's difference map (``name - reference``) follows, the differences of a row
+    on a scale of their own (they are often orders of magnitude smaller).
+    """
     first = next(iter(explanations.values()))
     layout = explanation_layout(first)
     if layout is None:
         return None
     shown = min(len(first), MAX_GRID_ROWS)
-    columns = list(explanations)
-    data = None if first.data is None else first.data[:shown]
-    cells = {name: heatmaps(e.values[:shown], data, layout)[0] for name, e in explanations.items()}
+    data = None if first.data is None else layout.grey(first.data[:shown])
+    grey = {name: np.nan_to_num(layout.grey(e.values[:shown])) for name, e in explanations.items()}
+    vmax = np.max([np.abs(g).reshape(shown, -1).max(axis=1) for g in grey.values()], axis=0)
+    columns = [{"name": name, "kind": "map"} for name in explanations]
+    pictures = {name: heatmap_rgb(g, data, vmax)[0] for name, g in grey.items()}
+    dmax = np.zeros(shown)
+    if reference is not None and reference in grey and len(grey) > 1:
+        diffs = {
+            f"{n} − {reference}": g - grey[reference] for n, g in grey.items() if n != reference
+        }
+        dmax = np.max([np.abs(d).reshape(shown, -1).max(axis=1) for d in diffs.values()], axis=0)
+        columns += [{"name": name, "kind": "difference"} for name in diffs]
+        pictures.update({name: heatmap_rgb(d, data, dmax)[0] for name, d in diffs.items()})
+    zoom = max(1, round(HEATMAP_SIDE / max(layout.height, layout.width)))
     rows = [
         {
             "index": i,
             "flagged": bool(flagged is not None and flagged[i]),
-            "cells": [cells[name][i] for name in columns],
+            "cells": [png_data_uri(pictures[c["name"]][i]) for c in columns],
+            "vmax": float(vmax[i]),
+            "vmin": -float(vmax[i]) + 0.0,  # + 0.0: no "-0" label
+            "dmax": float(dmax[i]),
+            "dmin": -float(dmax[i]) + 0.0,
         }
         for i in range(shown)
     ]
     return {
         "columns": columns,
+        "differences": any(c["kind"] == "difference" for c in columns),
         "rows": rows,
-        "width": layout.width * 3,
-        "height": layout.height * 3,
+        "width": layout.width * zoom,
+        "height": layout.height * zoom,
+        "colorbar": png_data_uri(colorbar_rgb()),
     }
 
 
@@ -84,10 +115,10 @@ def render_backend_comparison(c: BackendComparison) -> str:
             "kind": "backend_comparison",
             "method": c.method,
             "reference": c.reference,
-            "options": c.options,
+            "options": summarize(c.options),
         },
         skipped=sorted(c.skipped.items()),
-        grid=_grid(c.explanations, flagged),
+        grid=_grid(c.explanations, flagged, reference=c.reference),
     )
 
 

@@ -57,9 +57,9 @@ def diverging(values: np.ndarray, vmax: float, background: np.ndarray | None = N
 
 
 def heatmap_rgb(
-    values: np.ndarray, image: np.ndarray | None = None
+    values: np.ndarray, image: np.ndarray | None = None, vmax: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Attribution heatmaps over the grey input images, each on its own scale.
+    """Attribution heatmaps over the grey input images, each on its own scale (or ``vmax``).
 
     Parameters
     ----------
@@ -68,6 +68,9 @@ def heatmap_rgb(
     image : array-like of shape (..., height, width), optional
         The inputs in [0, 1] (larger is more ink); drawn dark on white at
         :data:`IMAGE_OPACITY`.
+    vmax : array-like of shape (...), optional
+        The full-colour magnitude of each image, to draw several on one shared scale;
+        by default each image's own largest absolute attribution.
 
     Returns
     -------
@@ -77,7 +80,8 @@ def heatmap_rgb(
     """
     v = np.asarray(values, dtype=np.float64)
     finite = np.where(np.isfinite(v), np.abs(v), 0.0)
-    vmax = finite.max(axis=(-2, -1)) if v.size else np.zeros(v.shape[:-2])
+    own = finite.max(axis=(-2, -1)) if v.size else np.zeros(v.shape[:-2])
+    vmax = own if vmax is None else np.broadcast_to(np.asarray(vmax, dtype=np.float64), own.shape)
     background = np.full(v.shape + (3,), 255.0)
     if image is not None:
         ink = np.clip(np.nan_to_num(np.asarray(image, dtype=np.float64)), 0.0, 1.0)

@@ -71,17 +71,35 @@ def heatmaps(
     return [png_data_uri(img) for img in rgb], vmax
 
 
-def bar_chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
-    """Geometry of a horizontal signed bar chart (macro ``bar_chart``), bars in the given order."""
+def _value_text(value: Any) -> str:
+    """A feature's value for a label: 3 significant figures, ``1,650`` rather than ``1.65e+03``."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if 1e3 <= abs(f) < 1e7:
+        return f"{f:,.0f}"
+    return format_number(value, 3)
+
+
+def bar_chart(
+    names: Sequence[str], values: np.ndarray, data: np.ndarray | None, signed: bool = True
+) -> dict[str, Any]:
+    """Geometry of a horizontal bar chart (macro ``bar_chart``), bars in the given order.
+
+    ``signed``: the axis in the middle, positive bars to the right and negative ones to
+    the left; else (values >= 0, e.g. mean |attribution|) the axis at the left.
+    """
     label_width, bar_width, row_height = 190, 220, 18
-    centre = label_width + bar_width / 2
+    centre = label_width + (bar_width / 2 if signed else 2)
     finite = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * (bar_width / 2 - 2)
+    span = bar_width / 2 - 2 if signed else bar_width - 4
+    widths = np.abs(finite) / (scale if scale > 0 else 1.0) * span
     xs = np.where(finite >= 0, centre, centre - widths)
     bars = []
     for j, name in enumerate(names):
-        label = name if data is None else f"{name} = {format_number(data[j], 3)}"
+        label = name if data is None else f"{name} = {_value_text(data[j])}"
         bars.append(
             {
                 "name": name,
@@ -95,7 +113,9 @@ def bar_chart(names: Sequence[str], values: np.ndarray, data: np.ndarray | None)
                 ),
             }
         )
+    alt = "; ".join(f"{b['label']} {format_number(b['value'], 3)}" for b in bars)
     return {
+        "alt": alt,
         "width": label_width + bar_width + 70,
         "height": len(bars) * row_height + 4,
         "label_width": label_width,

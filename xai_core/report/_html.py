@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "asset",
+    "svg_data_uri",
     "environment",
     "format_number",
     "id_scope",
@@ -142,8 +143,28 @@ def asset(name: str) -> str:
 
 
 def scoped_css(scope_class: str) -> Markup:
-    """The report's style sheet with every rule under ``.<scope_class>``."""
-    return Markup(asset("report.css").replace("SCOPE", f".{scope_class}"))
+    """The report's style sheet with every rule under ``.<scope_class>.xai-root``.
+
+    Two classes, so the rules outrank a host page's ``th`` / ``td`` / ``table`` rules of one
+    class (JupyterLab's ``.jp-RenderedHTMLCommon td``, for example).
+    """
+    return Markup(asset("report.css").replace("SCOPE", f".{scope_class}.xai-root"))
+
+
+_SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
+
+
+def svg_data_uri(svg: str) -> str:
+    """An SVG document as a ``data:image/svg+xml;base64,`` URI, for ``<img src=...>``.
+
+    An SVG drawn as an image survives the HTML sanitisers of untrusted notebooks, which
+    drop inline ``<svg>`` (and ``<style>``) but keep ``<img>`` with data URIs; it runs no
+    script. The ``xmlns`` is added when missing.
+    """
+    text = str(svg).strip()
+    if text.startswith("<svg") and "xmlns=" not in text[: text.find(">")]:
+        text = f"<svg {_SVG_NS}" + text[4:]
+    return "data:image/svg+xml;base64," + base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
 def script_hash(text: str) -> str:
@@ -165,6 +186,7 @@ def _configure(loader: jinja2.BaseLoader) -> jinja2.Environment:
     )
     env.filters["num"] = format_number
     env.filters["json_script"] = json_for_script
+    env.filters["svg_uri"] = svg_data_uri
     return env
 
 

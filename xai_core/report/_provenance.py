@@ -84,6 +84,12 @@ def backend_numerics(backend: str, meta: Mapping[str, Any]) -> str | None:
         return None
 
 
+def _summarize(value: Any) -> Any:
+    from xai_core.report._summary import summarize
+
+    return summarize(value)
+
+
 def explanation_provenance(e: Any) -> dict[str, Any]:
     """Method, backend, numerics, seed, options and seconds of one explanation."""
     meta = e.meta
@@ -92,6 +98,6 @@ def explanation_provenance(e: Any) -> dict[str, Any]:
         "backend": e.backend or None,
         "numerics": backend_numerics(e.backend, meta),
         "seed": meta.get("seed"),
-        "options": meta.get("options"),
+        "options": None if meta.get("options") is None else _summarize(meta.get("options")),
         "seconds": meta.get("seconds"),
     }

@@ -7,7 +7,6 @@ counter names to numbers) and pandas DataFrames.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from numbers import Real
@@ -23,9 +22,12 @@ from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import colorbar_rgb
 from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
+from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, new_id, plain
+from xai_core.report._outcomes import row_outcomes
 from xai_core.report._png import png_data_uri, to_pixels
 from xai_core.report._provenance import backend_numerics, explanation_provenance
+from xai_core.report._summary import describe, format_column, summarize
 
 __all__ = [
     "MAX_ROWS",
@@ -44,6 +46,10 @@ __all__ = [
 MAX_ROWS = 100
 #: Features in each row's bar chart.
 TOP_K = 10
+#: Side, in CSS pixels, a heatmap is drawn at (whole multiples of its pixels).
+HEATMAP_SIDE = 192
+#: Options shown unfolded; longer lists are folded away.
+OPEN_OPTIONS = 6
 #: Rows of a table (DataFrame, counters) shown.
 MAX_TABLE_ROWS = 500
 _MAX_THUMBNAILS = 24
@@ -94,12 +100,8 @@ class DataFrameLike(metaclass=_DuckType):
 
 
 # -- helpers -------------------------------------------------------------------------------
-def _json_text(value: Any) -> str:
-    return json.dumps(plain(value), ensure_ascii=False, sort_keys=True)
-
-
 def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Method-specific figures other than the provenance ones, one line each."""
+    """Method-specific figures other than the provenance ones, one line each (arrays summarised)."""
     rows = []
     for key, value in meta.items():
         if key in ("options", "seed", "seconds", "numerics", "image_shape"):
@@ -114,20 +116,24 @@ def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"mean {format_number(np.nanmean(v))}, max |x| {format_number(np.nanmax(np.abs(v)))}"
                 f" over {v.size} values"
             )
-        elif isinstance(value, (str, Real, np.generic)) or value is None:
-            text = format_number(value) if isinstance(value, (Real, np.number)) else str(value)
         else:
-            text = shorten(_json_text(value), 400)
+            text = describe(value)
         rows.append((str(key), text))
     return rows
 
 
 def _small_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        str(k): v
-        for k, v in meta.items()
-        if not (isinstance(v, np.ndarray) and v.size > 1000) and k != "options"
-    }
+    """The meta for the JSON block: arrays of more than one value as shape, dtype and a few values."""
+    return {str(k): summarize(v) for k, v in meta.items() if k != "options"}
+
+
+def option_rows(options: Any) -> list[tuple[str, str]]:
+    """An options mapping as (name, one-line summary) pairs; arrays by shape, dtype and a few values."""
+    if options is None:
+        return []
+    if not isinstance(options, Mapping):
+        return [("options", describe(options))]
+    return [(str(k), describe(v)) for k, v in options.items()]
 
 
 def _cell(value: Any) -> dict[str, Any]:
@@ -145,7 +151,6 @@ def render_explanation(e: Explanation) -> str:
     shown = min(n, MAX_ROWS)
     n_features = int(np.prod(e.values.shape[1:]))
     flat = e.values[:shown].reshape(shown, n_features)
-    names = e.feature_names or tuple(f"x{i}" for i in range(n_features))
     k = min(TOP_K, n_features)
     absv = np.abs(np.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0))
     order = np.argsort(-absv, axis=1, kind="stable")[:, :k]
@@ -158,6 +163,9 @@ def render_explanation(e: Explanation) -> str:
 
     layout = explanation_layout(e)
     image_shape = None if layout is None else layout.shape
+    names = e.feature_names or (
+        layout.pixel_names() if layout is not None else tuple(f"x{i}" for i in range(n_features))
+    )
     pictures: list[str | None] = [None] * shown
     vmax = np.zeros(shown)
     finite = np.isfinite(flat)
@@ -167,7 +175,8 @@ def render_explanation(e: Explanation) -> str:
     if layout is not None:
         data_rows = None if e.data is None else e.data[:shown]
         pictures, vmax = heatmaps(e.values[:shown], data_rows, layout)
-        height, width = layout.height, layout.width
+        zoom = max(1, round(HEATMAP_SIDE / max(layout.height, layout.width)))
+        height, width = layout.height * zoom, layout.width * zoom
         top_data = None  # pixel intensities add nothing to the bar labels
 
     def target_label(t: int) -> str:
@@ -177,10 +186,13 @@ def render_explanation(e: Explanation) -> str:
 
     rows = []
     top_json = []
+    outcomes = row_outcomes(e, shown)
     for i in range(shown):
         top_names = [names[j] for j in order[i]]
         rows.append(
             {
+                "heading": outcomes[i]["heading"],
+                "misclassified": outcomes[i]["misclassified"],
                 "index": i,
                 "target_label": target_label(int(e.target[i])),
                 "base_value": float(base[i]),
@@ -204,6 +216,7 @@ def render_explanation(e: Explanation) -> str:
                 "target": int(e.target[i]),
                 "target_name": None if e.output_names is None else target_label(int(e.target[i])),
                 "base_value": float(base[i]),
+                "outcome": outcomes[i]["data"],
                 "top_features": [[nm, float(v)] for nm, v in zip(top_names, top_values[i])],
             }
         )
@@ -214,14 +227,18 @@ def render_explanation(e: Explanation) -> str:
         ("backend", prov["backend"] or "–"),
         ("backend numerics", prov["numerics"] or "unknown"),
         ("seed", "none" if prov["seed"] is None else str(prov["seed"])),
-        ("options", "none" if prov["options"] is None else _json_text(prov["options"])),
         (
             "time taken",
             "unknown" if prov["seconds"] is None else f"{format_number(prov['seconds'])} s",
         ),
         *_meta_summary(e.meta),
     ]
+    all_flat = e.values.reshape(n, n_features)
+    summary = global_summary(
+        all_flat, None if e.data is None or layout is not None else e.data.reshape(n, -1), names
+    )
     data = {
+        "summary": None if summary is None else summary["mean_abs"],
         "kind": "explanation",
         "method": e.method,
         "backend": e.backend,
@@ -246,6 +263,9 @@ def render_explanation(e: Explanation) -> str:
             n_shown=shown,
             shape=tuple(e.values.shape),
             provenance=provenance,
+            options=option_rows(e.meta.get("options")),
+            open_options=OPEN_OPTIONS,
+            summary=summary,
             rows=rows,
             colorbar=png_data_uri(colorbar_rgb()),
             data=data,
@@ -396,8 +416,17 @@ def render_frame(frame: Any) -> str:
     index_name = str(frame.index.name) if frame.index.name is not None else ""
     columns = [index_name, *(str(c) for c in frame.columns)]
     values = head.to_numpy(dtype=object)
+    texts = [format_column(values[:, j]) for j in range(values.shape[1])]
+
+    def cell(i: int, j: int) -> dict[str, Any]:
+        c = _cell(values[i, j])
+        if texts[j] is not None:
+            c["text"] = texts[j][i]  # one number format per column
+        return c
+
     rows = [
-        [_cell(idx)] + [_cell(v) for v in values[i]] for i, idx in enumerate(head.index.tolist())
+        [_cell(idx)] + [cell(i, j) for j in range(values.shape[1])]
+        for i, idx in enumerate(head.index.tolist())
     ]
     more = len(frame) - len(head)
     table = {

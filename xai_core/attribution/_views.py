@@ -1,0 +1,168 @@
+"""Other views of an Explanation: shap's ``Explanation``, a DataFrame, feature selection, text.
+
+Kept apart from :mod:`xai_core.attribution.explanation` so the result type stays small.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xai_core.errors import UnknownNameError, ValidationError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import shap
+
+    from xai_core.attribution.explanation import Explanation
+
+__all__ = ["feature_names_of", "select_features", "summary_text", "to_frame", "to_shap"]
+
+_CLOSE = 8
+
+
+def feature_names_of(e: Explanation) -> tuple[str, ...]:
+    """The explanation's feature names; for images without names, ``pixel_<row>_<col>`` by position."""
+    if e.feature_names is not None:
+        return e.feature_names
+    from xai_core.report._figures import explanation_layout
+
+    layout = explanation_layout(e)
+    if layout is not None:
+        return layout.pixel_names()
+    return tuple(f"x{i}" for i in range(int(np.prod(e.values.shape[1:]))))
+
+
+def _feature_index(e: Explanation, key: Any) -> list[int]:
+    names = feature_names_of(e)
+    n = len(names)
+    keys = [key] if isinstance(key, (str, int, np.integer)) else key
+    if isinstance(key, slice):
+        return list(range(n))[key]
+    if not isinstance(keys, (Sequence, np.ndarray)) or isinstance(keys, str):
+        raise ValidationError(
+            "the feature index must be a name, an int, a slice or a list of them; "
+            f"got {type(key).__name__}."
+        )
+    lookup = {name: i for i, name in enumerate(names)}
+    out = []
+    for k in keys:
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if not -n <= int(k) < n:
+                raise ValidationError(f"feature index {int(k)} is out of range for {n} features.")
+            out.append(int(k) % n)
+        elif isinstance(k, str) and k in lookup:
+            out.append(lookup[k])
+        elif isinstance(k, str):
+            close = difflib.get_close_matches(k, names, n=_CLOSE, cutoff=0.5) or list(
+                names[:_CLOSE]
+            )
+            raise UnknownNameError(f"feature name (of {n}; closest shown)", k, close)
+        else:
+            raise ValidationError(f"a feature must be a name or an int; got {type(k).__name__}.")
+    return out
+
+
+def select_features(e: Explanation, rows: Any, features: Any) -> Explanation:
+    """``e[rows, features]``: the rows, and the chosen features as a flat (n, k) explanation."""
+    from xai_core.attribution.explanation import Explanation
+
+    sub = e[rows]
+    idx = _feature_index(e, features)
+    n = len(sub)
+    flat = sub.values.reshape(n, -1)[:, idx]
+    data = None if sub.data is None else sub.data.reshape(n, -1)[:, idx]
+    names = feature_names_of(e)
+    meta = {k: v for k, v in sub.meta.items() if k != "image_shape"}
+    return Explanation(
+        values=flat,
+        base_values=sub.base_values,
+        target=sub.target,
+        data=data,
+        feature_names=[names[i] for i in idx],
+        output_names=sub.output_names,
+        method=sub.method,
+        backend=sub.backend,
+        meta=meta,
+    )
+
+
+def to_shap(e: Explanation) -> shap.Explanation:
+    """The explanation as a ``shap.Explanation``, so every ``shap.plots.*`` function draws it.
+
+    ``values`` and ``data`` keep their shape ((n, features), or (n, H, W[, C]) for images,
+    as ``shap.plots.image`` expects), ``base_values`` is (n,), ``feature_names`` are the
+    names (pixels by position), and ``output_names`` the explained output's name when
+    every row explains the same one (else None: rows explain different outputs, see
+    ``target``).
+    """
+    import shap
+
+    values = np.asarray(e.values)
+    data = None if e.data is None else np.asarray(e.data, dtype=np.float64)
+    names = list(feature_names_of(e))
+    targets = e.target_names
+    # shap reads a list of output names as an output axis, which these values do not have
+    output_names = targets[0] if targets is not None and len(set(targets)) == 1 else None
+    return shap.Explanation(
+        values=values,
+        base_values=np.asarray(e.base_values),
+        data=data,
+        feature_names=names if values.ndim == 2 else None,
+        output_names=output_names,
+        compute_time=e.meta.get("seconds"),
+    )
+
+
+def to_frame(e: Explanation) -> pd.DataFrame:
+    """Attributions as a DataFrame: one row per explained row, one column per feature.
+
+    The index is the row number (``row``); ``base_value`` and ``target`` are in
+    ``frame.attrs``, as are the method and backend.
+    """
+    import pandas as pd
+
+    n = len(e)
+    frame = pd.DataFrame(
+        e.values.reshape(n, -1),
+        columns=list(feature_names_of(e)),
+        index=pd.RangeIndex(n, name="row"),
+    )
+    frame.attrs.update(
+        method=e.method,
+        backend=e.backend,
+        base_values=e.base_values.tolist(),
+        target=e.target.tolist(),
+    )
+    return frame
+
+
+def summary_text(e: Explanation, rows: int = 5, k: int = 3) -> str:
+    """A text view with numbers: the shape, then each of the first ``rows`` rows' top ``k`` features."""
+    from xai_core.report._html import format_number
+
+    n = len(e)
+    shape = " × ".join(map(str, e.values.shape[1:]))
+    head = (
+        f"Explanation(method={e.method!r}, backend={e.backend!r}, {n} row(s) × {shape} features,"
+        f" meta keys={sorted(e.meta)})"
+    )
+    lines = [head]
+    targets = e.target_names
+    names = feature_names_of(e)
+    flat = e.values.reshape(n, -1)
+    order = np.argsort(-np.abs(np.nan_to_num(flat)), axis=1, kind="stable")[:, :k]
+    for i in range(min(n, rows)):
+        target = f"{targets[i]} ({e.target[i]})" if targets else str(int(e.target[i]))
+        top = ", ".join(f"{names[j]} {format_number(flat[i, j], 3)}" for j in order[i])
+        total = format_number(e.base_values[i] + np.nansum(flat[i]), 4)
+        lines.append(
+            f"  row {i}: target {target}, base {format_number(e.base_values[i], 4)},"
+            f" base + sum {total}; top: {top}"
+        )
+    if n > rows:
+        lines.append(f"  … {n - rows} more row(s)")
+    return "\n".join(lines)

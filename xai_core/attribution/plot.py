@@ -1,0 +1,351 @@
+"""Matplotlib figures of an explanation, for notebooks and papers: ``e.plot.bar()`` and friends.
+
+``bar`` (mean |attribution|, or one row's signed values), ``waterfall`` (one row from the
+base value to the output), ``beeswarm`` (every row's attribution per feature, coloured by
+the feature's value) and ``image`` (each image beside its attribution overlay, with a
+colour bar). Colours are the report's: red raises the explained output, blue lowers it.
+Needs matplotlib (``pip install 'xai-core[plot]'``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from xai_core.errors import ValidationError
+from xai_core.report._colormap import NEGATIVE, POSITIVE
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from xai_core.attribution.explanation import Explanation
+
+__all__ = ["IMAGE_MODES", "ExplanationPlots", "summary_png"]
+
+#: The ``mode`` of :meth:`ExplanationPlots.image`.
+IMAGE_MODES = ("signed", "positive", "negative", "absolute")
+_RED, _BLUE = tuple(POSITIVE / 255), tuple(NEGATIVE / 255)
+_MAX_IMAGE_ROWS = 16
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+    except ImportError as exc:  # pragma: no cover - the plot extra is installed in CI
+        raise ImportError(
+            "plots need matplotlib: pip install 'xai-core[plot]' (or pip install matplotlib)."
+        ) from exc
+    return matplotlib
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
+    if ax is not None:
+        return ax
+    _matplotlib()
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=size)[1]
+
+
+def _cmap(mode: str) -> Any:
+    from matplotlib.colors import LinearSegmentedColormap
+
+    colours = {
+        "signed": [_BLUE, (1, 1, 1), _RED],
+        "positive": [(1, 1, 1), _RED],
+        "negative": [(1, 1, 1), _BLUE],
+        "absolute": [(1, 1, 1), (0.25, 0.0, 0.35)],
+    }[mode]
+    return LinearSegmentedColormap.from_list(f"xai-{mode}", colours)
+
+
+class ExplanationPlots:
+    """The figures of one explanation; ``e.plot`` returns one."""
+
+    def __init__(self, explanation: Explanation) -> None:
+        self._e = explanation
+
+    # -- helpers ------------------------------------------------------------------------
+    def _flat(self) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
+        from xai_core.attribution._views import feature_names_of
+
+        e = self._e
+        n = len(e)
+        values = np.nan_to_num(e.values.reshape(n, -1).astype(np.float64))
+        data = None if e.data is None else e.data.reshape(n, -1).astype(np.float64)
+        return values, data, feature_names_of(e)
+
+    def _row(self, row: int) -> int:
+        n = len(self._e)
+        if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not -n <= row < n:
+            raise ValidationError(f"row must be an int in [-{n}, {n}); got {row!r}.")
+        return int(row) % n
+
+    # -- bar ----------------------------------------------------------------------------
+    def bar(self, max_display: int = 10, ax: Axes | None = None) -> Axes:
+        """Mean |attribution| per feature over the rows, largest on top (one row: its signed values).
+
+        The features beyond ``max_display`` are summed into one last bar, as shap does.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        values, data, names = self._flat()
+        single = len(values) == 1
+        score = values[0] if single else np.abs(values).mean(axis=0)
+        order = np.argsort(-np.abs(score), kind="stable")
+        shown, rest = order[:max_display], order[max_display:]
+        heights = list(score[shown])
+        labels = [
+            names[j] if not single or data is None else f"{names[j]} = {data[0, j]:.4g}"
+            for j in shown
+        ]
+        if rest.size:
+            heights.append(float(score[rest].sum()))
+            labels.append(f"sum of {rest.size} other features")
+        ax = _axes(ax, (7, 0.45 * len(heights) + 1))
+        y = np.arange(len(heights))[::-1]
+        colours = [_RED if h >= 0 else _BLUE for h in heights] if single else [_RED] * len(heights)
+        ax.barh(y, heights, color=colours, height=0.7)
+        ax.set_yticks(y, labels)
+        for yi, h in zip(y, heights):
+            ax.text(
+                h,
+                yi,
+                f" {h:+.3g} " if single else f" {h:.3g}",
+                va="center",
+                ha="left" if h >= 0 else "right",
+                fontsize=9,
+            )
+        ax.axvline(0, color="#888", lw=0.8)
+        ax.set_xlabel("attribution" if single else "mean |attribution|")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.margins(x=0.15)
+        return ax
+
+    # -- waterfall ----------------------------------------------------------------------
+    def waterfall(self, row: int = 0, max_display: int = 10, ax: Axes | None = None) -> Axes:
+        """One row from its base value to its output: each feature a step, largest at the top.
+
+        The last bar sums the features beyond ``max_display``; the steps end at
+        ``base value + sum of attributions`` (``f(x)`` for additive methods).
+        """
+        i = self._row(row)
+        values, data, names = self._flat()
+        v = values[i]
+        order = np.argsort(-np.abs(v), kind="stable")
+        shown, rest = order[:max_display], order[max_display:]
+        steps = list(v[shown])
+        labels = [names[j] if data is None else f"{names[j]} = {data[i, j]:.4g}" for j in shown]
+        if rest.size:
+            steps.append(float(v[rest].sum()))
+            labels.append(f"{rest.size} other features")
+        base = float(self._e.base_values[i])
+        # drawn bottom-up: the last step (smallest) at the bottom, starting from the base value
+        steps, labels = steps[::-1], labels[::-1]
+        starts = base + np.concatenate([[0.0], np.cumsum(steps)[:-1]])
+        ax = _axes(ax, (7, 0.45 * len(steps) + 1.4))
+        y = np.arange(len(steps))
+        ax.barh(y, steps, left=starts, color=[_RED if s >= 0 else _BLUE for s in steps], height=0.7)
+        for yi, s0, s in zip(y, starts, steps):
+            ax.text(
+                s0 + s, yi, f" {s:+.3g} ", va="center", ha="left" if s >= 0 else "right", fontsize=9
+            )
+        end = base + float(np.sum(steps))
+        ax.axvline(base, color="#888", lw=0.8, ls="--")
+        ax.axvline(end, color="#333", lw=0.8)
+        ax.set_yticks(y, labels)
+        ax.set_xlabel(f"base value {base:.4g}  →  output {end:.4g}")
+        ax.set_title(f"row {i}: target {self._target(i)}", fontsize=10)
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.margins(x=0.3)
+        return ax
+
+    def _target(self, i: int) -> str:
+        names = self._e.target_names
+        t = int(self._e.target[i])
+        return f"{names[i]} ({t})" if names else str(t)
+
+    # -- beeswarm -----------------------------------------------------------------------
+    def beeswarm(self, max_display: int = 10, ax: Axes | None = None) -> Axes:
+        """Every row's attribution of the top features (by mean |attribution|), one line each.
+
+        Points are coloured by the feature's value, low blue to high red (5th to 95th
+        percentile of that feature), grey without data; rows that overlap are spread
+        vertically by their rank within a bin.
+        """
+        values, data, names = self._flat()
+        n = len(values)
+        order = np.argsort(-np.abs(values).mean(axis=0), kind="stable")[:max_display]
+        ax = _axes(ax, (7, 0.5 * len(order) + 1.2))
+        cmap = _cmap("signed")
+        points = None
+        for pos, j in enumerate(order):
+            y = len(order) - 1 - pos
+            v = values[:, j]
+            jitter = _swarm_offsets(v) * 0.35
+            if data is not None:
+                lo, hi = np.nanpercentile(data[:, j], [5, 95])
+                c = np.clip((data[:, j] - lo) / (hi - lo if hi > lo else 1.0), 0, 1)
+                points = ax.scatter(v, y + jitter, c=c, cmap=cmap, vmin=0, vmax=1, s=12, lw=0)
+            else:
+                ax.scatter(v, y + jitter, color="#777", s=12, lw=0)
+        ax.set_yticks(np.arange(len(order))[::-1], [names[j] for j in order])
+        ax.axvline(0, color="#888", lw=0.8)
+        ax.set_xlabel(f"attribution ({n} rows)")
+        ax.spines[["top", "right"]].set_visible(False)
+        if points is not None:
+            bar = ax.figure.colorbar(
+                points, ax=ax, ticks=[0, 1], fraction=0.04, aspect=40, pad=0.02
+            )
+            bar.ax.set_yticklabels(["low", "high"])
+            bar.set_label("feature value")
+        return ax
+
+    # -- images -------------------------------------------------------------------------
+    def image(
+        self,
+        rows: int | Sequence[int] = 0,
+        mode: str = "signed",
+        scale: str = "row",
+        fig: Figure | None = None,
+    ) -> Figure:
+        """Each image beside its attribution overlay, with a colour bar.
+
+        Parameters
+        ----------
+        rows : int or sequence of int
+            The rows drawn (at most 16), one line of the figure each.
+        mode : {"signed", "positive", "negative", "absolute"}
+            ``signed``: blue below zero, red above, on ``[-vmax, vmax]``; ``positive`` /
+            ``negative``: only that sign, from 0; ``absolute``: ``|attribution|``.
+        scale : {"row", "shared"}
+            One symmetric scale per row, or one for all the drawn rows.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from xai_core.report._figures import explanation_layout
+
+        if mode not in IMAGE_MODES:
+            raise ValidationError(f"mode must be one of {IMAGE_MODES}; got {mode!r}.")
+        if scale not in ("row", "shared"):
+            raise ValidationError(f"scale must be 'row' or 'shared'; got {scale!r}.")
+        e = self._e
+        layout = explanation_layout(e)
+        if layout is None:
+            raise ValidationError(
+                "image plots need image rows: values of an image shape, or meta['image_shape']; "
+                f"got values of shape {e.values.shape}."
+            )
+        picked = [self._row(r) for r in ([rows] if np.ndim(rows) == 0 else rows)]
+        if not picked or len(picked) > _MAX_IMAGE_ROWS:
+            raise ValidationError(f"rows must name 1 to {_MAX_IMAGE_ROWS} rows; got {len(picked)}.")
+        heat = layout.grey(e.values[picked])
+        heat = {
+            "signed": heat,
+            "positive": np.clip(heat, 0, None),
+            "negative": np.clip(-heat, 0, None),
+            "absolute": np.abs(heat),
+        }[mode]
+        heat = np.nan_to_num(heat)
+        per_row = np.abs(heat).reshape(len(picked), -1).max(axis=1)
+        vmax = per_row if scale == "row" else np.full(len(picked), per_row.max())
+        vmax = np.where(vmax > 0, vmax, 1.0)
+        if fig is None:
+            _matplotlib()
+            import matplotlib.pyplot as plt
+
+            fig = plt.figure(figsize=(6.4, 3.0 * len(picked)))
+        axes = fig.subplots(len(picked), 2, squeeze=False)
+        pictures = None if e.data is None else layout.to_hwc(e.data[picked]).astype(np.float64)
+        cmap = _cmap(mode)
+        for k, i in enumerate(picked):
+            left, right = axes[k]
+            if pictures is not None:
+                img = pictures[k]
+                lo, hi = float(img.min()), float(img.max())
+                img = (img - lo) / (hi - lo if hi > lo else 1.0)
+                left.imshow(
+                    img[..., 0] if img.shape[-1] == 1 else img[..., :3],
+                    cmap="gray",
+                    vmin=0,
+                    vmax=1,
+                    interpolation="nearest",
+                )
+            left.set_title(f"row {i}: target {self._target(i)}", fontsize=9)
+            low = -vmax[k] if mode == "signed" else 0.0
+            shown = right.imshow(
+                heat[k], cmap=cmap, vmin=low, vmax=vmax[k], interpolation="nearest"
+            )
+            if pictures is not None:  # the input as dark ink over the map, as in the report
+                ink = layout.grey(e.data[[i]])[0].astype(np.float64)
+                right.imshow(ink, cmap="Greys", alpha=0.35, interpolation="nearest")
+            right.set_title(f"{mode} attribution ({e.method or 'unnamed'})", fontsize=9)
+            for a in (left, right):
+                a.set_xticks([])
+                a.set_yticks([])
+            if scale == "row" or k == len(picked) - 1:
+                fig.colorbar(
+                    shown,
+                    ax=right if scale == "row" else axes[:, 1].tolist(),
+                    fraction=0.046,
+                    pad=0.04,
+                )
+        return fig
+
+
+def _swarm_offsets(v: np.ndarray, bins: int = 60) -> np.ndarray:
+    """Vertical offsets in [-1, 1] that spread points sharing a bin of ``v`` (vectorised)."""
+    n = v.size
+    if n < 2:
+        return np.zeros(n)
+    lo, hi = float(v.min()), float(v.max())
+    b = np.floor((v - lo) / ((hi - lo) or 1.0) * (bins - 1)).astype(int)
+    order = np.lexsort((np.arange(n), b))
+    sorted_b = b[order]
+    starts = np.searchsorted(sorted_b, sorted_b, side="left")
+    rank = np.arange(n) - starts  # rank within the bin
+    counts = np.bincount(b, minlength=bins)[sorted_b]
+    # alternate above and below the line: 0, +1, -1, +2, -2, ...
+    signed = np.where(rank % 2 == 1, (rank + 1) // 2, -(rank // 2))
+    offsets = np.empty(n)
+    offsets[order] = signed / np.maximum(counts.max() // 2, 1)
+    return np.clip(offsets, -1, 1)
+
+
+def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
+    """A static PNG of the explanation for viewers that show no HTML; None without matplotlib.
+
+    Images: the first rows beside their overlays; tabular rows: the waterfall of a single
+    row, else the mean |attribution| bar chart. Drawn on a figure of its own (no pyplot),
+    so a notebook does not show it twice.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    from xai_core.report._figures import explanation_layout
+
+    if len(e) == 0:
+        return None
+    plots = ExplanationPlots(e)
+    if explanation_layout(e) is not None:
+        rows = list(range(min(len(e), 3)))
+        fig = Figure(figsize=(6.4, 2.6 * len(rows)))
+        plots.image(rows, fig=fig)
+    else:
+        fig = Figure(figsize=(7, 4.5))
+        ax = fig.subplots()
+        plots.waterfall(0, ax=ax) if len(e) == 1 else plots.bar(ax=ax)
+    if explanation_layout(e) is None:
+        fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
