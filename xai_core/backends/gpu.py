@@ -234,24 +234,15 @@ class GPUBackend(Backend):
         sms = self.spec["sms"]
         # blocks are spread evenly over the SMs; an SM's share runs at its 1/sms of the peak
         compute = -(-blocks // sms) * block_flops * sms / self.peak_flops
-        memory = (read_bytes + written_bytes) / self.bandwidth
-        seconds = max(compute, memory)
         self._add(
             matmuls=1,
             macs=m * k * n,
             flops=2 * m * k * n,
             thread_blocks=blocks,
             waves=waves,
-            global_bytes_read=read_bytes,
-            global_bytes_written=written_bytes,
             smem_bytes_written=read_bytes,
             smem_bytes_read=smem_reads * self.operand_bytes,
-            bytes_read=read_bytes,
-            bytes_written=written_bytes,
-            compute_seconds=compute,
-            memory_seconds=memory,
-            cycles=seconds * self.clock_hz,
-            est_seconds=seconds,
+            **self._roofline(compute, read_bytes, written_bytes),
         )
         self._counters["occupancy"] = self.occupancy
 
@@ -260,21 +251,23 @@ class GPUBackend(Backend):
         return float(n_ops) / self.spec["cuda_cores"]
 
     def _count_vector(self, n_in: int, n_out: int, n_ops: int) -> None:
-        read, written = n_in * 4, n_out * 4
         compute = self.vector_cycles(n_ops) / self.clock_hz
+        self._add(elementwise_ops=n_ops, **self._roofline(compute, n_in * 4, n_out * 4))
+
+    def _roofline(self, compute: float, read: int, written: int) -> dict[str, float]:
+        """Traffic and time counters of one kernel: the slower of compute and memory."""
         memory = (read + written) / self.bandwidth
         seconds = max(compute, memory)
-        self._add(
-            elementwise_ops=n_ops,
-            bytes_read=read,
-            bytes_written=written,
-            global_bytes_read=read,
-            global_bytes_written=written,
-            compute_seconds=compute,
-            memory_seconds=memory,
-            cycles=seconds * self.clock_hz,
-            est_seconds=seconds,
-        )
+        return {
+            "bytes_read": read,
+            "bytes_written": written,
+            "global_bytes_read": read,
+            "global_bytes_written": written,
+            "compute_seconds": compute,
+            "memory_seconds": memory,
+            "cycles": seconds * self.clock_hz,
+            "est_seconds": seconds,
+        }
 
     # -- description ------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
