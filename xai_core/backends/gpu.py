@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.backends.base import Backend
+from xai_core.backends.base import Backend, matmul_operands
 from xai_core.backends.presets import GPU_PRESETS
-from xai_core.errors import ShapeError, UnknownNameError, ValidationError
+from xai_core.errors import UnknownNameError, ValidationError
 from xai_core.plugin.hookspecs import hookimpl
 
 __all__ = ["GPUBackend", "round_tf32"]
@@ -200,15 +200,7 @@ class GPUBackend(Backend):
         -------
         ndarray of float32, shape (M, N)
         """
-        a = np.asarray(a)
-        b = np.asarray(b)
-        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or 0 in a.shape or 0 in b.shape:
-            raise ShapeError(
-                "matmul operands must have shapes (M, K) and (K, N) with M, K, N >= 1; "
-                f"got {a.shape} and {b.shape}."
-            )
-        if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
-            raise ValidationError(f"matmul operands must be numeric; got {a.dtype} and {b.dtype}.")
+        a, b = matmul_operands(a, b)
         a, b = self._round(a), self._round(b)
         (m, k), n = a.shape, b.shape[1]
         bk = self.tile[2]
