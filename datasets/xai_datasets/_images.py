@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -101,16 +101,29 @@ _FASHION = _Spec(
 )
 
 
-def load_mnist(
-    split: str = "train",
-    path: str | os.PathLike[str] | None = None,
-    download: bool = False,
-    cache_dir: str | os.PathLike[str] | None = None,
-    *,
-    base_url: str | None = None,
-    sha256: Mapping[str, str] | None = None,
-    deadline: float | None = None,
-) -> Dataset:
+def _loader(spec: _Spec, name: str, doc: str) -> Callable[..., Dataset]:
+    """The public loader of ``spec``: one signature for both datasets, its own docstring."""
+
+    def load(
+        split: str = "train",
+        path: str | os.PathLike[str] | None = None,
+        download: bool = False,
+        cache_dir: str | os.PathLike[str] | None = None,
+        *,
+        base_url: str | None = None,
+        sha256: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+    ) -> Dataset:
+        return _load(spec, split, path, download, cache_dir, base_url, sha256, deadline)
+
+    load.__name__ = load.__qualname__ = name
+    load.__doc__ = doc
+    return load
+
+
+load_mnist = _loader(
+    _MNIST,
+    "load_mnist",
     """Load MNIST handwritten digits: the bundled sample, a folder, or the official files.
 
     Parameters
@@ -158,20 +171,13 @@ def load_mnist(
     >>> ds = load_mnist()                                # no network  # doctest: +SKIP
     >>> ds = load_mnist("test", path="~/data/mnist")     # official files  # doctest: +SKIP
     >>> ds = load_mnist(download=True)                   # fetch once, then cached  # doctest: +SKIP
-    """
-    return _load(_MNIST, split, path, download, cache_dir, base_url, sha256, deadline)
+    """,
+)
 
 
-def load_fashion_mnist(
-    split: str = "train",
-    path: str | os.PathLike[str] | None = None,
-    download: bool = False,
-    cache_dir: str | os.PathLike[str] | None = None,
-    *,
-    base_url: str | None = None,
-    sha256: Mapping[str, str] | None = None,
-    deadline: float | None = None,
-) -> Dataset:
+load_fashion_mnist = _loader(
+    _FASHION,
+    "load_fashion_mnist",
     """Load Fashion-MNIST (Zalando): the bundled sample, a folder, or the official files.
 
     Parameters
@@ -193,8 +199,8 @@ def load_fashion_mnist(
     ------
     DataError, ValidationError, UnknownNameError
         As in :func:`load_mnist`.
-    """
-    return _load(_FASHION, split, path, download, cache_dir, base_url, sha256, deadline)
+    """,
+)
 
 
 def _load(

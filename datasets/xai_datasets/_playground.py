@@ -95,12 +95,18 @@ def _spiral(rng: np.random.Generator, n: int, noise: float) -> tuple[np.ndarray,
     return np.concatenate(parts), np.concatenate(labels)
 
 
-def _reg_plane(rng: np.random.Generator, n: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
+def _reg_points(rng: np.random.Generator, n: int, noise: float) -> tuple[np.ndarray, ...]:
+    """Points in [-6, 6]^2 and their label noise, drawn in the Playground's order."""
     radius = 6.0
     x = _uniform(rng, -radius, radius, n)
     y = _uniform(rng, -radius, radius, n)
     nx = _uniform(rng, -radius, radius, n) * noise
     ny = _uniform(rng, -radius, radius, n) * noise
+    return x, y, nx, ny
+
+
+def _reg_plane(rng: np.random.Generator, n: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
+    x, y, nx, ny = _reg_points(rng, n, noise)
     return np.stack([x, y], axis=1), (x + nx + y + ny) / 10.0  # scale [-10, 10] -> [-1, 1]
 
 
@@ -119,11 +125,7 @@ def _reg_gauss_label(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _reg_gauss(rng: np.random.Generator, n: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
-    radius = 6.0
-    x = _uniform(rng, -radius, radius, n)
-    y = _uniform(rng, -radius, radius, n)
-    nx = _uniform(rng, -radius, radius, n) * noise
-    ny = _uniform(rng, -radius, radius, n) * noise
+    x, y, nx, ny = _reg_points(rng, n, noise)
     return np.stack([x, y], axis=1), _reg_gauss_label(x + nx, y + ny)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import ClassVar
 
 import numpy as np
@@ -11,6 +13,24 @@ from xai_core.attribution.options import Bool, Int
 from xai_ig._batching import chunk_points, gradient_rows
 
 __all__ = ["Saliency", "GradientXInput"]
+
+
+#: The parameters every gradient method takes, written once for their docstrings.
+_CHUNK_PARAMS = """\
+internal_batch_size : int, optional
+    Rows per backward pass. Default: the runner's ``batch_size``, capped at 4M input
+    elements per chunk.
+progress : bool, optional
+    Show a progress bar over chunks; by default only when there are 10 or more."""
+
+
+def _chunk_params(cls: type) -> type:
+    """Put :data:`_CHUNK_PARAMS` where ``cls``'s docstring says ``{chunk_params}``."""
+    doc = cls.__doc__
+    indent = re.search(r"^([ \t]*)\{chunk_params\}", doc, re.M).group(1)
+    params = textwrap.indent(_CHUNK_PARAMS, indent)
+    cls.__doc__ = doc.replace(indent + "{chunk_params}", params)
+    return cls
 
 
 class _GradientMethod(Explainer):
@@ -35,6 +55,7 @@ class _GradientMethod(Explainer):
         return grads, output
 
 
+@_chunk_params
 class Saliency(_GradientMethod):
     """The gradient of the explained output with respect to each input (Simonyan et al., 2014).
 
@@ -42,11 +63,7 @@ class Saliency(_GradientMethod):
     ----------
     abs : bool, default=True
         Return ``|gradient|`` (as Captum's ``Saliency``), or the signed gradient.
-    internal_batch_size : int, optional
-        Rows per backward pass. Default: the runner's ``batch_size``, capped at 4M input
-        elements per chunk.
-    progress : bool, optional
-        Show a progress bar over chunks; by default only when there are 10 or more.
+    {chunk_params}
 
     Notes
     -----
@@ -74,16 +91,13 @@ class Saliency(_GradientMethod):
         return Explanation(values=values, base_values=output, target=target, data=X, meta=meta)
 
 
+@_chunk_params
 class GradientXInput(_GradientMethod):
     """Gradient times input (Shrikumar et al., 2016): ``x_i * df/dx_i``.
 
     Parameters
     ----------
-    internal_batch_size : int, optional
-        Rows per backward pass. Default: the runner's ``batch_size``, capped at 4M input
-        elements per chunk.
-    progress : bool, optional
-        Show a progress bar over chunks; by default only when there are 10 or more.
+    {chunk_params}
 
     Notes
     -----

@@ -16,10 +16,32 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.errors import ShapeError, ValidationError
+
 __all__ = ["Backend"]
 
 #: Counter methods that run under the backend's lock (besides every ``_count_*`` method).
 _LOCKED = ("_add", "reset_counters")
+
+
+def matmul_operands(
+    a: Any, b: Any, *, numeric: bool = True, what: str = "matmul operands"
+) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` as arrays of shapes (M, K) and (K, N), M, K, N >= 1, else a clear error.
+
+    With ``numeric``, also a ValidationError unless both hold numbers (bool, int, float).
+    ``what`` names the two operands in the messages.
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or 0 in a.shape or 0 in b.shape:
+        raise ShapeError(
+            f"{what} must have shapes (M, K) and (K, N) with M, K, N >= 1; "
+            f"got {a.shape} and {b.shape}."
+        )
+    if numeric and (a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf"):
+        raise ValidationError(f"{what} must be numeric; got {a.dtype} and {b.dtype}.")
+    return a, b
 
 
 def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:

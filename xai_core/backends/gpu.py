@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.backends.base import Backend
+from xai_core.backends.base import Backend, matmul_operands
 from xai_core.backends.presets import GPU_PRESETS
-from xai_core.errors import ShapeError, UnknownNameError, ValidationError
+from xai_core.errors import UnknownNameError, ValidationError
 from xai_core.plugin.hookspecs import hookimpl
 
 __all__ = ["GPUBackend", "round_tf32"]
@@ -200,15 +200,7 @@ class GPUBackend(Backend):
         -------
         ndarray of float32, shape (M, N)
         """
-        a = np.asarray(a)
-        b = np.asarray(b)
-        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or 0 in a.shape or 0 in b.shape:
-            raise ShapeError(
-                "matmul operands must have shapes (M, K) and (K, N) with M, K, N >= 1; "
-                f"got {a.shape} and {b.shape}."
-            )
-        if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
-            raise ValidationError(f"matmul operands must be numeric; got {a.dtype} and {b.dtype}.")
+        a, b = matmul_operands(a, b)
         a, b = self._round(a), self._round(b)
         (m, k), n = a.shape, b.shape[1]
         bk = self.tile[2]
@@ -234,24 +226,15 @@ class GPUBackend(Backend):
         sms = self.spec["sms"]
         # blocks are spread evenly over the SMs; an SM's share runs at its 1/sms of the peak
         compute = -(-blocks // sms) * block_flops * sms / self.peak_flops
-        memory = (read_bytes + written_bytes) / self.bandwidth
-        seconds = max(compute, memory)
         self._add(
             matmuls=1,
             macs=m * k * n,
             flops=2 * m * k * n,
             thread_blocks=blocks,
             waves=waves,
-            global_bytes_read=read_bytes,
-            global_bytes_written=written_bytes,
             smem_bytes_written=read_bytes,
             smem_bytes_read=smem_reads * self.operand_bytes,
-            bytes_read=read_bytes,
-            bytes_written=written_bytes,
-            compute_seconds=compute,
-            memory_seconds=memory,
-            cycles=seconds * self.clock_hz,
-            est_seconds=seconds,
+            **self._roofline(compute, read_bytes, written_bytes),
         )
         self._counters["occupancy"] = self.occupancy
 
@@ -260,21 +243,23 @@ class GPUBackend(Backend):
         return float(n_ops) / self.spec["cuda_cores"]
 
     def _count_vector(self, n_in: int, n_out: int, n_ops: int) -> None:
-        read, written = n_in * 4, n_out * 4
         compute = self.vector_cycles(n_ops) / self.clock_hz
+        self._add(elementwise_ops=n_ops, **self._roofline(compute, n_in * 4, n_out * 4))
+
+    def _roofline(self, compute: float, read: int, written: int) -> dict[str, float]:
+        """Traffic and time counters of one kernel: the slower of compute and memory."""
         memory = (read + written) / self.bandwidth
         seconds = max(compute, memory)
-        self._add(
-            elementwise_ops=n_ops,
-            bytes_read=read,
-            bytes_written=written,
-            global_bytes_read=read,
-            global_bytes_written=written,
-            compute_seconds=compute,
-            memory_seconds=memory,
-            cycles=seconds * self.clock_hz,
-            est_seconds=seconds,
-        )
+        return {
+            "bytes_read": read,
+            "bytes_written": written,
+            "global_bytes_read": read,
+            "global_bytes_written": written,
+            "compute_seconds": compute,
+            "memory_seconds": memory,
+            "cycles": seconds * self.clock_hz,
+            "est_seconds": seconds,
+        }
 
     # -- description ------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:

@@ -23,73 +23,45 @@ from typing import Any
 
 __all__ = ["TPU_PRESETS", "TPU_POD_PRESETS", "EDGETPU_PRESETS", "GPU_PRESETS"]
 
+#: The columns of the systolic chips' rows below, in order.
+_SYSTOLIC_COLUMNS = (
+    "array",
+    "mxus_per_core",
+    "cores",
+    "clock_mhz",
+    "numerics",
+    "memory_gib",
+    "memory_gbps",
+    "vector_lanes",
+    "peak_tops",
+)
+
+
+def _systolic(**rows: tuple[Any, ...]) -> dict[str, dict[str, Any]]:
+    """One preset per row of :data:`_SYSTOLIC_COLUMNS` values."""
+    return {name: dict(zip(_SYSTOLIC_COLUMNS, row, strict=True)) for name, row in rows.items()}
+
+
 #: Systolic chips. ``array``: (rows, columns) of one matrix unit; ``mxus_per_core`` x
 #: ``cores`` matrix units work on one GEMM's folds in parallel; ``vector_lanes``: fp32 lanes
 #: of the vector unit per core (8 sublanes x 128 lanes on v2-v4).
-TPU_PRESETS: dict[str, dict[str, Any]] = {
-    "v1": {
-        "array": (256, 256),
-        "mxus_per_core": 1,
-        "cores": 1,
-        "clock_mhz": 700.0,
-        "numerics": "int8",
-        "memory_gib": 8.0,  # DDR3
-        "memory_gbps": 34.0,
-        "vector_lanes": 256,  # the activation pipeline takes one column-wide vector per cycle
-        "peak_tops": 92.0,
-    },
-    "v2": {
-        "array": (128, 128),
-        "mxus_per_core": 1,
-        "cores": 2,
-        "clock_mhz": 700.0,
-        "numerics": "bf16",
-        "memory_gib": 16.0,  # HBM
-        "memory_gbps": 700.0,
-        "vector_lanes": 1024,
-        "peak_tops": 46.0,
-    },
-    "v3": {
-        "array": (128, 128),
-        "mxus_per_core": 2,
-        "cores": 2,
-        "clock_mhz": 940.0,
-        "numerics": "bf16",
-        "memory_gib": 32.0,
-        "memory_gbps": 900.0,
-        "vector_lanes": 1024,
-        "peak_tops": 123.0,
-    },
-    "v4": {
-        "array": (128, 128),
-        "mxus_per_core": 4,
-        "cores": 2,
-        "clock_mhz": 1050.0,
-        "numerics": "bf16",
-        "memory_gib": 32.0,
-        "memory_gbps": 1200.0,
-        "vector_lanes": 1024,
-        "peak_tops": 275.0,
-    },
-}
+#: v1's memory is DDR3, the others' HBM; v1's activation pipeline takes one column-wide
+#: vector per cycle, hence 256 lanes.
+TPU_PRESETS: dict[str, dict[str, Any]] = _systolic(
+    v1=((256, 256), 1, 1, 700.0, "int8", 8.0, 34.0, 256, 92.0),
+    v2=((128, 128), 1, 2, 700.0, "bf16", 16.0, 700.0, 1024, 46.0),
+    v3=((128, 128), 2, 2, 940.0, "bf16", 32.0, 900.0, 1024, 123.0),
+    v4=((128, 128), 4, 2, 1050.0, "bf16", 32.0, 1200.0, 1024, 275.0),
+)
 
 #: The Edge TPU. Google publishes 4 TOPS and 2 TOPS/W, not the array geometry: a 64 x 64
 #: int8 array at 480 MHz (2 * 64 * 64 * 480e6 = 3.9 TOPS) is the geometry assumed here,
 #: the one that gives the published peak. The vector width is likewise an assumption.
-EDGETPU_PRESETS: dict[str, dict[str, Any]] = {
-    "coral": {
-        "array": (64, 64),
-        "mxus_per_core": 1,
-        "cores": 1,
-        "clock_mhz": 480.0,
-        "numerics": "int8",
-        "memory_gib": 0.0078125,  # 8 MiB on-chip SRAM; the model is streamed over USB / PCIe
-        "memory_gbps": 0.625,  # USB 3.0 (5 Gb/s)
-        "vector_lanes": 64,
-        "peak_tops": 4.0,
-        "tops_per_watt": 2.0,
-    },
-}
+#: Memory: 8 MiB of on-chip SRAM (0.0078125 GiB), the model streamed over USB 3.0 (5 Gb/s).
+EDGETPU_PRESETS: dict[str, dict[str, Any]] = _systolic(
+    coral=((64, 64), 1, 1, 480.0, "int8", 0.0078125, 0.625, 64, 4.0),
+)
+EDGETPU_PRESETS["coral"]["tops_per_watt"] = 2.0
 
 #: GPUs. ``peak_tflops``: dense peak per operand precision (fp16 and tf32 on tensor cores
 #: where the chip has them; ``None`` where it has no such unit, and the fp32 rate is used);

@@ -28,7 +28,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from xai_core.errors import ShapeError, UnknownNameError, ValidationError
+from xai_core.backends.base import matmul_operands
+from xai_core.errors import UnknownNameError, ValidationError
 from xai_core.validation import check_positive_int
 
 __all__ = [
@@ -435,13 +436,7 @@ def simulate(
     fold_cycles : list of int
         Cycles each fold took, in run order; their sum is the array's cycle count.
     """
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or 0 in a.shape or 0 in b.shape:
-        raise ShapeError(
-            "a and b must have shapes (M, K) and (K, N) with M, K, N >= 1; "
-            f"got {a.shape} and {b.shape}."
-        )
+    a, b = matmul_operands(a, b, numeric=False, what="a and b")
     rows, cols = check_array_shape(array)
     dataflow = _check_dataflow(dataflow)
     (m, k), n = a.shape, b.shape[1]

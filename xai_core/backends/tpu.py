@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.backends import systolic
-from xai_core.backends.base import Backend
+from xai_core.backends.base import Backend, matmul_operands
 from xai_core.backends.energy import energy_of
 from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.presets import TPU_PRESETS
-from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
+from xai_core.errors import CapabilityError, UnknownNameError, ValidationError
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.validation import check_positive_int
 
@@ -286,21 +286,13 @@ class TPUBackend(Backend):
 
     # -- primitives -------------------------------------------------------------------
     def _operands(self, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
-        a = np.asarray(a)
-        b = np.asarray(b)
-        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or 0 in a.shape or 0 in b.shape:
-            raise ShapeError(
-                "matmul operands must have shapes (M, K) and (K, N) with M, K, N >= 1; "
-                f"got {a.shape} and {b.shape}."
-            )
+        a, b = matmul_operands(a, b, numeric=not self.int8)
         if self.int8 and (a.dtype != np.int8 or b.dtype != np.int8):
             raise CapabilityError(
                 f"the {self.name!r} backend ({self._label()}) multiplies int8 operands only; got "
                 f"{a.dtype} and {b.dtype}. Quantise the model with xai.quantize(net, "
                 "calibration_X) and run the quantised model."
             )
-        if not self.int8 and (a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf"):
-            raise ValidationError(f"matmul operands must be numeric; got {a.dtype} and {b.dtype}.")
         return a, b
 
     def _label(self) -> str:

@@ -9,12 +9,13 @@ operators; neither runs the network.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from xai_core.errors import CapabilityError, ModelFormatError
+from xai_core.errors import CapabilityError, ModelFormatError, ShapeError
 
 __all__ = ["IRNode", "IRGraph", "check_supported", "check_size"]
 
@@ -130,3 +131,34 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
             f"but the file holds {n_bytes} bytes for it."
         )
     return count
+
+
+def import_extra(module: str, need: str) -> Any:
+    """Import ``module`` from the ``import`` extra; ``need`` says what wants it if it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:  # pragma: no cover - the import extra installs it
+        raise CapabilityError(f"{need}: pip install 'xai-core[import]'.") from None
+
+
+def unique_node_name(graph: Any, base: str) -> str:
+    """``base``, or ``base_2``, ``base_3`` ...: the first name no node of ``graph`` has yet."""
+    name, k = base, 1
+    taken = {n.name for n in graph.nodes} | {graph.input_name}
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def name_outputs(graph: Any, output_names: Any, meta: dict[str, Any]) -> Any:
+    """Give ``graph`` the ``output_names`` asked for, else the source's ``class_names``."""
+    names = output_names if output_names is not None else meta.get("class_names")
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != graph.n_outputs:
+            raise ShapeError(
+                f"output_names has {len(names)} names for a network with {graph.n_outputs} outputs."
+            )
+        graph.output_names = tuple(names)
+    return graph

@@ -14,6 +14,7 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError, ShapeError, ValidationError
+from xai_core.importers.ir import name_outputs
 from xai_core.importers.keras_layers import LAYERS, KerasBuilder
 from xai_core.importers.keras_reader import MODELS, KerasSource, read_keras_file
 
@@ -229,12 +230,4 @@ def from_keras(
         g = walker.graph(src.config)
     except ShapeError as exc:
         raise ModelFormatError(f"{where}: {exc}") from exc
-    names = output_names if output_names is not None else src.meta.get("class_names")
-    if names is not None:
-        names = [str(n) for n in names]
-        if len(names) != g.n_outputs:
-            raise ShapeError(
-                f"output_names has {len(names)} names for a network with {g.n_outputs} outputs."
-            )
-        g.output_names = tuple(names)
-    return g
+    return name_outputs(g, output_names, src.meta)

@@ -15,6 +15,7 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError
+from xai_core.importers.ir import unique_node_name
 
 __all__ = ["LAYERS", "ACTIVATIONS", "KerasBuilder"]
 
@@ -43,12 +44,7 @@ class KerasBuilder:
         return CapabilityError(f"{self.where}: {kind} layer {name!r}: {message}")
 
     def unique(self, base: str) -> str:
-        name, k = base, 1
-        taken = {n.name for n in self.g.nodes} | {self.g.input_name}
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        return name
+        return unique_node_name(self.g, base)
 
     def add(self, layer: Any, inputs: list[str], name: str) -> str:
         return self.g.add(layer, inputs, name=self.unique(name))

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
-from xai_core.importers.ir import check_size
+from xai_core.importers.ir import check_size, import_extra
 
 __all__ = ["KerasSource", "read_keras_file", "VAR_ORDER"]
 
@@ -65,13 +65,7 @@ class KerasSource:
 
 
 def _h5py():
-    try:
-        import h5py
-    except ImportError:  # pragma: no cover - the import extra installs it
-        raise CapabilityError(
-            "reading Keras files needs h5py: pip install 'xai-core[import]'."
-        ) from None
-    return h5py
+    return import_extra("h5py", "reading Keras files needs h5py")
 
 
 def _json(text: Any, where: str) -> Any:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import ShapeError, ValidationError
-from xai_core.importers.ir import IRGraph, check_supported
+from xai_core.errors import ValidationError
+from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import OPS, SHAPE_OPS, Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
 
@@ -67,15 +67,7 @@ def build_onnx(
             f"{where}: the output {ir.output_name!r} is a constant, not computed from the input."
         )
     g.set_output(b.act[ir.output_name])
-    names = output_names if output_names is not None else ir.meta.get("class_names")
-    if names is not None:
-        names = [str(n) for n in names]
-        if len(names) != g.n_outputs:
-            raise ShapeError(
-                f"output_names has {len(names)} names for a network with {g.n_outputs} outputs."
-            )
-        g.output_names = tuple(names)
-    return g
+    return name_outputs(g, output_names, ir.meta)
 
 
 def from_onnx(

@@ -20,7 +20,7 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError
-from xai_core.importers.ir import IRNode
+from xai_core.importers.ir import IRNode, unique_node_name
 
 __all__ = ["BATCH", "OPS", "SHAPE_OPS", "Builder"]
 
@@ -96,12 +96,7 @@ class Builder:
         return name
 
     def unique(self, base: str) -> str:
-        name, k = base, 1
-        taken = {n.name for n in self.g.nodes} | {self.g.input_name}
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        return name
+        return unique_node_name(self.g, base)
 
     def constant_node(self, node: IRNode, value: np.ndarray, rank: int) -> str:
         """A ``Constant`` node for an operand of a batched tensor of ``rank`` axes."""

@@ -14,19 +14,13 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
-from xai_core.importers.ir import IRGraph, IRNode, check_size
+from xai_core.importers.ir import IRGraph, IRNode, check_size, import_extra
 
 __all__ = ["read_onnx", "load_onnx_model"]
 
 
 def _onnx():
-    try:
-        import onnx
-    except ImportError:  # pragma: no cover - the import extra installs it
-        raise CapabilityError(
-            "reading ONNX needs the onnx package: pip install 'xai-core[import]'."
-        ) from None
-    return onnx
+    return import_extra("onnx", "reading ONNX needs the onnx package")
 
 
 def load_onnx_model(source: Any):

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from xai_core import nn
-from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
+from xai_core.errors import ModelFormatError, ValidationError
+from xai_core.importers.ir import import_extra
 from xai_core.importers.onnx_import import from_onnx
 
 __all__ = ["from_torch", "export_onnx"]
@@ -27,11 +28,7 @@ FAITHFUL_RTOL = 1e-4
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the import extra installs it
-        raise CapabilityError("from_torch needs PyTorch: pip install 'xai-core[import]'.") from None
-    return torch
+    return import_extra("torch", "from_torch needs PyTorch")
 
 
 def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:

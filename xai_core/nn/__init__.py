@@ -13,6 +13,7 @@ A chain of layers is a :class:`Sequential`; any directed acyclic graph of layers
 >>> net.save("cnn.npz"); nn.load_model("cnn.npz")
 """
 
+from xai_core.nn import layers as _layers
 from xai_core.nn.activations import ACTIVATIONS, Activation
 from xai_core.nn.builders import cnn, mlp
 from xai_core.nn.executor import Node, Record
@@ -20,36 +21,7 @@ from xai_core.nn.graph import Graph
 from xai_core.nn.im2col import col2im, conv_output_size, im2col
 from xai_core.nn.io import FORMAT_VERSION, LAYER_TYPES, load_model, save_model
 from xai_core.nn.layer import Layer
-from xai_core.nn.layers import (
-    Add,
-    AvgPool2D,
-    BatchNormalization,
-    Clip,
-    Concatenate,
-    Constant,
-    Conv2D,
-    Dense,
-    DepthwiseConv2D,
-    Divide,
-    Dropout,
-    Flatten,
-    GlobalAveragePooling2D,
-    HardSwish,
-    Identity,
-    LeakyReLU,
-    Linear,
-    MaxPool2D,
-    Multiply,
-    ReLU,
-    ReLU6,
-    Reshape,
-    Sigmoid,
-    Softmax,
-    Subtract,
-    Tanh,
-    Transpose,
-    ZeroPadding2D,
-)
+from xai_core.nn.layers import *  # noqa: F403 - the layer classes, listed in layers.__all__
 from xai_core.nn.losses import half_mean_squared_error, sigmoid_cross_entropy, softmax_cross_entropy
 from xai_core.nn.network import Network
 from xai_core.nn.optimizers import SGD, Adam
@@ -82,32 +54,5 @@ __all__ = [
     "save_model",
     "sigmoid_cross_entropy",
     "softmax_cross_entropy",
-    "Add",
-    "AvgPool2D",
-    "BatchNormalization",
-    "Clip",
-    "Concatenate",
-    "Constant",
-    "Conv2D",
-    "Dense",
-    "DepthwiseConv2D",
-    "Divide",
-    "Dropout",
-    "Flatten",
-    "GlobalAveragePooling2D",
-    "HardSwish",
-    "Identity",
-    "LeakyReLU",
-    "Linear",
-    "MaxPool2D",
-    "Multiply",
-    "ReLU",
-    "ReLU6",
-    "Reshape",
-    "Sigmoid",
-    "Softmax",
-    "Subtract",
-    "Tanh",
-    "Transpose",
-    "ZeroPadding2D",
+    *_layers.__all__,
 ]

@@ -33,6 +33,15 @@ def check_layout(layout: Any) -> str:
     return layout
 
 
+def _stride(layer: Any) -> int | tuple[int, int]:
+    sh, sw = layer.strides
+    return sh if sh == sw else (sh, sw)
+
+
+#: The ``stride`` property of the windowed layers (convolutions, pools).
+stride = property(_stride, doc="The stride: an int when both axes step alike.")
+
+
 def glorot(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, fan_out: int, dtype: Any):
     bound = np.sqrt(6.0 / (fan_in + fan_out))
     return rng.uniform(-bound, bound, size=shape).astype(dtype)

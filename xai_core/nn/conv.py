@@ -115,11 +115,7 @@ class Conv2D(Layer):
         lambda self: self.params.get("bias"), lambda self, v: self._set_param("bias", v)
     )
 
-    @property
-    def stride(self) -> int | tuple[int, int]:
-        """The stride: an int when both axes step alike."""
-        sh, sw = self.strides
-        return sh if sh == sw else (sh, sw)
+    stride = _util.stride
 
     def compute_output_shape(self, input_shape):
         c, h, w = _util.image(input_shape, self)

@@ -38,10 +38,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.nn._local import ThreadLocalRecord
+
 __all__ = ["Layer"]
 
 
-class Layer:
+class Layer(ThreadLocalRecord):
     """Base class of network layers. See the module docstring for the protocol.
 
     Parameters
@@ -226,15 +228,6 @@ class Layer:
 
     def _set_param(self, key: str, value: np.ndarray) -> None:
         self.params[key] = value
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_local", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
 
     @staticmethod
     def _need(record: dict | None, layer: Layer) -> dict:

@@ -18,6 +18,7 @@ from xai_core.backends.base import Backend
 from xai_core.backends.cpu import CPUBackend
 from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
 from xai_core.model.base import Model
+from xai_core.nn._local import ThreadLocalRecord
 from xai_core.nn.activations import Sigmoid, Softmax
 from xai_core.nn.executor import Node, Record, ancestors, run_backward, run_forward
 from xai_core.nn.layer import Layer
@@ -29,7 +30,7 @@ __all__ = ["Network", "Node", "DTYPES"]
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-class Network(Model):
+class Network(Model, ThreadLocalRecord):
     """Base class of native networks; see :class:`~xai_core.nn.Graph` for building one.
 
     Attributes
@@ -474,15 +475,6 @@ class Network(Model):
         from xai_core.nn.folding import fold_batch_norm
 
         return fold_batch_norm(self)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_local", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
 
     def _describe_head(self) -> str:
         return f"{type(self).__name__}(input_shape={self.input_shape}"

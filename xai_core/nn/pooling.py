@@ -48,10 +48,7 @@ class _Pool2D(Layer):
         self.layout = _util.check_layout(layout)
         self.pads: tuple[int, int, int, int] | None = None
 
-    @property
-    def stride(self) -> int | tuple[int, int]:
-        sh, sw = self.strides
-        return sh if sh == sw else (sh, sw)
+    stride = _util.stride
 
     def compute_output_shape(self, input_shape):
         c, h, w = _util.image(input_shape, self)
