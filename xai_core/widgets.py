@@ -12,6 +12,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from xai_core.optional import require
+
 __all__ = ["ClickPlot", "require_widgets"]
 
 _ESM = """
@@ -41,13 +43,7 @@ export default { render };
 
 def require_widgets() -> Any:
     """The ``ipywidgets`` module, or an ImportError saying which extra installs it."""
-    try:
-        import ipywidgets
-    except ImportError as exc:  # pragma: no cover - the notebook extra is installed in tests
-        raise ImportError(
-            "live notebook views need ipywidgets and anywidget: pip install 'xai-core[notebook]'"
-        ) from exc
-    return ipywidgets
+    return require("ipywidgets", extra="notebook", need="live notebook views")
 
 
 @cache

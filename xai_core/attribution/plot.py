@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core.errors import ValidationError
+from xai_core.optional import require
 from xai_core.report._colormap import NEGATIVE, POSITIVE
 
 if TYPE_CHECKING:
@@ -33,13 +34,7 @@ _MAX_IMAGE_ROWS = 16
 
 
 def _matplotlib() -> Any:
-    try:
-        import matplotlib
-    except ImportError as exc:  # pragma: no cover - the plot extra is installed in CI
-        raise ImportError(
-            "plots need matplotlib: pip install 'xai-core[plot]' (or pip install matplotlib)."
-        ) from exc
-    return matplotlib
+    return require("matplotlib", extra="plot", need="plots")
 
 
 def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:

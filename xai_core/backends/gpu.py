@@ -189,17 +189,8 @@ class GPUBackend(Backend):
         return x
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Tiled GEMM: fp32 partial products per K-tile, accumulated in tile order.
-
-        Parameters
-        ----------
-        a : ndarray of shape (M, K)
-        b : ndarray of shape (K, N)
-
-        Returns
-        -------
-        ndarray of float32, shape (M, N)
-        """
+        """Tiled GEMM of ``a`` (M, K) and ``b`` (K, N): fp32 partial products per K-tile,
+        accumulated in tile order; float32 of shape (M, N) (see :meth:`Backend.matmul`)."""
         a, b = matmul_operands(a, b)
         a, b = self._round(a), self._round(b)
         (m, k), n = a.shape, b.shape[1]

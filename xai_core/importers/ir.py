@@ -9,7 +9,6 @@ operators; neither runs the network.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,14 +130,6 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
             f"but the file holds {n_bytes} bytes for it."
         )
     return count
-
-
-def import_extra(module: str, need: str) -> Any:
-    """Import ``module`` from the ``import`` extra; ``need`` says what wants it if it is missing."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:  # pragma: no cover - the import extra installs it
-        raise CapabilityError(f"{need}: pip install 'xai-core[import]'.") from None
 
 
 def unique_node_name(graph: Any, base: str) -> str:

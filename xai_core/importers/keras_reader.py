@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
-from xai_core.importers.ir import check_size, import_extra
+from xai_core.importers.ir import check_size
+from xai_core.optional import require
 
 __all__ = ["KerasSource", "read_keras_file", "VAR_ORDER"]
 
@@ -65,7 +66,7 @@ class KerasSource:
 
 
 def _h5py():
-    return import_extra("h5py", "reading Keras files needs h5py")
+    return require("h5py", extra="import", need="reading Keras files")
 
 
 def _json(text: Any, where: str) -> Any:

@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
-from xai_core.importers.ir import IRGraph, IRNode, check_size, import_extra
+from xai_core.importers.ir import IRGraph, IRNode, check_size
+from xai_core.optional import require
 
 __all__ = ["read_onnx", "load_onnx_model"]
 
 
 def _onnx():
-    return import_extra("onnx", "reading ONNX needs the onnx package")
+    return require("onnx", extra="import", need="reading ONNX")
 
 
 def load_onnx_model(source: Any):

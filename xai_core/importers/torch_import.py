@@ -18,8 +18,8 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.errors import ModelFormatError, ValidationError
-from xai_core.importers.ir import import_extra
 from xai_core.importers.onnx_import import from_onnx
+from xai_core.optional import require
 
 __all__ = ["from_torch", "export_onnx"]
 
@@ -28,7 +28,7 @@ FAITHFUL_RTOL = 1e-4
 
 
 def _torch():
-    return import_extra("torch", "from_torch needs PyTorch")
+    return require("torch", extra="import", need="from_torch")
 
 
 def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:

@@ -170,12 +170,9 @@ def read_tflite(source: str | os.PathLike[str] | bytes) -> TFLiteGraph:
         Not a TFLite flatbuffer, more than one subgraph's worth of control flow we cannot
         run, or a constant whose declared shape does not match its bytes.
     """
-    try:
-        import tflite
-    except ImportError as exc:  # pragma: no cover - the tflite extra is not installed
-        raise ModelFormatError(
-            "reading .tflite files needs the 'tflite' package: pip install 'xai-core[tflite]'."
-        ) from exc
+    from xai_core.optional import require
+
+    tflite = require("tflite", extra="tflite", need="reading .tflite files")
     path = None
     if isinstance(source, (bytes, bytearray, memoryview)):
         raw = bytes(source)

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.errors import CapabilityError
 from xai_core.importers.tflite.reader import TENSOR_TYPES, TFLiteGraph
 
 __all__ = ["graph_to_bytes", "write_tflite"]
@@ -22,13 +21,11 @@ _TYPE_OF_DTYPE = {dtype: code for code, dtype in TENSOR_TYPES.items()}
 
 
 def _schema():
-    try:
-        from ai_edge_litert import schema_py_generated as schema
-    except ImportError as exc:  # pragma: no cover - the tflite extra is not installed
-        raise CapabilityError(
-            "writing .tflite files needs LiteRT's schema: pip install 'xai-core[tflite]'."
-        ) from exc
-    return schema
+    from xai_core.optional import require
+
+    return require(
+        "ai_edge_litert.schema_py_generated", extra="tflite", need="writing .tflite files"
+    )
 
 
 def _options(schema: Any, type_name: str | None, values: dict[str, Any]) -> tuple[int, Any]:
