@@ -75,3 +75,18 @@ def test_batched_matmul_refuses_stacks_that_do_not_match(a_shape, b_shape):
     for backend in (CPUBackend(), xai.get_backend("tpu")):
         with pytest.raises(xai.errors.ShapeError, match="batched_matmul"):
             backend.batched_matmul(np.zeros(a_shape), np.zeros(b_shape))
+
+
+def test_check_backend_catches_a_batched_matmul_that_miscounts():
+    """xai_core.testing.check_backend refuses a backend whose stacked product counts one matmul."""
+    from xai_core.testing import check_backend
+
+    class OneCount(CPUBackend):
+        def batched_matmul(self, a, b):
+            out = np.matmul(a, b)
+            self._add(matmuls=1, macs=a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2])
+            return out
+
+    check_backend(CPUBackend())
+    with pytest.raises(xai.errors.ContractError, match="one matmul per"):
+        check_backend(OneCount())
