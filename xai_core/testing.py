@@ -174,8 +174,8 @@ def check_backend(backend: Backend | type) -> None:
     the common keys, start at zero after ``reset_counters()`` and grow with work;
     ``matmul`` gives shape (M, N) and agrees with float64 within the class attribute
     ``matmul_rtol`` (exactly for int8 backends, which get int8 operands) on shapes that
-    do not divide any tile; results are deterministic; ``elementwise`` and ``reduce``
-    work.
+    do not divide any tile; results are deterministic; ``batched_matmul`` equals a loop of ``matmul`` and counts
+    like it; ``elementwise`` and ``reduce`` work.
 
     A native model runs on it through a :class:`~xai_core.ModelRunner` given the
     instance (no registration needed) and predicts what float64 does.
@@ -264,10 +264,28 @@ def check_backend(backend: Backend | type) -> None:
             red, x.sum(axis=1), rtol=1e-2, atol=1e-2
         ):
             _fail(subject, "reduce(np.sum, x, axis=1) must sum the rows")
+        _check_batched(subject, backend, rng, rtol)
         _check_runner(subject, backend, rng, rtol)
     backend.reset_counters()
     if any(v != 0 for v in backend.counters.values()):
         _fail(subject, "reset_counters() must zero every counter after work")
+
+
+def _check_batched(subject: str, backend: Backend, rng: np.random.Generator, rtol: float) -> None:
+    """``batched_matmul`` gives each ``matmul`` of the stack and counts one matmul per product."""
+    a = rng.normal(size=(3, 17, 9)).astype(np.float32)
+    b = rng.normal(size=(3, 9, 5)).astype(np.float32)
+    before = backend.counters
+    c = np.asarray(backend.batched_matmul(a, b))
+    after = backend.counters
+    want = np.stack([np.asarray(backend.matmul(x, y)) for x, y in zip(a, b)])
+    if c.shape != want.shape or not np.allclose(c, want, rtol=rtol, atol=rtol):
+        _fail(subject, "batched_matmul(a, b) must equal matmul(a[i], b[i]) for each i")
+    if (
+        after["macs"] - before["macs"] != 3 * 17 * 9 * 5
+        or after["matmuls"] - before["matmuls"] != 3
+    ):
+        _fail(subject, "batched_matmul must count the macs of, and one matmul per, product")
 
 
 def _check_runner(subject: str, backend: Backend, rng: np.random.Generator, rtol: float) -> None:

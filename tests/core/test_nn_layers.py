@@ -288,6 +288,36 @@ def test_col2im_is_the_adjoint_of_im2col():
     assert np.isclose(np.sum(cols * c), np.sum(x * back), rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "kernel, stride, padding, dilation",
+    [((3, 3), 1, 1, 1), ((3, 2), (2, 1), (0, 2, 1, 0), 1), ((2, 3), 2, (1, 0, 2, 1), (2, 1))],
+)
+def test_col2im_equals_a_scatter_add_of_every_row_across_image_blocks(
+    kernel, stride, padding, dilation, monkeypatch
+):
+    """col2im equals np.add.at of each row onto its window, also when images span several blocks."""
+    import importlib
+
+    lowering = importlib.import_module("xai_core.nn.im2col")
+
+    monkeypatch.setattr(lowering, "_BLOCK_BYTES", 7000)  # a few images per block, the last short
+    rng = np.random.default_rng(3)
+    n, c, h, w = 40, 5, 9, 8
+    kh, kw = kernel
+    x_shape = (n, c, h, w)
+    cols = nn.im2col(rng.normal(size=x_shape), kh, kw, stride, padding, dilation=dilation)
+    g = rng.normal(size=cols.shape).astype(np.float32)
+    # reference: where each entry of im2col came from, read off im2col of the pixel indices
+    index = np.arange(n * c * h * w, dtype=np.float64).reshape(x_shape) + 1
+    source = nn.im2col(index, kh, kw, stride, padding, dilation=dilation).astype(np.int64) - 1
+    want = np.zeros(n * c * h * w)
+    inside = source >= 0
+    np.add.at(want, source[inside], g[inside].astype(np.float64))
+    got = nn.col2im(g, x_shape, kh, kw, stride, padding, dilation)
+    assert got.shape == x_shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want.reshape(x_shape), rtol=1e-5, atol=1e-5)
+
+
 def test_softmax_and_sigmoid_are_stable_for_large_inputs():
     """Softmax and Sigmoid of ±1000 stay finite, with no overflow warnings, in float32."""
     be = CPUBackend()

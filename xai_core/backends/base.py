@@ -18,7 +18,7 @@ import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "check_stacks"]
 
 #: Counter methods that run under the backend's lock (besides every ``_count_*`` method).
 _LOCKED = ("_add", "reset_counters")
@@ -56,6 +56,17 @@ def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     method._holds_counter_lock = True  # type: ignore[attr-defined]
     return method
+
+
+def check_stacks(a: np.ndarray, b: np.ndarray) -> None:
+    """Raise a :class:`ShapeError` unless ``a`` (G, M, K) and ``b`` (G, K, N) stack products."""
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise ShapeError(
+            "batched_matmul needs a of shape (groups, M, K) and b of shape (groups, K, N); "
+            f"got a {a.shape} and b {b.shape}."
+        )
+    if a.shape[0] == 0:
+        raise ShapeError("batched_matmul needs at least one product; got groups = 0.")
 
 
 class Backend:
@@ -135,6 +146,26 @@ class Backend:
         ndarray of shape (M, N)
         """
         raise NotImplementedError
+
+    def batched_matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """A stack of independent matrix products ``a[i] @ b[i]`` (a grouped convolution's).
+
+        The default runs each product through :meth:`matmul`, so the numerics and the
+        counters are exactly those of ``groups`` separate calls (``matmuls`` grows by
+        ``groups``). A backend may override it with a faster equivalent that counts the same.
+
+        Parameters
+        ----------
+        a : ndarray of shape (groups, M, K)
+        b : ndarray of shape (groups, K, N)
+
+        Returns
+        -------
+        ndarray of shape (groups, M, N)
+        """
+        a, b = np.asarray(a), np.asarray(b)
+        check_stacks(a, b)
+        return np.stack([self.matmul(ai, bi) for ai, bi in zip(a, b)])
 
     def elementwise(
         self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1

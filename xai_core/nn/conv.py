@@ -1,8 +1,9 @@
 """Convolutions: Conv2D (grouped, strided, dilated, any padding) and DepthwiseConv2D.
 
 A convolution over a batch is lowered by :func:`~xai_core.nn.im2col` to one column
-matrix, multiplied by each group's kernels in one ``backend.matmul`` per group; the bias
-is a ``backend.elementwise``. Weights are ``(filters, in_channels / groups, kh, kw)``
+matrix, multiplied by the kernels in one ``backend.matmul``, or for ``groups > 1`` (depthwise
+too) in one ``backend.batched_matmul`` of the groups' blocks (counted as one matmul per
+group); the bias is a ``backend.elementwise``. Weights are ``(filters, in_channels / groups, kh, kw)``
 whatever the layout (ONNX's and PyTorch's order).
 """
 
@@ -26,6 +27,16 @@ def _add_channel_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
 
 
+def _group_cols(cols: np.ndarray, groups: int) -> np.ndarray:
+    """The column matrix (rows, groups * k) as a stack (groups, rows, k), a view when it can be.
+
+    :func:`~xai_core.nn.im2col` returns a column-major matrix, whose transpose splits into
+    the groups' blocks without a copy.
+    """
+    rows, width = cols.shape
+    return cols.T.reshape(groups, width // groups, rows).transpose(0, 2, 1)
+
+
 def check_padding(padding: Any) -> Any:
     """``"valid"``, ``"same"``, an int or a tuple, validated; ``"valid"`` becomes 0."""
     if padding == "valid":
@@ -46,7 +57,7 @@ def resolve_padding(padding: Any, hw: tuple[int, int], kernel, stride, dilation=
 
 
 class Conv2D(Layer):
-    """2-D convolution (cross-correlation), lowered to one matmul per group.
+    """2-D convolution (cross-correlation), lowered to one (batched) matmul.
 
     Parameters
     ----------
@@ -163,21 +174,20 @@ class Conv2D(Layer):
         f, g = self.filters, self.groups
         fg, kg = f // g, cols.shape[1] // g
         w = self.weight.reshape(f, -1)
+        oh, ow = self._out_hw()
         if g == 1:
             y = backend.matmul(cols, w.T)
+            # (n * oh * ow, filters) -> contiguous (n, filters, oh * ow)
+            y = np.ascontiguousarray(y.reshape(n, oh * ow, f).transpose(0, 2, 1))
         else:
-            y = np.concatenate(
-                [
-                    backend.matmul(cols[:, i * kg : (i + 1) * kg], w[i * fg : (i + 1) * fg].T)
-                    for i in range(g)
-                ],
-                axis=1,
+            y = backend.batched_matmul(
+                _group_cols(cols, g), w.reshape(g, fg, kg).transpose(0, 2, 1)
             )
+            # (groups, n * oh * ow, filters / groups) -> contiguous (n, filters, oh * ow)
+            y = np.ascontiguousarray(y.reshape(g, n, oh * ow, fg).transpose(1, 0, 3, 2))
+            y = y.reshape(n, f, oh * ow)
         if record is not None:
             record["cols"], record["x_shape"] = cols, x.shape
-        oh, ow = self._out_hw()
-        # (n * oh * ow, filters) -> contiguous (n, filters, oh * ow), then the bias per channel
-        y = np.ascontiguousarray(y.reshape(n, oh * ow, f).transpose(0, 2, 1))
         if self.use_bias:
             y = backend.elementwise(_add_channel_bias, y, self.bias)
         return _util.from_nchw(y.reshape(n, f, oh, ow), self.layout)
@@ -196,14 +206,14 @@ class Conv2D(Layer):
         gm = np.ascontiguousarray(grad.reshape(n, f, -1).transpose(0, 2, 1)).reshape(-1, f)
         w = self.weight.reshape(f, -1)
         grads = {}
+        # per group, the output channels' gradients (groups, n * oh * ow, filters / groups)
+        gg = gm.reshape(-1, g, fg).transpose(1, 0, 2) if g > 1 else None
         if param_grads:
-            grads["weight"] = np.concatenate(
-                [
-                    backend.matmul(gm[:, i * fg : (i + 1) * fg].T, cols[:, i * kg : (i + 1) * kg])
-                    for i in range(g)
-                ],
-                axis=0,
-            ).reshape(self.weight.shape)
+            if g == 1:
+                grads["weight"] = backend.matmul(gm.T, cols).reshape(self.weight.shape)
+            else:
+                dw = backend.batched_matmul(gg.transpose(0, 2, 1), _group_cols(cols, g))
+                grads["weight"] = dw.reshape(self.weight.shape)
             if self.use_bias:
                 grads["bias"] = backend.reduce(np.sum, gm, axis=0)
         if not input_grad:
@@ -211,13 +221,8 @@ class Conv2D(Layer):
         if g == 1:
             dcols = backend.matmul(gm, w)
         else:
-            dcols = np.concatenate(
-                [
-                    backend.matmul(gm[:, i * fg : (i + 1) * fg], w[i * fg : (i + 1) * fg])
-                    for i in range(g)
-                ],
-                axis=1,
-            )
+            dcols = backend.batched_matmul(gg, w.reshape(g, fg, kg))
+            dcols = dcols.transpose(1, 0, 2).reshape(-1, g * kg)
         kh, kw = self.kernel_size
         gx = col2im(dcols, x_shape, kh, kw, self.strides, self.pads, self.dilation)
         return _util.from_nchw(gx, self.layout), grads
