@@ -120,7 +120,7 @@ def headline(repeats: int, n_rows: int) -> None:
 
     def plugin():
         return xai.explain(
-            model, rows, method="lime", target=1, training_data=X, n_samples=n_samples,
+            model, rows, method="lime", target=1, background=X, n_samples=n_samples,
             seed=0, progress=False,
         )  # fmt: skip
 
