@@ -297,3 +297,39 @@ def test_float_models_stay_on_the_host():
     table = xai.from_tflite(FIXTURES / "cnn_float.tflite").placement_table()
     assert (table.device == "host").all()
     assert table.reason[0] == "Operation is working on an unsupported data type"
+
+
+def test_a_file_compiled_for_the_edge_tpu_points_to_the_uncompiled_one():
+    """A graph holding edgetpu-custom-op (what the compiler writes) is refused with the reason."""
+    from dataclasses import replace
+
+    from xai_core.importers.tflite import read_tflite
+    from xai_core.importers.tflite.writer import graph_to_bytes
+
+    graph = read_tflite(FIXTURES / "mlp_int8.tflite")
+    first = graph.operators[0]
+    custom = replace(
+        first, op="CUSTOM", options={}, options_type=None, custom_code="edgetpu-custom-op"
+    )
+    compiled = replace(graph, operators=(custom, *graph.operators[1:]))
+    with pytest.raises(
+        xai.ModelFormatError, match="compiled for the Edge TPU.*without the _edgetpu suffix"
+    ):
+        xai.from_tflite(graph_to_bytes(compiled))
+
+
+def test_an_unsupported_operator_is_named_with_the_supported_list():
+    """An operator outside the kernels is refused up front, naming it and what is supported."""
+    from dataclasses import replace
+
+    from xai_core.importers.tflite import read_tflite
+    from xai_core.importers.tflite.writer import graph_to_bytes
+
+    graph = read_tflite(FIXTURES / "mlp_int8.tflite")
+    odd = replace(graph.operators[2], op="EXP", options={}, options_type=None)
+    ops = (*graph.operators[:2], odd, *graph.operators[3:])
+    with pytest.raises(
+        xai.ModelFormatError,
+        match=r"unsupported TFLite operators: EXP \(operator 2.*Supported: ADD",
+    ):
+        xai.from_tflite(graph_to_bytes(replace(graph, operators=ops)))
