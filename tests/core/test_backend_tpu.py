@@ -254,3 +254,28 @@ def test_gradients_run_on_the_backend(name):
             ref
         )
     np.testing.assert_allclose(grad, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize(
+    "settings, match",
+    [
+        ({"double_buffered": "false"}, "double_buffered"),
+        ({"clock_mhz": float("inf")}, "finite"),
+        ({"clock_mhz": float("nan")}, "finite"),
+    ],
+    ids=["string-bool", "inf-clock", "nan-clock"],
+)
+def test_settings_that_would_be_silently_wrong_are_refused(settings, match):
+    """A string for a bool and a non-finite clock are errors, not True and zero time."""
+    with pytest.raises(xai.ValidationError, match=match):
+        xai.get_backend("tpu", **settings)
+
+
+def test_an_int8_gemm_whose_sums_overflow_int32_is_refused():
+    """A 2**20-long dot of -128s is 2**34: refused, not wrapped to 0."""
+    from xai_core.backends.tpu import int8_gemm
+
+    a = np.full((1, 2**20), -128, np.int8)
+    with pytest.raises(xai.CapabilityError, match="int32"):
+        int8_gemm(a, a.T.copy())
+    assert int8_gemm(a[:, :1000], a[:, :1000].T.copy())[0, 0] == 1000 * 2**14

@@ -14,7 +14,7 @@ from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.presets import TPU_PRESETS
 from xai_core.errors import CapabilityError, UnknownNameError, ValidationError
 from xai_core.plugin.hookspecs import hookimpl
-from xai_core.validation import check_positive_int
+from xai_core.validation import check_bool, check_positive_int
 
 __all__ = ["TPUBackend", "int8_gemm"]
 
@@ -38,8 +38,9 @@ def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact ``a @ b`` of int8 matrices with an int32 accumulator.
 
     The float64 product of int8 values is exact: every partial sum is an integer of
-    magnitude at most ``K * 2**14``, below ``2**53``. The int32 result wraps on overflow
-    as the hardware accumulator does, which needs ``K > 131072``.
+    magnitude at most ``K * 2**14``, below ``2**53``. A sum outside the int32 range (which
+    needs ``K > 131072``) would wrap in the hardware's accumulator: it is refused rather than
+    returned wrong.
 
     Parameters
     ----------
@@ -51,6 +52,11 @@ def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ndarray of int32, shape (M, N)
     """
     exact = a.astype(np.float64) @ b.astype(np.float64)
+    if a.shape[1] > 131072 and np.abs(exact).max(initial=0) > 2**31 - 1:
+        raise CapabilityError(
+            f"an int8 GEMM with K = {a.shape[1]:,} has sums beyond the int32 accumulator's range "
+            "(they would wrap on the hardware); split the product along K."
+        )
     return exact.astype(np.int64).astype(np.int32)
 
 
@@ -144,15 +150,20 @@ class TPUBackend(Backend):
         if mode not in MODES:
             raise UnknownNameError("mode", mode, MODES)
         self.mode = mode
-        self.double_buffered = bool(double_buffered)
+        self.double_buffered = check_bool(double_buffered, "double_buffered")
         if self.double_buffered and mode == "step":
             raise ValidationError(
                 "double_buffered=True is modelled by the closed form only; use mode='closed' "
                 "or double_buffered=False."
             )
         clock = base["clock_mhz"] if clock_mhz is None else clock_mhz
-        if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not clock > 0:
-            raise ValidationError(f"clock_mhz must be a number > 0; got {clock_mhz!r}.")
+        if (
+            isinstance(clock, bool)
+            or not isinstance(clock, (int, float))
+            or not np.isfinite(clock)
+            or not clock > 0
+        ):
+            raise ValidationError(f"clock_mhz must be a finite number > 0; got {clock_mhz!r}.")
         self.clock_hz = float(clock) * 1e6
         default_mxus = base["mxus_per_core"] * base["cores"]
         self.mxus = check_positive_int(default_mxus if mxus is None else mxus, "mxus")
