@@ -194,6 +194,30 @@ def int8_matmul(backend: Backend, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def int8_batched_matmul(backend: Backend, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact products ``a[i] @ b[i]`` of int8 stacks on ``backend``, as int64 (groups, M, N).
+
+    One :meth:`~xai_core.backends.base.Backend.batched_matmul` call (a depthwise
+    convolution's per-channel products), exact as :func:`int8_matmul` is: an int8 device gets
+    the int8 operands; a float backend gets float32 operands when K is at most 1024 (every
+    partial sum below ``2**24``), else each product goes through :func:`int8_matmul`.
+    """
+    if _int8_native(backend):
+        return np.asarray(backend.batched_matmul(a, b)).astype(np.int64)
+    if a.shape[2] > EXACT_K:
+        return np.stack([int8_matmul(backend, ai, bi) for ai, bi in zip(a, b)])
+    part = np.asarray(
+        backend.batched_matmul(a.astype(np.float32), b.astype(np.float32)), dtype=np.float64
+    )
+    whole = np.rint(part)
+    if not np.array_equal(whole, part):
+        raise CapabilityError(
+            f"the {backend.name!r} backend does not multiply small integers exactly, so it "
+            "cannot run an int8 model; use cpu, gpu, tpu or edgetpu."
+        )
+    return whole.astype(np.int64)
+
+
 def _vector(backend: Backend, fn, *arrays: np.ndarray, ops: int = 1) -> np.ndarray:
     """Integer elementwise work: counted on an int8 device's vector unit, else done on the host."""
     if _int8_native(backend):

@@ -51,12 +51,10 @@ def depthwise_conv_2d(op, tensors, inputs, backend):
     mult = oc // ic
     patches = _windows(x, kh, kw, op.options, 0.0)
     n, oh, ow = patches.shape[:3]
-    cols = patches.reshape(n * oh * ow, kh * kw, ic)
-    wk = w.reshape(kh * kw, ic, mult)
-    y = np.empty((n * oh * ow, ic, mult), np.float32)
-    for c in range(ic):
-        y[:, c] = backend.matmul(np.ascontiguousarray(cols[:, :, c]), wk[:, c])
-    y = backend.elementwise(np.add, y.reshape(-1, oc), _bias_float(op, tensors, oc))
+    cols = np.ascontiguousarray(patches.reshape(n * oh * ow, kh * kw, ic).transpose(2, 0, 1))
+    wk = np.ascontiguousarray(w.reshape(kh * kw, ic, mult).transpose(1, 0, 2))
+    y = np.asarray(backend.batched_matmul(cols, wk)).transpose(1, 0, 2).reshape(-1, oc)
+    y = backend.elementwise(np.add, y, _bias_float(op, tensors, oc))
     return _fused(op, y, backend).reshape(n, oh, ow, oc)
 
 

@@ -29,6 +29,7 @@ from xai_core.importers.tflite.reader import OperatorInfo, TensorInfo
 from xai_core.nn.quantize import (
     _round_half_away,
     _vector,
+    int8_batched_matmul,
     int8_matmul,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -173,12 +174,10 @@ def depthwise_conv_2d(op, tensors, inputs, backend):
     mult = oc // ic
     patches = _windows(x, kh, kw, op.options, _zp(x_t))  # (n, oh, ow, kh, kw, ic)
     n, oh, ow = patches.shape[:3]
-    cols = patches.reshape(n * oh * ow, kh * kw, ic)
-    wk = w.reshape(kh * kw, ic, mult)
-    acc = np.empty((n * oh * ow, ic, mult), np.int64)
-    for c in range(ic):  # one small product per channel: what the array runs
-        acc[:, c] = int8_matmul(backend, np.ascontiguousarray(cols[:, :, c]), wk[:, c])
-    acc = acc.reshape(n * oh * ow, oc)
+    # one small product per channel, all in one stacked call: (ic, M, kh*kw) @ (ic, kh*kw, mult)
+    cols = np.ascontiguousarray(patches.reshape(n * oh * ow, kh * kw, ic).transpose(2, 0, 1))
+    wk = np.ascontiguousarray(w.reshape(kh * kw, ic, mult).transpose(1, 0, 2))
+    acc = int8_batched_matmul(backend, cols, wk).transpose(1, 0, 2).reshape(n * oh * ow, oc)
     acc -= _zp(x_t) * w.reshape(kh * kw, oc).astype(np.int64).sum(axis=0)
     acc += _bias(op, tensors, oc)
     q, shift = _per_channel_multipliers(x_t, w_t, out_t)
