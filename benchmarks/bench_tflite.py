@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
+from _pinning import interleaved
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import xai_core as xai
@@ -72,16 +71,6 @@ def floor_products(model, Q: np.ndarray) -> None:
                 cols @ np.ones((k, w.shape[0]), np.int64)
 
 
-def median_times(fns: dict, repeats: int) -> dict[str, float]:
-    times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():  # interleaved
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(v) for name, v in times.items()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1000)
@@ -108,16 +97,15 @@ def main() -> None:
     for threads in (1, 2):
         ref_it, default_it = interpreter("reference", threads), interpreter("default", threads)
         with threadpool_limits(threads):
-            t = median_times(
-                {
-                    "edgetpu": lambda: model.run(Q, edgetpu),
-                    "cpu": lambda: model.run(Q, "cpu"),
-                    "litert_ref": lambda it=ref_it: run_litert(it, Q),
-                    "litert_default": lambda it=default_it: run_litert(it, Q),
-                    "floor": lambda: floor_products(model, Q),
-                },
-                args.repeats,
-            )
+            fns = {
+                "edgetpu": lambda: model.run(Q, edgetpu),
+                "cpu": lambda: model.run(Q, "cpu"),
+                "litert_ref": lambda it=ref_it: run_litert(it, Q),
+                "litert_default": lambda it=default_it: run_litert(it, Q),
+                "floor": lambda: floor_products(model, Q),
+            }
+            timed = interleaved(*fns.values(), repeats=args.repeats)
+            t = {name: seconds for name, (seconds, _) in zip(fns, timed)}
         print(f"\n{threads} thread(s):")
         print(f"  ours on edgetpu          {t['edgetpu'] * 1e3:8.1f} ms")
         print(f"  ours on cpu              {t['cpu'] * 1e3:8.1f} ms")

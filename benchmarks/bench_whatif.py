@@ -22,31 +22,18 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _pinning import interleaved
 
 import xai_core as xai
 
 DATA = (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fashion-mnist").resolve()
-
-
-def median_seconds(*fns: Callable[[], Any], repeats: int) -> list[tuple[float, Any]]:
-    """Median wall time of each function over ``repeats`` interleaved rounds, after a warm-up."""
-    results = [fn() for fn in fns]
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            results[i] = fn()
-            times[i].append(time.perf_counter() - start)
-    return [(statistics.median(t), r) for t, r in zip(times, results)]
 
 
 def numpy_nearest(
@@ -109,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         first = time.perf_counter() - start
         ours = lambda kind=kind: [w.nearest_counterfactual(int(r), distance=kind) for r in rows]  # noqa: E731
         base = lambda kind=kind: [numpy_nearest(X64, std, pred, int(r), kind) for r in rows]  # noqa: E731
-        (t_ours, r_ours), (t_base, r_base) = median_seconds(ours, base, repeats=args.repeats)
+        (t_ours, r_ours), (t_base, r_base) = interleaved(ours, base, repeats=args.repeats)
         same = all(c.index[0] == b[0] for c, b in zip(r_ours, r_base))
         gap = max(abs(c.distances[0] - b[1]) / b[1] for c, b in zip(r_ours, r_base))
         print(
@@ -125,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     grid = np.linspace(sub[:, j].min(), sub[:, j].max(), args.grid)
     ours = lambda: w10.partial_dependence(j, grid=grid).average  # noqa: E731
     base = lambda: numpy_partial_dependence(w10.runner, sub, j, grid)  # noqa: E731
-    (t_ours, pd_ours), (t_base, pd_base) = median_seconds(ours, base, repeats=args.repeats)
+    (t_ours, pd_ours), (t_base, pd_base) = interleaved(ours, base, repeats=args.repeats)
     print(
         f"  xai-whatif {t_ours:.3f} s   numpy loop {t_base:.3f} s   speed-up x{t_base / t_ours:5.2f}"
         f"   max |PD difference| {np.abs(pd_ours - pd_base).max():.1e}"
