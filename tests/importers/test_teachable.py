@@ -87,9 +87,23 @@ def test_edge_tpu_export_says_which_file_to_use(tmp_path):
     """An export with only the compiled model explains that it cannot run here."""
     folder = tmp_path / "edgetpu"
     folder.mkdir()
-    (folder / "labels.txt").write_text("0 a\n1 b\n")
-    (folder / "model_edgetpu.tflite").write_bytes(b"\x18\x00\x00\x00TFL3" + b"\x00" * 64)
-    with pytest.raises(xai.ModelFormatError):
+    from dataclasses import replace
+
+    from xai_core.importers.tflite import read_tflite
+    from xai_core.importers.tflite.writer import graph_to_bytes
+
+    graph = read_tflite(FIXTURES / "cnn_int8_uint8_io.tflite")  # a graph as the compiler leaves it
+    custom = replace(
+        graph.operators[1],
+        op="CUSTOM",
+        options={},
+        options_type=None,
+        custom_code="edgetpu-custom-op",
+    )
+    compiled = replace(graph, operators=(graph.operators[0], custom, *graph.operators[2:]))
+    (folder / "labels.txt").write_text("".join(f"{i} {n}\n" for i, n in enumerate(LABELS)))
+    (folder / "model_edgetpu.tflite").write_bytes(graph_to_bytes(compiled))
+    with pytest.raises(xai.ModelFormatError, match="compiled for the Edge TPU"):
         xai.from_teachable_machine(folder)
 
 

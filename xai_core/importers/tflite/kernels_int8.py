@@ -402,19 +402,23 @@ def softmax(op, tensors, inputs, backend):
     return softmax_int8(inputs[0], float(op.options.get("Beta", 1.0)), _scale(x_t))
 
 
+def quantize_real(x: np.ndarray, out_t: TensorInfo) -> np.ndarray:
+    """Real values as TFLite's QUANTIZE writes them: ``round(x / scale) + zero_point``, clamped."""
+    info = np.iinfo(out_t.dtype)
+    out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(out_t)
+    return np.clip(out, info.min, info.max).astype(out_t.dtype)
+
+
 def quantize(op, tensors, inputs, backend):
     """QUANTIZE: float -> int8/uint8, or a requantisation between int8 and uint8."""
     x = inputs[0]
     out_t = tensors[op.outputs[0]]
+    if x.dtype not in (np.int8, np.uint8):
+        return quantize_real(x, out_t)
     info = np.iinfo(out_t.dtype)
-    if x.dtype in (np.int8, np.uint8):
-        x_t = tensors[op.inputs[0]]
-        q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
-        out = multiply_by_quantized_multiplier(x.astype(np.int64) - _zp(x_t), q, shift) + _zp(out_t)
-    else:
-        out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(
-            out_t
-        )
+    x_t = tensors[op.inputs[0]]
+    q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
+    out = multiply_by_quantized_multiplier(x.astype(np.int64) - _zp(x_t), q, shift) + _zp(out_t)
     return np.clip(out, info.min, info.max).astype(out_t.dtype)
 
 

@@ -125,16 +125,11 @@ class TFLiteModel(Model):
 
     def quantize_input(self, X: np.ndarray) -> np.ndarray:
         """``X`` in the input tensor's type: int8 / uint8 as TFLite's QUANTIZE computes it, else float32."""
-        t = self.input_tensor
-        if t.dtype not in _INTEGER:
+        if self.input_tensor.dtype not in _INTEGER:
             return np.asarray(X, dtype=np.float32)
-        from xai_core.nn.quantize import _round_half_away
+        from xai_core.importers.tflite.kernels_int8 import quantize_real
 
-        info = np.iinfo(t.dtype)
-        q = _round_half_away(np.asarray(X, np.float32) / np.float32(t.scale[0]))
-        return np.clip(q.astype(np.int64) + int(t.zero_point[0]), info.min, info.max).astype(
-            t.dtype
-        )
+        return quantize_real(X, self.input_tensor)
 
     def run(
         self, inputs: np.ndarray, backend: Any = None, *, until: int | None = None
