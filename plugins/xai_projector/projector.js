@@ -239,9 +239,10 @@
       draw();
     }
 
-    function frameXY(ev) {
+    function frameXY(ev) {  // client pixels to the 640 x 480 frame (inside the border)
       var rect = canvas.getBoundingClientRect();
-      return [(ev.clientX - rect.left) * W / rect.width, (ev.clientY - rect.top) * H / rect.height];
+      return [(ev.clientX - rect.left - canvas.clientLeft) * W / canvas.clientWidth,
+        (ev.clientY - rect.top - canvas.clientTop) * H / canvas.clientHeight];
     }
 
     function nearest(ev) {
@@ -290,8 +291,8 @@
         tip.appendChild(img);
       }
       tip.appendChild(el("span", describe(i)));
-      tip.style.left = (px[i] / W * canvas.clientWidth + 10) + "px";
-      tip.style.top = (py[i] / H * canvas.clientHeight + 10) + "px";
+      tip.style.left = (canvas.clientLeft + px[i] / W * canvas.clientWidth + 10) + "px";
+      tip.style.top = (canvas.clientTop + py[i] / H * canvas.clientHeight + 10) + "px";
       tip.hidden = false;
     }
 
@@ -323,7 +324,7 @@
       var after = pair();
       tip.hidden = true;
       if (before && after) {
-        if (before.dist > 0) { zoom(after.dist / before.dist, after.x, after.y); }
+        if (before.dist > 0) { zoom(after.dist / before.dist, before.x, before.y); }
         pan(after.x - before.x, after.y - before.y);
         moved += 10;
         return;
