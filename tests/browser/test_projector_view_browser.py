@@ -353,3 +353,27 @@ def test_the_static_picture_survives_a_sanitiser(open_page, proj, tmp_path):
         assert events == NO_EVENTS
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("blank", ["\ufeff", "\ufeff\u3000", "\u00a0"])
+def test_tensorboard_keeps_every_row_as_javascript_trims(open_page, tmp_path, blank):
+    """The exported metadata read as the Projector reads it, with Chromium's own String.trim()."""
+    X = np.random.default_rng(3).normal(size=(5, 3))
+    labels = ["a", blank, "c", blank, "e"]
+    files = xai.project(X, labels=labels).export_tensorboard(tmp_path / "tb")
+    text = files["metadata"].read_text(encoding="utf-8")
+    context, page, events = open_page("data:text/html,<p>projector</p>")
+    try:
+        rows = page.evaluate(
+            """text => {
+            const lines = text.split('\\n').filter(line => line.trim().length > 0);
+            const header = lines[0].indexOf('\\t') >= 0;
+            return (header ? lines.slice(1) : lines).map(line => line.split('\\t'));
+        }""",
+            text,
+        )
+        assert len(rows) == len(labels)  # no row dropped, so no label shifted
+        assert [r[-1] for r in rows] == labels
+        assert events == NO_EVENTS
+    finally:
+        context.close()
