@@ -2,9 +2,11 @@
 
 The report section registers ``projector.js`` as its script, so reports (which allow it by
 hash in their Content-Security-Policy), notebook output and :meth:`Projection.to_html` all
-carry it: it draws every point on a canvas and adds search, hover and click-for-neighbours,
-reading the data from the view's ``application/json`` block. Without JavaScript the SVG
-scatter, legend and summary stand alone.
+carry it: it draws every point on a canvas and adds search, hover, click-for-neighbours,
+zoom and pan, colour by any column and, for 3-D projections, an orthographic 3-D view that
+rotates, reading the data from the view's ``application/json`` block. Without JavaScript
+the SVG scatter (in the colours of ``color_by``), its legend or colour bar and the summary
+stand alone.
 """
 
 from __future__ import annotations
