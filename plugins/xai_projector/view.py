@@ -25,10 +25,10 @@ from xai_core.report import (
     heatmap_rgb,
     new_id,
     png_data_uri,
+    scoped_css,
     script_hash,
     to_pixels,
 )
-from xai_core.report._html import scoped_css  # the report's theme rules, for the standalone page
 from xai_projector.colors import (
     MAX_LEGEND,
     MISSING_COLOR,
