@@ -178,7 +178,7 @@ def available_memory() -> tuple[int, str]:
 def format_bytes(n: float) -> str:
     """``n`` bytes in binary units, three significant digits (``"1.5 GiB"``)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
+        if abs(n) < 1000 or unit == "PiB":
             return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     raise AssertionError("unreachable")  # pragma: no cover
@@ -202,14 +202,15 @@ def check_cost(cost: Cost, what: str, *, advice: str = "") -> None:
     limits = _limits
     advice = advice or cost.advice
     counted = f" ({cost.detail})" if cost.detail else ""
+    estimate = (
+        f"{what} would evaluate about {_count(cost.model_rows)} model rows and hold about "
+        f"{format_bytes(cost.peak_bytes)} of working memory at its peak{counted}"
+    )
 
-    def remedy(keyword: str) -> str:
+    def refuse(over: str, keyword: str) -> ResourceError:
         raise_it = f"raise the limit with xai.set_resource_limits({keyword}=...)"
-        return (
-            f"{advice[:1].upper()}{advice[1:]}, or {raise_it}."
-            if advice
-            else f"To run it, {raise_it}."
-        )
+        remedy = f"{advice[:1].upper()}{advice[1:]}, or {raise_it}" if advice else raise_it
+        return ResourceError(f"{estimate}: {over}; refused before any work. {remedy}.", cost)
 
     if limits.max_bytes is not None:
         if limits.max_bytes == "auto":
@@ -220,16 +221,7 @@ def check_cost(cost: Cost, what: str, *, advice: str = "") -> None:
             allowed = int(limits.max_bytes)
             of = "set by xai.set_resource_limits"
         if cost.peak_bytes > allowed:
-            raise ResourceError(
-                f"{what} would need about {format_bytes(cost.peak_bytes)} of working memory at "
-                f"its peak{counted}, over the limit of {format_bytes(allowed)} ({of}); refused "
-                f"before any work. {remedy('max_bytes')}",
-                cost,
-            )
+            raise refuse(f"over the memory limit of {format_bytes(allowed)} ({of})", "max_bytes")
     if limits.max_model_rows is not None and cost.model_rows > limits.max_model_rows:
-        raise ResourceError(
-            f"{what} would evaluate about {_count(cost.model_rows)} model rows{counted}, over "
-            f"the limit of {_count(limits.max_model_rows)}; refused before any work. "
-            f"{remedy('max_model_rows')}",
-            cost,
-        )
+        over = f"over the limit of {_count(limits.max_model_rows)} model rows"
+        raise refuse(over, "max_model_rows")
