@@ -202,9 +202,10 @@ def check_cost(cost: Cost, what: str, *, advice: str = "") -> None:
     limits = _limits
     advice = advice or cost.advice
     counted = f" ({cost.detail})" if cost.detail else ""
+    rows = f"evaluate about {_count(cost.model_rows)} model rows and " if cost.model_rows else ""
     estimate = (
-        f"{what} would evaluate about {_count(cost.model_rows)} model rows and hold about "
-        f"{format_bytes(cost.peak_bytes)} of working memory at its peak{counted}"
+        f"{what} would {rows}hold about {format_bytes(cost.peak_bytes)} of working memory "
+        f"at its peak{counted}"
     )
 
     def refuse(over: str, keyword: str) -> ResourceError:
