@@ -129,6 +129,9 @@ class ModelOutputError(XaiError, ValueError):
         self.n_rows = n_rows
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[Any, ...]:  # travels back from process workers whole
+        return (type(self), (self.method, self.rows, self.n_rows, self.args[0]))
+
 
 class ResourceError(ValidationError):
     """A request whose estimated work or memory is over the limits, refused before any work.

@@ -346,7 +346,7 @@ def resolve_target(
     from xai_core.validation import check_target
 
     if target is None:
-        out = check_outputs(runner.predict(X), f"method {method!r}")
+        out = check_outputs(runner.predict(X), method, label=f"method {method!r}")
         return (
             np.argmax(out, axis=1).astype(np.int64)
             if out.shape[1] > 1

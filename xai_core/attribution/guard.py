@@ -54,6 +54,7 @@ def check_outputs(
     rows: np.ndarray | None = None,
     what: str = "outputs",
     of: str = "X",
+    label: str | None = None,
 ) -> np.ndarray:
     """``out`` if every value is finite; else raise :class:`ModelOutputError` naming its rows.
 
@@ -69,6 +70,8 @@ def check_outputs(
         ``"outputs"`` or ``"gradients"``.
     of : str, default="X"
         What the rows are rows of, for the message.
+    label : str, optional
+        How the message names the method (default ``method`` itself).
 
     Returns
     -------
@@ -83,8 +86,9 @@ def check_outputs(
         method,
         named,
         len(out),
-        f"{method}: the model returned NaN or infinite {what} for {bad.size} of the {len(out)} "
-        f"rows of {of} (rows {_listing(named)}); their results would be NaN. Check the model "
+        f"{label or method}: the model returned NaN or infinite {what} for {bad.size} of the "
+        f"{len(out)} rows given (rows {_listing(named)} of {of}); their results would be NaN. "
+        "Check the model "
         "on these rows (its inputs' range, a division by zero, NaN weights) or leave them out.",
     )
 
@@ -122,9 +126,11 @@ class GuardedRunner(ModelRunner):
         if len(X) == len(explained) and np.array_equal(
             np.asarray(X, dtype=np.float64), np.asarray(explained, dtype=np.float64)
         ):
-            check_outputs(out, label, rows=self.explained_rows, what=what)
+            check_outputs(out, self.method, rows=self.explained_rows, what=what, label=label)
         if recheck is not None:  # are the explained rows themselves the cause?
-            check_outputs(recheck(explained), label, rows=self.explained_rows, what=what)
+            check_outputs(
+                recheck(explained), self.method, rows=self.explained_rows, what=what, label=label
+            )
         span = self.explained_rows
         built = f"row {span[0]}" if len(span) == 1 else f"rows {span.min()}..{span.max()}"
         own = f", whose own {what} are finite" if recheck is not None else ""
