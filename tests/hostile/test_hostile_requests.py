@@ -225,3 +225,44 @@ def test_bad_limits_are_refused(value: object) -> None:
     with pytest.raises(ValidationError, match="max_model_rows"):
         xai.set_resource_limits(max_model_rows=value)
     assert xai.get_resource_limits() == xai.attribution.cost.Limits()
+
+
+class Occlusion(xai.Explainer):
+    """A third party's explainer declaring its cost: one occluded copy per feature."""
+
+    name = "occlusion-test"
+
+    def __init__(self, copies: int = 1) -> None:
+        self.copies = copies
+
+    def estimate_cost(self, runner, X):
+        n, d = len(X), int(np.prod(X.shape[1:]))
+        return xai.Cost(n * d * self.copies, 8 * n * d * self.copies, f"{n} rows x {d} features")
+
+    def explain(self, runner, X, target):
+        out = runner.predict_validated(np.repeat(X, self.copies, axis=0))
+        return xai.Explanation(
+            values=np.zeros(X.shape), base_values=out[: len(X), 0], target=target
+        )
+
+
+def test_third_party_cost_is_checked(models: Models) -> None:
+    """An explainer's own estimate_cost is checked by the core before any model call."""
+    with xai.resource_limits(max_model_rows=100):
+        with pytest.raises(ResourceError, match=r"'occlusion-test'.*\(4 rows x 4 features\)"):
+            xai.explain(models.box, ROWS, method=Occlusion, copies=10)
+        assert models.calls() == 0
+        e = xai.explain(models.box, ROWS, method=Occlusion, copies=2)
+    assert models.calls() > 0 and e.values.shape == ROWS.shape
+
+
+def test_a_cost_that_is_not_a_cost_is_a_contract_error(models: Models) -> None:
+    """estimate_cost returning something else than a Cost or None breaks the contract."""
+
+    class Broken(Occlusion):
+        def estimate_cost(self, runner, X):
+            return 12
+
+    with pytest.raises(xai.errors.ContractError, match="must return an xai.Cost or None; got int"):
+        xai.explain(models.box, ROWS, method=Broken)
+    assert models.calls() == 0

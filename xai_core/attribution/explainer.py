@@ -1,9 +1,9 @@
 """Explainer: the base class of every attribution method, and ``explain()`` which dispatches to them.
 
 :func:`explain` is the one place where names are resolved (the method, ``"auto"``, the
-backend, option aliases) and where arguments are checked, before any model call; the
-computation itself is :func:`xai_core.attribution.run.run_explainer`, in one call here or
-chunk by chunk (:mod:`xai_core.attribution.parallel`).
+backend, option aliases) and where arguments and the request's cost are checked, before
+any model call; the computation itself is :func:`xai_core.attribution.run.run_explainer`,
+in one call here or chunk by chunk (:mod:`xai_core.attribution.parallel`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from xai_core.attribution.options import Alias, Constraint, resolve_options
 from xai_core.attribution.parallel import check_parallel, explain_chunked
 from xai_core.attribution.run import read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
-from xai_core.errors import CapabilityError, ValidationError
+from xai_core.errors import CapabilityError, ContractError, ValidationError
 from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.validation import check_int
@@ -261,6 +261,15 @@ def explain(
     Returns
     -------
     Explanation
+
+    Raises
+    ------
+    ResourceError
+        Before any model call, when the method's estimate of the work or memory
+        (:meth:`Explainer.estimate_cost`) is over the limits of
+        :func:`xai_core.set_resource_limits`; the message holds the estimate.
+    ModelOutputError
+        When the model returns NaN or infinity to the method; the message names the rows.
     """
     # -- names and arguments, all before any model call --------------------------------------
     chunked = executor is not None or chunk_size is not None
@@ -304,6 +313,11 @@ def explain(
     probe.row_index = np.arange(len(X), dtype=np.int64)
     cost = probe.estimate_cost(runner, read_only(X))
     if cost is not None:
+        if not isinstance(cost, Cost):
+            raise ContractError(
+                f"{cls.__name__}.estimate_cost must return an xai.Cost or None; got "
+                f"{type(cost).__name__}."
+            )
         check_cost(cost, f"method {cls.name!r}")
     # -- the work ---------------------------------------------------------------------------
     target = resolve_target(runner, X, target, method=cls.name)
