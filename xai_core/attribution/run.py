@@ -1,8 +1,8 @@
 """One call of an explainer on validated rows: the step shared by serial runs and chunk workers.
 
 :func:`run_explainer` builds the explainer from resolved options, tells it the global index
-of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit and
-fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
+of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit,
+checks every model output it receives (:mod:`xai_core.attribution.guard`) and fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
 ``meta["options"]``, ``meta["seed"]``).
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
+from xai_core.attribution.guard import GuardedRunner
 
 if TYPE_CHECKING:
     from xai_core.attribution.explainer import Explainer
@@ -76,9 +77,10 @@ def run_explainer(
     explainer = cls(**options)
     explainer.row_index = np.asarray(rows, dtype=np.int64)
     view = read_only(X)
+    guarded = GuardedRunner(runner, cls.name, view, explainer.row_index)
     start = time.perf_counter()
     with limit_blas(job.blas_threads):
-        result = explainer.explain(runner, view, read_only(target))
+        result = explainer.explain(guarded, view, read_only(target))
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
     if "seed" in options:
