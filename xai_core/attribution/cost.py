@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from xai_core.errors import ResourceError, ValidationError
+from xai_core.errors import ContractError, ResourceError, ValidationError
 
 __all__ = [
     "DEFAULT_MAX_MODEL_ROWS",
@@ -43,6 +43,7 @@ __all__ = [
     "Limits",
     "available_memory",
     "check_cost",
+    "explainer_cost",
     "format_bytes",
     "get_resource_limits",
     "resource_limits",
@@ -186,6 +187,23 @@ def format_bytes(n: float) -> str:
 
 def _count(n: int) -> str:
     return f"{n:,}" if n < 10**7 else f"{n:.3g}"
+
+
+def explainer_cost(explainer: Any, runner: Any, X: Any) -> Cost | None:
+    """``explainer.estimate_cost(runner, X)``, checked to be a :class:`Cost` or ``None``.
+
+    Raises
+    ------
+    ContractError
+        When the explainer returns anything else.
+    """
+    cost = explainer.estimate_cost(runner, X)
+    if cost is not None and not isinstance(cost, Cost):
+        raise ContractError(
+            f"{type(explainer).__name__}.estimate_cost must return an xai.Cost or None; got "
+            f"{type(cost).__name__}."
+        )
+    return cost
 
 
 def check_cost(cost: Cost, what: str, *, advice: str = "") -> None:

@@ -14,14 +14,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.attribution.cost import Cost, check_cost
+from xai_core.attribution.cost import Cost, check_cost, explainer_cost
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Constraint, resolve_options
 from xai_core.attribution.parallel import check_parallel, explain_chunked
 from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
-from xai_core.errors import CapabilityError, ContractError, ValidationError
+from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.validation import check_int
@@ -311,13 +311,8 @@ def explain(
         )
     probe = cls(**resolved)
     probe.row_index = np.arange(len(X), dtype=np.int64)
-    cost = probe.estimate_cost(runner, read_only(X))
+    cost = explainer_cost(probe, runner, read_only(X))
     if cost is not None:
-        if not isinstance(cost, Cost):
-            raise ContractError(
-                f"{cls.__name__}.estimate_cost must return an xai.Cost or None; got "
-                f"{type(cost).__name__}."
-            )
         check_cost(cost, f"method {cls.name!r}")
     # -- the work ---------------------------------------------------------------------------
     target = resolve_target(runner, X, target, method=cls.name)
