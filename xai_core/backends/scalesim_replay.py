@@ -26,6 +26,7 @@ per cycle or per element.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -90,70 +91,53 @@ def _diagonal(mat: np.ndarray) -> np.ndarray:
     return mat.ravel()[order]
 
 
-def _skew(tiles: np.ndarray, prefix: int, suffix: int) -> np.ndarray:
-    """Folds (F, h, w) framed by -1 rows and skewed (column c delayed c rows): (F, rows, w)."""
-    f, h, w = tiles.shape
-    rows = prefix + h + suffix + w - 1
-    out = np.full((f, rows, w), -1, dtype=np.int64)
-    r, c = np.indices((h, w))
-    out[:, prefix + r + c, c] = tiles
-    return out
-
-
-def _frame(tiles: np.ndarray, suffix: int) -> np.ndarray:
-    """Folds (F, h, w) flipped upside down and followed by ``suffix`` -1 rows, not skewed."""
-    f, h, w = tiles.shape
-    out = np.full((f, h + suffix, w), -1, dtype=np.int64)
-    out[:, :h] = tiles[:, ::-1]
-    return out
-
-
 def _orders(conv, dataflow: str, rows: int, cols: int):
-    """Prefetch orders and demand matrices of ifmap and filter, ofmap writes per row."""
+    """Each read operand's prefetch order and demand tiles; ofmap writes per demand row.
+
+    A read operand's demand is a sequence of folds, each one of a few distinct tiles
+    (``tiles[fold_tile[f]]``) laid out the same way: ``("skew", prefix)`` (column ``c``
+    delayed ``c`` rows after ``prefix`` empty rows) or ``("flip", 0)`` (rows upside down).
+    """
     ifmap, filt, (px, nf) = _operands(conv)
     win = ifmap.shape[1]
     if dataflow == "ws":  # Sr = window, Sc = filters, T = pixels
         rf, cf = -(-win // rows), -(-nf // cols)
-        t = px
+        t, per_fold = px, 2 * rows + px + cols - 2
         a_t = _blocks(ifmap, px, rows, 1, rf)[0]  # (rf, T, R)
-        if_pre = _diagonal(a_t.reshape(-1, rows))
         f_t = _blocks(filt, win, cols, 1, cf)[0]  # (cf, K, C)
-        f_pre = f_t.reshape(-1)
-        a_dem = _skew(np.tile(a_t, (cf, 1, 1)), rows, cols - 1)
         b_tiles = _blocks(filt, rows, cols, rf, cf).transpose(1, 0, 2, 3).reshape(-1, rows, cols)
-        b_dem = _frame(b_tiles, rows + cols + t - 2)
+        ops = (
+            (_diagonal(a_t.reshape(-1, rows)), a_t, np.tile(np.arange(rf), cf), "skew", rows),
+            (f_t.reshape(-1), b_tiles, np.arange(cf * rf), "flip", 0),
+        )
         o_cols = np.repeat(np.minimum(cols, nf - np.arange(cf) * cols), rf)
         o_rows, o_prefix = np.full(cf * rf, t), 2 * rows - 1
     elif dataflow == "is":  # Sr = window, Sc = pixels, T = filters
         rf, cf = -(-win // rows), -(-px // cols)
-        t = nf
+        t, per_fold = nf, 2 * rows + nf + cols - 2
         at = ifmap.T
-        if_pre = _blocks(at, win, cols, 1, cf)[0].reshape(-1)
         b_t = _blocks(filt, rows, nf, rf, 1)[:, 0].transpose(0, 2, 1)  # (rf, T, R)
-        f_pre = _diagonal(b_t.reshape(-1, rows))
         a_tiles = _blocks(at, rows, cols, rf, cf).transpose(1, 0, 2, 3).reshape(-1, rows, cols)
-        a_dem = _frame(a_tiles, rows + cols + t - 2)
-        b_dem = _skew(np.tile(b_t, (cf, 1, 1)), rows, cols - 1)
+        ops = (
+            (_blocks(at, win, cols, 1, cf)[0].reshape(-1), a_tiles, np.arange(cf * rf), "flip", 0),
+            (_diagonal(b_t.reshape(-1, rows)), b_t, np.tile(np.arange(rf), cf), "skew", rows),
+        )
         o_cols = np.repeat(np.minimum(cols, px - np.arange(cf) * cols), rf)
         o_rows, o_prefix = np.full(cf * rf, t), 2 * rows - 1
     else:  # os: Sr = pixels, Sc = filters, T = window
         rf, cf = -(-px // rows), -(-nf // cols)
-        t = win
+        t, per_fold = win, win + rows + cols - 2
         a_t = _blocks(ifmap.T, win, rows, 1, rf)[0]  # (rf, T, R)
-        if_pre = _diagonal(a_t.reshape(-1, rows))
         b_t = _blocks(filt, win, cols, 1, cf)[0]  # (cf, T, C)
-        f_pre = _diagonal(b_t.reshape(-1, cols))
-        a_dem = _skew(np.tile(a_t, (cf, 1, 1)), 0, cols - 1)
-        b_dem = _skew(np.repeat(b_t, rf, axis=0), 0, rows - 1)
+        ops = (
+            (_diagonal(a_t.reshape(-1, rows)), a_t, np.tile(np.arange(rf), cf), "skew", 0),
+            (_diagonal(b_t.reshape(-1, cols)), b_t, np.repeat(np.arange(cf), rf), "skew", 0),
+        )
         o_cols = np.repeat(np.minimum(cols, nf - np.arange(cf) * cols), rf)
         o_rows = np.tile(np.minimum(rows, px - np.arange(rf) * rows), cf)
         o_prefix = t - 1
-    a_dem = a_dem.reshape(-1, a_dem.shape[-1])
-    b_dem = b_dem.reshape(-1, b_dem.shape[-1])
-    n_rows = a_dem.shape[0]
-    per_fold = n_rows // (cf * rf)
     writes = _ofmap_counts(o_rows, o_cols, o_prefix, per_fold, dataflow, rows, cols)
-    return if_pre, f_pre, a_dem, b_dem, writes
+    return ops, per_fold, writes
 
 
 def _ofmap_counts(o_rows, o_cols, prefix, per_fold, dataflow, rows, cols) -> np.ndarray:
@@ -176,70 +160,138 @@ def _ofmap_counts(o_rows, o_cols, prefix, per_fold, dataflow, rows, cols) -> np.
 # -- read buffer: which demands trigger prefetches ---------------------------------------
 
 
-def _prefetch_rows(pre: np.ndarray, demand: np.ndarray, size: int):
-    """Rows of ``demand`` that trigger prefetches, and how many each (SCALE-Sim's window walk).
-
-    Returns (rows, counts, n_sets, sets_in_window) with rows increasing.
-    """
+def _set_lookup(pre: np.ndarray, eps: int):
+    """Sorted distinct addresses of the prefetch order and the sets holding each (padded)."""
     pre = pre[pre != -1]
+    set_of = np.arange(len(pre)) // eps
+    order = np.argsort(pre, kind="stable")  # sets ascending within an address
+    addr, sets = pre[order], set_of[order]
+    keep = np.ones(len(addr), bool)
+    keep[1:] = (addr[1:] != addr[:-1]) | (sets[1:] != sets[:-1])
+    addr, sets = addr[keep], sets[keep]
+    first = np.ones(len(addr), bool)
+    first[1:] = addr[1:] != addr[:-1]
+    starts = np.flatnonzero(first)
+    uniq = addr[starts]
+    if len(starts) == len(addr):
+        return uniq, sets[:, None]
+    group = np.cumsum(first) - 1
+    rank = np.arange(len(addr)) - starts[group]
+    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
+    table[group, rank] = sets
+    return uniq, table
+
+
+def _tile_streams(tiles, kind, prefix, uniq, table):
+    """Each tile's demands in SCALE-Sim's order, runs of equal sets merged.
+
+    Returns (sets (n, width), row in the fold (n,), start of each tile's run (U + 1,)).
+    """
+    u, h, w = tiles.shape
+    r, c = np.indices((h, w))
+    out_row = (prefix + r + c) if kind == "skew" else (h - 1 - r)
+    order = np.lexsort((c.ravel(), out_row.ravel()))
+    flat = tiles.reshape(u, h * w)[:, order]
+    tile_of, pos = np.nonzero(flat != -1)
+    sets = table[np.searchsorted(uniq, flat[tile_of, pos])]
+    keep = np.ones(len(pos), bool)
+    keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:] != sets[:-1]).any(axis=1)
+    tile_of, sets = tile_of[keep], sets[keep]
+    rows = out_row.ravel()[order][pos[keep]]
+    return sets, rows, np.searchsorted(tile_of, np.arange(u + 1))
+
+
+def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
+    """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
+
+    The walk is done fold by fold; a fold whose tile and starting window were seen before
+    repeats that fold's prefetches.
+    """
     eps = math.ceil(size / 100)
-    n_sets = len(pre) // eps + 1
+    q = int((pre != -1).sum())
+    n_sets = q // eps + 1
     active = math.ceil(size * 0.5)
     a = min(math.ceil(active / eps), n_sets)
     p = min(math.ceil((size - active) / eps), n_sets - a)
     if a >= n_sets:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    set_of = np.arange(len(pre)) // eps
-    uniq, inv = np.unique(pre, return_inverse=True)
-    # distinct sets per address, padded with the address's first set
-    order = np.lexsort((set_of, inv))
-    inv_s, set_s = inv[order], set_of[order]
-    keep = np.ones(len(order), bool)
-    keep[1:] = (inv_s[1:] != inv_s[:-1]) | (set_s[1:] != set_s[:-1])
-    inv_s, set_s = inv_s[keep], set_s[keep]
-    starts = np.searchsorted(inv_s, np.arange(len(uniq)))
-    rank = np.arange(len(inv_s)) - starts[inv_s]
-    width = int(rank.max()) + 1
-    sets = np.repeat(set_s[starts][:, None], width, axis=1)
-    sets[inv_s, rank] = set_s
-    flat = demand.ravel()
-    pos = np.flatnonzero(flat != -1)
-    addr_sets = sets[np.searchsorted(uniq, flat[pos])]  # (T, width)
-    row_of = pos // demand.shape[1]
-    return _walk(addr_sets, row_of, n_sets, a, p)
+        return [], []
+    uniq, table = _set_lookup(pre, eps)
+    sets, rows, starts = _tile_streams(tiles, kind, prefix, uniq, table)
+    set_list = sets[:, 0].tolist() if sets.shape[1] == 1 else None
+    row_list = rows.tolist()
+    bounds = starts.tolist()
+    memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
+    ev_rows: list[int] = []
+    ev_counts: list[int] = []
+    w = 0
+    for f, u in enumerate(fold_tile.tolist()):
+        key = (u, w)
+        hit = memo.get(key)
+        if hit is None:
+            lo, hi = bounds[u], bounds[u + 1]
+            if set_list is not None and hi - lo <= 512:
+                hit = _walk(set_list, row_list, lo, hi, w, n_sets, a, p)
+            else:
+                hit = _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p)
+            memo[key] = hit
+        rel, counts, w = hit
+        base = f * per_fold
+        ev_rows.extend([base + x for x in rel])
+        ev_counts.extend(counts)
+    return ev_rows, ev_counts
 
 
-def _walk(addr_sets: np.ndarray, row_of: np.ndarray, n_sets: int, a: int, p: int):
-    """The window walk over the demands: prefetch rows and counts."""
-    total = len(row_of)
-    w, t = 0, 0
-    ev_rows, ev_counts = [], []
-    block = 256
-    while t < total:
-        stop = min(total, t + block)
-        d = (addr_sets[t:stop] - w) % n_sets
-        miss = np.flatnonzero((d >= a).all(axis=1))
-        if len(miss) == 0:
-            t = stop
-            block = min(block * 4, 1 << 16)
+def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
+    """The window walk over demands ``lo:hi`` (one set each) from window start ``w``.
+
+    Returns (rows in the fold with prefetches, prefetches in each, final window start).
+    """
+    rel: list[int] = []
+    counts: list[int] = []
+    for i in range(lo, hi):
+        s = set_list[i]
+        if (s - w) % n_sets < a:
             continue
-        t += int(miss[0])
-        mine = addr_sets[t]
         k = 0
-        while True:
+        while (s - w) % n_sets >= a:
             w = (w + p) % n_sets
             k += 1
-            if (((mine - w) % n_sets) < a).any():
-                break
-        r = int(row_of[t])
-        if ev_rows and ev_rows[-1] == r:
-            ev_counts[-1] += k
+        r = row_list[i]
+        if rel and rel[-1] == r:
+            counts[-1] += k
         else:
-            ev_rows.append(r)
-            ev_counts.append(k)
-        t += 1
-        block = 64
-    return np.asarray(ev_rows, np.int64), np.asarray(ev_counts, np.int64)
+            rel.append(r)
+            counts.append(k)
+    return rel, counts, w
+
+
+def _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p):
+    """:func:`_walk` for long streams or several sets per address: a vectorised hit test
+    over blocks of demands, a scalar walk at each miss."""
+    rel: list[int] = []
+    counts: list[int] = []
+    t, block = lo, 64
+    while t < hi:
+        stop = min(hi, t + block)
+        hit = (((sets[t:stop] - w) % n_sets) < a).any(axis=1)
+        first = int(hit.argmin())
+        if hit[first]:
+            t, block = stop, min(block * 4, 1 << 15)
+            continue
+        t += first
+        mine = sets[t].tolist()
+        k = 0
+        while not any((x - w) % n_sets < a for x in mine):
+            w = (w + p) % n_sets
+            k += 1
+        r = row_list[t]
+        if rel and rel[-1] == r:
+            counts[-1] += k
+        else:
+            rel.append(r)
+            counts.append(k)
+        t, block = t + 1, 64
+    return rel, counts, w
 
 
 def _read_stall(cycle: int, done: int, count: int, step: int) -> int:
@@ -265,7 +317,7 @@ class _WriteBuffer:
         self.size, self.bw = size, bw
         self.active = math.ceil(size * 0.5)
         self.lines = math.ceil((size - self.active) / bw)
-        self.cum = np.concatenate([[0], np.cumsum(writes)])
+        self.cum = [0, *np.cumsum(writes).tolist()]
         self.n_rows = len(writes)
         self.free, self.drain_end, self.e = size, 0, 0
         self.rows_closed, self.line_idx, self.start_line = 0, 0, 0
@@ -303,20 +355,20 @@ class _WriteBuffer:
         e_zero = e + max(free, 1) - 1
         e_thr = e + max(free - self.active, 0)
         row_cur = max(row, self.drain_end - stall)
-        e_cur = int(self.cum[min(row_cur, self.n_rows)])
+        e_cur = self.cum[min(row_cur, self.n_rows)]
         el = e_zero if e_zero < e_cur else max(e_thr, e_cur)
         if el >= self.cum[-1]:
             return self.n_rows
-        return int(np.searchsorted(self.cum, el, side="right")) - 1
+        return bisect.bisect_right(self.cum, el) - 1
 
     def advance_to(self, row: int) -> None:
         """Store the writes of the rows before ``row`` (no event among them)."""
-        self._store(int(self.cum[row]) - self.e)
+        self._store(self.cum[row] - self.e)
 
     def row(self, r: int, cycle: int) -> int:
         """Every write of row ``r`` at ``cycle``; returns the row's delay."""
         offset = 0
-        end = int(self.cum[r + 1])
+        end = self.cum[r + 1]
         while self.e < end:
             rem = end - self.e
             cur = cycle + offset
@@ -373,19 +425,16 @@ def replay(
     ReplayResult
     """
     rows, cols = array
-    if_pre, f_pre, a_dem, b_dem, writes = _orders(conv, dataflow, rows, cols)
+    ops, per_fold, writes = _orders(conv, dataflow, rows, cols)
     n_rows = len(writes)
     reads = []
     events = []
-    for pre, dem, size, bw in (
-        (if_pre, a_dem, sram_words[0], bandwidth[0]),
-        (f_pre, b_dem, sram_words[1], bandwidth[1]),
-    ):
-        ev_r, ev_c = _prefetch_rows(pre, dem, size)
+    for (pre, tiles, fold_tile, kind, prefix), size, bw in zip(ops, sram_words, bandwidth):
+        ev_r, ev_c = _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size)
         fetch_lines = math.ceil(len(pre) / bw)
         first = min(math.ceil(math.ceil(size * 0.5) / bw), fetch_lines)
         n_lines = math.ceil((size - math.ceil(size * 0.5)) / bw)
-        reads.append((first, first * bw + int(ev_c.sum()) * n_lines * bw))
+        reads.append((first, first * bw + sum(ev_c) * n_lines * bw))
         events.append((ev_r, ev_c, n_lines + 1))
     w = _WriteBuffer(sram_words[2], bandwidth[2], writes)
     stall, last = 0, n_rows - 1
@@ -393,7 +442,7 @@ def replay(
     done, idx = [0, 0], [0, 0]
     row = 0
     while row < n_rows:
-        nxt = [int(ev[0][i]) if i < len(ev[0]) else n_rows for ev, i in zip(events, idx)]
+        nxt = [ev[0][i] if i < len(ev[0]) else n_rows for ev, i in zip(events, idx)]
         r = min(min(nxt), w.next_event_row(row, stall))
         if r >= n_rows:
             break
@@ -402,7 +451,7 @@ def replay(
         s = 0
         for j in (0, 1):
             if nxt[j] == r:
-                c = int(events[j][1][idx[j]])
+                c = events[j][1][idx[j]]
                 s = max(s, _read_stall(cycle, done[j], c, events[j][2]))
                 done[j] += c
                 idx[j] += 1
