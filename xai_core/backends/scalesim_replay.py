@@ -48,6 +48,9 @@ class ReplayResult:
         "Total Cycles (incl. prefetch)": first DRAM read to last DRAM write.
     ifmap_dram_reads, filter_dram_reads, ofmap_dram_writes : int
         Words moved, as SCALE-Sim counts them (whole lines of ``bw`` words).
+    port_stalls : (int, int, int)
+        Stall cycles charged to the ifmap, filter and ofmap port (each row's stall to the
+        port that waited longest).
     """
 
     total_cycles: int
@@ -56,6 +59,7 @@ class ReplayResult:
     ifmap_dram_reads: int
     filter_dram_reads: int
     ofmap_dram_writes: int
+    port_stalls: tuple[int, int, int] = (0, 0, 0)
 
 
 # -- operands, demand and prefetch orders -------------------------------------------------
@@ -87,7 +91,7 @@ def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -
 def _diagonal(mat: np.ndarray) -> np.ndarray:
     """Elements in SCALE-Sim's prefetch diagonal order (anti-diagonals, bottom row first)."""
     r, c = np.indices(mat.shape)
-    order = np.lexsort((-r.ravel(), (r + c).ravel()))
+    order = np.argsort(((r + c) * mat.shape[0] + mat.shape[0] - 1 - r).ravel())
     return mat.ravel()[order]
 
 
@@ -161,9 +165,19 @@ def _ofmap_counts(o_rows, o_cols, prefix, per_fold, dataflow, rows, cols) -> np.
 
 
 def _set_lookup(pre: np.ndarray, eps: int):
-    """Sorted distinct addresses of the prefetch order and the sets holding each (padded)."""
+    """The sets holding each address of the prefetch order.
+
+    Returns (base, index, table): address ``x`` is held by the sets
+    ``table[index[x - base]]`` (a row padded with its first set).
+    """
     pre = pre[pre != -1]
     set_of = np.arange(len(pre)) // eps
+    base = int(pre.min())
+    span = int(pre.max()) - base + 1
+    index = np.full(span, -1, dtype=np.int64)
+    index[pre - base] = np.arange(len(pre))
+    if (index >= 0).sum() == len(pre):  # every address once: its own set
+        return base, index, set_of[:, None]
     order = np.argsort(pre, kind="stable")  # sets ascending within an address
     addr, sets = pre[order], set_of[order]
     keep = np.ones(len(addr), bool)
@@ -172,33 +186,35 @@ def _set_lookup(pre: np.ndarray, eps: int):
     first = np.ones(len(addr), bool)
     first[1:] = addr[1:] != addr[:-1]
     starts = np.flatnonzero(first)
-    uniq = addr[starts]
-    if len(starts) == len(addr):
-        return uniq, sets[:, None]
     group = np.cumsum(first) - 1
     rank = np.arange(len(addr)) - starts[group]
     table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
     table[group, rank] = sets
-    return uniq, table
+    index[addr[starts] - base] = np.arange(len(starts))
+    return base, index, table
 
 
-def _tile_streams(tiles, kind, prefix, uniq, table):
+def _tile_streams(tiles, kind, prefix, lookup):
     """Each tile's demands in SCALE-Sim's order, runs of equal sets merged.
 
     Returns (sets (n, width), row in the fold (n,), start of each tile's run (U + 1,)).
     """
+    base, index, table = lookup
     u, h, w = tiles.shape
     r, c = np.indices((h, w))
-    out_row = (prefix + r + c) if kind == "skew" else (h - 1 - r)
-    order = np.lexsort((c.ravel(), out_row.ravel()))
-    flat = tiles.reshape(u, h * w)[:, order]
-    tile_of, pos = np.nonzero(flat != -1)
-    sets = table[np.searchsorted(uniq, flat[tile_of, pos])]
-    keep = np.ones(len(pos), bool)
-    keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:] != sets[:-1]).any(axis=1)
-    tile_of, sets = tile_of[keep], sets[keep]
-    rows = out_row.ravel()[order][pos[keep]]
-    return sets, rows, np.searchsorted(tile_of, np.arange(u + 1))
+    out_row = ((prefix + r + c) if kind == "skew" else (h - 1 - r)).ravel()
+    order = np.argsort(out_row * w + c.ravel())
+    flat = tiles.reshape(u, h * w)[:, order].ravel()
+    idx = np.flatnonzero(flat != -1)
+    sets = table[index[flat[idx] - base]]
+    tile_of = idx // (h * w)
+    keep = np.ones(len(idx), bool)
+    if sets.shape[1] == 1:
+        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:, 0] != sets[:-1, 0])
+    else:
+        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:] != sets[:-1]).any(axis=1)
+    rows = out_row[order][idx[keep] % (h * w)]
+    return sets[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
 
 
 def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
@@ -215,8 +231,7 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     p = min(math.ceil((size - active) / eps), n_sets - a)
     if a >= n_sets:
         return [], []
-    uniq, table = _set_lookup(pre, eps)
-    sets, rows, starts = _tile_streams(tiles, kind, prefix, uniq, table)
+    sets, rows, starts = _tile_streams(tiles, kind, prefix, _set_lookup(pre, eps))
     set_list = sets[:, 0].tolist() if sets.shape[1] == 1 else None
     row_list = rows.tolist()
     bounds = starts.tolist()
@@ -273,7 +288,11 @@ def _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p):
     t, block = lo, 64
     while t < hi:
         stop = min(hi, t + block)
-        hit = (((sets[t:stop] - w) % n_sets) < a).any(axis=1)
+        blk = sets[t:stop]
+        if w + a <= n_sets:
+            hit = ((blk >= w) & (blk < w + a)).any(axis=1)
+        else:
+            hit = ((blk >= w) | (blk < w + a - n_sets)).any(axis=1)
         first = int(hit.argmin())
         if hit[first]:
             t, block = stop, min(block * 4, 1 << 15)
@@ -438,6 +457,7 @@ def replay(
         events.append((ev_r, ev_c, n_lines + 1))
     w = _WriteBuffer(sram_words[2], bandwidth[2], writes)
     stall, last = 0, n_rows - 1
+    ports = [0, 0, 0]
     total = None
     done, idx = [0, 0], [0, 0]
     row = 0
@@ -448,17 +468,20 @@ def replay(
             break
         w.advance_to(r)
         cycle = r + stall
-        s = 0
+        each = [0, 0, 0]
         for j in (0, 1):
             if nxt[j] == r:
                 c = events[j][1][idx[j]]
-                s = max(s, _read_stall(cycle, done[j], c, events[j][2]))
+                each[j] = _read_stall(cycle, done[j], c, events[j][2])
                 done[j] += c
                 idx[j] += 1
-        off = w.row(r, cycle)
+        each[2] = w.row(r, cycle)
         if r == last:
-            total = cycle + off
-        stall += max(s, off)
+            total = cycle + each[2]
+        s = max(each)
+        if s > 0:
+            ports[each.index(s)] += s
+        stall += s
         row = r + 1
     w.advance_to(n_rows)
     if total is None:
@@ -472,4 +495,5 @@ def replay(
         ifmap_dram_reads=int(reads[0][1]),
         filter_dram_reads=int(reads[1][1]),
         ofmap_dram_writes=int(w.drained),
+        port_stalls=tuple(ports),
     )
