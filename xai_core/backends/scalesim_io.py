@@ -167,7 +167,13 @@ def read_topology(path: str | os.PathLike[str], gemm: bool | None = None):
 
 
 def run_scalesim(config: Any, topology: Any):
-    """SCALE-Sim's compute and bandwidth reports, from the closed form.
+    """SCALE-Sim's compute and bandwidth reports, from its memory system replayed.
+
+    In USER bandwidth mode every layer is replayed on SCALE-Sim's own addresses
+    (:mod:`xai_core.backends.scalesim_replay`: its total and stall cycles, cycles incl.
+    prefetch and DRAM traffic, exactly); CALC mode, fractional bandwidths and layers beyond
+    :data:`~xai_core.backends.memory.REPLAY_LIMIT` use the closed form of
+    :func:`~xai_core.backends.memory.memory_cost`.
 
     Parameters
     ----------
@@ -180,7 +186,8 @@ def run_scalesim(config: Any, topology: Any):
     -------
     compute : pandas.DataFrame
         SCALE-Sim's COMPUTE_REPORT columns; "Total Cycles" is its count (the last cycle's
-        index plus stalls); "incl. prefetch" adds the loads of operands before compute.
+        index plus stalls); "incl. prefetch" runs from the first DRAM read to the last
+        DRAM write.
     bandwidth : pandas.DataFrame
         BANDWIDTH_REPORT columns (words per cycle; DRAM averages over the total cycles),
         then ``ifmap_dram_reads``, ``filter_dram_reads``, ``ofmap_dram_writes``, ``bound``
@@ -194,7 +201,8 @@ def run_scalesim(config: Any, topology: Any):
     m, n, k = (topo[c].to_numpy(dtype=np.int64) for c in ("M", "N", "K"))
     rows, cols = cfg["array"]
     df = cfg["dataflow"]
-    conv_rows = set(CONV_COLUMNS) <= set(topo.columns)
+    user = cfg.get("bandwidth_mode", "USER") == "USER"  # CALC mode: the closed form
+    conv_rows = user and set(CONV_COLUMNS) <= set(topo.columns)
     mem = memory_cost(
         m,
         k,
@@ -202,7 +210,7 @@ def run_scalesim(config: Any, topology: Any):
         array=(rows, cols),
         dataflow=df,
         memory=cfg["memory"],
-        method="closed" if conv_rows else "auto",
+        method="closed" if conv_rows or not user else "auto",
     )
     total = mem.total_cycles - 1  # SCALE-Sim counts the last cycle's index
     stall, incl = np.array(mem.stall_cycles), total + mem.prefetch_cycles

@@ -171,7 +171,7 @@ def _set_lookup(pre: np.ndarray, eps: int):
     ``table[index[x - base]]`` (a row padded with its first set).
     """
     pre = pre[pre != -1]
-    set_of = np.arange(len(pre)) // eps
+    set_of = (np.arange(len(pre)) // eps).astype(np.int32)
     base = int(pre.min())
     span = int(pre.max()) - base + 1
     index = np.full(span, -1, dtype=np.int64)
@@ -342,6 +342,7 @@ class _WriteBuffer:
         self.rows_closed, self.line_idx, self.start_line = 0, 0, 0
         self.partial: dict[int, int] = {}
         self.drained, self.stop = 0, 0
+        self.changed = True
 
     def _store(self, n: int) -> None:
         self.e += n
@@ -398,6 +399,7 @@ class _WriteBuffer:
                     break
                 self._store(n)
                 offset += self.drain_end - cur
+                self.changed = True
             else:
                 n = max(self.free - self.active + 1, 1)
                 if n > rem:
@@ -405,6 +407,7 @@ class _WriteBuffer:
                     break
                 self._store(n)
                 self.drain_end = self._drain(cur)
+                self.changed = True
         return offset
 
     def finish(self, cycle: int) -> int:
@@ -460,10 +463,12 @@ def replay(
     ports = [0, 0, 0]
     total = None
     done, idx = [0, 0], [0, 0]
-    row = 0
+    row, w_next, w_stall = 0, -1, -1
     while row < n_rows:
         nxt = [ev[0][i] if i < len(ev[0]) else n_rows for ev, i in zip(events, idx)]
-        r = min(min(nxt), w.next_event_row(row, stall))
+        if w.changed or stall != w_stall or w_next < row:  # else still the next write event
+            w_next, w_stall, w.changed = w.next_event_row(row, stall), stall, False
+        r = min(min(nxt), w_next)
         if r >= n_rows:
             break
         w.advance_to(r)
