@@ -88,11 +88,20 @@ def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -
     return pad.reshape(rf, tile_rows, cf, tile_cols).transpose(0, 2, 1, 3)
 
 
+def _antidiagonal_order(h: int, w: int) -> np.ndarray:
+    """Flat indices of an (h, w) matrix by anti-diagonals, bottom row first in each."""
+    d = np.arange(h + w - 1)
+    top = np.minimum(d, h - 1)
+    length = top - np.maximum(0, d - w + 1) + 1
+    start = np.cumsum(length) - length
+    diag = np.repeat(d, length)
+    r = np.repeat(top, length) - (np.arange(h * w) - np.repeat(start, length))
+    return r * w + (diag - r)
+
+
 def _diagonal(mat: np.ndarray) -> np.ndarray:
     """Elements in SCALE-Sim's prefetch diagonal order (anti-diagonals, bottom row first)."""
-    r, c = np.indices(mat.shape)
-    order = np.argsort(((r + c) * mat.shape[0] + mat.shape[0] - 1 - r).ravel())
-    return mat.ravel()[order]
+    return mat.ravel()[_antidiagonal_order(*mat.shape)]
 
 
 def _orders(conv, dataflow: str, rows: int, cols: int):
@@ -201,9 +210,12 @@ def _tile_streams(tiles, kind, prefix, lookup):
     """
     base, index, table = lookup
     u, h, w = tiles.shape
-    r, c = np.indices((h, w))
-    out_row = ((prefix + r + c) if kind == "skew" else (h - 1 - r)).ravel()
-    order = np.argsort(out_row * w + c.ravel())
+    if kind == "skew":  # demand row prefix + r + c, columns left to right
+        order = _antidiagonal_order(h, w)
+        out_row = prefix + order // w + order % w
+    else:  # demand row h - 1 - r
+        order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
+        out_row = h - 1 - order // w
     flat = tiles.reshape(u, h * w)[:, order].ravel()
     idx = np.flatnonzero(flat != -1)
     sets = table[index[flat[idx] - base]]
@@ -213,7 +225,7 @@ def _tile_streams(tiles, kind, prefix, lookup):
         keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:, 0] != sets[:-1, 0])
     else:
         keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:] != sets[:-1]).any(axis=1)
-    rows = out_row[order][idx[keep] % (h * w)]
+    rows = out_row[idx[keep] % (h * w)]
     return sets[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
 
 
@@ -343,6 +355,7 @@ class _WriteBuffer:
         self.partial: dict[int, int] = {}
         self.drained, self.stop = 0, 0
         self.changed = True
+        self.row_at = 0
 
     def _store(self, n: int) -> None:
         self.e += n
@@ -384,11 +397,13 @@ class _WriteBuffer:
     def advance_to(self, row: int) -> None:
         """Store the writes of the rows before ``row`` (no event among them)."""
         self._store(self.cum[row] - self.e)
+        self.row_at = row
 
     def row(self, r: int, cycle: int) -> int:
         """Every write of row ``r`` at ``cycle``; returns the row's delay."""
         offset = 0
         end = self.cum[r + 1]
+        self.row_at = r + 1
         while self.e < end:
             rem = end - self.e
             cur = cycle + offset
@@ -459,35 +474,46 @@ def replay(
         reads.append((first, first * bw + sum(ev_c) * n_lines * bw))
         events.append((ev_r, ev_c, n_lines + 1))
     w = _WriteBuffer(sram_words[2], bandwidth[2], writes)
-    stall, last = 0, n_rows - 1
+    # the rows where either read port prefetches, in order, with each port's count
+    reads_at: dict[int, list[int]] = {}
+    for j, (ev_r, ev_c, _) in enumerate(events):
+        for r, c in zip(ev_r, ev_c):
+            reads_at.setdefault(r, [0, 0])[j] = c
+    steps = (events[0][2], events[1][2])
+    stall, last, total = 0, n_rows - 1, None
     ports = [0, 0, 0]
-    total = None
-    done, idx = [0, 0], [0, 0]
-    row, w_next, w_stall = 0, -1, -1
-    while row < n_rows:
-        nxt = [ev[0][i] if i < len(ev[0]) else n_rows for ev, i in zip(events, idx)]
-        if w.changed or stall != w_stall or w_next < row:  # else still the next write event
-            w_next, w_stall, w.changed = w.next_event_row(row, stall), stall, False
-        r = min(min(nxt), w_next)
+    done = [0, 0]
+    w_next, w_stall = -1, -1
+    for r in [*sorted(reads_at), n_rows]:
+        while True:  # write-only events before row r
+            if w.changed or stall != w_stall:
+                w_next, w_stall, w.changed = w.next_event_row(w.row_at, stall), stall, False
+            if w_next >= r:
+                break
+            w.advance_to(w_next)
+            off = w.row(w_next, w_next + stall)
+            w.changed = True
+            if w_next == last:
+                total = w_next + stall + off
+            ports[2] += off
+            stall += off
         if r >= n_rows:
             break
         w.advance_to(r)
         cycle = r + stall
+        counts = reads_at[r]
         each = [0, 0, 0]
         for j in (0, 1):
-            if nxt[j] == r:
-                c = events[j][1][idx[j]]
-                each[j] = _read_stall(cycle, done[j], c, events[j][2])
-                done[j] += c
-                idx[j] += 1
+            if counts[j]:
+                each[j] = _read_stall(cycle, done[j], counts[j], steps[j])
+                done[j] += counts[j]
         each[2] = w.row(r, cycle)
         if r == last:
             total = cycle + each[2]
         s = max(each)
         if s > 0:
             ports[each.index(s)] += s
-        stall += s
-        row = r + 1
+            stall += s
     w.advance_to(n_rows)
     if total is None:
         total = last + stall
