@@ -177,16 +177,15 @@ def _set_lookup(pre: np.ndarray, eps: int):
     """The sets holding each address of the prefetch order.
 
     Returns (base, index, table): address ``x`` is held by the sets
-    ``table[index[x - base]]`` (a row padded with its first set).
+    ``table[index[x - base]]`` (a row padded with its first set; equal rows share an index).
     """
     pre = pre[pre != -1]
     set_of = (np.arange(len(pre)) // eps).astype(np.int32)
     base = int(pre.min())
-    span = int(pre.max()) - base + 1
-    index = np.full(span, -1, dtype=np.int64)
-    index[pre - base] = np.arange(len(pre))
+    index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
+    index[pre - base] = set_of
     if (index >= 0).sum() == len(pre):  # every address once: its own set
-        return base, index, set_of[:, None]
+        return base, index, np.arange(int(set_of[-1]) + 1, dtype=np.int32)[:, None]
     order = np.argsort(pre, kind="stable")  # sets ascending within an address
     addr, sets = pre[order], set_of[order]
     keep = np.ones(len(addr), bool)
@@ -199,7 +198,7 @@ def _set_lookup(pre: np.ndarray, eps: int):
     rank = np.arange(len(addr)) - starts[group]
     table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
     table[group, rank] = sets
-    index[addr[starts] - base] = np.arange(len(starts))
+    index[addr[starts] - base] = np.arange(len(starts), dtype=np.int32)
     return base, index, table
 
 
@@ -218,15 +217,19 @@ def _tile_streams(tiles, kind, prefix, lookup):
         out_row = h - 1 - order // w
     flat = tiles.reshape(u, h * w)[:, order].ravel()
     idx = np.flatnonzero(flat != -1)
-    sets = table[index[flat[idx] - base]]
+    row = index[flat[idx] - base]
     tile_of = idx // (h * w)
     keep = np.ones(len(idx), bool)
-    if sets.shape[1] == 1:
-        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:, 0] != sets[:-1, 0])
-    else:
-        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (sets[1:] != sets[:-1]).any(axis=1)
+    if table.shape[1] == 1:
+        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (table[row[1:], 0] != table[row[:-1], 0])
+    else:  # equal set rows: candidates by a hash of the row, then compared exactly
+        mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
+        tag = (table.astype(np.int64) * mix).sum(axis=1)[row]
+        same = np.flatnonzero((tile_of[1:] == tile_of[:-1]) & (tag[1:] == tag[:-1])) + 1
+        eq = (table[row[same]] == table[row[same - 1]]).all(axis=1)
+        keep[same[eq]] = False
     rows = out_row[idx[keep] % (h * w)]
-    return sets[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
+    return table[row[keep]], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
 
 
 def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
