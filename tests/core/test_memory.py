@@ -252,8 +252,28 @@ def test_memory_model_is_the_compute_cycles_when_everything_fits():
     assert int(closed.ifmap_dram_reads) == 30 * 40 and int(closed.filter_dram_reads) == 40 * 50
 
 
+def test_auto_falls_back_to_the_closed_form_where_the_replay_does_not_apply():
+    """Fractional words per cycle or operands beyond REPLAY_LIMIT: the closed form's values."""
+    from xai_core.backends.memory import REPLAY_LIMIT
+
+    frac = MemorySystem(1, 1, 1, 2.5, 2, 1)
+    for mem, (m, k, n) in ((frac, (64, 50, 33)), (MemorySystem(1, 1, 1, 2, 2, 1), (5000, 500, 8))):
+        auto = memory_cost(m, k, n, array=(8, 8), dataflow="ws", memory=mem)
+        closed = memory_cost(m, k, n, array=(8, 8), dataflow="ws", memory=mem, method="closed")
+        assert int(auto.total_cycles) == int(closed.total_cycles)
+        assert int(auto.ifmap_dram_reads) == int(closed.ifmap_dram_reads)
+    assert 5000 * 500 + 500 * 8 > REPLAY_LIMIT
+    # arrays of sizes: the replay element by element, the shape kept
+    mem = MemorySystem(1, 1, 1, 2, 2, 1)
+    grid = memory_cost([[64], [40]], 50, [33, 20], array=(8, 8), dataflow="is", memory=mem)
+    assert grid.total_cycles.shape == (2, 2) and grid.bound.shape == (2, 2)
+    one = memory_cost(40, 50, 20, array=(8, 8), dataflow="is", memory=mem)
+    assert grid.total_cycles[1, 1] == one.total_cycles and grid.bound[1, 1] == one.bound
+
+
 def test_memory_model_stalls_grow_as_bandwidth_falls():
-    """Halving every port's bandwidth never shortens a GEMM; at low bandwidth it is DRAM-bound."""
+    """Halving every port's bandwidth never shortens a GEMM (replayed: whole words per
+    cycle); at low bandwidth it is DRAM-bound."""
     m, k, n = np.meshgrid([64, 200], [64, 300], [32, 128], indexing="ij")
     prev = None
     for bw in (16.0, 8.0, 4.0, 2.0, 1.0):
