@@ -70,6 +70,10 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int,
     h, w, fh, fw, ch, nf, stride = conv
     oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
     px, win = oh * ow, fh * fw * ch
+    filt = np.arange(nf, dtype=np.int32)[None, :] * win + np.arange(win, dtype=np.int32)[:, None]
+    filt += 10_000_000
+    if fh == ch == stride == 1 and fw == w:  # a GEMM: pixel i, window j at i * K + j
+        return np.arange(px * win, dtype=np.int32).reshape(px, win), filt, (px, nf)
     o_row, o_col = np.divmod(np.arange(px), ow)
     i_row, i_col = o_row * stride, o_col * stride
     c_row, rest = np.divmod(np.arange(win), fw * ch)
@@ -77,26 +81,25 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int,
     rr = i_row[:, None] + c_row[None, :]
     cc = i_col[:, None] + c_col[None, :]
     ifmap = np.where((rr < h) & (cc < w), (rr * w + cc) * ch + c_ch[None, :], -1)
-    filt = np.arange(nf)[None, :] * win + np.arange(win)[:, None] + 10_000_000
-    return ifmap.astype(np.int64), filt.astype(np.int64), (px, nf)
+    return ifmap.astype(np.int32), filt, (px, nf)
 
 
 def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -> np.ndarray:
     """``mat`` padded with -1 and cut into (rf, cf, tile_rows, tile_cols) tiles."""
-    pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=np.int64)
+    pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=mat.dtype)
     pad[: mat.shape[0], : mat.shape[1]] = mat
     return pad.reshape(rf, tile_rows, cf, tile_cols).transpose(0, 2, 1, 3)
 
 
 def _antidiagonal_order(h: int, w: int) -> np.ndarray:
     """Flat indices of an (h, w) matrix by anti-diagonals, bottom row first in each."""
-    d = np.arange(h + w - 1)
+    d = np.arange(h + w - 1, dtype=np.int32)
     top = np.minimum(d, h - 1)
     length = top - np.maximum(0, d - w + 1) + 1
-    start = np.cumsum(length) - length
-    diag = np.repeat(d, length)
-    r = np.repeat(top, length) - (np.arange(h * w) - np.repeat(start, length))
-    return r * w + (diag - r)
+    start = np.cumsum(length, dtype=np.int32) - length
+    # position in the order minus its diagonal's start is (top - r): r = top - offset
+    r = np.repeat(top + start, length) - np.arange(h * w, dtype=np.int32)
+    return r * (w - 1) + np.repeat(d, length)
 
 
 def _diagonal(mat: np.ndarray) -> np.ndarray:
@@ -154,20 +157,14 @@ def _orders(conv, dataflow: str, rows: int, cols: int):
 
 
 def _ofmap_counts(o_rows, o_cols, prefix, per_fold, dataflow, rows, cols) -> np.ndarray:
-    """Valid ofmap writes in each demand row (the skewed output tiles of every fold)."""
-    folds = len(o_rows)
-    diff = np.zeros((folds, per_fold + 1), dtype=np.int64)
-    c = np.arange(cols)
-    valid = c[None, :] < o_cols[:, None]
-    if dataflow == "os":  # tile flipped: valid rows at the bottom of ``rows``
-        start = prefix + (rows - o_rows)[:, None] + c[None, :]
-    else:
-        start = prefix + np.zeros((folds, 1), dtype=np.int64) + c[None, :]
-    stop = start + o_rows[:, None]
-    f = np.repeat(np.arange(folds), cols).reshape(folds, cols)
-    np.add.at(diff, (f[valid], start[valid]), 1)
-    np.add.at(diff, (f[valid], stop[valid]), -1)
-    return np.cumsum(diff[:, :-1], axis=1).reshape(-1)
+    """Valid ofmap writes in each demand row: fold ``f``'s output tile (``o_rows[f]`` rows
+    by ``o_cols[f]`` columns) skewed, column ``c`` written from row ``prefix + c`` on (os:
+    the tile flipped, its valid rows at the bottom of ``rows``)."""
+    first = prefix + ((rows - o_rows) if dataflow == "os" else np.zeros_like(o_rows))
+    x = np.arange(per_fold)[None, :] - np.asarray(first)[:, None]
+    lo = np.maximum(0, x - o_rows[:, None] + 1)
+    hi = np.minimum(o_cols[:, None] - 1, x)
+    return np.maximum(0, hi - lo + 1).reshape(-1)
 
 
 # -- read buffer: which demands trigger prefetches ---------------------------------------
