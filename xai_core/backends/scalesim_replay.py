@@ -1,8 +1,9 @@
 """SCALE-Sim 3's memory system replayed exactly, event by event instead of cycle by cycle.
 
 SCALE-Sim (USER bandwidth mode) feeds its double-buffered SRAMs one demand row per cycle.
-This module builds the same demand and prefetch orders (numpy index arithmetic on whole
-folds) and replays the same rules, but only at the cycles where something happens:
+This module takes the same demand and prefetch orders (:mod:`xai_core.backends.scalesim_orders`,
+numpy index arithmetic on whole folds) and replays the same rules, but only at the cycles
+where something happens:
 
 - **Read SRAMs** (ifmap, filter). The operand's prefetch order, ``-1`` entries dropped, is
   cut into sets of ``e = ceil(S / 100)`` elements (``S``: the SRAM's words), ``Q // e + 1``
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xai_core.backends.scalesim_orders import antidiagonal_order, orders
+
 __all__ = ["ReplayResult", "replay"]
 
 
@@ -60,111 +63,6 @@ class ReplayResult:
     filter_dram_reads: int
     ofmap_dram_writes: int
     port_stalls: tuple[int, int, int] = (0, 0, 0)
-
-
-# -- operands, demand and prefetch orders -------------------------------------------------
-
-
-def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
-    """SCALE-Sim's ifmap (pixels x window) and filter (window x filters) address matrices."""
-    h, w, fh, fw, ch, nf, stride = conv
-    oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
-    px, win = oh * ow, fh * fw * ch
-    filt = np.arange(nf, dtype=np.int32)[None, :] * win + np.arange(win, dtype=np.int32)[:, None]
-    filt += 10_000_000
-    if fh == ch == stride == 1 and fw == w:  # a GEMM: pixel i, window j at i * K + j
-        return np.arange(px * win, dtype=np.int32).reshape(px, win), filt, (px, nf)
-    o_row, o_col = np.divmod(np.arange(px), ow)
-    i_row, i_col = o_row * stride, o_col * stride
-    c_row, rest = np.divmod(np.arange(win), fw * ch)
-    c_col, c_ch = np.divmod(rest, ch)
-    rr = i_row[:, None] + c_row[None, :]
-    cc = i_col[:, None] + c_col[None, :]
-    ifmap = np.where((rr < h) & (cc < w), (rr * w + cc) * ch + c_ch[None, :], -1)
-    return ifmap.astype(np.int32), filt, (px, nf)
-
-
-def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -> np.ndarray:
-    """``mat`` padded with -1 and cut into (rf, cf, tile_rows, tile_cols) tiles."""
-    pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=mat.dtype)
-    pad[: mat.shape[0], : mat.shape[1]] = mat
-    return pad.reshape(rf, tile_rows, cf, tile_cols).transpose(0, 2, 1, 3)
-
-
-def _antidiagonal_order(h: int, w: int) -> np.ndarray:
-    """Flat indices of an (h, w) matrix by anti-diagonals, bottom row first in each."""
-    d = np.arange(h + w - 1, dtype=np.int32)
-    top = np.minimum(d, h - 1)
-    length = top - np.maximum(0, d - w + 1) + 1
-    start = np.cumsum(length, dtype=np.int32) - length
-    # position in the order minus its diagonal's start is (top - r): r = top - offset
-    r = np.repeat(top + start, length) - np.arange(h * w, dtype=np.int32)
-    return r * (w - 1) + np.repeat(d, length)
-
-
-def _diagonal(mat: np.ndarray) -> np.ndarray:
-    """Elements in SCALE-Sim's prefetch diagonal order (anti-diagonals, bottom row first)."""
-    return mat.ravel()[_antidiagonal_order(*mat.shape)]
-
-
-def _orders(conv, dataflow: str, rows: int, cols: int):
-    """Each read operand's prefetch order and demand tiles; ofmap writes per demand row.
-
-    A read operand's demand is a sequence of folds, each one of a few distinct tiles
-    (``tiles[fold_tile[f]]``) laid out the same way: ``("skew", prefix)`` (column ``c``
-    delayed ``c`` rows after ``prefix`` empty rows) or ``("flip", 0)`` (rows upside down).
-    """
-    ifmap, filt, (px, nf) = _operands(conv)
-    win = ifmap.shape[1]
-    if dataflow == "ws":  # Sr = window, Sc = filters, T = pixels
-        rf, cf = -(-win // rows), -(-nf // cols)
-        t, per_fold = px, 2 * rows + px + cols - 2
-        a_t = _blocks(ifmap, px, rows, 1, rf)[0]  # (rf, T, R)
-        f_t = _blocks(filt, win, cols, 1, cf)[0]  # (cf, K, C)
-        b_tiles = _blocks(filt, rows, cols, rf, cf).transpose(1, 0, 2, 3).reshape(-1, rows, cols)
-        ops = (
-            (_diagonal(a_t.reshape(-1, rows)), a_t, np.tile(np.arange(rf), cf), "skew", rows),
-            (f_t.reshape(-1), b_tiles, np.arange(cf * rf), "flip", 0),
-        )
-        o_cols = np.repeat(np.minimum(cols, nf - np.arange(cf) * cols), rf)
-        o_rows, o_prefix = np.full(cf * rf, t), 2 * rows - 1
-    elif dataflow == "is":  # Sr = window, Sc = pixels, T = filters
-        rf, cf = -(-win // rows), -(-px // cols)
-        t, per_fold = nf, 2 * rows + nf + cols - 2
-        at = ifmap.T
-        b_t = _blocks(filt, rows, nf, rf, 1)[:, 0].transpose(0, 2, 1)  # (rf, T, R)
-        a_tiles = _blocks(at, rows, cols, rf, cf).transpose(1, 0, 2, 3).reshape(-1, rows, cols)
-        ops = (
-            (_blocks(at, win, cols, 1, cf)[0].reshape(-1), a_tiles, np.arange(cf * rf), "flip", 0),
-            (_diagonal(b_t.reshape(-1, rows)), b_t, np.tile(np.arange(rf), cf), "skew", rows),
-        )
-        o_cols = np.repeat(np.minimum(cols, px - np.arange(cf) * cols), rf)
-        o_rows, o_prefix = np.full(cf * rf, t), 2 * rows - 1
-    else:  # os: Sr = pixels, Sc = filters, T = window
-        rf, cf = -(-px // rows), -(-nf // cols)
-        t, per_fold = win, win + rows + cols - 2
-        a_t = _blocks(ifmap.T, win, rows, 1, rf)[0]  # (rf, T, R)
-        b_t = _blocks(filt, win, cols, 1, cf)[0]  # (cf, T, C)
-        ops = (
-            (_diagonal(a_t.reshape(-1, rows)), a_t, np.tile(np.arange(rf), cf), "skew", 0),
-            (_diagonal(b_t.reshape(-1, cols)), b_t, np.repeat(np.arange(cf), rf), "skew", 0),
-        )
-        o_cols = np.repeat(np.minimum(cols, nf - np.arange(cf) * cols), rf)
-        o_rows = np.tile(np.minimum(rows, px - np.arange(rf) * rows), cf)
-        o_prefix = t - 1
-    writes = _ofmap_counts(o_rows, o_cols, o_prefix, per_fold, dataflow, rows, cols)
-    return ops, per_fold, writes
-
-
-def _ofmap_counts(o_rows, o_cols, prefix, per_fold, dataflow, rows, cols) -> np.ndarray:
-    """Valid ofmap writes in each demand row: fold ``f``'s output tile (``o_rows[f]`` rows
-    by ``o_cols[f]`` columns) skewed, column ``c`` written from row ``prefix + c`` on (os:
-    the tile flipped, its valid rows at the bottom of ``rows``)."""
-    first = prefix + ((rows - o_rows) if dataflow == "os" else np.zeros_like(o_rows))
-    x = np.arange(per_fold)[None, :] - np.asarray(first)[:, None]
-    lo = np.maximum(0, x - o_rows[:, None] + 1)
-    hi = np.minimum(o_cols[:, None] - 1, x)
-    return np.maximum(0, hi - lo + 1).reshape(-1)
 
 
 # -- read buffer: which demands trigger prefetches ---------------------------------------
@@ -207,7 +105,7 @@ def _tile_streams(tiles, kind, prefix, lookup):
     base, index, table = lookup
     u, h, w = tiles.shape
     if kind == "skew":  # demand row prefix + r + c, columns left to right
-        order = _antidiagonal_order(h, w)
+        order = antidiagonal_order(h, w)
         out_row = prefix + order // w + order % w
     else:  # demand row h - 1 - r
         order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
@@ -462,7 +360,7 @@ def replay(
     ReplayResult
     """
     rows, cols = array
-    ops, per_fold, writes = _orders(conv, dataflow, rows, cols)
+    ops, per_fold, writes = orders(conv, dataflow, rows, cols)
     n_rows = len(writes)
     reads = []
     events = []
