@@ -333,6 +333,23 @@ def test_bad_memory_settings_raise():
         MemorySystem(1, 1, 1, 0, 1, 1)
     with pytest.raises(xai.errors.ValidationError, match="sram_kib"):
         xai.get_backend("tpu", dram_bw=4)
+    from xai_core.backends.scalesim_replay import replay
+
+    good = dict(array=(8, 8), dataflow="ws", sram_words=(1024, 1024, 1024), bandwidth=(4, 4, 2))
+    for bad, match in (
+        ({"sram_words": (1024, 1, 1024)}, "sram_words"),
+        ({"bandwidth": (4, 0, 2)}, "bandwidth"),
+        ({"dataflow": "rs"}, "dataflow"),
+        ({"array": (8,)}, "array"),
+    ):
+        with pytest.raises(xai.errors.ValidationError, match=match):
+            replay((64, 50, 1, 50, 1, 33, 1), **{**good, **bad})
+    with pytest.raises(xai.errors.ValidationError, match="conv"):
+        replay((4, 4, 5, 5, 1, 2, 1), **good)
+    with pytest.raises(xai.errors.ValidationError, match="method"):
+        memory_cost(
+            8, 8, 8, array=(8, 8), dataflow="ws", memory=MemorySystem(1, 1, 1, 1, 1, 1), method="x"
+        )
 
 
 def test_layer_report_sums_to_the_backend_counters():

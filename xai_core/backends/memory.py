@@ -178,8 +178,12 @@ def memory_cost(
             f"method='replay' needs whole words per cycle on every port (SCALE-Sim's DRAM "
             f"lines); got bandwidths {bws!r}."
         )
+    if method == "replay" and min(memory.words()) < 2:
+        raise ValidationError(
+            f"method='replay' needs SRAMs of 2 words or more; got {memory.words()!r} words."
+        )
     closed = _closed_form(m, k, n, array=array, dataflow=dataflow, memory=memory)
-    if method == "closed" or not whole:
+    if method == "closed" or not whole or min(memory.words()) < 2:
         return closed
     m, k, n = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (m, k, n)))
     size = m * k + k * n

@@ -289,7 +289,8 @@ def _replay(conv: list[int], array: tuple[int, int], dataflow: str, memory: Memo
     h, w, fh, fw, ch, nf, s = conv
     oh, ow = -(-(h - fh + s) // s), -(-(w - fw + s) // s)
     size = oh * ow * fh * fw * ch + fh * fw * ch * nf
-    if not all(float(b).is_integer() for b in bws) or size > REPLAY_LIMIT:
+    whole = all(float(b).is_integer() for b in bws)
+    if not whole or size > REPLAY_LIMIT or min(memory.words()) < 2:
         return None
     return replay(
         tuple(conv),

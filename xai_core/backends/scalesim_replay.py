@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xai_core.backends.scalesim_orders import antidiagonal_order, orders
+from xai_core.errors import ValidationError
 
 __all__ = ["ReplayResult", "replay"]
 
@@ -334,6 +335,35 @@ class _WriteBuffer:
 # -- the replay --------------------------------------------------------------------------
 
 
+def _check(conv, array, dataflow, sram_words, bandwidth) -> None:
+    """Clear errors for what SCALE-Sim would reject, loop on, or mis-simulate."""
+
+    def ints(v, n):
+        return (
+            isinstance(v, (tuple, list))
+            and len(v) == n
+            and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v)
+        )
+
+    if not ints(conv, 7) or min(conv) < 1 or conv[2] > conv[0] or conv[3] > conv[1]:
+        raise ValidationError(
+            "conv must be 7 integers >= 1 (ifmap h, w, filter h, w, channels, filters, "
+            f"stride) with the filter inside the ifmap; got {conv!r}."
+        )
+    if not ints(array, 2) or min(array) < 1:
+        raise ValidationError(f"array must be 2 integers >= 1 (rows, cols); got {array!r}.")
+    if dataflow not in ("ws", "os", "is"):
+        raise ValidationError(f"dataflow must be 'ws', 'os' or 'is'; got {dataflow!r}.")
+    if not ints(sram_words, 3) or min(sram_words) < 2:
+        raise ValidationError(
+            f"sram_words must be 3 integers >= 2 (ifmap, filter, ofmap words); got {sram_words!r}."
+        )
+    if not ints(bandwidth, 3) or min(bandwidth) < 1:
+        raise ValidationError(
+            f"bandwidth must be 3 integers >= 1 (words per cycle); got {bandwidth!r}."
+        )
+
+
 def replay(
     conv: tuple[int, int, int, int, int, int, int],
     *,
@@ -358,7 +388,14 @@ def replay(
     Returns
     -------
     ReplayResult
+
+    Raises
+    ------
+    ValidationError
+        For a malformed layer or architecture, or an SRAM under two words (its prefetch
+        half is empty and SCALE-Sim never finishes).
     """
+    _check(conv, array, dataflow, sram_words, bandwidth)
     rows, cols = array
     ops, per_fold, writes = orders(conv, dataflow, rows, cols)
     n_rows = len(writes)
