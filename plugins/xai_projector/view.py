@@ -226,28 +226,6 @@ _PAGE = (
 )
 
 
-#: Inline style of the view's buttons, select and search box: the theme's colours.
-_CONTROL = (
-    "font:inherit;color:var(--xai-fg,#1b1b1b);background:var(--xai-bg,#fff);"
-    "border:1px solid var(--xai-line,#999);border-radius:3px;padding:1px 8px"
-)
-_HELP = (
-    "Wheel or pinch to zoom, drag to pan (in 3-D, drag to rotate and shift-drag to pan); "
-    "with the plot focused, + and - zoom, the arrow keys pan (rotate in 3-D) and 0 resets."
-)
-_FSI, _PDI = "\u2068", "\u2069"
-
-
-_PAGE = (
-    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-    '<meta http-equiv="Content-Security-Policy" content="{{ csp }}">\n'
-    '<meta name="referrer" content="no-referrer">\n'
-    '<title>{{ title }}</title>\n</head>\n<body style="margin:1em 2em">\n'
-    '<h1 style="font:600 18px system-ui,sans-serif">{{ title }}</h1>\n{{ body }}\n'
-    "<script>{{ js }}</script>\n</body>\n</html>\n"
-)
-
-
 def _colorings(p: Any, codes: np.ndarray | None) -> list[dict[str, Any]]:
     """Every column's colouring; the labels' codes are the view's ``label`` array (not repeated)."""
     out = []

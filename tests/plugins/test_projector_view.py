@@ -185,3 +185,13 @@ def test_hostile_column_names_and_values_are_escaped_and_isolated(proj3):
         # the legend shows the name and every value each in its own <bdi>
         assert HOSTILE_NAME in page.bdi
         assert set(HOSTILE_VALUES) <= set(page.bdi)
+
+
+def test_standalone_page_carries_the_theme_style_sheet(proj3, tmp_path):
+    """save_html's page holds the report's light and dark rules, scoped to its root element."""
+    page = proj3.save_html(tmp_path / "view.html").read_text(encoding="utf-8")
+    assert '<meta name="color-scheme" content="light dark">' in page
+    style = re.search(r"<style>(.*?)</style>", page, re.S)
+    assert style is not None and re.search(r"prefers-color-scheme:\s*dark", style.group(1))
+    scope = re.search(r'class="(xai-scope-[\w-]+) xai-root"', page)
+    assert scope is not None and f".{scope.group(1)}.xai-root" in style.group(1)
