@@ -31,6 +31,7 @@ from xai_core.attribution.run import read_only, run_explainer
 from xai_core.attribution.transport import backend_spec, model_spec
 from xai_core.errors import ChunkError
 from xai_core.model.runner import ModelRunner
+from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_core.validation import check_positive_int
 
 if TYPE_CHECKING:
@@ -237,7 +238,8 @@ def explain_chunked(
     options : dict
         Resolved options of the method (:func:`~xai_core.attribution.options.resolve_options`,
         the seed drawn); every chunk gets them, with what :meth:`Explainer.prepare` fixed
-        from all rows; ``progress`` shows a bar over chunks.
+        from all rows; ``progress`` shows one bar over the rows, advanced as chunks
+        complete (with ``None``: from :data:`~xai_core.progress.LONG_WORK_UNITS` chunks on).
     feature_names : sequence of str, optional
     executor : concurrent.futures.Executor, distributed.Client, "processes" or None
         Where chunks run; ``None`` runs them one after the other here.
@@ -283,7 +285,14 @@ def explain_chunked(
     backend = backend_spec(runner.backend)
     # The limit is set here, in the caller's thread, for the whole run: OpenBLAS does not
     # apply a limit set from a pool's worker thread to the products of that thread.
-    with limit_blas(blas_threads):
+    bar = progress_bar(
+        len(X),
+        progress=progress,
+        desc=cls.name,
+        unit="row",
+        long=len(starts) >= LONG_WORK_UNITS,
+    )
+    with limit_blas(blas_threads), bar:
         chunk_options.update(cls(**options).prepare(runner, read_only(X)))
         tasks = [
             ChunkTask(
@@ -304,7 +313,7 @@ def explain_chunked(
         ]
         pool = Serial() if executor is None else Pool(executor)
         try:
-            parts = run_all(pool, run_chunk, tasks, progress)
+            parts = run_all(pool, run_chunk, tasks, bar)
         finally:
             pool.close()
     extra: dict[str, Any] = {

@@ -1,8 +1,8 @@
 """One call of an explainer on validated rows: the step shared by serial runs and chunk workers.
 
 :func:`run_explainer` builds the explainer from resolved options, tells it the global index
-of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit and
-fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
+of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit (with
+one progress bar over the rows, :mod:`xai_core.progress`) and fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
 ``meta["options"]``, ``meta["seed"]``).
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
+from xai_core.progress import progress_bar
 
 if TYPE_CHECKING:
     from xai_core.attribution.explainer import Explainer
@@ -69,7 +70,11 @@ def run_explainer(
     explainer.row_index = np.asarray(rows, dtype=np.int64)
     view = read_only(X)
     start = time.perf_counter()
-    with limit_blas(blas_threads):
+    # one bar over the rows; the explainer's own bar (backward passes, blocks...) drives it
+    bar = progress_bar(
+        len(X), progress=options.get("progress"), desc=cls.name, unit="row", long=False
+    )
+    with limit_blas(blas_threads), bar, bar.part(len(X)):
         result = explainer.explain(runner, view, read_only(target))
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
