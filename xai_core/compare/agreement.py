@@ -417,14 +417,11 @@ def compare_methods(
                 )
                 bar.update(len(X))
                 continue
+            opts = dict(method_options.get(name, {}))
+            if "progress" in cls.option_names():
+                opts.setdefault("progress", progress)
             with bar.part(len(X), desc=f"{name} on {runner.backend.name}"):
-                explanations[name] = explain(
-                    runner,
-                    X,
-                    method=name,
-                    target=target,
-                    **{"progress": progress, **method_options.get(name, {})},
-                )
+                explanations[name] = explain(runner, X, method=name, target=target, **opts)
     if len(explanations) < 2:
         raise ValidationError(f"fewer than two methods could run; skipped: {skipped}.")
     tables = []
