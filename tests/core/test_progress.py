@@ -256,6 +256,24 @@ def test_process_pool_explain_has_one_bar_in_the_caller(
     assert err.count("ig:") >= 1 and "/30" in err and "batch" not in err
 
 
+@pytest.mark.slow
+def test_dask_explain_has_one_bar_in_the_caller(data, bars):
+    """A Dask cluster: one bar in the caller over the rows, advanced as the chunks come back."""
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        xai.explain(
+            data["net"], data["rows"], method="ig", executor=client, chunk_size=8,
+            progress=True, **options("ig", data),
+        )  # fmt: skip
+    counts = assert_one_finished_bar(bars, N_ROWS)["counts"]
+    assert sorted(np.diff([0, *counts]).tolist()) == [6, 8, 8, 8]
+
+
 def test_four_images_count_four(bars):
     """IG on 4 images in 16 backward passes: one bar over 4 rows, moved as the passes complete."""
     net = xai.nn.cnn((1, 8, 8), 3, channels=(2,), seed=0)
