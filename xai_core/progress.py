@@ -132,6 +132,11 @@ class Bar:
         """Whether the job's bar is drawn."""
         return self.root._tqdm is not None
 
+    @property
+    def disable(self) -> bool:
+        """``not shown``, as on a ``tqdm`` bar."""
+        return not self.shown
+
     def _reveal(self) -> None:
         """Draw this job's bar from now on (unless the job said ``progress=False``)."""
         if self._tqdm is not None or self._closed or self.progress is False:

@@ -2,7 +2,8 @@
 
 :func:`run_explainer` builds the explainer from resolved options, tells it the global index
 of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit (with
-one progress bar over the rows, :mod:`xai_core.progress`) and fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
+one progress bar over the rows, :mod:`xai_core.progress`) and fills in what every
+explanation carries (data, names, method, backend, ``meta["seconds"]``,
 ``meta["options"]``, ``meta["seed"]``).
 """
 
