@@ -17,7 +17,7 @@ import numpy as np
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.options import Alias, Constraint, resolve_options
 from xai_core.attribution.parallel import check_parallel, explain_chunked
-from xai_core.attribution.run import run_explainer
+from xai_core.attribution.run import ExplainJob, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import as_model
@@ -275,28 +275,11 @@ def explain(
         )
     # -- the work ---------------------------------------------------------------------------
     target = resolve_target(runner, X, target)
+    names = None if feature_names is None else tuple(str(f) for f in feature_names)
+    job = ExplainJob(cls, resolved, feature_names=names, blas_threads=blas)
     if chunked:
-        return explain_chunked(
-            runner,
-            X,
-            target,
-            method=cls,
-            options=resolved,
-            feature_names=feature_names,
-            executor=executor,
-            chunk_size=chunk_size,
-            blas_threads=blas,
-        )
-    return run_explainer(
-        runner,
-        X,
-        target,
-        cls,
-        resolved,
-        rows=np.arange(len(X), dtype=np.int64),
-        feature_names=feature_names,
-        blas_threads=blas,
-    )
+        return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
+    return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
 
 
 def resolve_target(runner: ModelRunner, X: np.ndarray, target: Any) -> np.ndarray:

@@ -210,7 +210,10 @@ class TypeOf(Constraint):
 
 @dataclass(frozen=True)
 class Alias:
-    """Another name of option ``name``.
+    """Another name of option ``name``, declared in an explainer's ``aliases``.
+
+    A user who pastes a shap, lime or Captum call keeps that library's spelling and gets the
+    same computation; an old spelling of this project keeps working with a warning.
 
     Attributes
     ----------
@@ -221,6 +224,8 @@ class Alias:
         without a warning, as the same computation.
     deprecated : bool, default=False
         An old name of this project: accepted with a :class:`DeprecationWarning`.
+    note : str, default=""
+        Why a deprecated name went, added to its warning.
     """
 
     name: str
