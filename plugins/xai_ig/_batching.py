@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xai_core import ModelRunner
-from xai_core.validation import check_bool, check_int
+from xai_core.progress import Bar, progress_bar
+from xai_core.validation import check_int
 from xai_ig._affine import affine_path_integral, first_linear_layer
 
 __all__ = [
@@ -41,27 +41,16 @@ def chunk_points(runner: ModelRunner, internal_batch_size: int | None, n_feature
     return max(1, min(runner.batch_size, MAX_CHUNK_ELEMENTS // max(1, n_features)))
 
 
-class _NoBar:
-    """Stands in for a disabled bar without tqdm's set-up cost."""
-
-    def __enter__(self) -> _NoBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def update(self, n: int = 1) -> None:
-        return None
-
-
-def _bar(n_chunks: int, progress: bool | None, desc: str) -> tqdm | _NoBar:
-    """A tqdm bar over ``n_chunks`` when ``progress`` is True, or None and the chunks are many."""
-    show = check_bool(progress, "progress", allow_none=True)
-    if show is None:
-        show = n_chunks >= PROGRESS_MIN_CHUNKS
-    if not show:
-        return _NoBar()
-    return tqdm(total=n_chunks, desc=desc, unit="batch", leave=False)
+def _bar(n_chunks: int, progress: bool | None, desc: str) -> Bar:
+    """A bar over ``n_chunks``, shown when ``progress`` is True, or None and the chunks are many
+    (inside ``explain()`` it drives the bar over rows, :mod:`xai_core.progress`)."""
+    return progress_bar(
+        n_chunks,
+        progress=progress,
+        desc=desc,
+        unit="batch",
+        long=n_chunks >= PROGRESS_MIN_CHUNKS,
+    )
 
 
 def gradient_rows(

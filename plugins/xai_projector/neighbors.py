@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import CapabilityError
-from xai_core.progress import show_progress
+from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_core.validation import check_int
 
 __all__ = ["METRICS", "Neighbors", "approximate_neighbors", "check_k", "exact_neighbors", "recall"]
@@ -103,7 +103,7 @@ def exact_neighbors(
     block_entries : int
         Distances held at once.
     progress : bool or None
-        Show a progress bar over blocks (``None``: 10 blocks or more).
+        Show a progress bar over the query rows (``None``: from 10 blocks on).
 
     Returns
     -------
@@ -117,24 +117,24 @@ def exact_neighbors(
     # A fixed spread of columns whose k-th smallest distance bounds each row's k-th from above.
     probe = np.unique(np.linspace(0, n - 1, min(n, max(1024, 8 * k))).astype(np.int64))
     starts = range(0, len(q), rows)
-    if show_progress(progress, len(starts)):
-        from tqdm.auto import tqdm
-
-        starts = tqdm(starts, desc="neighbours", unit="block")
+    long = len(starts) >= LONG_WORK_UNITS
+    bar = progress_bar(len(q), progress=progress, desc="neighbours", unit="row", long=long)
     out_i = np.empty((len(q), k), dtype=np.int64)
     out_d = np.empty((len(q), k), dtype=np.float64)
-    for s in starts:
-        qi = q[s : s + rows]
-        # Ranking keys: -x.y for cosine, |y|^2 - 2 x.y for Euclidean (the |x|^2 term is
-        # constant along a row and added back to the k chosen).
-        D = Z[qi] @ Z.T
-        D *= -2.0 if metric == "euclidean" else -1.0
-        if metric == "euclidean":
-            D += sq
-        D[np.arange(len(qi)), qi] = np.inf
-        idx, key = _smallest(D, k, probe)
-        out_i[s : s + len(qi)] = idx
-        out_d[s : s + len(qi)] = key + (sq[qi, None] if metric == "euclidean" else 1.0)
+    with bar:
+        for s in starts:
+            qi = q[s : s + rows]
+            # Ranking keys: -x.y for cosine, |y|^2 - 2 x.y for Euclidean (the |x|^2 term is
+            # constant along a row and added back to the k chosen).
+            D = Z[qi] @ Z.T
+            D *= -2.0 if metric == "euclidean" else -1.0
+            if metric == "euclidean":
+                D += sq
+            D[np.arange(len(qi)), qi] = np.inf
+            idx, key = _smallest(D, k, probe)
+            out_i[s : s + len(qi)] = idx
+            out_d[s : s + len(qi)] = key + (sq[qi, None] if metric == "euclidean" else 1.0)
+            bar.update(len(qi))
     if metric == "euclidean":
         np.sqrt(np.maximum(out_d, 0.0), out=out_d)
     else:
@@ -196,25 +196,29 @@ def approximate_neighbors(
 
     start_time = time.perf_counter()
     n = X.shape[0]
-    index = NNDescent(
-        np.asarray(X, dtype=np.float32),
-        metric=metric,
-        n_neighbors=k + 1,
-        random_state=seed,
-        verbose=bool(progress),
-        n_jobs=1,
-    )
-    graph_i, graph_d = index.neighbor_graph
+    m = min(n, int(recall_queries))
+    # one bar over the rows: the index gives all of them at once, the recall check a few
+    with progress_bar(n, progress=progress, desc="neighbours", unit="row", long=False) as bar:
+        with bar.part(n - m):
+            index = NNDescent(
+                np.asarray(X, dtype=np.float32),
+                metric=metric,
+                n_neighbors=k + 1,
+                random_state=seed,
+                verbose=False,
+                n_jobs=1,
+            )
+        graph_i, graph_d = index.neighbor_graph
+        seconds = time.perf_counter() - start_time
+        sample = np.sort(np.random.default_rng(seed).choice(n, size=m, replace=False))
+        with bar.part(m):  # the exact search on the sampled rows drives the bar
+            exact = exact_neighbors(X, k, metric, queries=sample, progress=progress)
     rows = np.arange(n)[:, None]
     # Drop each row itself (wherever it landed) and keep the first k others.
     keep = graph_i != rows
     order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
     idx = np.take_along_axis(graph_i, order, axis=1).astype(np.int64)
     dist = np.take_along_axis(graph_d, order, axis=1).astype(np.float64)
-    seconds = time.perf_counter() - start_time
-    m = min(n, int(recall_queries))
-    sample = np.sort(np.random.default_rng(seed).choice(n, size=m, replace=False))
-    exact = exact_neighbors(X, k, metric, queries=sample)
     return Neighbors(
         np.arange(n),
         idx,

@@ -12,9 +12,9 @@ import threading
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xai_core import CapabilityError, ValidationError
+from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_shap.game import CountedModel, GroupGame
 from xai_shap.groups import FeatureGroups
 from xai_shap.kernel import (
@@ -219,15 +219,30 @@ def run_exact(
     background: np.ndarray,
     groups: FeatureGroups,
     *,
-    silent: bool,
+    progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact Shapley values by shap's ``Exact`` explainer (all 2**M coalitions per row, gray-code order)."""
+    """Exact Shapley values by shap's ``Exact`` explainer (all 2**M coalitions per row, gray-code order).
+
+    Rows go to shap in a few blocks, with a bar over rows shown by the progress rule (long
+    work being 2**24 model rows or more) instead of shap's own.
+    """
     import shap
 
     fn, rows, bg = _game(model, X, background, groups)
     masker = shap.maskers.Independent(bg, max_samples=len(bg))
-    result = shap.explainers.Exact(fn, masker)(rows, max_evals=2**groups.n_groups, silent=silent)
-    return _as_outputs(result.values, result.base_values, len(X))
+    explainer = shap.explainers.Exact(fn, masker)
+    n, evals = len(X), 2**groups.n_groups
+    per_call = max(1, -(-n // (2 * LONG_WORK_UNITS)))
+    values, base_values = [], []
+    long = n * evals * len(bg) >= 2**24
+    with progress_bar(n, progress=progress, desc="Exact SHAP", unit="row", long=long) as bar:
+        for start in range(0, n, per_call):
+            block = rows[start : start + per_call]
+            result = explainer(block, max_evals=evals, silent=True)
+            values.append(np.asarray(result.values))
+            base_values.append(np.reshape(result.base_values, (len(block), -1)))
+            bar.update(len(block))
+    return _as_outputs(np.concatenate(values), np.concatenate(base_values), n)
 
 
 #: numpy's global generator, which shap's permutation sampler draws from, is one per process.
@@ -251,8 +266,6 @@ def run_permutation(
     shown by the progress rule, long work being 2**24 model rows or more.
     """
     import shap
-
-    from xai_core.progress import progress_bar
 
     fn, rows, bg = _game(model, X, background, groups)
     masker = shap.maskers.Independent(bg, max_samples=len(bg))
@@ -390,25 +403,25 @@ def run_kernel(
     values = np.zeros((n, m, outputs.shape[1]))
     rows = max(1, MAX_DESIGN_ELEMENTS // (4 * max(n_samples, 1) * max(m, 1)))
     n_chunks = -(-n // rows)
-    show = n_chunks >= 10 if progress is None else progress
-    with tqdm(total=n, desc="Kernel SHAP", unit="row", disable=not show, leave=False) as bar:
+    long = n_chunks >= LONG_WORK_UNITS
+    with progress_bar(n, progress=progress, desc="Kernel SHAP", unit="row", long=long) as bar:
         for start in range(0, n, rows):  # chunks of rows; each is vectorised throughout
             sl = slice(start, min(start + rows, n))
             coalitions, weights = shapley_kernel_design(
                 m, n_samples, rngs[sl], n_rows=sl.stop - start
             )
-            ey = coalition_values(
-                model,
-                flat_x[sl],
-                flat_bg,
-                coalitions,
-                groups.labels,
-                outputs[sl],
-                progress=False,
-                dtype=model.dtype,
-            )
+            with bar.part(sl.stop - start):  # the chunk's model calls move the bar over rows
+                ey = coalition_values(
+                    model,
+                    flat_x[sl],
+                    flat_bg,
+                    coalitions,
+                    groups.labels,
+                    outputs[sl],
+                    progress=progress,
+                    dtype=model.dtype,
+                )
             values[sl] = solve_constrained_wls(
                 coalitions, weights, ey - base[sl][:, None, :], total[sl], varying[sl]
             )
-            bar.update(sl.stop - start)
     return values, base

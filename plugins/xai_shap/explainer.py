@@ -157,10 +157,9 @@ class ShapExplainer(Explainer):
         if fx is None:
             fx = model(X.reshape(len(X), -1))
         n_outputs = fx.shape[1]
-        silent = progress is False  # shap's own bars appear only for long runs
         output_space = "model output"
         if algorithm == "exact":
-            values, base = alg.run_exact(model, X, background, groups, silent=silent)
+            values, base = alg.run_exact(model, X, background, groups, progress=progress)
         elif algorithm == "permutation":
             values, base = alg.run_permutation(
                 model,

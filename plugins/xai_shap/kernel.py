@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xai_core import XaiWarning
+from xai_core.progress import LONG_WORK_UNITS, progress_bar
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",
@@ -371,7 +371,6 @@ def coalition_values(
         return ey.reshape(n, k, q)
     per_call = max(1, max_chunk_elements // (nb * d))
     n_chunks = math.ceil(n * k / per_call)
-    show = n_chunks >= 10 if progress is None else progress
     flat = coalitions.reshape(n * k, -1)
     identity = flat.shape[1] == d and np.array_equal(labels, np.arange(d))
     # the masked inputs are selected bit for bit, background ^ ((background ^ x) & mask),
@@ -381,8 +380,12 @@ def coalition_values(
     x_bits = np.ascontiguousarray(X, dtype=dtype).view(bits)
     bg_bits = np.ascontiguousarray(background, dtype=dtype).view(bits)[:, None, :]
     buffer = np.empty((nb, min(per_call, n * k), d), dtype=bits)
-    with tqdm(
-        total=n_chunks, desc="Kernel SHAP", unit="batch", disable=not show, leave=False
+    with progress_bar(
+        n_chunks,
+        progress=progress,
+        desc="Kernel SHAP",
+        unit="batch",
+        long=n_chunks >= LONG_WORK_UNITS,
     ) as bar:
         for start in range(
             0, n * k, per_call

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xai_core import UnknownNameError, ValidationError, XaiWarning
-from xai_core.progress import show_progress
+from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_core.validation import check_positive_int
 from xai_whatif.results import PartialDependence
 
@@ -61,14 +60,18 @@ def ice_curves(
     rows_per_batch = max(1, BATCH_FLOATS // max(1, G * d))
     parts = []
     starts = range(0, n, rows_per_batch)
-    shown = show_progress(progress, len(starts))
-    for start in tqdm(starts, desc="partial dependence", disable=not shown, leave=False):
-        block = X[start : start + rows_per_batch].astype(dtype, copy=False)
-        edited = np.empty((len(block), G, d), dtype=dtype)
-        edited[...] = block[:, None, :]
-        edited[:, :, features] = points[None, :, :]
-        out = predict(edited.reshape(-1, d))
-        parts.append(out.reshape(len(block), G, -1))
+    long = len(starts) >= LONG_WORK_UNITS
+    with progress_bar(
+        n, progress=progress, desc="partial dependence", unit="row", long=long
+    ) as bar:
+        for start in starts:
+            block = X[start : start + rows_per_batch].astype(dtype, copy=False)
+            edited = np.empty((len(block), G, d), dtype=dtype)
+            edited[...] = block[:, None, :]
+            edited[:, :, features] = points[None, :, :]
+            out = predict(edited.reshape(-1, d))
+            parts.append(out.reshape(len(block), G, -1))
+            bar.update(len(block))
     ice = np.concatenate(parts, axis=0)
     return ice.reshape(n, *(len(g) for g in grids), ice.shape[-1])
 

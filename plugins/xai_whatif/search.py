@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xai_core import Cost
-from xai_core.progress import show_progress
+from xai_core.progress import progress_bar
 
 __all__ = ["SearchProblem", "refine_count", "search", "search_cost"]
 
@@ -179,16 +178,15 @@ def search(
     dist = q.distance(q.x, found)
     keep = np.argsort(dist, kind="stable")[:n_refine]
     C, dist = found[keep], dist[keep]
-    shown = show_progress(progress, max_rounds)
-    bar = tqdm(total=max_rounds, desc="counterfactual", disable=not shown, leave=False)
-    for _ in range(max_rounds):
-        before = dist.copy()
-        C, dist = _prune(q, C, dist)
-        C, dist = _line_search(q, C, dist)
-        bar.update(1)
-        if np.all(dist >= before - _TINY):
-            break
-    bar.close()
+    with progress_bar(max_rounds, progress=progress, desc="counterfactual", unit="round") as bar:
+        for _ in range(max_rounds):
+            before = dist.copy()
+            C, dist = _prune(q, C, dist)
+            C, dist = _line_search(q, C, dist)
+            if np.all(dist >= before - _TINY):
+                break
+            bar.update(1)
+        bar.update(max_rounds - bar.n)  # converged: the search is done
     C, dist = _select(q, C, dist, n)
     return C, dist, evaluations
 

@@ -266,11 +266,11 @@ def test_same_seed_same_result_other_seed_differs(data, serial):
     assert not np.array_equal(other.values, serial["lime"].values)
 
 
-def test_progress_bar_counts_chunks(data, capsys):
-    """progress=True shows one bar over the chunks."""
+def test_progress_bar_counts_rows(data, capsys):
+    """progress=True shows one bar over the 24 rows, not over the 3 chunks (tests/core/test_progress.py)."""
     xai.explain(data["net"], data["rows"], method="ig", steps=8, chunk_size=CHUNK, progress=True)
     err = capsys.readouterr().err
-    assert "explaining chunks" in err and "3/3" in err
+    assert "ig:" in err and "/24" in err and "/3 " not in err
 
 
 # -- failures -----------------------------------------------------------------------------

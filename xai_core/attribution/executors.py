@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xai_core.errors import ChunkError, ModelOutputError, ValidationError
-from xai_core.progress import progress_bar
+from xai_core.progress import Bar
 from xai_core.validation import check_positive_int
 
 __all__ = ["START_METHOD", "Pool", "Serial", "check_parallel", "run_all"]
@@ -94,9 +94,12 @@ class Serial:
 
 
 def run_all(
-    pool: Any, fn: Callable[[Any], dict[str, Any]], tasks: list[Any], progress: bool | None
+    pool: Any, fn: Callable[[Any], dict[str, Any]], tasks: list[Any], bar: Bar
 ) -> list[dict[str, Any]]:
     """Run ``fn`` on every task through ``pool``; each failing task is retried once.
+
+    ``bar`` counts the rows ``task.stop - task.start`` of each task as it completes, in
+    this thread, whatever the order the results come back in.
 
     A :class:`~xai_core.errors.ModelOutputError` (the model returned NaN) is raised as it
     is, without a retry: it names the rows, and the model would say the same again.
@@ -109,32 +112,34 @@ def run_all(
 
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     pending: dict[cf.Future, tuple[int, int]] = {}
-    bar = progress_bar(
-        len(tasks), progress=progress, desc="explaining chunks", unit="chunk", leave=True
-    )
-    try:
-        for task in tasks:
-            pending[pool.submit(fn, task)] = (task.index, 0)
-        while pending:
-            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-            for future in done:
-                index, attempt = pending.pop(future)
-                exc = future.exception()
-                if exc is None:
-                    results[index] = future.result()
-                    bar.update(1)
-                    continue
-                task = tasks[index]
-                if attempt >= 1 or isinstance(exc, ModelOutputError):  # NaN again on retry
-                    for other in pending:
-                        other.cancel()
-                    if isinstance(exc, ModelOutputError):
-                        raise exc  # it names the rows already
-                    raise ChunkError(task.start, task.stop, exc) from exc
-                pool.recover(exc)
-                pending[pool.submit(fn, task)] = (index, attempt + 1)
-    finally:
-        bar.close()
+
+    def settle(future: cf.Future) -> None:
+        """Keep a finished task's result and count its rows, or retry it once, or raise."""
+        index, attempt = pending.pop(future)
+        exc = future.exception()
+        task = tasks[index]
+        if exc is None:
+            results[index] = future.result()
+            bar.update(task.stop - task.start)
+            return
+        if attempt >= 1 or isinstance(exc, ModelOutputError):  # NaN again on retry
+            for other in pending:
+                other.cancel()
+            if isinstance(exc, ModelOutputError):
+                raise exc  # it names the rows already
+            raise ChunkError(task.start, task.stop, exc) from exc
+        pool.recover(exc)
+        pending[pool.submit(fn, task)] = (index, attempt + 1)
+
+    for task in tasks:
+        future = pool.submit(fn, task)
+        pending[future] = (task.index, 0)
+        if future.done() and future.exception() is None:  # the serial loop: count it now
+            settle(future)
+    while pending:
+        done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+        for future in sorted(done, key=lambda f: pending[f][0]):
+            settle(future)
     return results  # type: ignore[return-value]
 
 

@@ -30,6 +30,7 @@ from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.transport import backend_spec, model_spec
 from xai_core.errors import ChunkError
 from xai_core.model.runner import ModelRunner
+from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_core.validation import check_positive_int
 
 __all__ = [
@@ -225,7 +226,9 @@ def explain_chunked(
         Output index per row.
     job : ExplainJob
         The method and its resolved options; every chunk gets them, with what
-        :meth:`Explainer.prepare` fixed from all rows; ``progress`` shows a bar over chunks.
+        :meth:`Explainer.prepare` fixed from all rows; ``progress`` shows one bar over the
+        rows, advanced as chunks complete (with ``None``: from
+        :data:`~xai_core.progress.LONG_WORK_UNITS` chunks on).
     executor : concurrent.futures.Executor, distributed.Client, "processes" or None
         Where chunks run; ``None`` runs them one after the other here.
     chunk_size : int, optional
@@ -264,7 +267,14 @@ def explain_chunked(
     backend = backend_spec(runner.backend)
     # The limit is set here, in the caller's thread, for the whole run: OpenBLAS does not
     # apply a limit set from a pool's worker thread to the products of that thread.
-    with limit_blas(job.blas_threads):
+    bar = progress_bar(
+        len(X),
+        progress=progress,
+        desc=cls.name,
+        unit="row",
+        long=len(starts) >= LONG_WORK_UNITS,
+    )
+    with limit_blas(job.blas_threads), bar:
         chunk_options.update(cls(**options).prepare(runner, read_only(X)))
         chunk_job = replace(job, options=chunk_options)
         tasks = [
@@ -283,7 +293,7 @@ def explain_chunked(
         ]
         pool = Serial() if executor is None else Pool(executor)
         try:
-            parts = run_all(pool, run_chunk, tasks, progress)
+            parts = run_all(pool, run_chunk, tasks, bar)
         finally:
             pool.close()
     extra: dict[str, Any] = {

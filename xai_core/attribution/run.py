@@ -1,8 +1,10 @@
 """One call of an explainer on validated rows: the step shared by serial runs and chunk workers.
 
 :func:`run_explainer` builds the explainer from resolved options, tells it the global index
-of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit,
-checks every model output it receives (:mod:`xai_core.attribution.guard`) and fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
+of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit (with
+one progress bar over the rows, :mod:`xai_core.progress`), checks every model output it
+receives (:mod:`xai_core.attribution.guard`) and fills in what every explanation carries
+(data, names, method, backend, ``meta["seconds"]``,
 ``meta["options"]``, ``meta["seed"]``).
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.guard import GuardedRunner
+from xai_core.progress import progress_bar
 
 if TYPE_CHECKING:
     from xai_core.attribution.explainer import Explainer
@@ -79,7 +82,11 @@ def run_explainer(
     view = read_only(X)
     guarded = GuardedRunner(runner, cls.name, view, explainer.row_index)
     start = time.perf_counter()
-    with limit_blas(job.blas_threads):
+    # one bar over the rows; the explainer's own bar (backward passes, blocks...) drives it
+    bar = progress_bar(
+        len(X), progress=options.get("progress"), desc=cls.name, unit="row", long=False
+    )
+    with limit_blas(job.blas_threads), bar, bar.part(len(X)):
         result = explainer.explain(guarded, view, read_only(target))
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}

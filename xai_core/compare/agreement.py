@@ -23,7 +23,8 @@ from xai_core.compare.results import BackendComparison, MethodComparison
 from xai_core.errors import ShapeError, ValidationError
 from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
-from xai_core.validation import check_positive_int
+from xai_core.progress import Bar, progress_bar
+from xai_core.validation import check_bool, check_positive_int
 
 __all__ = ["BackendComparison", "MethodComparison", "compare_backends", "compare_methods"]
 
@@ -137,6 +138,7 @@ def _seed_noise(
     k: int,
     n_seeds: int,
     options: dict[str, Any],
+    bar: Bar,
     **explain_options: Any,
 ) -> Any:
     """The reference's agreement with itself under ``n_seeds - 1`` other seeds, one row per (seed, row)."""
@@ -145,14 +147,15 @@ def _seed_noise(
     seed0 = options.get("seed", 0)
     tables = []
     for j in range(1, n_seeds):
-        rerun = explain(
-            ModelRunner(model, backend),
-            X,
-            method=method,
-            target=target,
-            **explain_options,
-            **{**options, "seed": seed0 + j},
-        )
+        with bar.part(len(X), desc=f"{method} on {backend.name}, seed {seed0 + j}"):
+            rerun = explain(
+                ModelRunner(model, backend),
+                X,
+                method=method,
+                target=target,
+                **explain_options,
+                **{**options, "seed": seed0 + j},
+            )
         tables.append(
             metrics.agreement(reference.values, rerun.values, k).assign(
                 seed=seed0 + j, row=np.arange(len(X))
@@ -296,29 +299,41 @@ def compare_backends(
                 f"quantized takes inputs of shape {quantized.input_shape}, model of shape "
                 f"{model.input_shape}; they must be the same network's."
             )
-    for label, backend in pairs:
-        reason = _skip_reason(model, backend, cls.requires)
-        if reason:
-            skipped[label] = reason
-            continue
-        run_model = model
-        if backend.requires_quantized and not model.is_quantized:
-            from xai_core.nn.quantize import quantize
+    noisy = n_seeds > 1 and "seed" in cls.option_names()
+    # one bar over every row explained: rows x backends, and x seeds on the reference
+    bar = progress_bar(
+        len(X) * (len(pairs) + (n_seeds - 1 if noisy else 0)),
+        progress=options.get("progress"),
+        desc=f"{method} on {pairs[0][0]}",
+        unit="row",
+        long=False,
+    )
+    with bar:
+        for label, backend in pairs:
+            reason = _skip_reason(model, backend, cls.requires)
+            if reason:
+                skipped[label] = reason
+                bar.update(len(X))
+                continue
+            run_model = model
+            if backend.requires_quantized and not model.is_quantized:
+                from xai_core.nn.quantize import quantize
 
-            if quantized is None:  # a native network, quantised here
-                calibrate = X if calibration is None else calibration
-                quantized = quantize(model, calibrate, progress=False)
-            run_model = quantized
-        runs[label] = _run_on(run_model, backend, X, method, target, **parallel, **options)
+                if quantized is None:  # a native network, quantised here
+                    calibrate = X if calibration is None else calibration
+                    quantized = quantize(model, calibrate, progress=False)
+                run_model = quantized
+            with bar.part(len(X), desc=f"{method} on {label}"):
+                runs[label] = _run_on(run_model, backend, X, method, target, **parallel, **options)
 
-    ref_name = pairs[0][0]
-    noise = noise_floor = None
-    if n_seeds > 1 and "seed" in cls.option_names():
-        ref = runs[ref_name].explanation
-        noise = _seed_noise(
-            model, pairs[0][1], X, ref, method, target, k, n_seeds, options, **parallel
-        )
-        noise_floor = noise.groupby("row")["cosine"].min().to_numpy()
+        ref_name = pairs[0][0]
+        noise = noise_floor = None
+        if noisy:
+            ref = runs[ref_name].explanation
+            noise = _seed_noise(
+                model, pairs[0][1], X, ref, method, target, k, n_seeds, options, bar, **parallel
+            )
+            noise_floor = noise.groupby("row")["cosine"].min().to_numpy()
     rows = _agreement_rows(runs, ref_name, k, noise_floor)
     return BackendComparison(
         method=method,
@@ -341,6 +356,7 @@ def compare_methods(
     target: Any = None,
     k: int = 10,
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: bool | None = None,
 ) -> MethodComparison:
     """Several methods on the same rows and outputs, compared pairwise.
 
@@ -362,6 +378,9 @@ def compare_methods(
         By default the predicted class, the same for every method.
     k : int, default=10
     method_options : mapping of method name to options, optional
+    progress : bool or None, default=None
+        One bar over rows x methods (``None``: when a method's work is long); a method's
+        own ``progress`` option overrides it for that method.
 
     Returns
     -------
@@ -376,6 +395,7 @@ def compare_methods(
     registry = get_registry()
     classes = {m: registry.explainer(m) for m in methods}
     k = check_positive_int(k, "k")
+    progress = check_bool(progress, "progress", allow_none=True)
     method_options = dict(method_options or {})
     unknown = set(method_options) - set(methods)
     if unknown:
@@ -385,16 +405,23 @@ def compare_methods(
     target = resolve_target(runner, X, target)
     explanations: dict[str, Explanation] = {}
     skipped: dict[str, str] = {}
-    for name, cls in classes.items():
-        missing = sorted(cls.requires - runner.capabilities)
-        if missing:
-            skipped[name] = (
-                f"needs {', '.join(missing)}, which this model on {runner.backend.name} lacks"
-            )
-            continue
-        explanations[name] = explain(
-            runner, X, method=name, target=target, **method_options.get(name, {})
-        )
+    bar = progress_bar(
+        len(X) * len(classes), progress=progress, desc="compare_methods", unit="row", long=False
+    )
+    with bar:
+        for name, cls in classes.items():
+            missing = sorted(cls.requires - runner.capabilities)
+            if missing:
+                skipped[name] = (
+                    f"needs {', '.join(missing)}, which this model on {runner.backend.name} lacks"
+                )
+                bar.update(len(X))
+                continue
+            opts = dict(method_options.get(name, {}))
+            if "progress" in cls.option_names():
+                opts.setdefault("progress", progress)
+            with bar.part(len(X), desc=f"{name} on {runner.backend.name}"):
+                explanations[name] = explain(runner, X, method=name, target=target, **opts)
     if len(explanations) < 2:
         raise ValidationError(f"fewer than two methods could run; skipped: {skipped}.")
     tables = []

@@ -229,24 +229,25 @@ def _calibrate(
     net: Any, X: np.ndarray, batch_size: int, progress: Any
 ) -> dict[str, tuple[float, float]]:
     """The range of the input and of every node's output on ``X``, in fp32 on the cpu."""
-    from tqdm.auto import tqdm
-
     from xai_core.backends.cpu import CPUBackend
+    from xai_core.progress import progress_bar
 
     cpu = CPUBackend(dtype=net.dtype)
     lo = {net.input_name: np.inf, **{n.name: np.inf for n in net.nodes}}
     hi = {k: -np.inf for k in lo}
     starts = range(0, len(X), batch_size)
-    show = len(starts) > 1 if progress is None else bool(progress)
-    for start in tqdm(starts, desc="calibrating", disable=not show):
-        values = {net.input_name: X[start : start + batch_size]}
-        for node in net.nodes:
-            args = [values[name] for name in node.inputs]
-            values[node.name] = node.layer.apply(
-                args[0] if node.layer.n_inputs == 1 else args, cpu, None
-            )
-        for name, v in values.items():
-            lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
+    long = len(starts) > 1
+    with progress_bar(len(X), progress=progress, desc="calibrating", unit="row", long=long) as bar:
+        for start in starts:
+            values = {net.input_name: X[start : start + batch_size]}
+            for node in net.nodes:
+                args = [values[name] for name in node.inputs]
+                values[node.name] = node.layer.apply(
+                    args[0] if node.layer.n_inputs == 1 else args, cpu, None
+                )
+            for name, v in values.items():
+                lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
+            bar.update(len(values[net.input_name]))
     return {k: (lo[k], hi[k]) for k in lo}
 
 

@@ -208,7 +208,6 @@ def fit(
         val_accuracy) and, for classification, :attr:`classes_`.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
     # hyper-parameters first, before any work
     problem = check_choice(problem, "problem", ("classification", "regression"))
@@ -222,10 +221,10 @@ def fit(
         optimizer.lower() if isinstance(optimizer, str) else optimizer, "optimizer", OPTIMIZERS
     )
     from xai_core.attribution.seeds import resolve_seed
-    from xai_core.progress import show_progress
+    from xai_core.progress import progress_bar, show_progress
 
     seed = resolve_seed(seed)
-    shown = show_progress(progress, epochs)
+    show_progress(progress, epochs)  # checks progress= before any work
     if validation_split is None:
         validation_split = 0.1 if early_stopping and validation_data is None else 0.0
     split = _check_number(validation_split, "validation_split", 0.0, 0.9)
@@ -290,9 +289,9 @@ def fit(
     regularized = [key in layer.regularized for layer, key in slots]
     n = len(X)
     records, best, best_weights, best_epoch, waited = [], np.inf, None, 0, 0
-    bar = tqdm(range(1, epochs + 1), desc="fit", unit="epoch", disable=not shown)
+    bar = progress_bar(epochs, progress=progress, desc="fit", unit="epoch", leave=True)
     try:
-        for epoch in bar:
+        for epoch in range(1, epochs + 1):
             order = rng.permutation(n)
             total, correct = 0.0, 0
             for start in range(0, n, batch_size):
@@ -327,11 +326,10 @@ def fit(
                 if head.classification:
                     record["val_accuracy"] = val_acc
             records.append(record)
+            bar.set_postfix({k: round(v, 4) for k, v in record.items() if k != "epoch"})
+            bar.update(1)
             if _call_back(callbacks, net, record):
                 break
-            bar.set_postfix(
-                {k: round(v, 4) for k, v in record.items() if k != "epoch"}, refresh=False
-            )
             if not np.isfinite(record["loss"]):
                 warnings.warn(
                     f"training diverged: the loss is {record['loss']} at epoch {epoch}; "
