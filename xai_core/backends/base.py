@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.errors import ShapeError, ValidationError
+from xai_core.errors import ShapeError, UnknownNameError, ValidationError
 
 __all__ = ["Backend", "check_stacks"]
 
@@ -42,6 +42,39 @@ def matmul_operands(
     if numeric and (a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf"):
         raise ValidationError(f"{what} must be numeric; got {a.dtype} and {b.dtype}.")
     return a, b
+
+
+def check_settings(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Raise unless ``cls(*args, **kwargs)`` names only keywords of the constructor.
+
+    An unknown keyword is an :class:`UnknownNameError` listing the backend's settings (not
+    Python's ``TypeError``); too many positional arguments a :class:`ValidationError`.
+    """
+    params = inspect.signature(cls.__init__).parameters
+    kinds = {p.kind for p in params.values()}
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        named = [
+            k
+            for k, p in params.items()
+            if k != "self"
+            and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        ]
+        for key in kwargs:
+            if key not in named:
+                label = getattr(cls, "name", cls.__name__)
+                raise UnknownNameError(f"{label} backend setting", key, named)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        positional = [
+            k
+            for k, p in params.items()
+            if k != "self" and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ]
+        if len(args) > len(positional):
+            raise ValidationError(
+                f"{getattr(cls, 'name', cls.__name__)} takes at most {len(positional)} positional "
+                f"setting(s) ({', '.join(positional) or 'none'}); got {len(args)}: {args!r}. "
+                "Pass the others by keyword."
+            )
 
 
 def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,6 +140,7 @@ class Backend:
     )
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Backend:
+        check_settings(cls, args, kwargs)
         self = super().__new__(cls)
         self._init_args = (args, kwargs)  # for config(): how to build this backend again
         self._counter_lock = threading.RLock()

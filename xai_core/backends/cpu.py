@@ -6,9 +6,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.backends.base import Backend, check_stacks
+from xai_core.backends.base import Backend, check_stacks, matmul_operands
 from xai_core.errors import ValidationError
 from xai_core.plugin.hookspecs import hookimpl
+from xai_core.validation import check_float, check_positive_int
 
 __all__ = ["CPUBackend"]
 
@@ -35,20 +36,22 @@ class CPUBackend(Backend):
     matmul_rtol: ClassVar[float] = 1e-5
 
     def __init__(self, dtype: Any = "float32", clock_ghz: float = 3.0, simd_width: int = 8) -> None:
-        if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        try:
+            ok = dtype is not None and np.dtype(dtype) in (np.float32, np.float64)
+        except TypeError:
+            ok = False
+        if not ok:
             raise ValidationError(f"dtype must be 'float32' or 'float64'; got {dtype!r}.")
-        if not clock_ghz > 0:
-            raise ValidationError(f"clock_ghz must be > 0; got {clock_ghz!r}.")
-        if int(simd_width) != simd_width or simd_width < 1:
-            raise ValidationError(f"simd_width must be a positive integer; got {simd_width!r}.")
-        self.clock_hz = float(clock_ghz) * 1e9
-        self.simd_width = int(simd_width)
+        self.clock_hz = check_float(clock_ghz, "clock_ghz") * 1e9
+        self.simd_width = check_positive_int(simd_width, "simd_width")
         super().__init__(dtype)
 
     def extra_counters(self) -> tuple[str, ...]:
         return ("reads_a", "reads_b", "writes_c")
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``a`` (M, K) @ ``b`` (K, N) in :attr:`dtype` (see :meth:`Backend.matmul`)."""
+        a, b = matmul_operands(a, b)
         a = np.asarray(a, dtype=self.dtype)
         b = np.asarray(b, dtype=self.dtype)
         out = a @ b

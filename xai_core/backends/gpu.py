@@ -9,8 +9,9 @@ import numpy as np
 
 from xai_core.backends.base import Backend, matmul_operands
 from xai_core.backends.presets import GPU_PRESETS
-from xai_core.errors import UnknownNameError, ValidationError
+from xai_core.errors import ValidationError
 from xai_core.plugin.hookspecs import hookimpl
+from xai_core.validation import check_choice, check_float, check_positive_int
 
 __all__ = ["GPUBackend", "round_tf32"]
 
@@ -96,10 +97,8 @@ class GPUBackend(Backend):
         stages: int = 2,
         clock_mhz: float | None = None,
     ) -> None:
-        if preset not in self.PRESETS:
-            raise UnknownNameError("gpu preset", preset, list(self.PRESETS))
-        if precision not in PRECISIONS:
-            raise UnknownNameError("precision", precision, PRECISIONS)
+        check_choice(preset, "gpu preset", self.PRESETS)
+        check_choice(precision, "precision", PRECISIONS)
         spec = self.PRESETS[preset]
         self.preset, self.precision, self.spec = preset, precision, spec
         try:
@@ -108,20 +107,16 @@ class GPUBackend(Backend):
                 isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
                 for v in tile
             )
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             raise ValidationError(
                 f"tile must be (BM, BN, BK), three positive integers; got {tile!r}."
             )
         self.tile = (bm, bn, bk)
-        for name, value in (
-            ("threads_per_block", threads_per_block),
-            ("regs_per_thread", regs_per_thread),
-            ("stages", stages),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValidationError(f"{name} must be a positive integer; got {value!r}.")
+        threads_per_block = check_positive_int(threads_per_block, "threads_per_block")
+        regs_per_thread = check_positive_int(regs_per_thread, "regs_per_thread")
+        stages = check_positive_int(stages, "stages")
         if (bm * bn) % threads_per_block:
             raise ValidationError(
                 f"threads_per_block must divide BM * BN = {bm * bn} so each thread owns an "
@@ -130,10 +125,8 @@ class GPUBackend(Backend):
         self.threads_per_block = int(threads_per_block)
         self.regs_per_thread = int(regs_per_thread)
         self.stages = int(stages)
-        clock = spec["clock_mhz"] if clock_mhz is None else clock_mhz
-        if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not clock > 0:
-            raise ValidationError(f"clock_mhz must be a number > 0; got {clock_mhz!r}.")
-        self.clock_hz = float(clock) * 1e6
+        clock = check_float(clock_mhz, "clock_mhz", allow_none=True)
+        self.clock_hz = (spec["clock_mhz"] if clock is None else clock) * 1e6
         self.operand_bytes = _OPERAND_BYTES[precision]
         self.smem_per_block = self.stages * (bm * bk + bk * bn) * self.operand_bytes
         limits = {

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import ValidationError
+from xai_core.validation import check_float
 
 __all__ = ["REPLAY_LIMIT", "MemoryCost", "MemorySystem", "memory_cost"]
 
@@ -69,13 +70,9 @@ class MemorySystem:
 
     def __post_init__(self) -> None:
         for key in ("ifmap_sram_kib", "filter_sram_kib", "ofmap_sram_kib"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise ValidationError(f"{key} must be a number > 0 (KiB); got {v!r}.")
+            check_float(getattr(self, key), f"{key} (KiB)")
         for key in ("ifmap_bw", "filter_bw", "ofmap_bw"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise ValidationError(f"{key} must be a number > 0 (words per cycle); got {v!r}.")
+            check_float(getattr(self, key), f"{key} (words per cycle)")
         if isinstance(self.word_bytes, bool) or self.word_bytes not in (1, 2, 4):
             raise ValidationError(f"word_bytes must be 1, 2 or 4; got {self.word_bytes!r}.")
 

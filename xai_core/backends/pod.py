@@ -24,8 +24,8 @@ from xai_core.backends import systolic
 from xai_core.backends.collectives import all_gather_cost, all_reduce_cost
 from xai_core.backends.presets import TPU_POD_PRESETS
 from xai_core.backends.tpu import TPUBackend
-from xai_core.errors import ValidationError
 from xai_core.plugin.hookspecs import hookimpl
+from xai_core.validation import check_float
 
 __all__ = ["TPUPodBackend"]
 
@@ -45,8 +45,8 @@ class TPUPodBackend(TPUBackend):
         As for :class:`~xai_core.backends.tpu.TPUBackend` (closed mode, bf16 only).
     ici_latency_us : float, optional
         Microseconds per ring step of a collective (assumed 1.0: not published).
-    **memory
-        The memory-system settings of :class:`~xai_core.backends.tpu.TPUBackend`, per device.
+    sram_kib, dram_bw
+        The memory system of :class:`~xai_core.backends.tpu.TPUBackend`, per device.
 
     Examples
     --------
@@ -68,14 +68,16 @@ class TPUPodBackend(TPUBackend):
         double_buffered: bool = False,
         clock_mhz: float | None = None,
         ici_latency_us: float | None = None,
-        **memory: Any,
+        sram_kib: tuple[float, float, float] | None = None,
+        dram_bw: float | tuple[float, float, float] | None = None,
     ) -> None:
         super().__init__(
             preset,
             dataflow=dataflow,
             double_buffered=double_buffered,
             clock_mhz=clock_mhz,
-            **memory,
+            sram_kib=sram_kib,
+            dram_bw=dram_bw,
         )
         spec = self.PRESETS[self.preset]
         self.spec = spec
@@ -83,10 +85,8 @@ class TPUPodBackend(TPUBackend):
         self.torus = tuple(int(d) for d in spec["torus"])
         self.wraparound = tuple(bool(w) for w in spec["wraparound"])
         self.link_gbps = float(spec["ici_gbps_per_link"])
-        latency = spec["ici_latency_us"] if ici_latency_us is None else ici_latency_us
-        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or latency < 0:
-            raise ValidationError(f"ici_latency_us must be a number >= 0; got {ici_latency_us!r}.")
-        self.ici_latency_us = float(latency)
+        latency = check_float(ici_latency_us, "ici_latency_us", inclusive=True, allow_none=True)
+        self.ici_latency_us = float(spec["ici_latency_us"] if latency is None else latency)
         self.devices_per_chip = self.devices // int(spec["chips"])
         self.host_gbps = float(spec["host_gbps_per_chip"])
         self.reset_counters()

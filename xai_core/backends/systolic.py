@@ -74,7 +74,7 @@ def check_array_shape(array: Any) -> tuple[int, int]:
         ok = all(
             not isinstance(v, bool) and isinstance(v, (int, np.integer)) and v >= 2 for v in array
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
         raise ValidationError(

@@ -12,11 +12,11 @@ from xai_core.backends.base import Backend, matmul_operands
 from xai_core.backends.energy import energy_of
 from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.presets import TPU_PRESETS
-from xai_core.errors import CapabilityError, UnknownNameError, ValidationError
+from xai_core.errors import CapabilityError, ValidationError
 from xai_core.plugin.hookspecs import hookimpl
-from xai_core.validation import check_bool, check_positive_int
+from xai_core.validation import check_bool, check_choice, check_float, check_positive_int
 
-__all__ = ["TPUBackend", "int8_gemm"]
+__all__ = ["INT32_SAFE_K", "TPUBackend", "check_int32_sums", "int8_gemm"]
 
 MODES: tuple[str, ...] = ("closed", "step")
 NUMERICS: tuple[str, ...] = ("bf16", "int8")
@@ -34,13 +34,41 @@ _GENERIC: dict[str, Any] = {
 }
 
 
+#: The longest K whose int8 sums always fit an int32 accumulator: ``K * 128**2 <= 2**31 - 1``.
+INT32_SAFE_K = (2**31 - 1) // 128**2
+
+
+def check_int32_sums(exact: np.ndarray, k: int) -> None:
+    """Raise :class:`CapabilityError` if an exact int8 GEMM result leaves the int32 range.
+
+    Two's-complement wrap-around is associative, so partial sums that wrap on the way
+    still give the right total whenever the total fits: only the exact result is checked,
+    and only when ``k`` exceeds :data:`INT32_SAFE_K` (below it no sum can overflow).
+
+    Parameters
+    ----------
+    exact : ndarray of shape (M, N)
+        The exact (int64 or float64) product.
+    k : int
+        The GEMM's inner dimension.
+    """
+    if k > INT32_SAFE_K and exact.size:
+        lo, hi = float(exact.min()), float(exact.max())
+        if lo < -(2**31) or hi > 2**31 - 1:
+            raise CapabilityError(
+                f"an int8 GEMM with K = {k:,} has sums beyond the int32 accumulator's range "
+                f"(from {lo:.0f} to {hi:.0f}; they would wrap on the hardware); split the "
+                "product along K."
+            )
+
+
 def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact ``a @ b`` of int8 matrices with an int32 accumulator.
 
     The float64 product of int8 values is exact: every partial sum is an integer of
     magnitude at most ``K * 2**14``, below ``2**53``. A sum outside the int32 range (which
-    needs ``K > 131072``) would wrap in the hardware's accumulator: it is refused rather than
-    returned wrong.
+    needs ``K > 131071``) would wrap in the hardware's accumulator: it is refused
+    (:func:`check_int32_sums`) rather than returned wrong.
 
     Parameters
     ----------
@@ -52,11 +80,7 @@ def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ndarray of int32, shape (M, N)
     """
     exact = a.astype(np.float64) @ b.astype(np.float64)
-    if a.shape[1] > 131072 and np.abs(exact).max(initial=0) > 2**31 - 1:
-        raise CapabilityError(
-            f"an int8 GEMM with K = {a.shape[1]:,} has sums beyond the int32 accumulator's range "
-            "(they would wrap on the hardware); split the product along K."
-        )
+    check_int32_sums(exact, a.shape[1])
     return exact.astype(np.int64).astype(np.int32)
 
 
@@ -134,42 +158,25 @@ class TPUBackend(Backend):
             preset = self.DEFAULT_PRESET
         if preset is None:
             base = dict(_GENERIC)
-        elif preset in self.PRESETS:
-            base = dict(self.PRESETS[preset])
         else:
-            raise UnknownNameError(f"{self.name} preset", preset, list(self.PRESETS))
+            base = dict(self.PRESETS[check_choice(preset, f"{self.name} preset", self.PRESETS)])
         self.preset = preset
         self.array = systolic.check_array_shape(array if array is not None else base["array"])
-        if dataflow not in systolic.DATAFLOWS:
-            raise UnknownNameError("dataflow", dataflow, systolic.DATAFLOWS)
-        self.dataflow = dataflow
+        self.dataflow = check_choice(dataflow, "dataflow", systolic.DATAFLOWS)
         numerics = base["numerics"] if numerics is None else numerics
-        if numerics not in self.ALLOWED_NUMERICS:
-            raise UnknownNameError(f"{self.name} numerics", numerics, self.ALLOWED_NUMERICS)
-        self.numerics = numerics
-        if mode not in MODES:
-            raise UnknownNameError("mode", mode, MODES)
-        self.mode = mode
+        self.numerics = check_choice(numerics, f"{self.name} numerics", self.ALLOWED_NUMERICS)
+        self.mode = check_choice(mode, "mode", MODES)
         self.double_buffered = check_bool(double_buffered, "double_buffered")
         if self.double_buffered and mode == "step":
             raise ValidationError(
                 "double_buffered=True is modelled by the closed form only; use mode='closed' "
                 "or double_buffered=False."
             )
-        clock = base["clock_mhz"] if clock_mhz is None else clock_mhz
-        if (
-            isinstance(clock, bool)
-            or not isinstance(clock, (int, float))
-            or not np.isfinite(clock)
-            or not clock > 0
-        ):
-            raise ValidationError(f"clock_mhz must be a finite number > 0; got {clock_mhz!r}.")
-        self.clock_hz = float(clock) * 1e6
+        clock = check_float(clock_mhz, "clock_mhz", allow_none=True)
+        self.clock_hz = float(base["clock_mhz"] if clock is None else clock) * 1e6
         default_mxus = base["mxus_per_core"] * base["cores"]
         self.mxus = check_positive_int(default_mxus if mxus is None else mxus, "mxus")
-        if not (isinstance(step_limit, (int, float)) and step_limit > 0):
-            raise ValidationError(f"step_limit must be a number > 0; got {step_limit!r}.")
-        self.step_limit = float(step_limit)
+        self.step_limit = check_float(step_limit, "step_limit")
         self.vector_lanes = int(base["vector_lanes"]) * int(base["cores"])
         self.memory_gbps = base.get("memory_gbps")
         self.memory_gib = base.get("memory_gib")
@@ -191,14 +198,16 @@ class TPUBackend(Backend):
             raise ValidationError(
                 f"sram_kib must be (ifmap, filter, ofmap) KiB such as (256, 256, 128); got {sram_kib!r}."
             )
+        kib = tuple(check_float(v, f"sram_kib[{i}] (KiB)") for i, v in enumerate(sram_kib))
         if dram_bw is None:
             if not self.memory_gbps:
                 raise ValidationError("dram_bw is needed: this backend has no memory bandwidth.")
-            return MemorySystem.from_gbps(tuple(sram_kib), self.memory_gbps, self.clock_hz, word)
+            return MemorySystem.from_gbps(kib, self.memory_gbps, self.clock_hz, word)
         bws = tuple(dram_bw) if isinstance(dram_bw, (tuple, list)) else (dram_bw,) * 3
         if len(bws) != 3:
             raise ValidationError(f"dram_bw must be one number or three; got {dram_bw!r}.")
-        return MemorySystem(*sram_kib, *bws, word_bytes=word)
+        bws = tuple(check_float(v, "dram_bw (words per cycle)") for v in bws)
+        return MemorySystem(*kib, *bws, word_bytes=word)
 
     # -- counters ---------------------------------------------------------------------
     def extra_counters(self) -> tuple[str, ...]:
@@ -330,6 +339,8 @@ class TPUBackend(Backend):
         a_in, b_in = self._inputs(a, b)
         acc = np.int64 if self.int8 else np.float32
         if self.mode == "step":
+            if self.int8 and k > INT32_SAFE_K:  # refused before the stepping starts
+                check_int32_sums(a_in.astype(np.float64) @ b_in.astype(np.float64), k)
             out, folds = systolic.simulate(
                 a_in,
                 b_in,
@@ -339,7 +350,8 @@ class TPUBackend(Backend):
                 limit=self.step_limit,
             )
             if self.int8:
-                out = out.astype(np.int32)  # the int32 accumulator wraps like the hardware's
+                check_int32_sums(out, k)  # exact int64 sums: the int32 ones did not wrap
+                out = out.astype(np.int32)
             cycles, array_cycles = systolic.chip_cycles(folds, self.mxus), sum(folds)
         else:
             out = self._product(a_in, b_in)
