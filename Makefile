@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,tflite,scalesim]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,tflite,scalesim,regex]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,7 +27,7 @@ test: lint
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,bench,plot,import,tflite,scalesim]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,bench,plot,import,tflite,scalesim,regex]'
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "check_positive_int",
     "check_seed",
     "check_target",
+    "check_unique_columns",
     "shape_words",
 ]
 
@@ -82,6 +84,7 @@ def check_array(
                 f"{name} must have numeric columns only; columns {bad} are not numeric "
                 "(encode categories as numbers first)."
             )
+        check_unique_columns(X.columns, name)
         X = X.to_numpy()
     try:
         arr = np.asarray(X)
@@ -109,7 +112,19 @@ def check_array(
         raise ValidationError(
             f"{name} must contain at least {min_samples} sample(s); got an array of shape {arr.shape}."
         )
-    arr = np.asarray(arr, dtype=dtype)
+    given = arr
+    with np.errstate(over="ignore"):  # a value beyond the dtype's range is reported below
+        arr = np.asarray(arr, dtype=dtype)
+    narrowed = given.dtype.kind == "f" and arr.dtype.kind == "f" and arr.dtype != given.dtype
+    if narrowed and np.isinf(arr).any():
+        overflow = np.isinf(arr) & np.isfinite(given)
+        if overflow.any():  # finite as given, infinite in the requested dtype
+            first = tuple(int(i) for i in np.argwhere(overflow)[0])
+            raise ValidationError(
+                f"{name} holds {int(overflow.sum())} value(s) beyond the {arr.dtype} range "
+                f"(+-{float(np.finfo(arr.dtype).max):.4g}); the first is "
+                f"{given[first].item()!r} at index {first}. Rescale the data."
+            )
     if not allow_nan:
         finite = np.isfinite(arr)
         if not finite.all():
@@ -121,6 +136,17 @@ def check_array(
     if flatten:
         arr = arr.reshape(len(arr), -1)
     return arr
+
+
+def check_unique_columns(columns: Iterable[Any], name: str = "X") -> None:
+    """Raise unless a DataFrame's column labels are unique (as text: features are named by them)."""
+    counts = Counter(str(c) for c in columns)
+    repeated = sorted(c for c, k in counts.items() if k > 1)
+    if repeated:
+        raise ValidationError(
+            f"{name} has repeated column names {repeated[:10]}; each feature needs its own "
+            "name (rename or drop the duplicates)."
+        )
 
 
 def check_target(target: Any, n_samples: int, n_outputs: int, name: str = "target") -> np.ndarray:

@@ -6,11 +6,12 @@ of shape (n_samples, n_components), and a dict of method-specific figures.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from xai_core import CapabilityError, UnknownNameError, ValidationError
+from xai_core import CapabilityError, UnknownNameError, ValidationError, XaiWarning
 from xai_core.validation import check_int
 
 __all__ = [
@@ -40,11 +41,15 @@ def spherize(X: np.ndarray) -> np.ndarray:
     return np.divide(Xc, norms, out=np.zeros_like(Xc), where=norms > 0)
 
 
-def pca(X: np.ndarray, n_components: int, *, seed: int) -> tuple[np.ndarray, dict[str, Any]]:
+def pca(
+    X: np.ndarray, n_components: int, *, seed: int, warn: bool = True
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Principal components with scikit-learn's ``PCA`` (full SVD up to 5,000 x 1,000 values).
 
     Returns the coordinates of shape (n_samples, n_components) and ``explained_variance_ratio``
-    (n_components,) and ``components`` (n_components, n_features).
+    (n_components,) and ``components`` (n_components, n_features). Rows that are all the
+    same point have no variance to explain: the coordinates are zero, every ratio is 0 (not
+    scikit-learn's 0 / 0 = NaN) and, with ``warn``, an :class:`~xai_core.XaiWarning` says so.
     """
     from sklearn.decomposition import PCA
 
@@ -56,9 +61,22 @@ def pca(X: np.ndarray, n_components: int, *, seed: int) -> tuple[np.ndarray, dic
         )
     solver = "full" if n * d <= 5_000_000 else "randomized"
     model = PCA(n_components=n_components, svd_solver=solver, random_state=seed)
-    coords = model.fit_transform(X)
+    constant = len(X) < 2 or not np.ptp(X, axis=0).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 0 / 0 of a constant X, handled below
+        coords = model.fit_transform(X)
+    ratio = model.explained_variance_ratio_.astype(np.float64)
+    if constant:
+        coords, ratio = np.zeros_like(coords), np.zeros_like(ratio)
+        if warn:
+            warnings.warn(
+                f"every one of the {len(X)} rows is the same point: PCA has no variance to "
+                "explain, so all coordinates are 0 and every explained variance ratio is 0.",
+                XaiWarning,
+                stacklevel=3,
+            )
     return coords, {
-        "explained_variance_ratio": model.explained_variance_ratio_.astype(np.float64),
+        "explained_variance_ratio": ratio,
         "components": model.components_.astype(np.float64),
         "svd_solver": solver,
     }
@@ -271,7 +289,7 @@ def linear_axes(
     if len(axes) < n_components:
         U = np.array(axes)
         residual = Xc - (Xc @ U.T) @ U
-        _, pieces = pca(residual, n_components - len(axes), seed=seed)
+        _, pieces = pca(residual, n_components - len(axes), seed=seed, warn=False)
         axes.extend(pieces["components"])
     A = np.array(axes[:n_components])
     return Xc @ A.T, {"axes": A}

@@ -180,7 +180,7 @@ class Projection:
         fields: str | Sequence[str] | None = None,
         name: str = "",
     ) -> Selection:
-        """Rows whose label or metadata matches ``query`` (substring, or ``re.search`` if ``regex``).
+        """Rows whose label or metadata matches ``query`` (substring, or an RE2 regular expression if ``regex``).
 
         Returns
         -------

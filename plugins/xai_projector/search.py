@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import UnknownNameError, ValidationError
+from xai_core.optional import require
 
 __all__ = ["Selection", "search_columns"]
 
@@ -66,6 +67,32 @@ class Selection:
         return f"Selection({len(self)} rows, name={self.name!r}, query={self.query!r})"
 
 
+def compile_query(query: str, *, regex: bool, case_sensitive: bool) -> Any:
+    """``query`` compiled for ``.search(text)``: a literal substring, or an RE2 expression.
+
+    A regular expression runs on RE2 (the ``google-re2`` package, extra ``regex``), whose
+    matching time is linear in the text: a pattern such as ``(a+)+$`` that makes Python's
+    backtracking ``re`` run for hours takes microseconds. RE2's syntax is Python's without
+    backreferences and lookaround, which are refused with a clear error.
+    """
+    if not regex:
+        return re.compile(re.escape(query), 0 if case_sensitive else re.IGNORECASE)
+    re2 = require("re2", extra="regex", need="regular-expression search (linear-time RE2)")
+    options = re2.Options()
+    options.case_sensitive = bool(case_sensitive)
+    options.log_errors = False
+    try:
+        return re2.compile(query, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValidationError(
+            f"query is not a valid regular expression for RE2 ({reason}); RE2 takes Python's "
+            "syntax without backreferences and lookaround, and matches in linear time."
+        ) from None
+
+
 def search_columns(
     columns: Mapping[str, Sequence[str]],
     query: str,
@@ -80,7 +107,8 @@ def search_columns(
     ----------
     columns : mapping of str to sequence of str, each of length n_samples
     query : str
-        A substring, or a regular expression (``re.search`` semantics) if ``regex``.
+        A substring, or a regular expression if ``regex`` (``re.search`` semantics, RE2
+        syntax: see :func:`compile_query`).
     regex : bool
     case_sensitive : bool
     fields : str or sequence of str, optional
@@ -99,11 +127,7 @@ def search_columns(
         for name in names:
             if name not in columns:
                 raise UnknownNameError("metadata column", name, list(columns))
-    flags = 0 if case_sensitive else re.IGNORECASE
-    try:
-        pattern = re.compile(query if regex else re.escape(query), flags)
-    except re.error as exc:
-        raise ValidationError(f"query is not a valid regular expression: {exc}.") from exc
+    pattern = compile_query(query, regex=regex, case_sensitive=case_sensitive)
     n = len(columns[names[0]]) if names else 0
     hit = np.zeros(n, dtype=bool)
     for name in names:

@@ -10,7 +10,7 @@ import numpy as np
 
 from xai_core import ShapeError, UnknownNameError, ValidationError, XaiWarning
 from xai_core.images import is_image_shape
-from xai_core.validation import check_array
+from xai_core.validation import check_array, check_unique_columns
 
 __all__ = ["Table", "number_pair"]
 
@@ -75,6 +75,7 @@ class Table:
     def _from_frame(self, frame: Any) -> tuple[np.ndarray, list[str]]:
         import pandas as pd
 
+        check_unique_columns(frame.columns)
         columns = [str(c) for c in frame.columns]
         out = np.empty((len(frame), len(columns)), dtype=np.float64)
         for j, (name, dtype) in enumerate(zip(frame.columns, frame.dtypes)):

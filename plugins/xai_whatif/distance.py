@@ -22,6 +22,13 @@ DISTANCES = ("l1", "l2")
 _CHUNK = 2048
 
 
+def _kind(value: Any) -> str:
+    """``value``'s type in words, with the dtype and shape of an array."""
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    return f"a {type(value).__name__} {str(value)[:40]!r}"
+
+
 class Distance:
     """Distances from one example to many, in the What-If Tool's scaled metric or a custom one.
 
@@ -58,7 +65,14 @@ class Distance:
     def __call__(self, x: np.ndarray, C: np.ndarray) -> np.ndarray:
         """Distances from ``x`` of shape (n_features,) to each row of ``C`` (m, n_features), float64."""
         if self.fn is not None:
-            out = np.asarray(self.fn(x, C), dtype=np.float64)
+            got = self.fn(x, C)
+            try:
+                out = np.asarray(got, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(
+                    f"the distance function must return {len(C)} numbers (one per example); "
+                    f"got {_kind(got)} ({exc})."
+                ) from None
             if out.shape != (len(C),):
                 raise ShapeError(
                     f"the distance function must return shape ({len(C)},) for {len(C)} examples; "

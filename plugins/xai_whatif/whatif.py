@@ -110,6 +110,8 @@ class WhatIf:
         if task == "auto":
             task = "classification" if k >= 2 else "regression"
         self.task = task
+        if self.y is not None and task == "classification":
+            self._check_classes(self.y, max(2, k))
         names = output_names or self.runner.model.output_names
         if names is not None and len(names) != k and not (task == "classification" and k == 1):
             raise ShapeError(
@@ -142,6 +144,18 @@ class WhatIf:
         if arr.dtype.kind not in "biuf" or not np.isfinite(arr.astype(np.float64)).all():
             raise ValidationError("y must contain finite numbers (class indices or values).")
         return arr
+
+    @staticmethod
+    def _check_classes(y: np.ndarray, n_classes: int) -> None:
+        """Raise unless every label is a class index of the model's outputs."""
+        outside = (y != np.round(y)) | (y < 0) | (y >= n_classes)
+        if outside.any():
+            first = int(np.flatnonzero(outside)[0])
+            raise ValidationError(
+                f"y must hold class indices 0 .. {n_classes - 1}, one per output of this "
+                f"classifier; {int(outside.sum())} label(s) are outside, the first {y[first].item()!r} "
+                f"at row {first}. Encode the labels in the order of the model's outputs."
+            )
 
     def _predict(self, F: np.ndarray, of: str = "the edited or searched rows") -> np.ndarray:
         """Outputs of shape (m, n_outputs) for flattened rows ``F`` of shape (m, n_features).

@@ -229,15 +229,16 @@ class ModelRunner:
         """Raise :class:`CapabilityError` if the model on this backend lacks ``capability``."""
         if capability in self.capabilities:
             return
+        what = capability if capability.endswith("s") else f"{capability}s"
         if capability in self.model.capabilities:
             with_it = self.backends_with(capability)
             raise CapabilityError(
-                f"the {self.backend.name!r} backend cannot compute {capability}s (inference only); "
+                f"the {self.backend.name!r} backend cannot compute {what} (inference only); "
                 f"use one of: {', '.join(with_it)}."
             )
         if self.model.is_quantized:
             raise CapabilityError(
-                f"{self.model!r} is an int8 inference-only model: it has no {capability}s. Compute "
+                f"{self.model!r} is an int8 inference-only model: it has no {what}. Compute "
                 "them on the float network it was quantised from, on one of: "
                 f"{', '.join(self.backends_with(capability))}."
             )
@@ -247,7 +248,7 @@ class ModelRunner:
             name for name, cls in get_registry().explainers.items() if cls.requires <= {"predict"}
         )
         raise CapabilityError(
-            f"{self.model!r} cannot compute {capability}s: it is a black box. Use a native network "
+            f"{self.model!r} cannot compute {what}: it is a black box. Use a native network "
             "(xai.nn.Sequential, xai.from_sklearn) or a method that needs only predictions: "
             f"{', '.join(black_box_methods) or '(none installed)'}."
         )

@@ -258,7 +258,7 @@ def _parse(raw: np.ndarray, bad, path: Path) -> dict[str, Any]:
             f" or {FORMAT_GRAPH!r}"
         )
     version = arch.get("format_version")
-    if not isinstance(version, int) or version < 1:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise bad(f"its format_version {version!r} is not a positive integer")
     if version > FORMAT_VERSION:
         raise ModelFormatError(
@@ -374,7 +374,14 @@ def _rebuild(arch: dict[str, Any], arrays: dict[str, np.ndarray], bad) -> Networ
     if arrays:
         raise bad(f"it holds unexpected arrays {sorted(arrays)[:5]}")
     if arch.get("classes") is not None:
-        net.classes_ = np.asarray(arch["classes"], dtype=arch.get("classes_dtype") or None)
+        classes = np.asarray(arch["classes"], dtype=arch.get("classes_dtype") or None)
+        wanted = 2 if net.n_outputs == 1 else net.n_outputs  # one sigmoid output: two classes
+        if classes.ndim != 1 or len(classes) != wanted:
+            raise bad(
+                f"its classes hold {classes.size} label(s) of shape {classes.shape} for a network "
+                f"with {net.n_outputs} output(s); expected {wanted}, one per class"
+            )
+        net.classes_ = classes
     return net
 
 
