@@ -18,6 +18,7 @@ from xai_core.report import (
     diverging,
     environment,
     format_number,
+    isolate,
     new_id,
     png_data_uri,
 )
@@ -208,7 +209,7 @@ def render_playground(view: Any) -> str:
         what = "output"
     hidden = ", ".join(str(len(n)) for n in view.neurons) or "none"
     summary = (
-        f"Inputs {', '.join(view.features)}; hidden layers {hidden}; surface: the {what} over "
+        f"Inputs {', '.join(map(isolate, view.features))}; hidden layers {hidden}; surface: the {what} over "
         f"[-{format_number(view.extent)}, {format_number(view.extent)}]²; "
         f"{len(view.X)} train"
         + (f" and {len(view.X_test)} test" if view.X_test is not None else "")

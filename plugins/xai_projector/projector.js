@@ -191,8 +191,10 @@
 
     function describe(i) {
       var parts = ["#" + i];
-      if (d.label) { parts.push(FSI + d.classes[d.label[i]] + PDI); }
-      columns.forEach(function (c) { parts.push(FSI + c + PDI + ": " + FSI + d.columns[c][i] + PDI); });
+      // A PDI in the text itself would close the isolate early: it is dropped (as isolate() does).
+      var iso = function (s) { return FSI + String(s).replace(/\u2069/g, "") + PDI; };
+      if (d.label) { parts.push(iso(d.classes[d.label[i]])); }
+      columns.forEach(function (c) { parts.push(iso(c) + ": " + iso(d.columns[c][i])); });
       return parts.join(" · ");
     }
     function name(i) {

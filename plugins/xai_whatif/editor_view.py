@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.report import NEGATIVE, POSITIVE, environment, format_number
+from xai_core.report import NEGATIVE, POSITIVE, environment, format_number, isolate
 
 __all__ = ["counterfactual_html", "dependence_html", "explanation_html", "history_html"]
 __all__ += ["prediction_html", "scatter_html"]
@@ -54,7 +54,7 @@ def _render(name: str, **context: Any) -> str:
 def _class(w: Any, value: Any) -> str:
     names = w.output_names
     if w.task == "classification" and isinstance(value, (int, np.integer)) and value < len(names):
-        return f"{names[int(value)]} ({int(value)})"
+        return f"{isolate(names[int(value)])} ({int(value)})"
     return format_number(value)
 
 

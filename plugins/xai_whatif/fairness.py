@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from xai_core import UnknownNameError, ValidationError, XaiWarning
+from xai_core.report import isolate
 
 __all__ = ["STRATEGIES", "counts_on_grid", "choose_thresholds", "slice_ids"]
 
@@ -40,7 +41,9 @@ def slice_ids(table: Any, features: list[int], bins: int) -> tuple[np.ndarray, l
     """Slice of each row (codes into the returned labels) for one or two features.
 
     Categorical features and features of at most 10 distinct values slice by value; others
-    by ``bins`` quantile bins, labelled ``[low, high)`` (the last bin closed).
+    by ``bins`` quantile bins, labelled ``[low, high)`` (the last bin closed). A name or
+    category holding right-to-left text is a directional isolate in the labels
+    (:func:`xai_core.report.isolate`), so it cannot reorder the rest of a label.
     """
     codes = np.zeros(table.n_samples, dtype=np.int64)
     names: list[list[str]] = []
@@ -50,12 +53,12 @@ def slice_ids(table: Any, features: list[int], bins: int) -> tuple[np.ndarray, l
         values = np.unique(col)
         if j in table.categories or values.size <= 10:
             c = np.searchsorted(values, col)
-            labels = [f"{name} = {table.label(j, v)}" for v in values]
+            labels = [f"{isolate(name)} = {isolate(table.label(j, v))}" for v in values]
         else:
             edges = np.unique(np.quantile(col, np.linspace(0, 1, bins + 1)))
             c = np.clip(np.searchsorted(edges, col, side="right") - 1, 0, len(edges) - 2)
             labels = [
-                f"{name} in [{edges[i]:.4g}, {edges[i + 1]:.4g}{']' if i == len(edges) - 2 else ')'}"
+                f"{isolate(name)} in [{edges[i]:.4g}, {edges[i + 1]:.4g}{']' if i == len(edges) - 2 else ')'}"
                 for i in range(len(edges) - 1)
             ]
         codes = codes * len(labels) + c

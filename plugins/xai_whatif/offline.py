@@ -18,7 +18,7 @@ import numpy as np
 from markupsafe import Markup
 
 import xai_core as xai
-from xai_core.report import environment, format_number, new_id
+from xai_core.report import environment, format_number, isolate, new_id
 
 __all__ = ["MAX_PARAMS", "MAX_ROWS", "export_network", "offline_html", "script"]
 
@@ -124,7 +124,7 @@ def offline_html(w: Any) -> Markup:
     predicted = (
         format_number(pred)
         if w.task == "regression"
-        else f"{names[pred] if pred < len(names) else f'class {pred}'} ({pred})"
+        else f"{isolate(names[pred]) if pred < len(names) else f'class {pred}'} ({pred})"
     )
     html = (
         _env()

@@ -13,7 +13,7 @@ import numpy as np
 from markupsafe import Markup
 
 from xai_core.images import image_layout, is_image_shape
-from xai_core.report import environment, format_number, new_id, png_data_uri, to_pixels
+from xai_core.report import environment, format_number, isolate, new_id, png_data_uri, to_pixels
 
 __all__ = [
     "render_counterfactuals",
@@ -104,7 +104,7 @@ def _text(value: Any) -> str:
 
 def _class_name(names: tuple[str, ...], value: Any) -> str:
     if isinstance(value, (int, np.integer)) and 0 <= value < len(names):
-        return f"{names[int(value)]} ({int(value)})"
+        return f"{isolate(names[int(value)])} ({int(value)})"
     return _text(value)
 
 
@@ -187,7 +187,7 @@ def render_counterfactuals(c: Any) -> str:
                 v = labels[k][j] if labels is not None and k < len(labels) else c.X[k, j]
                 if c.X[k, j] != c.x[j]:
                     cells.append(
-                        {"text": _text(v) + " *", "cls": "xai-changed", "title": "changed"}
+                        {"text": isolate(_text(v)) + " *", "cls": "xai-changed", "title": "changed"}
                     )
                 else:
                     cells.append(_text(v))
@@ -249,12 +249,14 @@ def render_partial_dependence(p: Any) -> str:
             "ymin": format_number(lo, 3),
             "ymax": format_number(hi, 3),
         }
-        columns = [p.features[0], f"PD ({output})"]
+        columns = [p.features[0], f"PD ({isolate(output)})"]
         rows = [[_text(lab), format_number(v)] for lab, v in zip(p.grid_labels[0], pd_curve)][
             :_MAX_ROWS
         ]
     else:
-        columns = [f"{p.features[0]} \\ {p.features[1]}"] + [_text(v) for v in p.grid_labels[1]]
+        columns = [f"{isolate(p.features[0])} \\ {isolate(p.features[1])}"] + [
+            _text(v) for v in p.grid_labels[1]
+        ]
         rows = [
             [_text(lab)] + [format_number(v) for v in p.average[a, :, k]]
             for a, lab in enumerate(p.grid_labels[0])
@@ -263,7 +265,7 @@ def render_partial_dependence(p: Any) -> str:
         "pd",
         "pd",
         output=output,
-        features=" and ".join(p.features),
+        features=" and ".join(map(isolate, p.features)),
         n_rows=len(p.rows),
         ice_note=ice_note,
         chart=chart,
@@ -302,7 +304,7 @@ def render_slices(s: Any) -> str:
     return _render(
         "slices",
         "slices",
-        heading=f"Performance by {', '.join(s.features)}{thr}.",
+        heading=f"Performance by {', '.join(map(isolate, s.features))}{thr}.",
         columns=columns,
         rows=rows,
         confusions=confusions,
@@ -328,7 +330,7 @@ def render_thresholds(t: Any) -> str:
             f"differ by {format_number(t.gap)}, more than {allowed} (see the table)"
         )
     heading = (
-        f"Strategy {t.strategy} by {', '.join(t.features)}{constraint}; cost ratio "
+        f"Strategy {t.strategy} by {', '.join(map(isolate, t.features))}{constraint}; cost ratio "
         f"(FP/FN) {format_number(t.cost_ratio)}; total cost {format_number(t.cost)}."
     )
     return _render("slices", "thr", heading=heading, columns=columns, rows=rows, confusions=[])
@@ -344,7 +346,7 @@ def render_whatif(w: Any) -> str:
         ["task", w.task],
         ["rows", format_number(t.n_samples)],
         ["features", format_number(t.n_features)],
-        ["outputs", ", ".join(w.output_names)],
+        ["outputs", ", ".join(map(isolate, w.output_names))],
         ["edits", format_number(len(w.history))],
     ]
     features = [
@@ -353,7 +355,7 @@ def render_whatif(w: Any) -> str:
             format_number(t.minimum[j]),
             format_number(t.maximum[j]),
             format_number(t.std[j]),
-            ", ".join(str(c) for c in t.categories[j][:20]) if j in t.categories else "",
+            ", ".join(isolate(c) for c in t.categories[j][:20]) if j in t.categories else "",
         ]
         for j in range(min(t.n_features, 30))
     ]

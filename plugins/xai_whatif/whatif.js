@@ -30,7 +30,9 @@
   function predicted(d, out) {
     if (d.task === "regression") { return out[0].toPrecision(6); }
     var c = out.length === 1 ? (out[0] >= 0.5 ? 1 : 0) : out.indexOf(Math.max.apply(null, out));
-    return (d.outputs[c] === undefined ? "class " + c : d.outputs[c]) + " (" + c + ")";
+    // The class name is isolated (FSI ... PDI) so that a U+202E in it cannot reverse " (c)".
+    return (d.outputs[c] === undefined ? "class " + c : "\u2068" + d.outputs[c] + "\u2069") +
+      " (" + c + ")";
   }
   function setup(root) {
     root.setAttribute("data-xai-ready", "1");

@@ -6,8 +6,11 @@ counters, DataFrames) live in :mod:`xai_core.report.sections`.
 
 The rendering toolkit every section uses, built-in or a plugin's (see ``docs/reports.md``):
 
-- :func:`environment`: the Jinja2 environment (autoescape, the ``num`` and
-  ``json_script`` filters, the core's macros), optionally over a section's own templates;
+- :func:`environment`: the Jinja2 environment (autoescape, every printed string a
+  directional isolate, the ``num`` and ``json_script`` filters, the core's macros),
+  optionally over a section's own templates;
+- :func:`isolate`: user text that cannot reorder the text around it (U+202E), for strings
+  a section joins in Python;
 - :func:`new_id`: element ids, reproducible under ``Report(seed=)`` (:func:`id_scope`);
 - :func:`format_number`: one number format; :func:`json_for_script`: JSON that is safe in
   ``<script type="application/json">``;
@@ -24,6 +27,7 @@ from xai_core.report._html import (
     environment,
     format_number,
     id_scope,
+    isolate,
     json_for_script,
     new_id,
     plain,
@@ -45,6 +49,7 @@ __all__ = [
     "format_number",
     "heatmap_rgb",
     "id_scope",
+    "isolate",
     "json_for_script",
     "new_id",
     "plain",

@@ -9,7 +9,7 @@ import numpy as np
 
 from xai_core.images import ImageLayout, sample_layout
 from xai_core.report._colormap import NEGATIVE, POSITIVE, heatmap_rgb
-from xai_core.report._html import format_number
+from xai_core.report._html import format_number, isolate
 from xai_core.report._png import png_data_uri
 
 __all__ = ["bar_chart", "explanation_layout", "heatmaps", "shorten"]
@@ -19,8 +19,15 @@ _MIN_PIXEL_SIDE = 8
 
 
 def shorten(text: str, limit: int = _LABEL_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut.
+
+    A directional isolate (:func:`~xai_core.report.isolate`) cut open keeps its closing PDI.
+    """
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1] + "…"
+    opened = sum(cut.count(c) for c in "\u2066\u2067\u2068") - cut.count("\u2069")
+    return cut + "\u2069" * max(opened, 0)
 
 
 def explanation_layout(e: Any) -> ImageLayout | None:
@@ -99,7 +106,7 @@ def bar_chart(
     xs = np.where(finite >= 0, centre, centre - widths)
     bars = []
     for j, name in enumerate(names):
-        label = name if data is None else f"{name} = {_value_text(data[j])}"
+        label = name if data is None else f"{isolate(name)} = {_value_text(data[j])}"
         bars.append(
             {
                 "name": name,
@@ -113,7 +120,7 @@ def bar_chart(
                 ),
             }
         )
-    alt = "; ".join(f"{b['label']} {format_number(b['value'], 3)}" for b in bars)
+    alt = "; ".join(f"{isolate(b['label'])} {format_number(b['value'], 3)}" for b in bars)
     return {
         "alt": alt,
         "width": label_width + bar_width + 70,

@@ -14,7 +14,7 @@ from markupsafe import escape
 
 from xai_core.report._colormap import NEGATIVE, POSITIVE
 from xai_core.report._figures import bar_chart, shorten
-from xai_core.report._html import format_number, svg_data_uri
+from xai_core.report._html import format_number, isolate, svg_data_uri
 
 __all__ = ["MIN_ROWS", "MAX_POINTS", "beeswarm_svg", "global_summary"]
 
@@ -61,7 +61,7 @@ def beeswarm_svg(
         y = top + j * line_h + line_h / 2
         parts.append(
             f'<text x="{label_w - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#1b1b1b">'
-            f"{escape(shorten(str(name)))}</text>"
+            f"{escape(isolate(shorten(str(name))))}</text>"
         )
         xs = centre + finite[:, j] / scale * (plot_w / 2 - 4)
         ys = y + _swarm_offsets(finite[:, j]) * (line_h / 2 - 3)
@@ -124,7 +124,7 @@ def global_summary(
             "height": height,
             "alt": "Beeswarm of the top features: "
             + "; ".join(
-                f"{nm} mean |attribution| {format_number(mean_abs[j], 3)}"
+                f"{isolate(nm)} mean |attribution| {format_number(mean_abs[j], 3)}"
                 for nm, j in zip(top_names, order)
             ),
         },

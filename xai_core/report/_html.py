@@ -1,9 +1,10 @@
 """The rendering toolkit: Jinja2 environments, element ids, safe JSON for script blocks, numbers.
 
 Every report section, built-in or a plugin's, renders through these: one autoescaping
-Jinja2 configuration (:func:`environment`), ids that follow ``Report(seed=)``
-(:func:`new_id`), JSON that cannot close its ``<script>`` element
-(:func:`json_for_script`) and one number format (:func:`format_number`).
+Jinja2 configuration (:func:`environment`) that also isolates the direction of every
+value it prints (:func:`isolate`), ids that follow ``Report(seed=)`` (:func:`new_id`),
+JSON that cannot close its ``<script>`` element (:func:`json_for_script`) and one number
+format (:func:`format_number`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import math
 import random
 import secrets
+import unicodedata
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
@@ -34,6 +36,7 @@ __all__ = [
     "environment",
     "format_number",
     "id_scope",
+    "isolate",
     "json_for_script",
     "new_id",
     "plain",
@@ -93,6 +96,52 @@ def plain(value: Any) -> Any:
 
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 _JSON_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+#: First Strong Isolate and Pop Directional Isolate: text between them is laid out on its own.
+FSI, PDI = "\u2068", "\u2069"
+_ISOLATE_OPENERS = frozenset("\u2066\u2067\u2068")  # LRI, RLI, FSI
+#: Bidirectional classes that can reorder the text around them: right-to-left letters,
+#: Arabic digits and the explicit embeddings, overrides and isolates (U+202A-E, U+2066-9).
+_REORDERING = frozenset(
+    {"R", "AL", "AN", "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
+)
+
+
+def isolate(text: Any) -> str:
+    """``text`` as a directional isolate: it cannot reorder the page text around it.
+
+    A name holding a right-to-left override (U+202E) would otherwise reverse everything
+    after it up to the end of the paragraph, and Hebrew or Arabic letters pull neighbouring
+    punctuation and numbers into their run. Text with such characters is wrapped in FSI ...
+    PDI (what ``<bdi>`` does, but valid in attributes, ``<option>``, ``<title>`` and SVG
+    text too); the PDI closes every embedding and override opened inside. A PDI in the text
+    that would close the wrapper early is dropped. Other text (all of ASCII) is returned as
+    it is, so the common case costs one ``str.isascii``.
+
+    :func:`environment` applies it to every value a template prints; call it yourself on
+    each user string you join into a larger one in Python (``", ".join(map(isolate, names))``).
+    """
+    s = str(text)
+    if s.isascii() or not any(unicodedata.bidirectional(c) in _REORDERING for c in s):
+        return s
+    depth, kept = 0, []
+    for c in s:
+        if c in _ISOLATE_OPENERS:
+            depth += 1
+        elif c == PDI:
+            if depth == 0:
+                continue  # it would close the wrapper: the rest would leak
+            depth -= 1
+        kept.append(c)
+    return FSI + "".join(kept) + PDI
+
+
+def _finalize(value: Any) -> Any:
+    """What a template prints: strings isolated (:func:`isolate`), Markup and numbers as they are."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return isolate(value)
+    return value
 
 
 def _json_default(value: Any) -> Any:
@@ -183,6 +232,7 @@ def _configure(loader: jinja2.BaseLoader) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        finalize=_finalize,
     )
     env.filters["num"] = format_number
     env.filters["json_script"] = json_for_script
@@ -200,8 +250,9 @@ def _core_environment() -> jinja2.Environment:
 def environment(templates: Mapping[str, str] | None = None) -> jinja2.Environment:
     """The Jinja2 environment every report section renders with.
 
-    Autoescape is on (every value is HTML-escaped unless it is ``Markup``), an undefined
-    name is an error, blocks are trimmed, and two filters are defined: ``num``
+    Autoescape is on (every value is HTML-escaped unless it is ``Markup``), every printed
+    string is a directional isolate (:func:`isolate`: a U+202E in a name cannot reverse the
+    text after it), an undefined name is an error, blocks are trimmed, and two filters are defined: ``num``
     (:func:`format_number`) and ``json_script`` (:func:`json_for_script`). The core's
     templates are loaded by name, so a section's own templates can
     ``{% from "macros.html.j2" import kv_table, data_block %}`` and

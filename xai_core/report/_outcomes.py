@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.report._html import format_number
+from xai_core.report._html import format_number, isolate
 
 __all__ = ["row_outcomes"]
 
 
 def _name(names: tuple[str, ...] | None, k: Any) -> str:
     if names is not None and isinstance(k, (int, np.integer)) and 0 <= int(k) < len(names):
-        return f"{names[int(k)]} ({int(k)})"
-    return format_number(k) if not isinstance(k, str) else k
+        return f"{isolate(names[int(k)])} ({int(k)})"
+    return format_number(k) if not isinstance(k, str) else isolate(k)
 
 
 def row_outcomes(e: Any, shown: int) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from xai_core.report._html import (
     asset,
     environment,
     id_scope,
+    isolate,
     new_id,
     scoped_css,
     script_hash,
@@ -76,13 +77,13 @@ def _default_title(section: ReportSection, result: Any) -> str:
     base = section.title or section.name
     method, backend = getattr(result, "method", None), getattr(result, "backend", None)
     if isinstance(method, str) and isinstance(backend, str) and (method or backend):
-        return f"{base}: {method or '?'} on {backend or '?'}"
+        return f"{base}: {isolate(method or '?')} on {isolate(backend or '?')}"
     name = getattr(result, "name", None)
     if isinstance(name, str) and name:
-        return f"{base}: {name}"
+        return f"{base}: {isolate(name)}"
     backend_name = getattr(backend, "name", None)
     if isinstance(backend_name, str):
-        return f"{base}: {backend_name}"
+        return f"{base}: {isolate(backend_name)}"
     return base
 
 

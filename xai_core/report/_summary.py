@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.report._html import format_number, plain
+from xai_core.report._html import format_number, isolate, plain
 
 __all__ = ["HEAD", "describe", "format_column", "summarize"]
 
@@ -95,9 +95,9 @@ def describe(value: Any) -> str:
     if isinstance(value, (Real, np.number)):
         return format_number(value)
     if isinstance(value, str):
-        return value if len(value) <= _MAX_TEXT else value[: _MAX_TEXT - 1] + "…"
+        return isolate(value if len(value) <= _MAX_TEXT else value[: _MAX_TEXT - 1] + "…")
     if isinstance(value, Mapping):
-        items = [f"{k}={describe(v)}" for k, v in list(value.items())[:_MAX_ITEMS]]
+        items = [f"{isolate(k)}={describe(v)}" for k, v in list(value.items())[:_MAX_ITEMS]]
         more = ", …" if len(value) > _MAX_ITEMS else ""
         return "{" + ", ".join(items) + more + "}"
     if isinstance(value, (list, tuple)):
@@ -106,7 +106,7 @@ def describe(value: Any) -> str:
     if callable(value):
         return getattr(value, "__qualname__", None) or type(value).__name__
     text = str(value)
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+    return isolate(text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…")
 
 
 def format_column(values: Any, digits: int = 4) -> list[str] | None:

@@ -23,7 +23,7 @@ from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import colorbar_rgb
 from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
 from xai_core.report._global import global_summary
-from xai_core.report._html import environment, format_number, new_id, plain
+from xai_core.report._html import environment, format_number, isolate, new_id, plain
 from xai_core.report._outcomes import row_outcomes
 from xai_core.report._png import png_data_uri, to_pixels
 from xai_core.report._provenance import backend_numerics, explanation_provenance
@@ -181,7 +181,7 @@ def render_explanation(e: Explanation) -> str:
 
     def target_label(t: int) -> str:
         if e.output_names is not None and 0 <= t < len(e.output_names):
-            return f"{e.output_names[t]} ({t})"
+            return f"{isolate(e.output_names[t])} ({t})"
         return str(t)
 
     rows = []
