@@ -104,7 +104,7 @@ def explanation_html(state: Any, top: int = 10) -> str:
             }
         )
     target = e.target[0].item() if hasattr(e.target[0], "item") else e.target[0]
-    title = f"{e.method} attributions for {_class(state.w, target)} of the row as edited."
+    title = f"{isolate(e.method)} attributions for {_class(state.w, target)} of the row as edited."
     return _render("bars", title=title, bars=bars)
 
 
@@ -219,8 +219,8 @@ def history_html(state: Any, last: int = 12) -> str:
     items = [
         f"row {e.row}: "
         + ", ".join(
-            f"{f} {format_number(b) if isinstance(b, float) else b} → "
-            f"{format_number(a) if isinstance(a, float) else a}"
+            f"{isolate(f)} {format_number(b) if isinstance(b, float) else isolate(b)} → "
+            f"{format_number(a) if isinstance(a, float) else isolate(a)}"
             for f, b, a in e.changes
         )
         for e in state.history[-last:]

@@ -155,20 +155,19 @@ def _backend_comparison():
 
 
 def _method_comparison():
-    clf, X, _ = _clf()
-    options = {"shap": {"background": X}, "lime": {"background": X, "n_samples": 200}}
+    net = xai.nn.mlp(3, hidden=(4,), n_outputs=2)
+    X = np.random.default_rng(5).normal(size=(3, 3)).astype(np.float32)
+    options = {"lime": {"background": X, "n_samples": 100}, "ig": {"steps": 4}}
     return xai.compare_methods(
-        clf,
-        pd.DataFrame(X[:3], columns=NAMES[:3]),
-        methods=("shap", "lime"),
-        method_options=options,
+        net, pd.DataFrame(X, columns=NAMES[:3]), methods=("lime", "ig"), method_options=options
     )
 
 
 def _faithfulness():
-    clf, X, _ = _clf()
-    e = xai.explain(clf, pd.DataFrame(X[:3], columns=NAMES[:3]), method="shap", background=X)
-    return xai.faithfulness(clf, e, steps=3, n_random=2, infidelity_samples=5)
+    net = xai.nn.mlp(3, hidden=(4,), n_outputs=2)
+    X = pd.DataFrame(np.random.default_rng(6).normal(size=(3, 3)), columns=NAMES[:3])
+    e = xai.explain(net, X, method="ig", steps=4)
+    return xai.faithfulness(net, e, steps=3, n_random=2, infidelity_samples=5)
 
 
 FACTORIES: dict[str, Callable[[], object]] = {
@@ -234,3 +233,25 @@ def test_the_environment_isolates_every_printed_string_but_not_markup():
     t = environment().from_string('<p title="{{ n }}">{{ n }}: {{ v }}</p>{{ m }}')
     html = t.render(n=name(1), v=3, m=Markup("<b>x</b>"))
     assert html == f'<p title="\u2068{name(1)}\u2069">\u2068{name(1)}\u2069: 3</p><b>x</b>'
+
+
+def test_the_what_if_editors_panels_isolate_user_text():
+    """The live editor's panels (prediction, bars, counterfactual, PD, scatter, history)."""
+    from xai_whatif import EditorState
+    from xai_whatif import editor_view as view
+
+    w = _session()
+    state = EditorState(w, 0, method="lime", explain_options={"n_samples": 100})
+    state.set_value(NAMES[0], 1.5)
+    state.set_value(NAMES[2], NAMES[3])
+    panels = [
+        view.prediction_html(state),
+        view.explanation_html(state),
+        view.counterfactual_html(state),
+        view.dependence_html(state),
+        view.scatter_html(state),
+        view.history_html(state),
+    ]
+    html = "".join(panels)
+    assert RLO in html
+    assert leaks(html) == []
