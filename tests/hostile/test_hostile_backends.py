@@ -35,7 +35,16 @@ KINDS: dict[str, list[object]] = {
     "dtype": ["int8", "float16", None, 3, "no-such-type", True],
     "pair": [(0, 4), (4,), (4, 4, 4), (INF, 4), (NAN, 4), ("4", "4"), (True, 4), 4, "44"],
     "triple": [(0, 8, 8), (8, 8), (INF, 8, 8), (8.5, 8, 8), ("8", 8, 8), (True, 8, 8), 8],
-    "kib": [(INF, 64, 64), (NAN, 64, 64), (-1, 64, 64), (0, 64, 64), ("64", 64, 64), 64, (64, 64)],
+    "kib": [
+        (INF, 64, 64),
+        (NAN, 64, 64),
+        (-1, 64, 64),
+        (0, 64, 64),
+        (64, 64, 1e-300),  # finite and positive, but not one word per buffer half
+        ("64", 64, 64),
+        64,
+        (64, 64),
+    ],
     "bw": [INF, NAN, -1.0, 0, "1", (1.0, 1.0), (INF, 1.0, 1.0), True],
 }
 

@@ -199,6 +199,12 @@ class TPUBackend(Backend):
                 f"sram_kib must be (ifmap, filter, ofmap) KiB such as (256, 256, 128); got {sram_kib!r}."
             )
         kib = tuple(check_float(v, f"sram_kib[{i}] (KiB)") for i, v in enumerate(sram_kib))
+        for i, v in enumerate(kib):
+            if v * 1024 < 2 * word:  # double-buffered: each half holds at least one word
+                raise ValidationError(
+                    f"sram_kib[{i}] must hold at least two {word}-byte words (both halves of "
+                    f"its double buffer), {2 * word / 1024:g} KiB; got {v:g} KiB."
+                )
         if dram_bw is None:
             if not self.memory_gbps:
                 raise ValidationError("dram_bw is needed: this backend has no memory bandwidth.")
