@@ -23,7 +23,6 @@ from xai_core.images import sample_layout
 from xai_core.report import (
     environment,
     heatmap_rgb,
-    isolate,
     new_id,
     png_data_uri,
     scoped_css,
@@ -330,7 +329,7 @@ def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
         for a, b, c in zip(sx.tolist(), sy.tolist(), colors.tolist(), strict=True)
     ]
     options = [
-        {"value": j, "name": isolate(name), "selected": j == chosen}
+        {"value": j, "name": _FSI + name + _PDI, "selected": j == chosen}
         for j, name in enumerate(names)
     ]
     options.append({"value": -1, "name": "one colour", "selected": chosen < 0})

@@ -131,11 +131,12 @@ def _session():
 
 def _projection():
     rng = np.random.default_rng(3)
-    return xai.project(
+    p = xai.project(
         rng.normal(size=(30, 4)),
         labels=[NAMES[k % 3] for k in range(30)],
-        metadata={name(7): [name(8)] * 30},
+        metadata={name(7): [name(k % 2 + 8) for k in range(30)]},
     )
+    return p.show(color_by=name(7))  # the legend names the column and its values
 
 
 def _playground():
@@ -216,12 +217,27 @@ def test_every_section_isolates_user_text(section):
         ("مرحبا 12", "\u2068مرحبا 12\u2069"),
         (f"\u2069{RLO}x", f"\u2068{RLO}x\u2069"),  # a stray PDI would close the wrapper early
         (f"\u2067a\u2069{RLO}", f"\u2068\u2067a\u2069{RLO}\u2069"),  # a balanced one stays
+        (f"\u2068{RLO}x\u2069", f"\u2068{RLO}x\u2069"),  # already isolated: not wrapped again
+        ("\u2068a\u2069\u2068b\u2069", "\u2068\u2068a\u2069\u2068b\u2069\u2069"),  # two isolates
+        (f"\u2068{RLO}x", f"\u2068\u2068{RLO}x\u2069\u2069"),  # an FSI left open is closed
     ],
-    ids=["ascii", "ltr-unicode", "override", "hebrew", "arabic", "stray-pdi", "balanced-pdi"],
+    ids=[
+        "ascii",
+        "ltr-unicode",
+        "override",
+        "hebrew",
+        "arabic",
+        "stray-pdi",
+        "balanced-pdi",
+        "isolated",
+        "two-isolates",
+        "open-fsi",
+    ],
 )
 def test_isolate(text, expected):
-    """Only text that can reorder its surroundings is wrapped; a stray PDI is dropped."""
+    """Only text that can reorder its surroundings is wrapped, once; a stray PDI is dropped."""
     assert isolate(text) == expected
+    assert isolate(isolate(text)) == isolate(text)
 
 
 def test_the_environment_isolates_every_printed_string_but_not_markup():

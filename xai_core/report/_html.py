@@ -116,8 +116,10 @@ def isolate(text: Any) -> str:
     punctuation and numbers into their run. Text with such characters is wrapped in FSI ...
     PDI (what ``<bdi>`` does, but valid in attributes, ``<option>``, ``<title>`` and SVG
     text too); the PDI closes every embedding and override opened inside. A PDI in the text
-    that would close the wrapper early is dropped. Other text (all of ASCII) is returned as
-    it is, so the common case costs one ``str.isascii``.
+    that would close the wrapper early is dropped, and isolates the text leaves open are
+    closed before it. Other text (all of ASCII) is returned as
+    it is, so the common case costs one ``str.isascii``; so is text that already is one
+    isolate from end to end (``isolate(isolate(s)) == isolate(s)``).
 
     :func:`environment` applies it to every value a template prints; call it yourself on
     each user string you join into a larger one in Python (``", ".join(map(isolate, names))``).
@@ -125,16 +127,19 @@ def isolate(text: Any) -> str:
     s = str(text)
     if s.isascii() or not any(unicodedata.bidirectional(c) in _REORDERING for c in s):
         return s
-    depth, kept = 0, []
-    for c in s:
+    depth, kept, enclosed = 0, [], s[0] == FSI
+    for i, c in enumerate(s):
         if c in _ISOLATE_OPENERS:
             depth += 1
         elif c == PDI:
             if depth == 0:
                 continue  # it would close the wrapper: the rest would leak
             depth -= 1
+            enclosed = enclosed and (depth > 0 or i == len(s) - 1)
         kept.append(c)
-    return FSI + "".join(kept) + PDI
+    if enclosed and depth == 0:  # already one isolate from end to end: as it is
+        return "".join(kept)
+    return FSI + "".join(kept) + PDI * depth + PDI  # isolates opened inside closed first
 
 
 def _finalize(value: Any) -> Any:
