@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from xai_core import UnknownNameError, ValidationError, XaiWarning
+from xai_core import Cost, UnknownNameError, ValidationError, XaiWarning
+from xai_core.attribution.cost import check_cost
 from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_core.validation import check_positive_int
 from xai_whatif.results import PartialDependence
@@ -76,6 +77,21 @@ def ice_curves(
     return ice.reshape(n, *(len(g) for g in grids), ice.shape[-1])
 
 
+def dependence_cost(n_rows: int, n_points: int, n_features: int, n_outputs: int) -> Cost:
+    """Work and memory of ICE curves: every row at every grid point, in blocks of rows.
+
+    The peak holds the curves (``n_rows * n_points * n_outputs`` float64 values) and one
+    block of edited rows with its outputs.
+    """
+    block = min(n_rows * n_points, max(n_points, BATCH_FLOATS // max(1, n_features)))
+    return Cost(
+        n_rows * n_points,
+        8 * n_rows * n_points * n_outputs + 8 * block * (n_features + n_outputs),
+        f"{n_rows:,} rows x {n_points:,} grid points",
+        "lower grid_resolution, pass a shorter grid or fewer rows",
+    )
+
+
 def partial_dependence(
     w: WhatIf,
     features: Any,
@@ -125,6 +141,9 @@ def partial_dependence(
         idx = np.array([w.table.row_index(r, "rows") for r in np.ravel(rows).tolist()])
         if idx.size == 0:
             raise ValidationError("rows must name at least one row; got none.")
+    n_points = int(np.prod([len(g) for g in grids]))
+    cost = dependence_cost(len(idx), n_points, w.table.n_features, len(w.output_names))
+    check_cost(cost, "partial_dependence")
     ice = ice_curves(
         w._predict,
         w.table.X[idx],

@@ -147,6 +147,13 @@ CASES: dict[str, tuple[Callable[[Models], object], type[Exception], tuple[str, .
         ResourceError,
         ("thresholds", "GiB of working memory", "100,000,000 thresholds", "grid"),
     ),
+    "partial_dependence-grid-40000x40000": (
+        lambda m: m.what_if.partial_dependence(
+            [0, 1], grid=[np.linspace(ROWS[:, j].min(), ROWS[:, j].max(), 40_000) for j in (0, 1)]
+        ),
+        ResourceError,
+        ("partial_dependence", "6.4e+09 model rows", "4 rows x 1,600,000,000 grid points"),
+    ),
     "playground-n_samples-10**10": (
         lambda m: playground("xor", n_samples=10**10),
         ResourceError,
@@ -177,6 +184,43 @@ def models() -> Models:
         [xai.nn.Dense(3), xai.nn.Tanh(), xai.nn.Dense(1), xai.nn.Sigmoid()], input_shape=(2,)
     )
     return Models(box=box, runner=xai.ModelRunner(_net()), what_if=w, plane=plane)
+
+
+#: Ordinary requests at their defaults, which the limits must let through.
+ORDINARY = {
+    "shap on 100 digits": ("shap", (100, 784)),
+    "lime on 100 digits": ("lime", (100, 784)),
+    "ig on 100 digits": ("ig", (100, 784)),
+    "smoothgrad on 100 digits": ("smoothgrad", (100, 784)),
+    "kernel shap on 1,000 rows": ("shap", (1000, 10)),
+}
+
+
+@pytest.mark.parametrize("case", list(ORDINARY))
+def test_ordinary_requests_pass_the_limits(case: str) -> None:
+    """Each method's default on ordinary data fits in 2 GiB and 10**9 model rows."""
+    method, shape = ORDINARY[case]
+    net = xai.nn.mlp(shape[1], (32,), 10, activation="relu")
+    runner = xai.ModelRunner(net)
+    cls = xai.get_registry().explainer(method)
+    options = xai.attribution.options.resolve_options(cls, {})
+    if "seed" in cls.option_names():
+        options["seed"] = 0
+    X = np.random.default_rng(0).uniform(size=shape).astype(np.float32)
+    cost = xai.attribution.cost.explainer_cost(cls(**options), runner, X)
+    assert cost is not None and cost.model_rows > 0 and cost.peak_bytes > 0
+    with xai.resource_limits(max_bytes=2 * 2**30, max_model_rows=10**9):
+        xai.attribution.cost.check_cost(cost, method)
+    assert runner.counters["matmuls"] == 0  # estimated without running the model
+
+
+def test_ordinary_partial_dependence_passes_the_limits() -> None:
+    """Partial dependence of two features at 100 x 100 points over 10,000 rows fits the limits."""
+    from xai_whatif.dependence import dependence_cost
+
+    cost = dependence_cost(10_000, 100 * 100, 30, 2)
+    with xai.resource_limits(max_bytes=2 * 2**30, max_model_rows=10**9):
+        xai.attribution.cost.check_cost(cost, "partial_dependence")
 
 
 @pytest.mark.parametrize("case", list(CASES))

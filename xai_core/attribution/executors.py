@@ -134,7 +134,7 @@ def run_all(
     for task in tasks:
         future = pool.submit(fn, task)
         pending[future] = (task.index, 0)
-        if future.done() and future.exception() is None:  # the serial loop: count it now
+        if future.done():  # the serial loop: count it, retry it or stop now
             settle(future)
     while pending:
         done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
