@@ -1,0 +1,289 @@
+"""Convolutions without im2col: the ``cpu`` backend's reference computation of common cases.
+
+The im2col path (:mod:`xai_core.nn.conv_ops`) copies every input pixel ``kh * kw`` times
+before one matrix product; these kernels compute the same sums from the (padded)
+activation itself:
+
+- **pointwise** (1x1 kernel, no padding, ``groups = 1``, any stride): one matrix product
+  over the pixels' channel rows, ``rows @ weight.T``;
+- **depthwise** (``groups = channels``, any depth multiplier, stride, dilation, padding):
+  ``kh * kw`` multiply-adds of shifted (strided) slices of the padded activation by
+  per-channel weights;
+- **taps** (``groups = 1``, stride 1, any kernel, dilation, padding): ``kh * kw`` matrix
+  products of contiguous blocks of the padded activation's channel rows, each shifted by
+  its tap's offset in the flattened image (the outputs of a padded-width grid are computed
+  and the columns beyond the output width dropped).
+
+Activations are NCHW-shaped arrays of any memory order: each kernel works on the
+channels-last (NHWC) memory of the padded activation and returns an NCHW-shaped *view* of
+channels-last memory, so a chain of convolutions and elementwise layers runs without a
+layout transpose between layers (numpy's elementwise operations keep the memory order of
+their operands). The backward passes are the exact adjoints of the same sums. The results
+equal the im2col path's to floating-point rounding (the sums run in another order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from xai_core.nn.conv_ops import ConvGeometry
+
+__all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop"]
+
+#: Bytes of output a depthwise kernel computes at a time (its temporaries stay in cache).
+BLOCK_BYTES = 1 << 17
+
+
+def fast_kind(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], geom: ConvGeometry):
+    """``"pointwise"``, ``"depthwise"``, ``"taps"`` or None: which kernel computes this convolution."""
+    c, cg = x_shape[1], weight_shape[1]
+    if geom.kernel == (1, 1) and not any(geom.pads) and geom.groups == 1:
+        return "pointwise"
+    if geom.groups == c and cg == 1:
+        return "depthwise"
+    if geom.groups == 1 and geom.strides == (1, 1):
+        return "taps"
+    return None
+
+
+def _pad_channels_last(x: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """The NCHW-shaped ``x`` as a zero-padded, C-contiguous (n, hp, wp, c) array (one copy at most)."""
+    xh = x.transpose(0, 2, 3, 1)
+    if not any(pads):
+        return np.ascontiguousarray(xh)
+    t, b, left, r = pads
+    n, h, w, c = xh.shape
+    xp = np.zeros((n, h + t + b, w + left + r, c), dtype=x.dtype)
+    xp[:, t : t + h, left : left + w] = xh
+    return xp
+
+
+def crop(xp: np.ndarray, pads: tuple[int, int, int, int], hw: tuple[int, int]) -> np.ndarray:
+    """The unpadded part of a padded (n, hp, wp, c) array, as an NCHW-shaped view."""
+    t, left = pads[0], pads[2]
+    return xp[:, t : t + hw[0], left : left + hw[1]].transpose(0, 3, 1, 2)
+
+
+def _slices(geom: ConvGeometry, oh: int, ow: int) -> Iterator[tuple[int, tuple]]:
+    """``(tap, index)``: the strided slice of a padded (n, hp, wp, c) array each tap reads."""
+    (kh, kw), (sh, sw), (dh, dw) = geom.kernel, geom.strides, geom.dilation
+    rows, cols = (oh - 1) * sh + 1, (ow - 1) * sw + 1
+    for i in range(kh):
+        for j in range(kw):
+            yield (
+                i * kw + j,
+                (
+                    slice(None),
+                    slice(i * dh, i * dh + rows, sh),
+                    slice(j * dw, j * dw + cols, sw),
+                ),
+            )
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    """An NCHW-shaped array as its (n * h * w, c) channel rows (a view when its memory is NHWC)."""
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).reshape(-1, a.shape[1])
+
+
+# -- pointwise ---------------------------------------------------------------------------
+def _pointwise(x, weight, geom):
+    sh, sw = geom.strides
+    xs = x[:, :, ::sh, ::sw]
+    n, c, oh, ow = xs.shape
+    w2 = weight.reshape(weight.shape[0], c)
+    if xs.flags.c_contiguous:  # NCHW memory: one product per image, NCHW out
+        return np.matmul(w2, xs.reshape(n, c, oh * ow)).reshape(n, -1, oh, ow)
+    y = _rows(xs) @ w2.T
+    return y.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2)
+
+
+def _pointwise_vjp(grad, x, weight, geom, param_grads, input_grad):
+    sh, sw = geom.strides
+    n, c, h, w = x.shape
+    f, oh, ow = grad.shape[1:]
+    w2 = weight.reshape(f, c)
+    gw = gx = None
+    g_rows = _rows(grad) if param_grads or not grad.flags.c_contiguous else None
+    if param_grads:
+        gw = (g_rows.T @ _rows(x[:, :, ::sh, ::sw])).reshape(weight.shape)
+    if input_grad:
+        if grad.flags.c_contiguous:  # NCHW memory
+            gs = np.matmul(w2.T, grad.reshape(n, f, oh * ow)).reshape(n, c, oh, ow)
+        else:
+            gs = (g_rows @ w2).reshape(n, oh, ow, c).transpose(0, 3, 1, 2)
+        if (sh, sw) == (1, 1):
+            gx = gs
+        else:
+            gxh = np.zeros((n, h, w, c), dtype=gs.dtype)
+            gxh[:, ::sh, ::sw] = gs.transpose(0, 2, 3, 1)
+            gx = gxh.transpose(0, 3, 1, 2)
+    return gx, gw
+
+
+# -- depthwise ---------------------------------------------------------------------------
+def _depthwise_taps(weight, c):
+    """Per-tap weights: (taps, c) for one kernel per channel, else (taps, c, multiplier)."""
+    f, _, kh, kw = weight.shape
+    m = f // c
+    wt = np.ascontiguousarray(weight.reshape(c, m, kh * kw).transpose(2, 0, 1))
+    return wt[:, :, 0] if m == 1 else wt
+
+
+def _blocks(n: int, per_image: int, itemsize: int) -> Iterator[slice]:
+    """Slices of the batch whose per-image work of ``per_image`` elements fits in :data:`BLOCK_BYTES`."""
+    step = max(1, BLOCK_BYTES // max(per_image * itemsize, 1))
+    for start in range(0, n, step):
+        yield slice(start, min(start + step, n))
+
+
+def _depthwise(xp, weight, geom, out_hw):
+    n, c = xp.shape[0], xp.shape[3]
+    oh, ow = out_hw
+    wt = _depthwise_taps(weight, c)
+    shape = (n, oh, ow, *wt.shape[1:])
+    out = np.empty(shape, dtype=xp.dtype)
+    blocks = list(_blocks(n, out[0].size, out.itemsize))
+    tmp = np.empty((blocks[0].stop, *shape[1:]), dtype=xp.dtype)
+    taps = list(_slices(geom, oh, ow))
+    for block in blocks:  # images in blocks whose temporaries stay in cache
+        o, xb, tb = out[block], xp[block], tmp[: block.stop - block.start]
+        for t, index in taps:
+            src = xb[index] if wt.ndim == 2 else xb[index][..., None]
+            if t == 0:
+                np.multiply(src, wt[0], out=o)
+            else:
+                np.multiply(src, wt[t], out=tb)
+                o += tb
+    return out.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2)
+
+
+def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
+    n, c = xp.shape[0], xp.shape[3]
+    f, _, kh, kw = weight.shape
+    oh, ow = grad.shape[2:]
+    wt = _depthwise_taps(weight, c)
+    gh = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(n, oh, ow, *wt.shape[1:])
+    tmp = np.empty_like(gh)
+    gw = gx = None
+    if param_grads:
+        dw = np.empty(wt.shape, dtype=gh.dtype)
+        for t, index in _slices(geom, oh, ow):
+            src = xp[index] if wt.ndim == 2 else xp[index][..., None]
+            np.multiply(gh, src, out=tmp)
+            dw[t] = tmp.reshape(-1, *wt.shape[1:]).sum(axis=0)
+        gw = dw.reshape(kh * kw, f).T.reshape(weight.shape)
+    if input_grad:
+        gxp = np.zeros_like(xp)
+        for t, index in _slices(geom, oh, ow):
+            if wt.ndim == 2:
+                part = np.multiply(gh, wt[t], out=tmp)
+            else:  # the channel's multiplier outputs summed
+                part = np.multiply(gh, wt[t], out=tmp).sum(axis=-1)
+            gxp[index] += part
+        gx = crop(gxp, geom.pads, hw)
+    return gx, gw
+
+
+# -- taps (groups = 1, stride 1) -------------------------------------------------------
+def _offsets(geom: ConvGeometry, wp: int) -> list[int]:
+    (kh, kw), (dh, dw) = geom.kernel, geom.dilation
+    return [i * dh * wp + j * dw for i in range(kh) for j in range(kw)]
+
+
+def _taps(xp, weight, geom, out_hw):
+    n, hp, wp, c = xp.shape
+    f, _, kh, kw = weight.shape
+    oh, ow = out_hw
+    rows = xp.reshape(-1, c)
+    offs = _offsets(geom, wp)
+    q = rows.shape[0] - offs[-1]
+    wt = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
+    out = np.empty((rows.shape[0], f), dtype=xp.dtype)
+    acc, tmp = out[:q], np.empty((q, f), dtype=xp.dtype)
+    for t, off in enumerate(offs):
+        np.matmul(rows[off : off + q], wt[t], out=acc if t == 0 else tmp)
+        if t:
+            acc += tmp
+    out[q:] = 0  # rows past the last window: never part of an output
+    return out.reshape(n, hp, wp, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
+
+
+def _taps_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
+    n, hp, wp, c = xp.shape
+    f, _, kh, kw = weight.shape
+    oh, ow = grad.shape[2:]
+    rows = xp.reshape(-1, c)
+    offs = _offsets(geom, wp)
+    q = rows.shape[0] - offs[-1]
+    full = np.zeros((n, hp, wp, f), dtype=xp.dtype)
+    full[:, :oh, :ow] = grad.transpose(0, 2, 3, 1)
+    g_rows = full.reshape(-1, f)[:q]
+    gw = gx = None
+    wt = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
+    if param_grads:
+        dw = np.empty((kh * kw, c, f), dtype=xp.dtype)
+        for t, off in enumerate(offs):
+            np.matmul(rows[off : off + q].T, g_rows, out=dw[t])
+        gw = dw.reshape(kh, kw, c, f).transpose(3, 2, 0, 1).copy()
+    if input_grad:
+        g_in = np.zeros_like(rows)
+        tmp = np.empty((q, c), dtype=xp.dtype)
+        for t, off in enumerate(offs):
+            np.matmul(g_rows, wt[t].T, out=tmp)
+            g_in[off : off + q] += tmp
+        gx = crop(g_in.reshape(n, hp, wp, c), geom.pads, hw)
+    return gx, gw
+
+
+# -- entry points ------------------------------------------------------------------------
+def conv2d_taps(kind: str, x: np.ndarray, weight: np.ndarray, geom: ConvGeometry):
+    """The convolution of ``x`` by the kernel ``kind`` (see :func:`fast_kind`), without im2col.
+
+    Parameters
+    ----------
+    kind : {"pointwise", "depthwise", "taps"}
+    x : ndarray of shape (n, channels, height, width)
+        Any memory order.
+    weight : ndarray of shape (filters, channels // groups, kh, kw)
+    geom : ConvGeometry
+
+    Returns
+    -------
+    y : ndarray of shape (n, filters, out_height, out_width)
+        Often a view of channels-last memory.
+    saved : ndarray
+        What :func:`conv2d_taps_vjp` needs: ``x`` itself (pointwise) or the padded
+        channels-last activation.
+    """
+    out_hw = geom.out_hw(x.shape[2:])
+    if kind == "pointwise":
+        return _pointwise(x, weight, geom), x
+    xp = _pad_channels_last(x, geom.pads)
+    if kind == "depthwise":
+        return _depthwise(xp, weight, geom, out_hw), xp
+    return _taps(xp, weight, geom, out_hw), xp
+
+
+def conv2d_taps_vjp(
+    kind: str,
+    grad: np.ndarray,
+    saved: np.ndarray,
+    x_hw: tuple[int, int],
+    weight: np.ndarray,
+    geom: ConvGeometry,
+    *,
+    param_grads: bool = True,
+    input_grad: bool = True,
+):
+    """``(grad_x or None, grad_weight or None)`` of :func:`conv2d_taps` for ``grad`` of its output.
+
+    ``saved`` is what :func:`conv2d_taps` returned with the output; ``x_hw`` the input's
+    ``(height, width)``. The input gradient is NCHW-shaped, often a view of channels-last memory.
+    """
+    if kind == "pointwise":
+        return _pointwise_vjp(grad, saved, weight, geom, param_grads, input_grad)
+    if kind == "depthwise":
+        return _depthwise_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
+    return _taps_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
