@@ -113,16 +113,18 @@ class CPUBackend(Backend):
             return super().conv2d(x, weight, bias, geometry, record)
         x = np.asarray(x, dtype=self.dtype)
         weight = np.asarray(weight, dtype=self.dtype)
-        y, saved = conv2d_taps(kind, x, weight, geometry)
+        if bias is not None:
+            bias = np.asarray(bias, dtype=self.dtype)
+        y, saved = conv2d_taps(kind, x, weight, bias, geometry)
         n, f, oh, ow = y.shape
         g = geometry.groups
         self._count_products(g, n * oh * ow, weight[0].size, f // g)
+        if bias is not None:  # added inside the kernel; counted as the im2col path's elementwise
+            self._count_vector(y.size + bias.size, y.size, y.size)
         if record is not None:
             record.update(fast=kind, saved=saved, x_hw=x.shape[2:])
             # the input, for the im2col path's backward (a view of the padded copy)
             record["x"] = x if kind == "pointwise" else crop(saved, geometry.pads, x.shape[2:])
-        if bias is not None:
-            y = self.elementwise(_add_bias, y, bias)
         return y
 
     def conv2d_vjp(
@@ -178,11 +180,6 @@ class CPUBackend(Backend):
             "simd_width": self.simd_width,
             "presets": [],
         }
-
-
-def _add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``y + b`` over the channels of an NCHW-shaped ``y`` the fast path made (in place)."""
-    return np.add(y, b[:, None, None], out=y)
 
 
 @hookimpl

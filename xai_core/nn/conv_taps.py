@@ -14,11 +14,11 @@ activation itself:
   its tap's offset in the flattened image (the outputs of a padded-width grid are computed
   and the columns beyond the output width dropped).
 
-Activations are NCHW-shaped arrays of any memory order: each kernel works on the
-channels-last (NHWC) memory of the padded activation and returns an NCHW-shaped *view* of
-channels-last memory, so a chain of convolutions and elementwise layers runs without a
-layout transpose between layers (numpy's elementwise operations keep the memory order of
-their operands). The backward passes are the exact adjoints of the same sums. The results
+Activations are NCHW-shaped arrays of any memory order: the kernels work on the
+channels-last (NHWC) memory of the padded activation (made by the one copy that pads it)
+and return C-contiguous NCHW arrays, as the im2col path does, so the elementwise layers
+around them always meet operands of one memory order (numpy is many times slower on
+operands of mixed orders). The backward passes are the exact adjoints of the same sums. The results
 equal the im2col path's to floating-point rounding (the sums run in another order).
 """
 
@@ -41,10 +41,10 @@ def fast_kind(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], geom: Con
     c, cg = x_shape[1], weight_shape[1]
     if geom.kernel == (1, 1) and not any(geom.pads) and geom.groups == 1:
         return "pointwise"
-    if geom.groups == c and cg == 1:
-        return "depthwise"
     if geom.groups == 1 and geom.strides == (1, 1):
         return "taps"
+    if geom.groups == c > 1 and cg == 1:
+        return "depthwise"
     return None
 
 
@@ -88,14 +88,19 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 # -- pointwise ---------------------------------------------------------------------------
-def _pointwise(x, weight, geom):
+def _pointwise(x, weight, bias, geom):
     sh, sw = geom.strides
     xs = x[:, :, ::sh, ::sw]
     n, c, oh, ow = xs.shape
     w2 = weight.reshape(weight.shape[0], c)
     if xs.flags.c_contiguous:  # NCHW memory: one product per image, NCHW out
-        return np.matmul(w2, xs.reshape(n, c, oh * ow)).reshape(n, -1, oh, ow)
+        y = np.matmul(w2, xs.reshape(n, c, oh * ow))
+        if bias is not None:
+            y += bias[:, None]
+        return y.reshape(n, -1, oh, ow)
     y = _rows(xs) @ w2.T
+    if bias is not None:
+        y += bias
     return y.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2)
 
 
@@ -138,7 +143,7 @@ def _blocks(n: int, per_image: int, itemsize: int) -> Iterator[slice]:
         yield slice(start, min(start + step, n))
 
 
-def _depthwise(xp, weight, geom, out_hw):
+def _depthwise(xp, weight, bias, geom, out_hw):
     n, c = xp.shape[0], xp.shape[3]
     oh, ow = out_hw
     wt = _depthwise_taps(weight, c)
@@ -156,6 +161,8 @@ def _depthwise(xp, weight, geom, out_hw):
             else:
                 np.multiply(src, wt[t], out=tb)
                 o += tb
+        if bias is not None:
+            o += bias.reshape(wt.shape[1:])
     return out.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2)
 
 
@@ -192,7 +199,33 @@ def _offsets(geom: ConvGeometry, wp: int) -> list[int]:
     return [i * dh * wp + j * dw for i in range(kh) for j in range(kw)]
 
 
-def _taps(xp, weight, geom, out_hw):
+def _add_product(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """``out += a @ b`` in one BLAS call (``gemm`` with ``beta = 1``), no temporary.
+
+    ``out`` is a C-contiguous (m, n) float32 / float64 matrix, ``a`` (m, k) and ``b``
+    (k, n) are C- or F-contiguous. BLAS is column-major, so it computes ``out.T += b.T @ a.T``.
+    """
+    from scipy.linalg import blas
+
+    gemm = blas.sgemm if out.dtype == np.float32 else blas.dgemm
+    bt, at = b.T, a.T
+    first, trans_first = (bt, 0) if bt.flags.f_contiguous else (b, 1)
+    second, trans_second = (at, 0) if at.flags.f_contiguous else (a, 1)
+    res = gemm(
+        1.0,
+        first,
+        second,
+        beta=1.0,
+        c=out.T,
+        trans_a=trans_first,
+        trans_b=trans_second,
+        overwrite_c=1,
+    )
+    if not np.shares_memory(res, out):  # a BLAS wrapper that copied: keep the result
+        out[...] = res.T
+
+
+def _taps(xp, weight, bias, geom, out_hw):
     n, hp, wp, c = xp.shape
     f, _, kh, kw = weight.shape
     oh, ow = out_hw
@@ -201,11 +234,14 @@ def _taps(xp, weight, geom, out_hw):
     q = rows.shape[0] - offs[-1]
     wt = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
     out = np.empty((rows.shape[0], f), dtype=xp.dtype)
-    acc, tmp = out[:q], np.empty((q, f), dtype=xp.dtype)
-    for t, off in enumerate(offs):
-        np.matmul(rows[off : off + q], wt[t], out=acc if t == 0 else tmp)
-        if t:
-            acc += tmp
+    acc = out[:q]
+    if bias is None:
+        np.matmul(rows[:q], wt[0], out=acc)
+    else:
+        acc[...] = bias
+        _add_product(acc, rows[:q], wt[0])
+    for t, off in enumerate(offs[1:], 1):
+        _add_product(acc, rows[off : off + q], wt[t])
     out[q:] = 0  # rows past the last window: never part of an output
     return out.reshape(n, hp, wp, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
 
@@ -229,16 +265,16 @@ def _taps_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
         gw = dw.reshape(kh, kw, c, f).transpose(3, 2, 0, 1).copy()
     if input_grad:
         g_in = np.zeros_like(rows)
-        tmp = np.empty((q, c), dtype=xp.dtype)
         for t, off in enumerate(offs):
-            np.matmul(g_rows, wt[t].T, out=tmp)
-            g_in[off : off + q] += tmp
+            _add_product(g_in[off : off + q], g_rows, wt[t].T)
         gx = crop(g_in.reshape(n, hp, wp, c), geom.pads, hw)
     return gx, gw
 
 
 # -- entry points ------------------------------------------------------------------------
-def conv2d_taps(kind: str, x: np.ndarray, weight: np.ndarray, geom: ConvGeometry):
+def conv2d_taps(
+    kind: str, x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, geom: ConvGeometry
+):
     """The convolution of ``x`` by the kernel ``kind`` (see :func:`fast_kind`), without im2col.
 
     Parameters
@@ -247,23 +283,27 @@ def conv2d_taps(kind: str, x: np.ndarray, weight: np.ndarray, geom: ConvGeometry
     x : ndarray of shape (n, channels, height, width)
         Any memory order.
     weight : ndarray of shape (filters, channels // groups, kh, kw)
+    bias : ndarray of shape (filters,) or None
+        Added while the output is computed.
     geom : ConvGeometry
 
     Returns
     -------
     y : ndarray of shape (n, filters, out_height, out_width)
-        Often a view of channels-last memory.
+        C-contiguous (NCHW memory, as the im2col path's).
     saved : ndarray
         What :func:`conv2d_taps_vjp` needs: ``x`` itself (pointwise) or the padded
         channels-last activation.
     """
     out_hw = geom.out_hw(x.shape[2:])
     if kind == "pointwise":
-        return _pointwise(x, weight, geom), x
+        return np.ascontiguousarray(_pointwise(x, weight, bias, geom)), x
     xp = _pad_channels_last(x, geom.pads)
     if kind == "depthwise":
-        return _depthwise(xp, weight, geom, out_hw), xp
-    return _taps(xp, weight, geom, out_hw), xp
+        y = _depthwise(xp, weight, bias, geom, out_hw)
+    else:
+        y = _taps(xp, weight, bias, geom, out_hw)
+    return np.ascontiguousarray(y), xp
 
 
 def conv2d_taps_vjp(
@@ -280,10 +320,12 @@ def conv2d_taps_vjp(
     """``(grad_x or None, grad_weight or None)`` of :func:`conv2d_taps` for ``grad`` of its output.
 
     ``saved`` is what :func:`conv2d_taps` returned with the output; ``x_hw`` the input's
-    ``(height, width)``. The input gradient is NCHW-shaped, often a view of channels-last memory.
+    ``(height, width)``. The input gradient is a C-contiguous NCHW array.
     """
     if kind == "pointwise":
-        return _pointwise_vjp(grad, saved, weight, geom, param_grads, input_grad)
-    if kind == "depthwise":
-        return _depthwise_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
-    return _taps_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
+        gx, gw = _pointwise_vjp(grad, saved, weight, geom, param_grads, input_grad)
+    elif kind == "depthwise":
+        gx, gw = _depthwise_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
+    else:
+        gx, gw = _taps_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
+    return (None if gx is None else np.ascontiguousarray(gx)), gw
