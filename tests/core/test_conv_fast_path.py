@@ -117,3 +117,51 @@ def test_backward_on_another_backend_than_the_forward():
     c = CPUBackend("float64").conv2d_vjp(grad, w, geom, slow_record, use_bias=True)
     np.testing.assert_allclose(a[0], c[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(a[1]["weight"], c[1]["weight"], rtol=1e-12, atol=1e-12)
+
+
+def test_network_of_fast_and_im2col_layers_equals_the_im2col_network():
+    """A graph mixing every kernel with im2col convolutions: outputs and input gradients agree."""
+    import xai_core as xai
+    from xai_core import nn
+
+    class Im2col(CPUBackend):
+        name = "im2col-only"
+        conv2d, conv2d_vjp = Backend.conv2d, Backend.conv2d_vjp
+
+    g = nn.Graph((3, 11, 10), dtype="float64", seed=2)
+    a = g.add(nn.DepthwiseConv2D(3, padding="same"), "input", name="dw")
+    b = g.add(nn.Conv2D(6, 1), a, name="pw")
+    c = g.add(nn.ReLU6(), b, name="relu")
+    d = g.add(nn.Conv2D(6, 3, padding=1, dilation=1), c, name="taps")
+    e = g.add(nn.Add(), [c, d], name="add")
+    f = g.add(nn.Conv2D(4, 3, stride=2, padding=1), e, name="strided")  # im2col
+    h = g.add(nn.Conv2D(4, 1, stride=2), e, name="short")  # pointwise, strided
+    s = g.add(nn.Multiply(), [f, h], name="mul")
+    p = g.add(nn.GlobalAveragePooling2D(), s)
+    g.add(nn.Dense(3), p)
+    g.add(nn.Softmax())
+    X = np.random.default_rng(6).standard_normal((5, 3, 11, 10))
+    fast, slow = CPUBackend("float64"), Im2col("float64")
+    np.testing.assert_allclose(g.predict(X, fast), g.predict(X, slow), rtol=1e-12, atol=1e-14)
+    gx = g.gradient(X, [0, 1, 2, 0, 1], backend=fast)
+    assert gx.flags.c_contiguous
+    np.testing.assert_allclose(gx, g.gradient(X, [0, 1, 2, 0, 1], backend=slow), atol=1e-13)
+    assert fast.counters == slow.counters
+    assert isinstance(xai.get_backend("cpu"), CPUBackend)
+
+
+def test_one_memory_order_keeps_values_and_unifies_order():
+    """Operands in mixed memory orders come back equal, in the first operand's order."""
+    from xai_core.backends.base import one_memory_order
+
+    rng = np.random.default_rng(7)
+    nchw = rng.standard_normal((2, 3, 4, 5))
+    nhwc = np.ascontiguousarray(rng.standard_normal((2, 3, 4, 5)).transpose(0, 2, 3, 1))
+    last = nhwc.transpose(0, 3, 1, 2)
+    out = one_memory_order([last, nchw, np.float64(2.0)])
+    assert out[0] is last and out[2] == 2.0
+    np.testing.assert_array_equal(out[1], nchw)
+    assert out[1].transpose(0, 2, 3, 1).flags.c_contiguous
+    again = one_memory_order([nchw, last])
+    assert again[1].flags.c_contiguous
+    np.testing.assert_array_equal(again[1], last)

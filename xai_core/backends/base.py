@@ -44,6 +44,36 @@ def matmul_operands(
     return a, b
 
 
+def _channels_last(a: np.ndarray) -> bool:
+    return a.strides[1] < a.strides[3]
+
+
+def one_memory_order(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """``arrays`` with every full 4-D operand in the memory order of the first one.
+
+    A convolution may leave an NCHW-shaped batch in channels-last memory; numpy's
+    elementwise loops run many times slower on operands of mixed memory orders, so the
+    odd ones out are copied into the first one's order. Values and shapes are unchanged.
+    """
+    quads = [
+        i
+        for i, a in enumerate(arrays)
+        if a.ndim == 4 and 0 not in a.strides and a.shape[1] > 1 and a.shape[3] > 1
+    ]
+    if len(quads) < 2:
+        return arrays
+    want = _channels_last(arrays[quads[0]])
+    out = list(arrays)
+    for i in quads[1:]:
+        a = arrays[i]
+        if _channels_last(a) != want:
+            if want:
+                out[i] = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+            else:
+                out[i] = np.ascontiguousarray(a)
+    return out
+
+
 def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` run while holding its backend's counter lock."""
     if getattr(fn, "_holds_counter_lock", False):
@@ -252,7 +282,7 @@ class Backend:
         -------
         ndarray of :attr:`dtype`, the broadcast shape of the operands.
         """
-        cast = [np.asarray(x, dtype=self.dtype) for x in arrays]
+        cast = one_memory_order([np.asarray(x, dtype=self.dtype) for x in arrays])
         out = np.asarray(fn(*cast), dtype=self.dtype)
         self._count_vector(sum(x.size for x in cast), out.size, out.size * ops)
         return out

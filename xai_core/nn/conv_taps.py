@@ -16,9 +16,11 @@ activation itself:
 
 Activations are NCHW-shaped arrays of any memory order: the kernels work on the
 channels-last (NHWC) memory of the padded activation (made by the one copy that pads it)
-and return C-contiguous NCHW arrays, as the im2col path does, so the elementwise layers
-around them always meet operands of one memory order (numpy is many times slower on
-operands of mixed orders). The backward passes are the exact adjoints of the same sums. The results
+and return NCHW-shaped *views* of channels-last memory, so a chain of convolutions and
+elementwise layers runs without a layout transpose between layers (numpy's elementwise
+operations keep the memory order of their operands, and
+:func:`~xai_core.backends.base.one_memory_order` gives the operands of one elementwise
+call one order, since numpy is many times slower on mixed ones). The backward passes are the exact adjoints of the same sums. The results
 equal the im2col path's to floating-point rounding (the sums run in another order).
 """
 
@@ -290,20 +292,18 @@ def conv2d_taps(
     Returns
     -------
     y : ndarray of shape (n, filters, out_height, out_width)
-        C-contiguous (NCHW memory, as the im2col path's).
+        Often a view of channels-last memory.
     saved : ndarray
         What :func:`conv2d_taps_vjp` needs: ``x`` itself (pointwise) or the padded
         channels-last activation.
     """
     out_hw = geom.out_hw(x.shape[2:])
     if kind == "pointwise":
-        return np.ascontiguousarray(_pointwise(x, weight, bias, geom)), x
+        return _pointwise(x, weight, bias, geom), x
     xp = _pad_channels_last(x, geom.pads)
     if kind == "depthwise":
-        y = _depthwise(xp, weight, bias, geom, out_hw)
-    else:
-        y = _taps(xp, weight, bias, geom, out_hw)
-    return np.ascontiguousarray(y), xp
+        return _depthwise(xp, weight, bias, geom, out_hw), xp
+    return _taps(xp, weight, bias, geom, out_hw), xp
 
 
 def conv2d_taps_vjp(
@@ -320,7 +320,7 @@ def conv2d_taps_vjp(
     """``(grad_x or None, grad_weight or None)`` of :func:`conv2d_taps` for ``grad`` of its output.
 
     ``saved`` is what :func:`conv2d_taps` returned with the output; ``x_hw`` the input's
-    ``(height, width)``. The input gradient is a C-contiguous NCHW array.
+    ``(height, width)``. The input gradient is NCHW-shaped, often a view of channels-last memory.
     """
     if kind == "pointwise":
         gx, gw = _pointwise_vjp(grad, saved, weight, geom, param_grads, input_grad)
@@ -328,4 +328,4 @@ def conv2d_taps_vjp(
         gx, gw = _depthwise_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
     else:
         gx, gw = _taps_vjp(grad, saved, weight, geom, x_hw, param_grads, input_grad)
-    return (None if gx is None else np.ascontiguousarray(gx)), gw
+    return gx, gw
