@@ -30,6 +30,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from xai_core.nn import scratch
 from xai_core.nn.conv_ops import ConvGeometry
 
 __all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop"]
@@ -57,7 +58,7 @@ def _pad_channels_last(x: np.ndarray, pads: tuple[int, int, int, int]) -> np.nda
         return np.ascontiguousarray(xh)
     t, b, left, r = pads
     n, h, w, c = xh.shape
-    xp = np.zeros((n, h + t + b, w + left + r, c), dtype=x.dtype)
+    xp = scratch.zeros((n, h + t + b, w + left + r, c), x.dtype)
     xp[:, t : t + h, left : left + w] = xh
     return xp
 
@@ -86,7 +87,22 @@ def _slices(geom: ConvGeometry, oh: int, ow: int) -> Iterator[tuple[int, tuple]]
 
 def _rows(a: np.ndarray) -> np.ndarray:
     """An NCHW-shaped array as its (n * h * w, c) channel rows (a view when its memory is NHWC)."""
-    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).reshape(-1, a.shape[1])
+    nhwc = a.transpose(0, 2, 3, 1)
+    if not nhwc.flags.c_contiguous:
+        nhwc = _copy(nhwc)
+    return nhwc.reshape(-1, a.shape[1])
+
+
+def _copy(a: np.ndarray) -> np.ndarray:
+    out = scratch.empty(a.shape, a.dtype)
+    np.copyto(out, a)
+    return out
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` (stacks broadcast) into reused memory."""
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    return np.matmul(a, b, out=scratch.empty(shape, np.result_type(a, b)))
 
 
 # -- pointwise ---------------------------------------------------------------------------
@@ -96,11 +112,11 @@ def _pointwise(x, weight, bias, geom):
     n, c, oh, ow = xs.shape
     w2 = weight.reshape(weight.shape[0], c)
     if xs.flags.c_contiguous:  # NCHW memory: one product per image, NCHW out
-        y = np.matmul(w2, xs.reshape(n, c, oh * ow))
+        y = _product(w2, xs.reshape(n, c, oh * ow))
         if bias is not None:
             y += bias[:, None]
         return y.reshape(n, -1, oh, ow)
-    y = _rows(xs) @ w2.T
+    y = _product(_rows(xs), w2.T)
     if bias is not None:
         y += bias
     return y.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2)
@@ -117,13 +133,13 @@ def _pointwise_vjp(grad, x, weight, geom, param_grads, input_grad):
         gw = (g_rows.T @ _rows(x[:, :, ::sh, ::sw])).reshape(weight.shape)
     if input_grad:
         if grad.flags.c_contiguous:  # NCHW memory
-            gs = np.matmul(w2.T, grad.reshape(n, f, oh * ow)).reshape(n, c, oh, ow)
+            gs = _product(w2.T, grad.reshape(n, f, oh * ow)).reshape(n, c, oh, ow)
         else:
-            gs = (g_rows @ w2).reshape(n, oh, ow, c).transpose(0, 3, 1, 2)
+            gs = _product(g_rows, w2).reshape(n, oh, ow, c).transpose(0, 3, 1, 2)
         if (sh, sw) == (1, 1):
             gx = gs
         else:
-            gxh = np.zeros((n, h, w, c), dtype=gs.dtype)
+            gxh = scratch.zeros((n, h, w, c), gs.dtype)
             gxh[:, ::sh, ::sw] = gs.transpose(0, 2, 3, 1)
             gx = gxh.transpose(0, 3, 1, 2)
     return gx, gw
@@ -150,7 +166,7 @@ def _depthwise(xp, weight, bias, geom, out_hw):
     oh, ow = out_hw
     wt = _depthwise_taps(weight, c)
     shape = (n, oh, ow, *wt.shape[1:])
-    out = np.empty(shape, dtype=xp.dtype)
+    out = scratch.empty(shape, xp.dtype)
     blocks = list(_blocks(n, out[0].size, out.itemsize))
     tmp = np.empty((blocks[0].stop, *shape[1:]), dtype=xp.dtype)
     taps = list(_slices(geom, oh, ow))
@@ -173,8 +189,9 @@ def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
     f, _, kh, kw = weight.shape
     oh, ow = grad.shape[2:]
     wt = _depthwise_taps(weight, c)
-    gh = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).reshape(n, oh, ow, *wt.shape[1:])
-    tmp = np.empty_like(gh)
+    gh = grad.transpose(0, 2, 3, 1)
+    gh = (gh if gh.flags.c_contiguous else _copy(gh)).reshape(n, oh, ow, *wt.shape[1:])
+    tmp = scratch.empty(gh.shape, gh.dtype)
     gw = gx = None
     if param_grads:
         dw = np.empty(wt.shape, dtype=gh.dtype)
@@ -184,7 +201,7 @@ def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
             dw[t] = tmp.reshape(-1, *wt.shape[1:]).sum(axis=0)
         gw = dw.reshape(kh * kw, f).T.reshape(weight.shape)
     if input_grad:
-        gxp = np.zeros_like(xp)
+        gxp = scratch.zeros(xp.shape, xp.dtype)
         for t, index in _slices(geom, oh, ow):
             if wt.ndim == 2:
                 part = np.multiply(gh, wt[t], out=tmp)
@@ -235,7 +252,7 @@ def _taps(xp, weight, bias, geom, out_hw):
     offs = _offsets(geom, wp)
     q = rows.shape[0] - offs[-1]
     wt = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
-    out = np.empty((rows.shape[0], f), dtype=xp.dtype)
+    out = scratch.empty((rows.shape[0], f), xp.dtype)
     acc = out[:q]
     if bias is None:
         np.matmul(rows[:q], wt[0], out=acc)
@@ -255,7 +272,7 @@ def _taps_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
     rows = xp.reshape(-1, c)
     offs = _offsets(geom, wp)
     q = rows.shape[0] - offs[-1]
-    full = np.zeros((n, hp, wp, f), dtype=xp.dtype)
+    full = scratch.zeros((n, hp, wp, f), xp.dtype)
     full[:, :oh, :ow] = grad.transpose(0, 2, 3, 1)
     g_rows = full.reshape(-1, f)[:q]
     gw = gx = None
@@ -266,7 +283,7 @@ def _taps_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
             np.matmul(rows[off : off + q].T, g_rows, out=dw[t])
         gw = dw.reshape(kh, kw, c, f).transpose(3, 2, 0, 1).copy()
     if input_grad:
-        g_in = np.zeros_like(rows)
+        g_in = scratch.zeros(rows.shape, rows.dtype)
         for t, off in enumerate(offs):
             _add_product(g_in[off : off + q], g_rows, wt[t].T)
         gx = crop(g_in.reshape(n, hp, wp, c), geom.pads, hw)
