@@ -111,11 +111,8 @@ def _pointwise(x, weight, bias, geom):
     xs = x[:, :, ::sh, ::sw]
     n, c, oh, ow = xs.shape
     w2 = weight.reshape(weight.shape[0], c)
-    if xs.flags.c_contiguous:  # NCHW memory: one product per image, NCHW out
-        y = _product(w2, xs.reshape(n, c, oh * ow))
-        if bias is not None:
-            y += bias[:, None]
-        return y.reshape(n, -1, oh, ow)
+    # one product over all pixels (NCHW memory is copied to rows once): many small
+    # per-image products would each start the BLAS threads
     y = _product(_rows(xs), w2.T)
     if bias is not None:
         y += bias
@@ -128,14 +125,11 @@ def _pointwise_vjp(grad, x, weight, geom, param_grads, input_grad):
     f, oh, ow = grad.shape[1:]
     w2 = weight.reshape(f, c)
     gw = gx = None
-    g_rows = _rows(grad) if param_grads or not grad.flags.c_contiguous else None
+    g_rows = _rows(grad)
     if param_grads:
         gw = (g_rows.T @ _rows(x[:, :, ::sh, ::sw])).reshape(weight.shape)
     if input_grad:
-        if grad.flags.c_contiguous:  # NCHW memory
-            gs = _product(w2.T, grad.reshape(n, f, oh * ow)).reshape(n, c, oh, ow)
-        else:
-            gs = _product(g_rows, w2).reshape(n, oh, ow, c).transpose(0, 3, 1, 2)
+        gs = _product(g_rows, w2).reshape(n, oh, ow, c).transpose(0, 3, 1, 2)
         if (sh, sw) == (1, 1):
             gx = gs
         else:
