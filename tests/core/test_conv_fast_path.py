@@ -15,6 +15,7 @@ CASES = {
     "depthwise-3x3-same": (6, 6, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6, "depthwise"),
     "depthwise-strided-asymmetric": (5, 5, (3, 3), (2, 2), (0, 1, 0, 1), (1, 1), 5, "depthwise"),
     "depthwise-dilated-multiplier": (4, 8, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), 4, "depthwise"),
+    "depthwise-dilated-asymmetric": (4, 4, (3, 2), (1, 1), (2, 0, 1, 3), (2, 1), 4, "depthwise"),
     "depthwise-5x3-mixed": (3, 9, (5, 3), (2, 1), (1, 2, 0, 1), (1, 2), 3, "depthwise"),
     "pointwise": (6, 7, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, "pointwise"),
     "pointwise-strided": (6, 4, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1, "pointwise"),

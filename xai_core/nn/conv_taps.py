@@ -8,7 +8,8 @@ activation itself:
   over the pixels' channel rows, ``rows @ weight.T``;
 - **depthwise** (``groups = channels``, any depth multiplier, stride, dilation, padding):
   ``kh * kw`` multiply-adds of shifted (strided) slices of the padded activation by
-  per-channel weights;
+  per-channel weights (at stride 1 with one kernel per channel, of contiguous blocks of
+  its flattened rows, as the taps kernel below);
 - **taps** (``groups = 1``, stride 1, any kernel, dilation, padding): ``kh * kw`` matrix
   products of contiguous blocks of the padded activation's channel rows, each shifted by
   its tap's offset in the flattened image (the outputs of a padded-width grid are computed
@@ -155,10 +156,35 @@ def _blocks(n: int, per_image: int, itemsize: int) -> Iterator[slice]:
         yield slice(start, min(start + step, n))
 
 
+def _depthwise_flat(xp, wt, bias, geom, out_hw):
+    """Stride 1, one kernel per channel: the taps as shifts of the flattened padded rows.
+
+    Each tap is one multiply-add over contiguous (rows, channels) blocks (as for the
+    ``taps`` kernel), computed on the padded-width grid and cropped.
+    """
+    n, hp, wp, c = xp.shape
+    oh, ow = out_hw
+    rows = xp.reshape(-1, c)
+    offs = _offsets(geom, wp)
+    q = rows.shape[0] - offs[-1]
+    out = scratch.empty(rows.shape, xp.dtype)
+    acc, tmp = out[:q], scratch.empty((q, c), xp.dtype)
+    np.multiply(rows[:q], wt[0], out=acc)
+    for t, off in enumerate(offs[1:], 1):
+        np.multiply(rows[off : off + q], wt[t], out=tmp)
+        acc += tmp
+    if bias is not None:
+        acc += bias
+    out[q:] = 0  # rows past the last window: never part of an output
+    return out.reshape(n, hp, wp, c)[:, :oh, :ow].transpose(0, 3, 1, 2)
+
+
 def _depthwise(xp, weight, bias, geom, out_hw):
     n, c = xp.shape[0], xp.shape[3]
     oh, ow = out_hw
     wt = _depthwise_taps(weight, c)
+    if wt.ndim == 2 and geom.strides == (1, 1):
+        return _depthwise_flat(xp, wt, bias, geom, out_hw)
     shape = (n, oh, ow, *wt.shape[1:])
     out = scratch.empty(shape, xp.dtype)
     blocks = list(_blocks(n, out[0].size, out.itemsize))
