@@ -44,6 +44,31 @@ def matmul_operands(
     return a, b
 
 
+def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run while holding its backend's counter lock."""
+    if getattr(fn, "_holds_counter_lock", False):
+        return fn
+
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._counter_lock:
+            return fn(self, *args, **kwargs)
+
+    method._holds_counter_lock = True  # type: ignore[attr-defined]
+    return method
+
+
+def check_stacks(a: np.ndarray, b: np.ndarray) -> None:
+    """Raise a :class:`ShapeError` unless ``a`` (G, M, K) and ``b`` (G, K, N) stack products."""
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise ShapeError(
+            "batched_matmul needs a of shape (groups, M, K) and b of shape (groups, K, N); "
+            f"got a {a.shape} and b {b.shape}."
+        )
+    if a.shape[0] == 0:
+        raise ShapeError("batched_matmul needs at least one product; got groups = 0.")
+
+
 def _channels_last(a: np.ndarray) -> bool:
     return a.strides[1] < a.strides[3]
 
@@ -72,31 +97,6 @@ def one_memory_order(arrays: list[np.ndarray]) -> list[np.ndarray]:
             else:
                 out[i] = np.ascontiguousarray(a)
     return out
-
-
-def _locked(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` run while holding its backend's counter lock."""
-    if getattr(fn, "_holds_counter_lock", False):
-        return fn
-
-    @functools.wraps(fn)
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._counter_lock:
-            return fn(self, *args, **kwargs)
-
-    method._holds_counter_lock = True  # type: ignore[attr-defined]
-    return method
-
-
-def check_stacks(a: np.ndarray, b: np.ndarray) -> None:
-    """Raise a :class:`ShapeError` unless ``a`` (G, M, K) and ``b`` (G, K, N) stack products."""
-    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        raise ShapeError(
-            "batched_matmul needs a of shape (groups, M, K) and b of shape (groups, K, N); "
-            f"got a {a.shape} and b {b.shape}."
-        )
-    if a.shape[0] == 0:
-        raise ShapeError("batched_matmul needs at least one product; got groups = 0.")
 
 
 class Backend:
