@@ -19,6 +19,13 @@ Both at 1 and 2 threads: torch (``torch.set_num_threads``), onnxruntime
 is the median of ``--repeats`` interleaved rounds (every contender once per round), so a
 change of machine load touches all alike; idle threads wait passively (``OMP_WAIT_POLICY``,
 onnxruntime's ``allow_spinning=0``) so that no library's spinning workers slow the next. Ratios are ours / theirs (below 1: faster).
+
+The floor, timed in the same rounds, is the products the work cannot avoid: every
+convolution's and dense layer's matrix products at their im2col shapes (``groups``
+products of ``(n * oh * ow, in / groups * kh * kw)`` by ``(in / groups * kh * kw,
+out / groups)``), float32 numpy into preallocated outputs, with the column matrices
+already built; for IG at the ``rows * steps`` path points, forward and the backward
+input-gradient products. ``ours / floor`` is how far the whole computation is from them.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
+from _pinning import machine_note  # noqa: E402
 
 import xai_core as xai  # noqa: E402
 
@@ -131,6 +139,54 @@ def torch_models():
     return mobilenet, resnet
 
 
+def floor_products(net, rows: int, *, backward: bool) -> Callable[[], None]:
+    """The network's unavoidable products at ``rows`` samples (see the module docstring).
+
+    Operands are views of two shared scratch buffers (their values do not matter), so the
+    floor of a large batch does not hold one column matrix per layer.
+    """
+    shapes = []
+    for node in net.nodes:
+        layer = node.layer
+        if isinstance(layer, xai.nn.Conv2D):
+            g, f = layer.groups, layer.filters
+            k = layer.weight[0].size
+            shape = layer.output_shape
+            pixels = shape[1] * shape[2] if layer.layout == "NCHW" else shape[0] * shape[1]
+            m = rows * pixels
+            shapes.append((g, m, k, f // g))
+            if backward:
+                shapes.append((g, m, f // g, k))
+        elif isinstance(layer, xai.nn.Dense):
+            n_in, units = layer.weight.shape
+            shapes.append((1, rows, n_in, units))
+            if backward:
+                shapes.append((1, rows, units, n_in))
+    size_a = max(g * m * k for g, m, k, _ in shapes)
+    size_out = max(g * m * n for g, m, _, n in shapes)
+    rng = np.random.default_rng(0)
+    scratch_a = rng.random(size_a, dtype=np.float32)
+    scratch_b = rng.random(max(g * k * n for g, _, k, n in shapes), dtype=np.float32)
+    scratch_out = np.empty(size_out, dtype=np.float32)
+    jobs = [
+        (
+            scratch_a[: g * m * k].reshape(g, m, k),
+            scratch_b[: g * k * n].reshape(g, k, n),
+            scratch_out[: g * m * n].reshape(g, m, n),
+        )
+        for g, m, k, n in shapes
+    ]
+
+    def run() -> None:
+        for a, b, out in jobs:
+            if a.shape[0] == 1:
+                np.matmul(a[0], b[0], out=out[0])
+            else:
+                np.matmul(a, b, out=out)
+
+    return run
+
+
 def forward_section(mobilenet, X: np.ndarray, threads: int, repeats: int) -> float:
     import onnxruntime as ort
     import torch
@@ -146,16 +202,17 @@ def forward_section(mobilenet, X: np.ndarray, threads: int, repeats: int) -> flo
     sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     backend = xai.get_backend("cpu")
-    (ours, got), (theirs, want) = median_seconds(
+    (ours, got), (theirs, want), (floor, _) = median_seconds(
         lambda: net.predict(X, backend),
         lambda: sess.run(None, {name: X})[0],
+        floor_products(net, len(X), backward=False),
         repeats=repeats,
     )
     diff = float(np.abs(got - want).max())
     print(
         f"  forward  MobileNetV2-style {len(X)} x 3x32x32: xai-core cpu {ours * 1e3:8.1f} ms, "
         f"onnxruntime {theirs * 1e3:8.1f} ms, ratio {ours / theirs:5.2f} (goal <= 2), "
-        f"max |diff| {diff:.1e}"
+        f"floor {floor * 1e3:6.1f} ms (ours / floor {ours / floor:4.1f}), max |diff| {diff:.1e}"
     )
     return ours / theirs
 
@@ -194,11 +251,14 @@ def ig_section(resnet, X: np.ndarray, steps: int, threads: int, repeats: int) ->
             .numpy()
         )
 
-    (ours, got), (theirs, want) = median_seconds(ours_fn, theirs_fn, repeats=repeats)
+    (ours, got), (theirs, want), (floor, _) = median_seconds(
+        ours_fn, theirs_fn, floor_products(net, len(X) * steps, backward=True), repeats=repeats
+    )
     rel = float(np.abs(got - want).max() / np.abs(want).max())
     print(
         f"  IG       ResNet-style {len(X)} x 1x28x28, {steps} steps: xai-core cpu {ours * 1e3:8.1f} ms, "
-        f"Captum {theirs * 1e3:8.1f} ms, ratio {ours / theirs:5.2f} (goal <= 1), max rel diff {rel:.1e}"
+        f"Captum {theirs * 1e3:8.1f} ms, ratio {ours / theirs:5.2f} (goal <= 1), "
+        f"floor {floor * 1e3:6.1f} ms (ours / floor {ours / floor:4.1f}), max rel diff {rel:.1e}"
     )
     return ours / theirs
 
@@ -222,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     images = rng.standard_normal((args.rows, 3, 32, 32)).astype(np.float32)
     digits = rng.uniform(0, 1, (max(args.rows // 8, 2), 1, 28, 28)).astype(np.float32)
-    print(f"bench_import: medians of {args.repeats} interleaved rounds, {os.cpu_count()} cores")
+    print(f"bench_import: medians of {args.repeats} interleaved rounds; {machine_note()}")
     ratios = {}
     for threads in (1, 2):
         torch.set_num_threads(threads)

@@ -249,6 +249,25 @@ def test_fold_batch_norm_keeps_the_function_and_removes_the_work():
     assert [type(folded[n]).__name__ for n in ("bn1", "bn2")] == ["Identity", "Identity"]
     assert type(folded["bn3"]).__name__ == "Identity" or folded.output == "bn3"
     assert isinstance(g["bn1"], nn.BatchNormalization)  # the original is untouched
+    assert folded.folded_batch_norms == {"bn1": "c", "bn2": "dw", "bn3": "d"}
+    assert g.folded_batch_norms == {}
+
+
+def test_folded_batch_norms_are_saved_and_summarised(tmp_path):
+    """A saved folded network still says which batch norms were merged into which layer."""
+    g = nn.Graph((2, 6, 6))
+    g.add(nn.Conv2D(3, 3), name="c")
+    g.add(nn.BatchNormalization(), name="bn")
+    g.add(nn.ReLU(), name="r")
+    g.add(nn.BatchNormalization(), name="bn_after_relu")  # its input is not a convolution's
+    folded = g.fold_batch_norm()
+    folded.save(tmp_path / "net.npz")
+    back = nn.load_model(tmp_path / "net.npz")
+    assert back.folded_batch_norms == folded.folded_batch_norms == {"bn": "c"}
+    assert isinstance(back["bn_after_relu"], nn.BatchNormalization)
+    assert "folded into 'c'" in str(back.summary())
+    X = np.random.default_rng(0).normal(size=(3, 2, 6, 6)).astype(np.float32)
+    np.testing.assert_allclose(back.predict(X), g.predict(X), rtol=1e-5, atol=1e-6)
 
 
 def test_sequential_is_a_chain_graph():

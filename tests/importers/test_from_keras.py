@@ -117,6 +117,10 @@ def test_predictions_equal_keras(saved, source):
     np.testing.assert_allclose(net.predict(X), want, atol=1e-5, rtol=0)
     if len(net.input_shape) == 3:
         assert net.layout == "NHWC" and net.image_shape == (9, 10, 3)
+        assert net.folded_batch_norms == {"bn": "conv", "dw_bn": "dw"}  # NHWC channels
+        kept = xai.from_keras(paths["h5"], fold_batch_norm=False)
+        assert isinstance(kept["bn"], xai.nn.BatchNormalization)
+        np.testing.assert_allclose(kept.predict(X), want, atol=1e-5, rtol=0)
 
 
 def test_files_are_read_without_keras_or_tensorflow(saved, tmp_path):

@@ -16,15 +16,20 @@ def _inputs(shape, n, seed=1):
     return np.random.default_rng(seed).standard_normal((n, *shape)).astype(np.float32)
 
 
-@pytest.mark.parametrize("fold", [False, True], ids=["batchnorm-nodes", "batchnorm-folded"])
-def test_probabilities_match_onnxruntime(torch_model, fold):
+@pytest.mark.parametrize(
+    "export_fold, import_fold",
+    [(False, False), (False, True), (True, True)],
+    ids=["batchnorm-nodes", "batchnorm-folded-at-import", "batchnorm-folded-by-exporter"],
+)
+def test_probabilities_match_onnxruntime(torch_model, export_fold, import_fold):
     """100 random inputs: max abs difference <= 1e-5 on probabilities, fp32 on cpu."""
     name, module, shape = torch_model
-    data = export_onnx(module, torch.zeros(2, *shape), fold=fold)
+    data = export_onnx(module, torch.zeros(2, *shape), fold=export_fold)
+    net = xai.from_onnx(data, fold_batch_norm=import_fold)
     if name != "mlp":
-        kinds = {type(n.layer).__name__ for n in xai.from_onnx(data).nodes}
-        assert ("BatchNormalization" in kinds) is not fold
-    net = xai.from_onnx(data)
+        kinds = {type(n.layer).__name__ for n in net.nodes}
+        assert ("BatchNormalization" in kinds) is not (export_fold or import_fold)
+        assert bool(net.folded_batch_norms) is (import_fold and not export_fold)
     X = _inputs(shape, 100)
     want = ort_run(data, X)
     got = net.predict(X)

@@ -102,6 +102,36 @@ def check_stacks(a: np.ndarray, b: np.ndarray) -> None:
         raise ShapeError("batched_matmul needs at least one product; got groups = 0.")
 
 
+def _channels_last(a: np.ndarray) -> bool:
+    return a.strides[1] < a.strides[3]
+
+
+def one_memory_order(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """``arrays`` with every full 4-D operand in the memory order of the first one.
+
+    A convolution may leave an NCHW-shaped batch in channels-last memory; numpy's
+    elementwise loops run many times slower on operands of mixed memory orders, so the
+    odd ones out are copied into the first one's order. Values and shapes are unchanged.
+    """
+    quads = [
+        i
+        for i, a in enumerate(arrays)
+        if a.ndim == 4 and 0 not in a.strides and a.shape[1] > 1 and a.shape[3] > 1
+    ]
+    if len(quads) < 2:
+        return arrays
+    want = _channels_last(arrays[quads[0]])
+    out = list(arrays)
+    for i in quads[1:]:
+        a = arrays[i]
+        if _channels_last(a) != want:
+            if want:
+                out[i] = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+            else:
+                out[i] = np.ascontiguousarray(a)
+    return out
+
+
 class Backend:
     """Base class of the simulated hardware backends.
 
@@ -201,6 +231,73 @@ class Backend:
         check_stacks(a, b)
         return np.stack([self.matmul(ai, bi) for ai, bi in zip(a, b)])
 
+    def conv2d(
+        self,
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        geometry: Any,
+        record: dict | None = None,
+    ) -> np.ndarray:
+        """A 2-D convolution (cross-correlation), by default lowered to this backend's products.
+
+        The default is :func:`~xai_core.nn.conv_ops.conv2d_im2col`: one :meth:`matmul`
+        (``groups = 1``) or :meth:`batched_matmul` (``groups > 1``) of the im2col column
+        matrix, and the bias as one :meth:`elementwise`, so a backend that keeps it
+        computes, and counts, every product in its own numerics. A backend may override
+        it with a faster equivalent that counts the same (the ``cpu`` backend computes
+        common cases without im2col: :mod:`xai_core.nn.conv_taps`).
+
+        Parameters
+        ----------
+        x : ndarray of shape (n, channels, height, width)
+            NCHW-shaped, of any memory order.
+        weight : ndarray of shape (filters, channels // groups, kh, kw)
+        bias : ndarray of shape (filters,) or None
+        geometry : xai_core.nn.conv_ops.ConvGeometry
+            Kernel size, strides, ``(top, bottom, left, right)`` padding, dilation, groups.
+        record : dict, optional
+            Filled with what :meth:`conv2d_vjp` needs.
+
+        Returns
+        -------
+        ndarray of shape (n, filters, out_height, out_width)
+        """
+        from xai_core.nn.conv_ops import conv2d_im2col
+
+        return conv2d_im2col(self, x, weight, bias, geometry, record)
+
+    def conv2d_vjp(
+        self,
+        grad: np.ndarray,
+        weight: np.ndarray,
+        geometry: Any,
+        record: dict,
+        *,
+        use_bias: bool,
+        param_grads: bool = True,
+        input_grad: bool = True,
+    ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+        """Gradients of :meth:`conv2d` for ``grad`` (n, filters, out_height, out_width).
+
+        The default is :func:`~xai_core.nn.conv_ops.conv2d_im2col_vjp` (the products of
+        the column matrix, then col2im). Returns ``(grad_x or None, {"weight": ...,
+        "bias": ...})``, the parameter gradients only with ``param_grads`` (``bias`` only
+        with ``use_bias``).
+        """
+        from xai_core.nn.conv_ops import conv2d_im2col_vjp
+
+        return conv2d_im2col_vjp(
+            self,
+            grad,
+            weight,
+            geometry,
+            record,
+            use_bias=use_bias,
+            param_grads=param_grads,
+            input_grad=input_grad,
+        )
+
     def elementwise(
         self, fn: Callable[..., np.ndarray], *arrays: np.ndarray, ops: int = 1
     ) -> np.ndarray:
@@ -219,7 +316,7 @@ class Backend:
         -------
         ndarray of :attr:`dtype`, the broadcast shape of the operands.
         """
-        cast = [np.asarray(x, dtype=self.dtype) for x in arrays]
+        cast = one_memory_order([np.asarray(x, dtype=self.dtype) for x in arrays])
         out = np.asarray(fn(*cast), dtype=self.dtype)
         self._count_vector(sum(x.size for x in cast), out.size, out.size * ops)
         return out

@@ -56,20 +56,34 @@ class CPUBackend(Backend):
         b = np.asarray(b, dtype=self.dtype)
         out = a @ b
         (m, k), n = a.shape, b.shape[1]
+        self._count_products(1, m, k, n)
+        return out
+
+    def _count_products(self, g: int, m: int, k: int, n: int) -> None:
+        """Count ``g`` products of (m, k) by (k, n) matrices, as ``g`` calls of :meth:`matmul`."""
         macs = m * k * n
-        cycles = -(-macs // self.simd_width)
+        cycles = g * -(-macs // self.simd_width)
         self._add(
-            matmuls=1,
-            macs=macs,
-            reads_a=macs,
-            reads_b=macs,
-            writes_c=m * n,
-            bytes_read=2 * macs * self.dtype.itemsize,
-            bytes_written=m * n * self.dtype.itemsize,
+            matmuls=g,
+            macs=g * macs,
+            reads_a=g * macs,
+            reads_b=g * macs,
+            writes_c=g * m * n,
+            bytes_read=2 * g * macs * self.dtype.itemsize,
+            bytes_written=g * m * n * self.dtype.itemsize,
             cycles=cycles,
             est_seconds=cycles / self.clock_hz,
         )
-        return out
+
+    def _reference(self) -> bool:
+        """Whether this backend's products and vector work are the cpu's own (not a subclass's)."""
+        cls = type(self)
+        return (
+            cls.matmul is CPUBackend.matmul
+            and cls.batched_matmul is CPUBackend.batched_matmul
+            and cls.elementwise is Backend.elementwise
+            and cls.reduce is Backend.reduce
+        )
 
     def batched_matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``groups`` products in one stacked numpy product, counted as ``groups`` matmuls.
@@ -84,21 +98,78 @@ class CPUBackend(Backend):
         check_stacks(a, b)
         out = np.matmul(a, b)
         g, m, k = a.shape
-        n = b.shape[2]
-        macs = m * k * n
-        cycles = g * -(-macs // self.simd_width)
-        self._add(
-            matmuls=g,
-            macs=g * macs,
-            reads_a=g * macs,
-            reads_b=g * macs,
-            writes_c=g * m * n,
-            bytes_read=2 * g * macs * self.dtype.itemsize,
-            bytes_written=g * m * n * self.dtype.itemsize,
-            cycles=cycles,
-            est_seconds=cycles / self.clock_hz,
-        )
+        self._count_products(g, m, k, b.shape[2])
         return out
+
+    def conv2d(self, x, weight, bias, geometry, record=None):
+        """The convolution computed without im2col where :mod:`xai_core.nn.conv_taps` can.
+
+        Pointwise, depthwise and stride-1 convolutions run as shifted-slice sums over the
+        padded activation, in this backend's dtype, and are counted exactly as the im2col
+        path's products (:meth:`Backend.conv2d`) would be; other convolutions, and
+        subclasses with their own products, take that path.
+        """
+        from xai_core.nn.conv_taps import conv2d_taps, crop, fast_kind
+
+        kind = fast_kind(x.shape, weight.shape, geometry) if self._reference() else None
+        if kind is None:
+            return super().conv2d(x, weight, bias, geometry, record)
+        x = np.asarray(x, dtype=self.dtype)
+        weight = np.asarray(weight, dtype=self.dtype)
+        if bias is not None:
+            bias = np.asarray(bias, dtype=self.dtype)
+        y, saved = conv2d_taps(kind, x, weight, bias, geometry)
+        n, f, oh, ow = y.shape
+        g = geometry.groups
+        self._count_products(g, n * oh * ow, weight[0].size, f // g)
+        if bias is not None:  # added inside the kernel; counted as the im2col path's elementwise
+            self._count_vector(y.size + bias.size, y.size, y.size)
+        if record is not None:
+            record.update(fast=kind, saved=saved, x_hw=x.shape[2:])
+            # the input, for the im2col path's backward (a view of the padded copy)
+            record["x"] = x if kind == "pointwise" else crop(saved, geometry.pads, x.shape[2:])
+        return y
+
+    def conv2d_vjp(
+        self, grad, weight, geometry, record, *, use_bias, param_grads=True, input_grad=True
+    ):
+        """Gradients of :meth:`conv2d`, by the adjoint shifted-slice sums when it ran them."""
+        from xai_core.nn.conv_taps import conv2d_taps_vjp
+
+        kind = record.get("fast") if self._reference() else None
+        if kind is None:
+            return super().conv2d_vjp(
+                grad,
+                weight,
+                geometry,
+                record,
+                use_bias=use_bias,
+                param_grads=param_grads,
+                input_grad=input_grad,
+            )
+        grad = np.asarray(grad, dtype=self.dtype)
+        weight = np.asarray(weight, dtype=self.dtype)
+        gx, gw = conv2d_taps_vjp(
+            kind,
+            grad,
+            record["saved"],
+            record["x_hw"],
+            weight,
+            geometry,
+            param_grads=param_grads,
+            input_grad=input_grad,
+        )
+        n, f, oh, ow = grad.shape
+        g, m, k = geometry.groups, n * oh * ow, weight[0].size
+        grads = {}
+        if param_grads:
+            self._count_products(g, f // g, m, k)
+            grads["weight"] = gw
+            if use_bias:
+                grads["bias"] = self.reduce(np.sum, grad, axis=(0, 2, 3))
+        if input_grad:
+            self._count_products(g, m, f // g, k)
+        return gx, grads
 
     def vector_cycles(self, n_ops: int) -> float:
         return float(-(-n_ops // self.simd_width))

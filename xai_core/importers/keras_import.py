@@ -187,6 +187,7 @@ def from_keras(
     model_or_path: Any,
     *,
     output_names: Sequence[str] | None = None,
+    fold_batch_norm: bool = True,
 ) -> nn.Graph:
     """Import a Keras model as a native graph network.
 
@@ -199,6 +200,9 @@ def from_keras(
     output_names : sequence of str, optional
         Class names; by default those beside the file (Teachable Machine's ``labels.txt``
         for ``.h5``, ``metadata.json`` for TF.js), if any.
+    fold_batch_norm : bool, default=True
+        Merge batch norms into the convolution or dense layer before them where they can
+        be (:meth:`~xai_core.nn.Graph.fold_batch_norm`); ``False`` keeps them layers.
 
     Returns
     -------
@@ -230,4 +234,5 @@ def from_keras(
         g = walker.graph(src.config)
     except ShapeError as exc:
         raise ModelFormatError(f"{where}: {exc}") from exc
-    return name_outputs(g, output_names, src.meta)
+    g = name_outputs(g, output_names, src.meta)
+    return g.fold_batch_norm() if fold_batch_norm else g

@@ -75,6 +75,7 @@ def from_onnx(
     *,
     output_names: Sequence[str] | None = None,
     dtype: Any = "float32",
+    fold_batch_norm: bool = True,
 ) -> nn.Graph:
     """Import an ONNX model as a native graph network.
 
@@ -91,6 +92,12 @@ def from_onnx(
         Class names; by default those in the model's metadata (``class_names`` or
         ``labels``), if any.
     dtype : {"float32", "float64"}, default="float32"
+    fold_batch_norm : bool, default=True
+        Merge each batch norm into the convolution or dense layer before it where it can be
+        (its only input is that layer's output, read by nothing else):
+        :meth:`~xai_core.nn.Graph.fold_batch_norm`. The batch norm's node stays as an
+        identity (``net.folded_batch_norms`` lists them). ``False`` keeps every batch norm
+        a layer of its own.
 
     Returns
     -------
@@ -113,4 +120,5 @@ def from_onnx(
     """
     ir = read_onnx(path_or_model)
     ir.meta.setdefault("class_names", _class_names(ir.meta.get("metadata", {})))
-    return build_onnx(ir, output_names=output_names, dtype=dtype)
+    net = build_onnx(ir, output_names=output_names, dtype=dtype)
+    return net.fold_batch_norm() if fold_batch_norm else net

@@ -66,6 +66,7 @@ def from_torch(
     *,
     output_names: Sequence[str] | None = None,
     dtype: Any = "float32",
+    fold_batch_norm: bool = True,
 ) -> nn.Graph:
     """Import a PyTorch module as a native graph network.
 
@@ -79,6 +80,9 @@ def from_torch(
     output_names : sequence of str, optional
         Class names.
     dtype : {"float32", "float64"}, default="float32"
+    fold_batch_norm : bool, default=True
+        Merge batch norms into the convolution or dense layer before them where they can
+        be, as :func:`~xai_core.importers.from_onnx`.
 
     Returns
     -------
@@ -104,7 +108,12 @@ def from_torch(
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
     example_input = example_input.detach().to(torch.float32)
-    net = from_onnx(export_onnx(module, example_input), output_names=output_names, dtype=dtype)
+    net = from_onnx(
+        export_onnx(module, example_input),
+        output_names=output_names,
+        dtype=dtype,
+        fold_batch_norm=fold_batch_norm,
+    )
     was_training = module.training
     module.eval()
     try:

@@ -1,9 +1,12 @@
 """Convolutions: Conv2D (grouped, strided, dilated, any padding) and DepthwiseConv2D.
 
-A convolution over a batch is lowered by :func:`~xai_core.nn.im2col` to one column
-matrix, multiplied by the kernels in one ``backend.matmul``, or for ``groups > 1`` (depthwise
-too) in one ``backend.batched_matmul`` of the groups' blocks (counted as one matmul per
-group); the bias is a ``backend.elementwise``. Weights are ``(filters, in_channels / groups, kh, kw)``
+A convolution runs as one ``backend.conv2d`` (and its backward as ``backend.conv2d_vjp``).
+By default a backend lowers it by :func:`~xai_core.nn.im2col` to one column matrix,
+multiplied by the kernels in one ``backend.matmul``, or for ``groups > 1`` (depthwise too)
+in one ``backend.batched_matmul`` of the groups' blocks (counted as one matmul per group);
+the bias is a ``backend.elementwise`` (:mod:`xai_core.nn.conv_ops`). The ``cpu`` backend
+computes pointwise, depthwise and stride-1 convolutions without im2col
+(:mod:`xai_core.nn.conv_taps`), counted the same. Weights are ``(filters, in_channels / groups, kh, kw)``
 whatever the layout (ONNX's and PyTorch's order).
 """
 
@@ -15,26 +18,11 @@ import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
 from xai_core.nn import _util
-from xai_core.nn.im2col import as_pads, as_pair, col2im, conv_output_size, im2col, same_pads
+from xai_core.nn.conv_ops import ConvGeometry
+from xai_core.nn.im2col import as_pads, as_pair, conv_output_size, same_pads
 from xai_core.nn.layer import Layer
 
 __all__ = ["Conv2D", "DepthwiseConv2D", "resolve_padding"]
-
-
-def _add_channel_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``y + b`` for y of shape (n, channels, pixels), in place when ``y`` is writable."""
-    b = b[:, None]
-    return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
-
-
-def _group_cols(cols: np.ndarray, groups: int) -> np.ndarray:
-    """The column matrix (rows, groups * k) as a stack (groups, rows, k), a view when it can be.
-
-    :func:`~xai_core.nn.im2col` returns a column-major matrix, whose transpose splits into
-    the groups' blocks without a copy.
-    """
-    rows, width = cols.shape
-    return cols.T.reshape(groups, width // groups, rows).transpose(0, 2, 1)
 
 
 def check_padding(padding: Any) -> Any:
@@ -162,35 +150,15 @@ class Conv2D(Layer):
             self.params["bias"] = np.zeros(self.filters, dtype=dtype)
         return out
 
-    def _cols(self, x):
-        kh, kw = self.kernel_size
-        return im2col(x, kh, kw, self.strides, self.pads, dilation=self.dilation)
+    def geometry(self) -> ConvGeometry:
+        """Kernel, strides, resolved padding, dilation and groups (after ``build``)."""
+        return ConvGeometry(self.kernel_size, self.strides, self.pads, self.dilation, self.groups)
 
     def apply(self, x, backend, record):
         _util.rows(x, self.input_shape, self)
         x = _util.to_nchw(x, self.layout)
-        n = x.shape[0]
-        cols = self._cols(x)
-        f, g = self.filters, self.groups
-        fg, kg = f // g, cols.shape[1] // g
-        w = self.weight.reshape(f, -1)
-        oh, ow = self._out_hw()
-        if g == 1:
-            y = backend.matmul(cols, w.T)
-            # (n * oh * ow, filters) -> contiguous (n, filters, oh * ow)
-            y = np.ascontiguousarray(y.reshape(n, oh * ow, f).transpose(0, 2, 1))
-        else:
-            y = backend.batched_matmul(
-                _group_cols(cols, g), w.reshape(g, fg, kg).transpose(0, 2, 1)
-            )
-            # (groups, n * oh * ow, filters / groups) -> contiguous (n, filters, oh * ow)
-            y = np.ascontiguousarray(y.reshape(g, n, oh * ow, fg).transpose(1, 0, 3, 2))
-            y = y.reshape(n, f, oh * ow)
-        if record is not None:
-            record["cols"], record["x_shape"] = cols, x.shape
-        if self.use_bias:
-            y = backend.elementwise(_add_channel_bias, y, self.bias)
-        return _util.from_nchw(y.reshape(n, f, oh, ow), self.layout)
+        y = backend.conv2d(x, self.weight, self.bias, self.geometry(), record)
+        return _util.from_nchw(y, self.layout)
 
     def _out_hw(self) -> tuple[int, int]:
         if self.layout == "NHWC":
@@ -199,33 +167,17 @@ class Conv2D(Layer):
 
     def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
         record = self._need(record, self)
-        cols, x_shape = record["cols"], record["x_shape"]
         grad = _util.to_nchw(grad, self.layout)
-        n, f, g = grad.shape[0], self.filters, self.groups
-        fg, kg = f // g, cols.shape[1] // g
-        gm = np.ascontiguousarray(grad.reshape(n, f, -1).transpose(0, 2, 1)).reshape(-1, f)
-        w = self.weight.reshape(f, -1)
-        grads = {}
-        # per group, the output channels' gradients (groups, n * oh * ow, filters / groups)
-        gg = gm.reshape(-1, g, fg).transpose(1, 0, 2) if g > 1 else None
-        if param_grads:
-            if g == 1:
-                grads["weight"] = backend.matmul(gm.T, cols).reshape(self.weight.shape)
-            else:
-                dw = backend.batched_matmul(gg.transpose(0, 2, 1), _group_cols(cols, g))
-                grads["weight"] = dw.reshape(self.weight.shape)
-            if self.use_bias:
-                grads["bias"] = backend.reduce(np.sum, gm, axis=0)
-        if not input_grad:
-            return None, grads
-        if g == 1:
-            dcols = backend.matmul(gm, w)
-        else:
-            dcols = backend.batched_matmul(gg, w.reshape(g, fg, kg))
-            dcols = dcols.transpose(1, 0, 2).reshape(-1, g * kg)
-        kh, kw = self.kernel_size
-        gx = col2im(dcols, x_shape, kh, kw, self.strides, self.pads, self.dilation)
-        return _util.from_nchw(gx, self.layout), grads
+        gx, grads = backend.conv2d_vjp(
+            grad,
+            self.weight,
+            self.geometry(),
+            record,
+            use_bias=self.use_bias,
+            param_grads=param_grads,
+            input_grad=input_grad,
+        )
+        return (None if gx is None else _util.from_nchw(gx, self.layout)), grads
 
     def get_config(self):
         config = {

@@ -108,7 +108,7 @@ def run_forward(
         values[node.name] = node.layer.apply(x, backend, rec)
         if record is not None:
             record.layers[node.name] = rec
-    out = values[target]
+    out = np.ascontiguousarray(values[target])  # a layer may leave channels-last memory
     if record is not None:
         record.target, record.ran, record.output_shape = target, list(order), out.shape
     return out
@@ -192,4 +192,4 @@ def run_backward(
     gX = grads.get(input_name) if input_grad else None
     if input_grad and gX is None:
         raise ValidationError("the output does not depend on the input: no input gradient.")
-    return gX, out
+    return (None if gX is None else np.ascontiguousarray(gX)), out

@@ -41,8 +41,10 @@ def fold_batch_norm(net: Any) -> Any:
     or ``Dense`` node read by nothing else, and it normalises that layer's output
     channels. The producer's weights become ``weight * scale`` per output channel and its
     bias ``(bias - mean) * scale + beta`` (a bias is added if it had none); the batch norm
-    becomes an :class:`~xai_core.nn.Identity` of the same name, so every node name, and
-    ``activations`` of it, still works.
+    becomes an :class:`~xai_core.nn.Identity` of the same name whose ``folded_into`` names
+    the producer, so every node name, and ``activations`` of it, still works, and
+    :attr:`~xai_core.nn.Graph.folded_batch_norms`, the summary and a saved file record the
+    fold. The producer's own output is then the normalised one.
 
     Parameters
     ----------
@@ -77,7 +79,7 @@ def fold_batch_norm(net: Any) -> Any:
             "weight": w.astype(out.dtype),
             "bias": (b * scale + shift).astype(out.dtype),
         }
-        ident = Identity(name=bn.name)
+        ident = Identity(name=bn.name, folded_into=prod.name)
         ident.build(bn.input_shape, None, out.dtype)
         out.nodes[i] = node._replace(layer=ident)
     out._invalidate()

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from xai_core.errors import ShapeError, ValidationError
+from xai_core.nn import scratch
 
 __all__ = [
     "as_pair",
@@ -221,7 +222,7 @@ def im2col(
     xp = _pad(x, pads, fill)
     # Built as (channels, kh, kw, n, oh, ow) so each offset is one block copy; returned as its
     # transpose, a column-major (n * oh * ow, c * kh * kw) matrix that BLAS reads without a copy.
-    cols = np.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
+    cols = scratch.empty((c, kh, kw, n, oh, ow), x.dtype)
     for i, j, index in offsets(kh, kw, oh, ow, strides, dil):
         cols[:, i, j] = xp[index].transpose(1, 0, 2, 3)
     return cols.reshape(c * kh * kw, n * oh * ow).T
@@ -320,7 +321,7 @@ def col2im(
     t, b, left, r = pads
     hp, wp = x_shape[2] + t + b, x_shape[3] + left + r
     six = cols.reshape(n, oh, ow, c, kh, kw)
-    out = np.zeros((n, hp, wp, c), dtype=cols.dtype)
+    out = scratch.zeros((n, hp, wp, c), cols.dtype)
     step = max(1, _BLOCK_BYTES // (hp * wp * c * out.itemsize))
     taps = [(i, j, index[2:]) for i, j, index in offsets(kh, kw, oh, ow, strides, dil)]
     for start in range(0, n, step):

@@ -467,6 +467,15 @@ class Network(Model, ThreadLocalRecord):
         )
         return Summary(rows, self.input_shape, self.n_params, self.macs_per_sample)
 
+    @property
+    def folded_batch_norms(self) -> dict[str, str]:
+        """Batch norm nodes merged into the layer before them: ``{batch norm: producer}``."""
+        return {
+            node.name: node.layer.folded_into
+            for node in self.nodes
+            if getattr(node.layer, "folded_into", None) is not None
+        }
+
     def fold_batch_norm(self) -> Network:
         """A copy with every foldable batch norm merged into the layer before it.
 

@@ -118,15 +118,39 @@ class Transpose(Layer):
 
 
 class Identity(Layer):
-    """Its input, unchanged (ONNX ``Identity``). No arithmetic."""
+    """Its input, unchanged (ONNX ``Identity``). No arithmetic.
+
+    Parameters
+    ----------
+    folded_into : str, optional
+        Set when the node was a batch norm merged into the node of that name
+        (:meth:`~xai_core.nn.Graph.fold_batch_norm`); kept so summaries and saved files say so.
+    name : str, optional
+    """
 
     kind: ClassVar[str] = "identity"
+
+    def __init__(self, name: str | None = None, folded_into: str | None = None) -> None:
+        super().__init__(name)
+        if folded_into is not None and (not isinstance(folded_into, str) or not folded_into):
+            raise ValidationError(
+                f"folded_into must be a node name (a non-empty string); got {folded_into!r}."
+            )
+        self.folded_into = folded_into
 
     def apply(self, x, backend, record):
         return x
 
     def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
         return (grad if input_grad else None), {}
+
+    def get_config(self):
+        return {"folded_into": self.folded_into} if self.folded_into is not None else {}
+
+    def _describe(self):
+        if self.folded_into is None:
+            return super()._describe()
+        return f"BatchNormalization folded into {self.folded_into!r} (identity)"
 
 
 class Dropout(Identity):

@@ -63,7 +63,11 @@ def xai_register_backends():
         called with the keyword arguments given to :func:`xai_core.get_backend`, so its
         constructor defines the backend's settings and presets. Every backend must pass
         :func:`xai_core.testing.check_backend`. :func:`xai_core.compare_backends` compares
-        every registered backend that its constructor builds without arguments.
+        every registered backend that its constructor builds without arguments. A backend
+        implements ``matmul`` and may override ``batched_matmul``, ``conv2d`` /
+        ``conv2d_vjp`` (defaults: the im2col products through ``matmul``), ``elementwise``
+        and ``reduce``; an override computes the same function and counts what the
+        default would.
     """
 
 

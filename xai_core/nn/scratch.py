@@ -1,0 +1,80 @@
+"""Reused memory for the large arrays convolutions make on every call.
+
+A batch's column matrices, padded activations and outputs are megabytes each. Allocated
+fresh every call, each comes from new pages the operating system maps and zeroes on first
+touch (glibc returns large freed blocks to it), which costs about as much as the
+arithmetic. :func:`empty` hands out arrays carved from a small per-thread pool of blocks
+instead; a block is reused only when no array made from it is alive any more (its
+reference count shows only the pool's own reference), so an array returned to a caller,
+or kept in a forward pass's record, is never overwritten. Each thread keeps at most
+:data:`MAX_BLOCKS` blocks of :data:`MAX_BYTES` together (idle ones are dropped to make
+room); :func:`release` lets the calling thread's blocks go.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+__all__ = ["empty", "zeros", "release", "MAX_BLOCKS", "MAX_BYTES"]
+
+#: Blocks kept per thread, and the bytes they may hold together.
+MAX_BLOCKS = 16
+MAX_BYTES = 256 << 20
+
+#: Arrays smaller than this come from numpy directly (its own small-block cache serves them).
+_MIN_BYTES = 1 << 18
+
+
+class _Pool(threading.local):
+    def __init__(self) -> None:
+        self.blocks: list[np.ndarray] = []
+
+
+_pool = _Pool()
+
+
+def _idle(blocks: list[np.ndarray], i: int) -> bool:
+    """Whether no array made from ``blocks[i]`` is alive (the list's and the call's references)."""
+    return sys.getrefcount(blocks[i]) <= 2
+
+
+def empty(shape: Any, dtype: Any) -> np.ndarray:
+    """An uninitialised C-contiguous array, from a reused block when one is idle."""
+    shape = tuple(int(d) for d in shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < _MIN_BYTES:
+        return np.empty(shape, dtype=dtype)
+    blocks = _pool.blocks
+    best = None
+    for i in range(len(blocks)):
+        if blocks[i].nbytes >= nbytes and _idle(blocks, i):
+            if best is None or blocks[i].nbytes < blocks[best].nbytes:
+                best = i
+    if best is None:
+        idle = [i for i in range(len(blocks)) if _idle(blocks, i)]
+        total = sum(b.nbytes for b in blocks)
+        while idle and (len(blocks) >= MAX_BLOCKS or total + nbytes > MAX_BYTES):
+            total -= blocks[idle[-1]].nbytes
+            del blocks[idle.pop()]  # drop idle blocks (the last found first) to make room
+        if len(blocks) >= MAX_BLOCKS or total + nbytes > MAX_BYTES:
+            return np.empty(shape, dtype=dtype)
+        blocks.append(np.empty(nbytes, dtype=np.uint8))
+        best = len(blocks) - 1
+    return blocks[best][:nbytes].view(dtype).reshape(shape)
+
+
+def zeros(shape: Any, dtype: Any) -> np.ndarray:
+    """:func:`empty` filled with zeros."""
+    out = empty(shape, dtype)
+    out.fill(0)
+    return out
+
+
+def release() -> None:
+    """Let this thread's idle blocks go (arrays still alive keep theirs until they die)."""
+    _pool.blocks = []
