@@ -20,10 +20,12 @@ from xai_ig._affine import affine_path_integral, first_linear_layer
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",
+    "block_count",
     "PROGRESS_MIN_CHUNKS",
     "chunk_points",
     "gradient_rows",
     "path_integral",
+    "progress_bar",
 ]
 
 #: Input elements in one chunk by default (32 MiB of float64 per temporary).
@@ -54,7 +56,14 @@ class _NoBar:
         return None
 
 
-def _bar(n_chunks: int, progress: bool | None, desc: str) -> tqdm | _NoBar:
+def block_count(n_paths: int, steps: int, chunk: int) -> int:
+    """Backward passes :func:`path_integral` makes for ``n_paths`` paths of ``steps`` points."""
+    paths_per_block = max(1, chunk // steps)
+    steps_per_block = min(chunk, steps)
+    return math.ceil(n_paths / paths_per_block) * math.ceil(steps / steps_per_block)
+
+
+def progress_bar(n_chunks: int, progress: bool | None, desc: str) -> tqdm | _NoBar:
     """A tqdm bar over ``n_chunks`` when ``progress`` is True, or None and the chunks are many."""
     show = check_bool(progress, "progress", allow_none=True)
     if show is None:
@@ -87,7 +96,7 @@ def gradient_rows(
     n = len(X)
     out = np.empty(X.shape, dtype=np.float64)
     n_chunks = math.ceil(n / chunk)
-    with _bar(n_chunks, progress, desc) as bar:
+    with progress_bar(n_chunks, progress, desc) as bar:
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
             out[start:stop] = runner.gradient_validated(X[start:stop], target[start:stop])
@@ -145,7 +154,7 @@ def path_integral(
     step_blocks = range(0, steps, steps_per_block)
     linear = first_linear_layer(runner) if affine else None
     if linear is not None:
-        with _bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
+        with progress_bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
             return affine_path_integral(
                 runner, linear, X, target, baselines, alphas, weights, chunk=chunk, bar=bar
             )
@@ -155,7 +164,7 @@ def path_integral(
     flat_b = np.asarray(baselines, dtype=np.float64).reshape(per_row, k, n_features)
     scaled = np.asarray(weights, dtype=np.float64) / k
     total = np.zeros((n, n_features), dtype=np.float64)
-    with _bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
+    with progress_bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
         for first in path_blocks:
             path = np.arange(first, min(first + paths_per_block, n * k))
             row, which = path // k, path % k

@@ -153,15 +153,19 @@ def dense_macs(net: nn.Sequential) -> list[int]:
 
 
 def test_cpu_counts_the_products_of_the_affine_path():
-    """On cpu the first layer costs two forward products per row and one backward per path."""
+    """On cpu the first layer costs one forward product per row and baseline and one backward per path.
+
+    The outputs at the path's ends, f(x) and f(baseline), reuse those products: only the
+    later layers run again on them.
+    """
     net, n, steps = dense_net(), 4, 16
     X = np.random.default_rng(3).normal(size=(n, 12)).astype(np.float32)
     runner = xai.ModelRunner(net)
     xai.explain(runner, X, method="ig", steps=steps, target=0)
     first, *rest = dense_macs(net)
-    predicts = (n + 1) * (first + sum(rest))  # f(x) and f(baseline)
+    ends = (n + 1) * sum(rest)  # f(x) and f(baseline) from the first layer's outputs
     path = (n + 1) * first + n * steps * 2 * sum(rest) + n * first
-    assert runner.counters["macs"] == predicts + path
+    assert runner.counters["macs"] == ends + path
 
 
 def test_simulated_hardware_keeps_the_general_path():
