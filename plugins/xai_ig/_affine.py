@@ -30,6 +30,7 @@ import numpy as np
 from xai_core import ModelRunner
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
+from xai_ig._fused import FusedTail, fusable
 
 __all__ = ["AffinePath", "first_linear_layer", "affine_path_integral"]
 
@@ -89,6 +90,9 @@ class AffinePath:
         :func:`first_linear_layer`'s index.
     X : ndarray of shape (n_samples, *input_shape)
     baselines : ndarray of shape (1 or n_samples, n_baselines, *input_shape)
+    fuse : bool, default=True
+        Run a tail of Dense layers and elementwise activations through
+        :class:`~xai_ig._fused.FusedTail`; False runs every later layer's own passes.
 
     Notes
     -----
@@ -98,7 +102,13 @@ class AffinePath:
     """
 
     def __init__(
-        self, runner: ModelRunner, first: int, X: np.ndarray, baselines: np.ndarray
+        self,
+        runner: ModelRunner,
+        first: int,
+        X: np.ndarray,
+        baselines: np.ndarray,
+        *,
+        fuse: bool = True,
     ) -> None:
         self.net: Sequential = runner.model  # type: ignore[assignment]
         self.backend = runner.backend
@@ -117,6 +127,11 @@ class AffinePath:
         self.z_features = int(np.prod(self.z_shape, dtype=np.int64))
         self.z_x = z_x.reshape(self.n, self.z_features)
         self.z_b = z_b.reshape(self.per_row * self.k, self.z_features)
+        self.tail = (
+            FusedTail(self.rest, self.backend)
+            if fuse and fusable(self.rest, self.z_shape)
+            else None
+        )
         self.flat_x = np.asarray(X, dtype=np.float64).reshape(self.n, self.n_features)
         self.flat_b = np.asarray(baselines, dtype=np.float64).reshape(
             self.per_row * self.k, self.n_features
@@ -168,12 +183,11 @@ class AffinePath:
         """
         backend, dtype, k, per_row = self.backend, self.dtype, self.k, self.per_row
         n, z_shape, z_features = len(which), self.z_shape, self.z_features
-        layer, rest = self.layer, self.rest
+        layer = self.layer
         steps = len(alphas)
         a = np.asarray(alphas, dtype=dtype)
         w = (np.asarray(weights, dtype=np.float64) / k).astype(dtype)
         total = np.zeros((n, self.n_features), dtype=np.float64)
-        n_out = self.net.n_outputs
         paths_per_block = max(1, chunk // steps)
         steps_per_block = min(chunk, steps)
         all_rows = n == self.n and k == 1
@@ -191,15 +205,15 @@ class AffinePath:
                 out = np.multiply(dz[:, None, :], a[None, s0:s1, None])
                 out += zb[:, None, :]
                 out = out.reshape(m, *z_shape)
-                records: list[dict] = [{} for _ in rest]
-                for later, record in zip(rest, records):
-                    out = later.apply(out, backend, record)
-                seed = np.zeros((m, n_out), dtype=out.dtype)
-                seed[np.arange(m), np.repeat(target[local], s1 - s0)] = np.tile(w[s0:s1], len(path))
-                grad = seed.reshape(out.shape)
-                for later, record in zip(reversed(rest), reversed(records)):
-                    grad = later.vjp(grad, backend, record, param_grads=False)[0]
-                G += grad.reshape(len(path), s1 - s0, z_features).sum(axis=1)
+                point_target = np.repeat(target[local], s1 - s0)
+                point_weight = np.tile(w[s0:s1], len(path))
+                if self.tail is not None:
+                    grad = self.tail.input_gradient(out, point_target, point_weight)
+                else:
+                    grad = self._layers_gradient(out, point_target, point_weight)
+                # the sum over the block's steps of each path, as one product with ones
+                ones = np.ones((1, s1 - s0), dtype=grad.dtype)
+                G += np.matmul(ones, grad.reshape(len(path), s1 - s0, z_features))[:, 0]
                 bar.update(1)
             if type(layer) is Dense:  # its input gradient reads nothing from the forward pass
                 record = {}
@@ -219,6 +233,23 @@ class AffinePath:
                 rows, starts = np.unique(local, return_index=True)
                 total[rows] += np.add.reduceat(acc, starts, axis=0)
         return total.reshape(n, *self.shape)
+
+    def _layers_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """The later layers' own forward and backward passes at points ``z`` (m, *z_shape).
+
+        Returns ``weight * d out[target] / d z`` per point, of the shape of ``z``.
+        """
+        backend, out = self.backend, z
+        records: list[dict] = [{} for _ in self.rest]
+        for later, record in zip(self.rest, records):
+            out = later.apply(out, backend, record)
+        m = len(out)
+        seed = np.zeros((m, self.net.n_outputs), dtype=out.dtype)
+        seed[np.arange(m), target] = weight
+        grad = seed.reshape(out.shape)
+        for later, record in zip(reversed(self.rest), reversed(records)):
+            grad = later.vjp(grad, backend, record, param_grads=False)[0]
+        return grad
 
 
 def affine_path_integral(

@@ -183,3 +183,40 @@ def test_first_linear_layer_needs_no_nonlinearity_before_it():
     net = nn.Sequential([nn.Tanh(), nn.Dense(3), nn.Softmax()], input_shape=(4,))
     assert first_linear_layer(xai.ModelRunner(net)) is None
     assert first_linear_layer(xai.ModelRunner(conv_net())) == 1
+
+
+def tail_nets(dtype):
+    """Tails the fused pass computes: Tanh, ReLU, Sigmoid, Linear; with and without a softmax."""
+    yield dense_net(dtype)
+    layers = [nn.Dense(9), nn.Sigmoid(), nn.Dense(7), nn.Linear(), nn.ReLU(), nn.Dense(3)]
+    yield nn.Sequential(layers, input_shape=(12,), seed=6, dtype=dtype)
+    layers = [nn.Dense(9, use_bias=False), nn.ReLU(), nn.Dense(3, use_bias=False), nn.Softmax()]
+    yield nn.Sequential(layers, input_shape=(12,), seed=7, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_tail_equals_the_layers_own_passes(dtype):
+    """The fused later layers give the layers' own forward and backward passes to rounding,
+    and make the same matrix products (the same macs counted)."""
+    from xai_ig._affine import AffinePath
+
+    rng = np.random.default_rng(8)
+    alphas, weights = integration_nodes("gausslegendre", 16)
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    for net in tail_nets(dtype):
+        X = rng.normal(size=(5, 12)).astype(dtype)
+        b = rng.normal(size=(1, 2, 12)).astype(dtype)
+        target = rng.integers(0, 3, size=5)
+        out = []
+        for fuse in (True, False):
+            runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=dtype))
+            path = AffinePath(runner, 0, X, b, fuse=fuse)
+            assert (path.tail is not None) == fuse
+            bar = type("Bar", (), {"update": lambda self, n=1: None})()
+            values = path.integral(np.arange(5), target, alphas, weights, chunk=24, bar=bar)
+            out.append((values, path.outputs(target), runner.counters))
+        (fast, ends_fast, c_fast), (slow, ends_slow, c_slow) = out
+        np.testing.assert_allclose(fast, slow, rtol=0, atol=tol * np.abs(slow).max())
+        np.testing.assert_allclose(ends_fast, ends_slow, rtol=0, atol=tol)
+        assert c_fast["macs"] == c_slow["macs"] and c_fast["matmuls"] == c_slow["matmuls"]
+        assert c_fast["elementwise_ops"] > 0
