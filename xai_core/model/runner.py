@@ -161,9 +161,12 @@ class ModelRunner:
         ndarray of shape (n_samples, n_outputs)
         """
         X = np.asarray(X, dtype=self.input_dtype)
+        predict = self.model.predict_checked
         if len(X) <= self.batch_size:
-            return self.model.predict_checked(X, self.backend)
-        parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
+            return self._batch(lambda x: predict(x, self.backend), X)
+        parts = [
+            self._batch(lambda x: predict(x, self.backend), X[s]) for s in self._chunks(len(X))
+        ]
         return np.concatenate(parts, axis=0)
 
     def gradient(self, X: Any, target: Any) -> np.ndarray:
@@ -211,7 +214,10 @@ class ModelRunner:
         self.require("gradient")
         X = np.asarray(X, dtype=self.input_dtype)
         parts = [
-            self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
+            self._batch(
+                lambda x, t=target[s]: self.model.gradient(x, t, backend=self.backend), X[s]
+            )
+            for s in self._chunks(len(X))
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
