@@ -12,7 +12,7 @@ from lime.discretize import BaseDiscretizer
 
 from xai_core import Explainer, Explanation, ModelRunner, ShapeError, ValidationError, XaiWarning
 from xai_core.attribution.options import Alias, Bool, Choice, Float, ImageShape, Int, TypeOf
-from xai_core.attribution.seeds import rngs_for_rows
+from xai_core.attribution.seeds import rngs_for_rows, shared_rng
 from xai_core.validation import check_array
 from xai_lime.image import (
     cosine_distances_to_all_on,
@@ -29,6 +29,7 @@ __all__ = ["LimeExplainer"]
 
 MODES = ("auto", "tabular", "image")
 SOLVERS = ("batched", "lime")
+NEIGHBOURHOODS = ("shared", "per_row")
 #: Perturbed values held at once (rows x samples x features); bounds memory per block.
 _BLOCK_ELEMENTS = 2**22
 
@@ -90,6 +91,18 @@ class LimeExplainer(Explainer):
         the grid's s-by-s cells.
     hide_color : float, optional
         Images: value of a switched-off superpixel; default its mean colour (lime's).
+    neighbourhood : {"shared", "per_row"}, default="shared"
+        Tables: ``"shared"`` draws one neighbourhood per seed and gives it to every row
+        (each row keeps its own sample 0, its 1/0 "same bin" representation, distances
+        and weights), so the model sees ``n_samples - 1`` perturbed rows once instead of
+        once per row; ``"per_row"`` draws each row's own, as lime does. lime's perturbed
+        samples do not depend on the row (they are drawn from the training statistics;
+        only ``sample_around_instance`` without discretisation centres them on it, and
+        then each row gets its own whatever this says), so each row's explanation has
+        exactly lime's distribution either way. What sharing changes is between rows:
+        their explanations share one draw's sampling noise (two rows' weights err
+        together, and averaging weights over rows does not average that noise away).
+        ``meta["neighbourhood"]`` records what was used.
     solver : {"batched", "lime"}, default="batched"
         ``"batched"`` solves the surrogates of many rows at once in closed form (equal to
         ``LimeBase``'s up to rounding, for highest-weights or no feature selection);
@@ -139,6 +152,7 @@ class LimeExplainer(Explainer):
         "segmentation_params": TypeOf((Mapping,), "a dict"),
         "hide_color": Float(low=-np.inf, allow_none=True),
         "solver": Choice(SOLVERS),
+        "neighbourhood": Choice(NEIGHBOURHOODS),
         "stability_seeds": Int(0),
         "top_k": Int(1),
     }
@@ -170,6 +184,7 @@ class LimeExplainer(Explainer):
         segmentation_params: Mapping[str, Any] | None = None,
         hide_color: float | None = None,
         solver: str = "batched",
+        neighbourhood: str = "shared",
         seed: int | None = 0,
         stability_seeds: int = 0,
         top_k: int = 5,
@@ -191,6 +206,7 @@ class LimeExplainer(Explainer):
         self.segmentation_params = segmentation_params
         self.hide_color = hide_color
         self.solver = solver
+        self.neighbourhood = neighbourhood
         self.seed = seed
         self.stability_seeds = stability_seeds
         self.top_k = top_k
@@ -339,14 +355,50 @@ class LimeExplainer(Explainer):
         timings = {"sampling": 0.0, "model": 0.0, "surrogate": 0.0}
         global_rows = self.rows(n_rows)
 
-        def process(run_seed: int, block: np.ndarray):
+        shared = self.neighbourhood == "shared" and sampler.instance_free
+        drawn: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+        def shared_draws(run_seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """The seed's shared samples and the model's outputs on them, drawn once."""
+            if run_seed not in drawn:
+                drawn.clear()
+                t0 = time.perf_counter()
+                indices, standard, inverse = sampler.draw_shared(
+                    n_samples - 1, shared_rng(run_seed), X.dtype
+                )
+                t1 = time.perf_counter()
+                preds = runner.predict_validated(inverse.reshape(-1, *X.shape[1:]))
+                drawn[run_seed] = (indices, standard, np.asarray(preds, dtype=np.float64))
+                timings["sampling"] += t1 - t0
+                timings["model"] += time.perf_counter() - t1
+            return drawn[run_seed]
+
+        def neighbourhoods(run_seed: int, block: np.ndarray) -> tuple[np.ndarray, ...]:
+            """The block's surrogate inputs, model outputs and distances."""
             t0 = time.perf_counter()
-            rngs = rngs_for_rows(run_seed, global_rows[block])
-            interp, inverse, distances = sampler.sample(rows[block], n_samples, rngs, X.dtype)
+            if not shared:
+                rngs = rngs_for_rows(run_seed, global_rows[block])
+                interp, inverse, distances = sampler.sample(rows[block], n_samples, rngs, X.dtype)
+                t1 = time.perf_counter()
+                model_in = inverse.reshape(-1, *X.shape[1:])
+                out = model_outputs(runner, model_in, block, target, n_samples)
+                timings["sampling"] += t1 - t0
+                timings["model"] += time.perf_counter() - t1
+                return interp, out, distances
+            indices, standard, preds = shared_draws(run_seed)
+            t0 = time.perf_counter()
+            interp, distances = sampler.shared_views(rows[block], indices, standard)
             t1 = time.perf_counter()
-            model_in = inverse.reshape(-1, *X.shape[1:])
-            out = model_outputs(runner, model_in, block, target, n_samples)
-            del inverse
+            at_rows = np.asarray(runner.predict_validated(X[block]), dtype=np.float64)
+            out = np.empty((len(block), n_samples))
+            out[:, 0] = at_rows[np.arange(len(block)), target[block]]
+            out[:, 1:] = preds[:, target[block]].T
+            timings["sampling"] += t1 - t0
+            timings["model"] += time.perf_counter() - t1
+            return interp, out, distances
+
+        def process(run_seed: int, block: np.ndarray):
+            interp, out, distances = neighbourhoods(run_seed, block)
             t2 = time.perf_counter()
             fit = fit_surrogates(
                 interp,
@@ -358,8 +410,6 @@ class LimeExplainer(Explainer):
                 solver=self.solver,
                 random_state=np.random.RandomState(self.run_seed()),
             )
-            timings["sampling"] += t1 - t0
-            timings["model"] += t2 - t1
             timings["surrogate"] += time.perf_counter() - t2
             yield block, fit, out[:, 0]
 
@@ -370,6 +420,7 @@ class LimeExplainer(Explainer):
         values = np.stack(runs[0].coef).reshape(X.shape)
         meta = self._meta(runs, n_samples, kernel_width, "tabular", timings)
         meta["training_rows"] = len(training)
+        meta["neighbourhood"] = "shared" if shared else "per_row"
         meta.update(sampler.describe())
         return Explanation(values=values, base_values=runs[0].intercept, target=target, meta=meta)
 
