@@ -12,7 +12,7 @@ from lime.discretize import BaseDiscretizer
 
 from xai_core import Explainer, Explanation, ModelRunner, ShapeError, ValidationError, XaiWarning
 from xai_core.attribution.options import Alias, Bool, Choice, Float, ImageShape, Int, TypeOf
-from xai_core.attribution.seeds import rngs_for_rows, shared_rng
+from xai_core.attribution.seeds import rngs_for_rows
 from xai_core.validation import check_array
 from xai_lime.image import (
     cosine_distances_to_all_on,
@@ -22,6 +22,7 @@ from xai_lime.image import (
     segmentation_function,
 )
 from xai_lime.runs import Run, lime_meta, model_outputs, run_seeds
+from xai_lime.shared import Neighbourhoods
 from xai_lime.surrogate import FEATURE_SELECTIONS, fit_surrogates
 from xai_lime.tabular import DISCRETIZERS, TabularSampler
 
@@ -355,47 +356,16 @@ class LimeExplainer(Explainer):
         timings = {"sampling": 0.0, "model": 0.0, "surrogate": 0.0}
         global_rows = self.rows(n_rows)
 
-        shared = self.neighbourhood == "shared" and sampler.instance_free
-        drawn: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-        def shared_draws(run_seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            """The seed's shared samples and the model's outputs on them, drawn once."""
-            if run_seed not in drawn:
-                drawn.clear()
-                t0 = time.perf_counter()
-                indices, standard, inverse = sampler.draw_shared(
-                    n_samples - 1, shared_rng(run_seed), X.dtype
-                )
-                t1 = time.perf_counter()
-                preds = runner.predict_validated(inverse.reshape(-1, *X.shape[1:]))
-                drawn[run_seed] = (indices, standard, np.asarray(preds, dtype=np.float64))
-                timings["sampling"] += t1 - t0
-                timings["model"] += time.perf_counter() - t1
-            return drawn[run_seed]
-
-        def neighbourhoods(run_seed: int, block: np.ndarray) -> tuple[np.ndarray, ...]:
-            """The block's surrogate inputs, model outputs and distances."""
-            t0 = time.perf_counter()
-            if not shared:
-                rngs = rngs_for_rows(run_seed, global_rows[block])
-                interp, inverse, distances = sampler.sample(rows[block], n_samples, rngs, X.dtype)
-                t1 = time.perf_counter()
-                model_in = inverse.reshape(-1, *X.shape[1:])
-                out = model_outputs(runner, model_in, block, target, n_samples)
-                timings["sampling"] += t1 - t0
-                timings["model"] += time.perf_counter() - t1
-                return interp, out, distances
-            indices, standard, preds = shared_draws(run_seed)
-            t0 = time.perf_counter()
-            interp, distances = sampler.shared_views(rows[block], indices, standard)
-            t1 = time.perf_counter()
-            at_rows = np.asarray(runner.predict_validated(X[block]), dtype=np.float64)
-            out = np.empty((len(block), n_samples))
-            out[:, 0] = at_rows[np.arange(len(block)), target[block]]
-            out[:, 1:] = preds[:, target[block]].T
-            timings["sampling"] += t1 - t0
-            timings["model"] += time.perf_counter() - t1
-            return interp, out, distances
+        neighbourhoods = Neighbourhoods(
+            sampler,
+            runner,
+            X,
+            target,
+            n_samples,
+            global_rows,
+            shared=self.neighbourhood == "shared",
+            timings=timings,
+        )
 
         def process(run_seed: int, block: np.ndarray):
             interp, out, distances = neighbourhoods(run_seed, block)
@@ -420,7 +390,7 @@ class LimeExplainer(Explainer):
         values = np.stack(runs[0].coef).reshape(X.shape)
         meta = self._meta(runs, n_samples, kernel_width, "tabular", timings)
         meta["training_rows"] = len(training)
-        meta["neighbourhood"] = "shared" if shared else "per_row"
+        meta["neighbourhood"] = "shared" if neighbourhoods.shared else "per_row"
         meta.update(sampler.describe())
         return Explanation(values=values, base_values=runs[0].intercept, target=target, meta=meta)
 

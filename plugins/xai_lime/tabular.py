@@ -356,60 +356,6 @@ class TabularSampler:
             inverse[:, self.continuous] = z * scale + centre
         return squared
 
-    # -- one neighbourhood shared by every row ------------------------------------------
-    @property
-    def instance_free(self) -> bool:
-        """Whether the perturbed samples do not depend on the row (all but its sample 0).
-
-        With discretisation, and for continuous features drawn around the training mean,
-        lime draws every perturbed sample from the training statistics alone: the row
-        only decides its sample 0, the 1/0 "same bin" representation and the distances.
-        """
-        return not (self.sample_around_instance and len(self.continuous))
-
-    def draw_shared(
-        self, n: int, rng: np.random.Generator, dtype: Any = np.float64
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``n`` perturbed samples that do not depend on any row (see :attr:`instance_free`).
-
-        Parameters
-        ----------
-        n : int
-            Samples drawn (a neighbourhood of ``n + 1`` with each row's own sample 0).
-        rng : numpy.random.Generator
-            The one stream they come from.
-        dtype : numpy dtype, default=float64
-            Dtype of ``inverse`` (the dtype the model takes).
-
-        Returns
-        -------
-        indices : ndarray of int of shape (n, n_drawn)
-            The drawn bin (or category) of each drawn feature, as an index into its values.
-        standard : ndarray of shape (n, n_continuous)
-            The standard-normal draws of the continuous features.
-        inverse : ndarray of shape (n, n_features)
-            The perturbed inputs the model sees.
-        """
-        draw = np.float32 if np.dtype(dtype) == np.float32 else np.float64
-        inverse = np.empty((n, self.n_features), dtype=dtype)
-        indices = np.zeros((n, len(self.drawn)), dtype=np.intp)
-        standard = np.zeros((n, len(self.continuous)), dtype=draw)
-        step = max(1, _CHUNK // self.n_features)
-        for start in range(0, n, step):
-            stop = min(start + step, n)
-            part = slice(start, stop)
-            if len(self.drawn):
-                u = rng.random((stop - start, len(self.drawn)), dtype=draw)
-                idx = self._draw_indices(u)
-                indices[part] = idx
-                self._drawn_values(u, idx, rng, inverse[part])
-            if len(self.continuous):
-                z = rng.standard_normal((stop - start, len(self.continuous)), dtype=draw)
-                standard[part] = z
-                scale, mean = self.scale[self.continuous], self.mean[self.continuous]
-                inverse[part, self.continuous] = z * scale + mean
-        return indices, standard, inverse
-
     def _drawn_values(
         self, u: np.ndarray, idx: np.ndarray, rng: np.random.Generator, inverse: np.ndarray
     ) -> None:
@@ -424,48 +370,6 @@ class TabularSampler:
             inverse[:, self.binned] = self._truncnorm(
                 u[:, pos], idx[:, pos] + self._bin_offsets, rng
             )
-
-    def shared_views(
-        self, rows: np.ndarray, indices: np.ndarray, standard: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's surrogate inputs and distances over one shared neighbourhood.
-
-        Parameters
-        ----------
-        rows : ndarray of float64 of shape (n_rows, n_features)
-        indices, standard : ndarray
-            From :meth:`draw_shared` (``n`` samples).
-
-        Returns
-        -------
-        interpretable : ndarray of float64 of shape (n_rows, n + 1, n_features)
-            As :meth:`sample`'s: sample 0 is the row, then the shared samples.
-        distances : ndarray of float64 of shape (n_rows, n + 1)
-        """
-        rows = np.asarray(rows, dtype=np.float64)
-        n_rows, n = len(rows), len(indices)
-        own = self._row_indices(rows)
-        interp0 = (rows - self.mean) / self.scale
-        interpretable = np.empty((n_rows, n + 1, self.n_features))
-        squared = np.zeros((n_rows, n + 1))
-        every = len(self.drawn) == self.n_features
-        continuous = standard.astype(np.float64)
-        for r in range(n_rows):  # one row's (n, n_features) at a time: the temporaries stay small
-            view = interpretable[r, 1:]
-            if len(self.drawn):
-                same = indices == own[r]
-                if every:
-                    view[...] = same
-                else:
-                    view[:, self.drawn] = same
-                squared[r, 1:] += len(self.drawn) - np.count_nonzero(same, axis=1)
-            if len(self.continuous):
-                view[:, self.continuous] = continuous
-                diff = continuous - interp0[r, self.continuous]
-                squared[r, 1:] += np.einsum("nf,nf->n", diff, diff)
-        interpretable[:, 0] = interp0
-        interpretable[:, 0, self.drawn] = 1.0
-        return interpretable, np.sqrt(squared)
 
     def _truncnorm(
         self,

@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 
 import xai_core as xai
 from xai_core.attribution.seeds import shared_rng
+from xai_lime.shared import draw_shared, shared_views
 from xai_lime.tabular import TabularSampler
 
 
@@ -47,8 +48,8 @@ def test_each_row_sees_limes_neighbourhood(cancer, kw):
     lime_ex = LimeTabularExplainer(X, random_state=0, **kw)
     rows, n = X[[3, 40]], 20000
     alpha = 0.01 / (3 * len(rows) * X.shape[1])  # Bonferroni over every comparison made here
-    indices, standard, inverse = sampler.draw_shared(n - 1, shared_rng(11))
-    interp, dist = sampler.shared_views(rows, indices, standard)
+    indices, standard, inverse = draw_shared(sampler, n - 1, shared_rng(11))
+    interp, dist = shared_views(sampler, rows, indices, standard)
     assert interp.shape == (2, n, X.shape[1]) and dist.shape == (2, n)
     p_inverse = []
     for r, row in enumerate(rows):
@@ -70,8 +71,8 @@ def test_a_rows_view_is_limes_representation_of_the_shared_samples(cancer, kw):
     X, _ = cancer
     sampler = TabularSampler(X, **kw)
     rows = X[[7, 8, 300]]
-    indices, standard, inverse = sampler.draw_shared(500, shared_rng(2))
-    interp, dist = sampler.shared_views(rows, indices, standard)
+    indices, standard, inverse = draw_shared(sampler, 500, shared_rng(2))
+    interp, dist = shared_views(sampler, rows, indices, standard)
     disc = sampler.discretizer
     as_bins = disc.discretize(inverse) if disc is not None else inverse
     row_bins = disc.discretize(rows) if disc is not None else rows
