@@ -108,8 +108,12 @@ class ModelRunner:
     @property
     def input_dtype(self) -> np.dtype:
         """The dtype inputs are given to the model in: float64 on a float64 backend, else float32."""
-        wide = getattr(self.backend, "dtype", None) == np.float64
-        return np.dtype(np.float64 if wide else np.float32)
+        backend = self.backend
+        if getattr(self, "_dtype_of", None) is not backend:  # worked out once per backend
+            wide = getattr(backend, "dtype", None) == np.float64
+            self._input_dtype = np.dtype(np.float64 if wide else np.float32)
+            self._dtype_of = backend
+        return self._input_dtype
 
     def check_X(self, X: Any, name: str = "X") -> np.ndarray:
         """Validate ``X`` against the model's input shape; return a float array."""
