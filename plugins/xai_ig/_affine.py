@@ -132,10 +132,9 @@ class AffinePath:
             if fuse and fusable(self.rest, self.z_shape)
             else None
         )
-        self.flat_x = np.asarray(X, dtype=np.float64).reshape(self.n, self.n_features)
-        self.flat_b = np.asarray(baselines, dtype=np.float64).reshape(
-            self.per_row * self.k, self.n_features
-        )
+        # x - b, by which the input gradients are multiplied, in the backend's dtype
+        self.flat_x = X_d.reshape(self.n, self.n_features)
+        self.flat_b = flat_b.reshape(self.per_row * self.k, self.n_features)
 
     def outputs(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``f(x)[target]`` per row and ``f(b)[target]`` averaged over each row's baselines.
@@ -225,7 +224,7 @@ class AffinePath:
             g_in = _input_gradient(
                 layer, G.astype(dtype).reshape(len(path), *z_shape), backend, record
             )
-            acc = np.asarray(g_in, dtype=np.float64).reshape(len(path), self.n_features)
+            acc = np.asarray(g_in, dtype=dtype).reshape(len(path), self.n_features)
             acc *= self.flat_x[row] - self.flat_b[base]
             if k == 1:
                 total[local] += acc
