@@ -185,6 +185,7 @@ class AffinePath:
         layer = self.layer
         steps = len(alphas)
         a = np.asarray(alphas, dtype=dtype)
+        nodes = np.stack([np.ones_like(a), a], axis=1)  # (steps, 2): [1, a_s]
         w = (np.asarray(weights, dtype=np.float64) / k).astype(dtype)
         total = np.zeros((n, self.n_features), dtype=np.float64)
         paths_per_block = max(1, chunk // steps)
@@ -196,14 +197,13 @@ class AffinePath:
             row = which[local]
             base = path % k if per_row == 1 else row * k + path % k
             zb = self.z_b[base]
-            dz = self.z_x[row] - zb
+            # z(a) = 1 * z_b + a * (z_x - z_b) for every step at once: a product with K = 2
+            ends = np.stack([zb, self.z_x[row] - zb], axis=1)  # (paths, 2, z_features)
             G = np.zeros((len(path), z_features), dtype=np.float64)
             for s0 in range(0, steps, steps_per_block):
                 s1 = min(s0 + steps_per_block, steps)
                 m = len(path) * (s1 - s0)
-                out = np.multiply(dz[:, None, :], a[None, s0:s1, None])
-                out += zb[:, None, :]
-                out = out.reshape(m, *z_shape)
+                out = np.matmul(nodes[None, s0:s1], ends).reshape(m, *z_shape)
                 point_target = np.repeat(target[local], s1 - s0)
                 point_weight = np.tile(w[s0:s1], len(path))
                 if self.tail is not None:
