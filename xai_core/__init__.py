@@ -16,7 +16,9 @@ from xai_core.errors import (
     DataError,
     DuplicateNameError,
     ModelFormatError,
+    ModelOutputError,
     PluginError,
+    ResourceError,
     ShapeError,
     UnknownNameError,
     ValidationError,
@@ -29,6 +31,12 @@ from xai_core.plugin.records import CliCommand, ReportSection, Tool
 
 if TYPE_CHECKING:  # what the names below resolve to, for readers and type checkers
     from xai_core import nn
+    from xai_core.attribution.cost import (
+        Cost,
+        get_resource_limits,
+        resource_limits,
+        set_resource_limits,
+    )
     from xai_core.attribution.explainer import Explainer, explain, list_explainers
     from xai_core.attribution.explanation import Explanation
     from xai_core.backends.base import Backend
@@ -58,6 +66,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
 #: Module -> the public names it defines. Importing ``xai_core`` imports none of these modules
 #: (nor numpy, scipy, pandas, Jinja2 ...); the first use of a name imports its module.
 _EXPORTS: dict[str, list[str]] = {
+    "attribution.cost": ["Cost", "get_resource_limits", "resource_limits", "set_resource_limits"],
     "attribution.explainer": ["Explainer", "explain", "list_explainers"],
     "attribution.explanation": ["Explanation"],
     "backends.base": ["Backend"],
@@ -159,16 +168,19 @@ __all__ = [
     "CapabilityError",
     "ChunkError",
     "CliCommand",
+    "Cost",
     "DataError",
     "DuplicateNameError",
     "Explainer",
     "Explanation",
     "Model",
     "ModelFormatError",
+    "ModelOutputError",
     "ModelRunner",
     "PluginError",
     "Report",
     "ReportSection",
+    "ResourceError",
     "ShapeError",
     "Tool",
     "UnknownNameError",
@@ -189,6 +201,7 @@ __all__ = [
     "get_backend",
     "get_plugin_manager",
     "get_registry",
+    "get_resource_limits",
     "hookimpl",
     "hookspec",
     "lazy_exports",
@@ -197,6 +210,8 @@ __all__ = [
     "playground_app",
     "playground_view",
     "project",
+    "resource_limits",
+    "set_resource_limits",
     "tool",
     "what_if",
     "load_model",

@@ -6,6 +6,8 @@ Every error subclasses :class:`XaiError` *and* the builtin a caller would expect
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "XaiError",
     "ValidationError",
@@ -18,6 +20,8 @@ __all__ = [
     "DataError",
     "ContractError",
     "ChunkError",
+    "ModelOutputError",
+    "ResourceError",
     "XaiWarning",
 ]
 
@@ -103,6 +107,47 @@ class ChunkError(XaiError, RuntimeError):
             f"rows {start}..{stop - 1} (X[{start}:{stop}]) could not be explained: the chunk "
             f"failed, was retried once and failed again with {type(cause).__name__}: {cause}"
         )
+
+
+class ModelOutputError(XaiError, ValueError):
+    """A model returned NaN or infinite outputs (or gradients) where a method needs numbers.
+
+    Attributes
+    ----------
+    method : str
+        The method (or tool) that asked for the outputs.
+    rows : ndarray of int64
+        The offending rows: of the caller's data when the model fails on the explained rows
+        themselves, else of the batch the model was given.
+    n_rows : int
+        How many rows the model was given in that call.
+    """
+
+    def __init__(self, method: str, rows: Any, n_rows: int, message: str) -> None:
+        self.method = method
+        self.rows = rows
+        self.n_rows = n_rows
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # travels back from process workers whole
+        return (type(self), (self.method, self.rows, self.n_rows, self.args[0]))
+
+
+class ResourceError(ValidationError):
+    """A request whose estimated work or memory is over the limits, refused before any work.
+
+    The limits are :func:`xai_core.set_resource_limits`'s (by default half the available
+    memory and 10**9 model rows); the message gives the estimate and how to change them.
+
+    Attributes
+    ----------
+    estimate : object
+        The :class:`xai_core.attribution.cost.Cost` that was refused.
+    """
+
+    def __init__(self, message: str, estimate: Any = None) -> None:
+        self.estimate = estimate
+        super().__init__(message)
 
 
 class XaiWarning(UserWarning):

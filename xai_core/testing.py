@@ -94,7 +94,7 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
     :class:`LinearModel` it returns an :class:`Explanation` of the right shapes, for the
     requested targets, with finite values and base values; a single row works; two
     runs with the same options give identical values; ``X`` is passed read-only and
-    must not be written to. The class is run directly on a CPU (float64) runner, as
+    must not be written to; ``estimate_cost`` returns an :class:`xai_core.Cost` or ``None``. The class is run directly on a CPU (float64) runner, as
     :func:`xai_core.explain` would run it, so it need not be registered.
 
     Parameters
@@ -145,6 +145,12 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
                 _fail(subject, f"explain must not write to X (it is read-only): {exc}")
             raise
 
+    from xai_core.attribution.cost import explainer_cost
+
+    try:
+        explainer_cost(cls(**options), runner, X)
+    except ContractError as exc:
+        _fail(subject, str(exc))
     e = run(X, target)
     if not isinstance(e, Explanation):
         _fail(subject, f"explain must return an Explanation; got {type(e).__name__}")

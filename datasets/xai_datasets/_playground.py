@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from xai_core.attribution.cost import Cost, check_cost
 from xai_core.errors import UnknownNameError, ValidationError
 
 from ._dataset import Dataset
@@ -183,6 +184,12 @@ def playground(
         raise ValidationError(f"n_samples must be an int >= 1; got {n_samples!r}")
     if n_samples < 1:
         raise ValidationError(f"n_samples must be an int >= 1; got {n_samples}")
+    # the generators hold a few float64 copies of the points and labels: ~96 bytes a point
+    check_cost(
+        Cost(0, 96 * int(n_samples), f"{n_samples:,} points"),
+        "playground",
+        advice="lower n_samples",
+    )
     if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0 <= noise <= 50:
         raise ValidationError(f"noise must be a number in [0, 50] (percent); got {noise!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):

@@ -730,6 +730,33 @@ tsne""",
     (
         "md",
         """\
+## Zoom, colour by a column, 3-D
+
+Wheel or pinch to zoom, drag to pan, "Reset view" to go back; with the plot focused,
+`+`, `-`, the arrow keys and `0` do the same. `show(color_by=...)` colours the points by
+any metadata column: a palette and a legend for categories, a continuous scale and a
+colour bar for numbers (the "Colour by" menu switches). With three components the view
+is 3-D: drag to rotate, shift-drag to pan, untick "3-D view" for components 1 and 2.""",
+    ),
+    (
+        "code",
+        """\
+confidence = net.predict(X).max(axis=1).round(3)
+pca3 = xai.project(
+    net,
+    X,
+    layer="hidden",
+    method="pca",
+    n_components=3,
+    labels=labels,
+    metadata={"confidence": confidence, "correct": net.predict(X).argmax(axis=1) == y},
+    progress=False,
+)
+pca3.show(color_by="confidence")""",
+    ),
+    (
+        "md",
+        """\
 ## Neighbours and search
 
 Neighbours are computed in the original 32-dimensional space, not in the projection.
@@ -753,8 +780,9 @@ print("neighbours of the first seven:", nb_sevens.indices[0], nb_sevens.distance
 ## Export for TensorBoard's projector
 
 `export_tensorboard` writes `tensors.tsv`, `metadata.tsv`, a sprite of the images and
-`projector_config.pbtxt`; point `tensorboard --logdir` at the folder, or load the two TSV
-files in the standalone Projector. The projected coordinates and the neighbour lists,
+`projector_config.pbtxt`. Give each export its own folder (a second export into the same
+one replaces the first), point `tensorboard --logdir` at it and open
+`http://localhost:6006/#projector`, or load the two TSV files in the standalone Projector. The projected coordinates and the neighbour lists,
 which the Projector cannot export, go to CSV / JSON. Here everything goes to a temporary
 directory.""",
     ),

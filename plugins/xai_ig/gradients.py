@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,6 +40,12 @@ class _GradientMethod(Explainer):
     constraints: ClassVar[dict] = {"internal_batch_size": Int(1, allow_none=True)}
     internal_batch_size: int | None
     progress: bool | None
+
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+        """``n`` outputs and ``n`` gradients (:mod:`xai_ig.cost`)."""
+        from xai_ig.cost import gradient_cost
+
+        return gradient_cost(runner, X)
 
     def _gradients(
         self, runner: ModelRunner, X: np.ndarray, target: np.ndarray

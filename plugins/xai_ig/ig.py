@@ -13,6 +13,7 @@ from xai_ig._affine import AffinePath, first_linear_layer
 from xai_ig._baselines import make_baselines, uniform_bounds
 from xai_ig._batching import block_count, chunk_points, path_integral, progress_bar
 from xai_ig._integration import RULES, integration_nodes
+from xai_ig.cost import MAX_STEPS, ig_cost, steps_note
 
 __all__ = ["IntegratedGradients", "AUTO_START_STEPS"]
 
@@ -39,7 +40,8 @@ class IntegratedGradients(Explainer):
     steps : int or "auto", default=50
         Quadrature nodes per path (alias ``n_steps``, Captum's spelling). ``"auto"`` starts at 8 and doubles the steps of the
         rows whose relative convergence delta is above ``tolerance`` until it is below
-        or ``max_steps`` is reached; the trace is kept in ``meta["steps_trace"]``.
+        or ``max_steps`` is reached; the trace is kept in ``meta["steps_trace"]``. At most
+        ``xai_ig.cost.MAX_STEPS`` (10**6); the nodes take O(steps) memory and time.
     integration : {"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", \
 "riemann_trapezoid"}, default="gausslegendre"
         The quadrature rule (nodes and weights as in Captum).
@@ -73,7 +75,7 @@ class IntegratedGradients(Explainer):
     tolerance : float, default=0.01
         With ``steps="auto"``: the relative convergence delta to reach.
     max_steps : int, default=512
-        With ``steps="auto"``: the most steps tried.
+        With ``steps="auto"``: the most steps tried (at most 10**6).
     seed : int or None, default=0
         Seeds the random baselines (``"uniform"``, ``"data"`` with ``n_baselines``), row
         ``r`` from its own stream ``[seed, r]``; ``None`` draws a seed, recorded in
@@ -107,13 +109,13 @@ class IntegratedGradients(Explainer):
     name: ClassVar[str] = "ig"
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
     constraints: ClassVar[dict] = {
-        "steps": Int(1, also=("auto",)),
+        "steps": Int(1, also=("auto",), maximum=MAX_STEPS, over=steps_note),
         "integration": Choice(RULES),
         "n_baselines": Int(1, allow_none=True),
         "blur_sigma": Float(allow_none=True),
         "image_shape": ImageShape(),
         "tolerance": Float(),
-        "max_steps": Int(1),
+        "max_steps": Int(1, maximum=MAX_STEPS, over=steps_note),
         "internal_batch_size": Int(1, allow_none=True),
     }
     aliases: ClassVar[dict] = {
@@ -162,6 +164,10 @@ class IntegratedGradients(Explainer):
 
     def _random_baseline(self) -> bool:
         return isinstance(self.baseline, str) and self.baseline in ("uniform", "data")
+
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+        """Gradient points and peak memory of this request (:mod:`xai_ig.cost`), before any work."""
+        return ig_cost(self, runner, X)
 
     def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
         """The range of all rows' values for ``"uniform"`` baselines (see :class:`Explainer`)."""

@@ -105,6 +105,12 @@ class SmoothGrad(Explainer):
             options.setdefault("seed", seed)
         return cls(**options)
 
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+        """Model rows and peak memory over the noisy copies (:mod:`xai_ig.cost`), before any work."""
+        from xai_ig.cost import smoothgrad_cost
+
+        return smoothgrad_cost(self, self._base_explainer(self.run_seed(), False), runner, X)
+
     def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
         """What the base method fixes from all rows (see :class:`Explainer`)."""
         fixed = self._base_explainer(self.run_seed(), False).prepare(runner, X)

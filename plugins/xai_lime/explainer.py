@@ -278,6 +278,12 @@ class LimeExplainer(Explainer):
             return self._explain_tabular(runner, X, target)
         return self._explain_image(runner, X, target)
 
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+        """Model rows and peak memory of this request (:mod:`xai_lime.cost`), before any work."""
+        from xai_lime.cost import lime_cost
+
+        return lime_cost(self, runner, X, self._resolve_mode(X, self._model_image_shape(runner)))
+
     def _seeds(self) -> list[int]:
         return [self.run_seed() + s for s in range(int(self.stability_seeds) + 1)]
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 import xai_core as xai
-from xai_core import ShapeError, ValidationError
+from xai_core import Cost, ShapeError, ValidationError
+from xai_core.attribution.cost import check_cost
 from xai_core.validation import check_array, check_positive_int
 from xai_playground.features import check_features, transform
 
@@ -124,6 +125,7 @@ class PlaygroundView:
         self.X_test, self.y_test = (None, None) if test is None else _split(test, "test")
         self.resolution = check_positive_int(resolution, "resolution")
         self.every = check_positive_int(every, "every")
+        check_cost(self._cost(), "playground_view", advice="lower resolution")
         if extent is None:
             pts = self.X if self.X_test is None else np.vstack([self.X, self.X_test])
             extent = float(np.ceil(np.abs(pts).max())) if len(pts) else 6.0
@@ -138,6 +140,16 @@ class PlaygroundView:
         self.losses: list[dict[str, float]] = []
         self._listeners: list[Any] = []
         self.refresh()
+
+    def _cost(self) -> Cost:
+        """The network's rows and memory on the grid: every neuron and input at every point."""
+        points = self.resolution**2
+        units = sum(
+            int(np.prod(getattr(layer, "output_shape", None) or (1,))) for layer in self.net.layers
+        )
+        width = 2 + len(self.features) + units  # float64 surfaces, kept
+        detail = f"a {self.resolution:,} x {self.resolution:,} grid, {width} values per point"
+        return Cost(points * (2 + len(self.neuron_layers)), 8 * 3 * points * width, detail)
 
     # -- computing -----------------------------------------------------------------------------
     def inputs_of(self, points: Any) -> np.ndarray:

@@ -4,7 +4,8 @@
 or ``xai.project(runner, X, layer=...)`` returns a :class:`Projection`: the projected
 coordinates, exact or approximate nearest neighbours in the original space, search over
 labels and metadata giving :class:`Selection` objects, export to the TensorBoard
-Projector's files (and CSV / JSON), and an interactive view in notebooks and reports.
+Projector's files (and CSV / JSON), and an interactive view in notebooks and reports
+(``p.show(color_by=..., dims=...)``: zoom, pan, colour by any column, 3-D rotation).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from xai_core import hookimpl
 __getattr__, __dir__, __all__ = xai.lazy_exports(
     __name__,
     {
+        "display": ["ProjectionView"],
         "export": ["load_tensorboard"],
         "neighbors": ["Neighbors", "approximate_neighbors", "exact_neighbors"],
         "projection": ["Projection", "project"],
@@ -43,11 +45,16 @@ def xai_register_tools():
 @hookimpl
 def xai_register_report_sections():
     """The projection's section: a scatter coloured by label, with search and neighbours."""
+    from xai_projector.display import ProjectionView
     from xai_projector.projection import Projection
     from xai_projector.view import render_projection, script
 
     return [
         xai.ReportSection(
-            "projection", Projection, render_projection, "Embedding projection", script=script()
+            "projection",
+            (Projection, ProjectionView),
+            render_projection,
+            "Embedding projection",
+            script=script(),
         )
     ]

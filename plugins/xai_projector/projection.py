@@ -17,6 +17,7 @@ from xai_core.validation import check_bool, check_seed
 from xai_projector import export as _export
 from xai_projector import inputs as _inputs
 from xai_projector import methods as _methods
+from xai_projector.display import ProjectionView
 from xai_projector.neighbors import (
     METRICS,
     Neighbors,
@@ -238,19 +239,51 @@ class Projection:
         return _export.write_selections(path, selections, self.labels)
 
     # -- display -------------------------------------------------------------------------
-    def to_html(self, title: str | None = None) -> str:
-        """A standalone HTML page with the interactive view (its own Content-Security-Policy)."""
-        from xai_projector.view import standalone_page
+    def show(self, color_by: str | None = None, dims: int | None = None) -> ProjectionView:
+        """The interactive view starting with these settings (renders in notebooks and reports).
 
-        return standalone_page(self, title)
+        Parameters
+        ----------
+        color_by : str, optional
+            A column of :attr:`columns` (``"label"`` or a metadata column) or ``"none"``;
+            by default the labels. Categorical columns get a palette and a legend, numeric
+            ones a continuous scale and a colour bar (see :mod:`xai_projector.colors`);
+            the view's "Colour by" menu switches between all of them.
+        dims : {2, 3}, optional
+            The view shown first; by default :attr:`n_components` (a 3-D projection opens
+            in 3-D and can switch to 2-D).
 
-    def save_html(self, path: str | os.PathLike[str], title: str | None = None) -> Path:
+        Returns
+        -------
+        ProjectionView
+            Has ``to_html``, ``save_html`` and ``_repr_html_``; ``Report.add`` takes it.
+
+        Raises
+        ------
+        UnknownNameError
+            ``color_by`` is not a column; the message lists the columns.
+        """
+        return ProjectionView(self, color_by, dims)
+
+    def to_html(
+        self, title: str | None = None, *, color_by: str | None = None, dims: int | None = None
+    ) -> str:
+        """A standalone HTML page with the interactive view (its own Content-Security-Policy).
+
+        ``color_by`` and ``dims`` are those of :meth:`show`.
+        """
+        return self.show(color_by, dims).to_html(title)
+
+    def save_html(
+        self,
+        path: str | os.PathLike[str],
+        title: str | None = None,
+        *,
+        color_by: str | None = None,
+        dims: int | None = None,
+    ) -> Path:
         """Write :meth:`to_html` to ``path`` atomically (see :func:`xai_core.files.atomic_write`)."""
-        from xai_core.files import atomic_write_text
-
-        path = Path(path)
-        atomic_write_text(path, self.to_html(title))
-        return path
+        return self.show(color_by, dims).save_html(path, title)
 
     def _repr_html_(self) -> str:
         from xai_projector.view import notebook_html

@@ -1,7 +1,8 @@
 (function () {
   "use strict";
   // Enhances every projector view on the page not yet enhanced; reads its JSON data block.
-  var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20;
+  var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20, MAXLEGEND = 40;
+  var FSI = "\u2068", PDI = "\u2069";  // isolate user text, so a bidi override stays inside
 
   function el(tag, text, cls) {
     var e = document.createElement(tag);
@@ -15,68 +16,187 @@
     var block = root.querySelector("script.xai-projector-data");
     if (!block) { return; }
     var d = JSON.parse(block.textContent);
-    var n = d.n, k = d.k;
-    var canvas = root.querySelector("canvas");
-    var svg = root.querySelector(".xai-projector-svg");
-    var ui = root.querySelector(".xai-projector-ui");
-    var box = root.querySelector("input.xai-projector-search");
-    var regex = root.querySelector("input.xai-projector-regex");
-    var status = root.querySelector(".xai-projector-status");
-    var results = root.querySelector(".xai-projector-results");
-    var detail = root.querySelector(".xai-projector-detail");
-    var tip = root.querySelector(".xai-projector-tip");
+    var n = d.n, k = d.k, has3 = !!d.z;
+    var q = function (s) { return root.querySelector(s); };
+    var canvas = q("canvas"), svg = q(".xai-projector-svg"), ui = q(".xai-projector-ui");
+    var controls = q(".xai-projector-controls"), legend = q(".xai-projector-legend");
+    var box = q("input.xai-projector-search"), regex = q("input.xai-projector-regex");
+    var status = q(".xai-projector-status"), results = q(".xai-projector-results");
+    var detail = q(".xai-projector-detail"), tip = q(".xai-projector-tip");
+    var colorBox = q("select.xai-projector-color"), box3 = q("input.xai-projector-3d");
     var ctx = canvas.getContext("2d");
     var dpr = window.devicePixelRatio || 1;
     canvas.width = W * dpr; canvas.height = H * dpr;
     ctx.scale(dpr, dpr);
-    var px = new Float32Array(n), py = new Float32Array(n);
+    // Base positions: 2-D as the static picture; 3-D centred in [-0.5, 0.5] on one scale.
+    var bx = new Float32Array(n), by = new Float32Array(n);
+    var cx = new Float32Array(n), cy = new Float32Array(n), cz = new Float32Array(n), radius = 1e-9;
     for (var i = 0; i < n; i++) {
-      px[i] = PAD + d.x[i] / SCALE * (W - 2 * PAD);
-      py[i] = PAD + (1 - d.y[i] / SCALE) * (H - 2 * PAD);
+      bx[i] = PAD + d.x[i] / SCALE * (W - 2 * PAD);
+      by[i] = PAD + (1 - d.y[i] / SCALE) * (H - 2 * PAD);
+      if (has3) {
+        cx[i] = d.x[i] / SCALE - 0.5; cy[i] = d.y[i] / SCALE - 0.5; cz[i] = d.z[i] / SCALE - 0.5;
+        radius = Math.max(radius, Math.sqrt(cx[i] * cx[i] + cy[i] * cy[i] + cz[i] * cz[i]));
+      }
     }
+    var px = new Float32Array(n), py = new Float32Array(n), depth = new Float32Array(n);
+    var order = new Uint32Array(n);
+    var view = { k: 1, tx: 0, ty: 0, yaw: 0, pitch: 0, dims: has3 && d.dims === 3 ? 3 : 2 };
     var matched = null, selected = -1, nbrs = [];
     var gcd = function (a, b) { return b ? gcd(b, a % b) : a; };
     var stride = 7919;
     while (n > 1 && gcd(stride, n) !== 1) { stride += 2; }
     var columns = Object.keys(d.columns);
+    var coloring = d.colorings, cols = new Array(n), current = -1;
+    coloring.forEach(function (c) { if (c.codes === null) { c.codes = d.label; } });
 
-    function colorOf(i) { return d.label ? d.colors[d.label[i] % d.colors.length] : "#1f77b4"; }
-    function name(i) {
-      return d.label ? d.classes[d.label[i]] : (columns.length ? d.columns[columns[0]][i] : "#" + i);
+    function setColor(j) {
+      current = j;
+      var c = j >= 0 ? coloring[j] : null;
+      for (var i = 0; i < n; i++) {
+        if (!c) { cols[i] = d.colors[0]; }
+        else if (c.kind === "cat") { cols[i] = d.colors[c.codes[i] % d.colors.length]; }
+        else { cols[i] = c.t[i] >= 0 ? d.scale[c.t[i]] : d.missing; }
+      }
+      drawLegend(c);
+      draw();
+    }
+
+    function drawLegend(c) {
+      legend.textContent = "";
+      if (!c) { return; }
+      var title = el("p", "Colour: ", "xai-projector-legend-title");
+      title.style.margin = ".3em 0 .1em";
+      title.appendChild(el("bdi", c.name));
+      legend.appendChild(title);
+      if (c.kind === "cat") {
+        var ul = el("ul", undefined, "xai-projector-legend-items");
+        ul.style.cssText = "list-style:none;padding:0;margin:.2em 0;display:flex;flex-wrap:wrap;gap:4px 14px";
+        var shown = Math.min(c.classes.length, MAXLEGEND);
+        for (var j = 0; j < shown; j++) {
+          var li = el("li");
+          var sw = el("span", undefined, "xai-projector-swatch");
+          sw.style.cssText = "display:inline-block;width:10px;height:10px;margin-right:4px;background:" +
+            d.colors[j % d.colors.length];
+          li.appendChild(sw);
+          li.appendChild(el("bdi", c.classes[j], "xai-projector-legend-name"));
+          var cnt = el("span", " (" + c.counts[j].toLocaleString("en-US") + ")");
+          cnt.style.color = "var(--xai-muted,#555)";
+          li.appendChild(cnt);
+          ul.appendChild(li);
+        }
+        if (c.classes.length > shown) {
+          ul.appendChild(el("li", "+ " + (c.classes.length - shown) + " more values (colours repeat)"));
+        }
+        legend.appendChild(ul);
+        return;
+      }
+      var bar = el("div", undefined, "xai-projector-colorbar");
+      bar.style.cssText = "display:flex;align-items:center;gap:6px;margin:.2em 0";
+      var lo = el("span", fmt(c.min), "xai-projector-cbar-min"), hi = el("span", fmt(c.max), "xai-projector-cbar-max");
+      var strip = el("canvas");
+      strip.width = 256; strip.height = 1;
+      strip.style.cssText = "width:256px;height:12px;border:1px solid var(--xai-line,#999)";
+      strip.setAttribute("role", "img");
+      strip.setAttribute("aria-label", "colour scale from " + fmt(c.min) + " to " + fmt(c.max));
+      var sc = strip.getContext("2d");
+      for (var s = 0; s < 256; s++) { sc.fillStyle = d.scale[s]; sc.fillRect(s, 0, 1, 1); }
+      bar.appendChild(lo); bar.appendChild(strip); bar.appendChild(hi);
+      legend.appendChild(bar);
+      if (c.missing) { legend.appendChild(el("p", c.missing + " missing values in grey")); }
+    }
+
+    function fmt(v) { return Number(v.toPrecision(4)).toString(); }
+
+    // The view transform: positions (px, py) in the 640 x 480 frame of the canvas.
+    function project() {
+      var i;
+      if (view.dims === 3) {
+        var cyw = Math.cos(view.yaw), syw = Math.sin(view.yaw);
+        var cp = Math.cos(view.pitch), sp = Math.sin(view.pitch);
+        var f = (Math.min(W, H) - 2 * PAD) / (2 * radius);
+        for (i = 0; i < n; i++) {
+          var x1 = cyw * cx[i] + syw * cz[i], z1 = -syw * cx[i] + cyw * cz[i];
+          var y2 = cp * cy[i] - sp * z1, z2 = sp * cy[i] + cp * z1;
+          px[i] = (W / 2 + x1 * f - W / 2) * view.k + W / 2 + view.tx;
+          py[i] = (H / 2 - y2 * f - H / 2) * view.k + H / 2 + view.ty;
+          depth[i] = z2;
+        }
+        for (i = 0; i < n; i++) { order[i] = i; }
+        order.sort(function (a, b) { return depth[a] - depth[b]; });  // far first
+        return;
+      }
+      for (i = 0; i < n; i++) {
+        px[i] = (bx[i] - W / 2) * view.k + W / 2 + view.tx;
+        py[i] = (by[i] - H / 2) * view.k + H / 2 + view.ty;
+        order[i] = (i * stride) % n;  // a fixed shuffle, so no class always hides another
+      }
     }
 
     function draw() {
+      project();
       ctx.clearRect(0, 0, W, H);
       var dim = matched !== null || selected >= 0;
       ctx.globalAlpha = dim ? 0.15 : 0.8;
       for (var j = 0; j < n; j++) {
-        var p = (j * stride) % n;  // a fixed shuffle, so no class always hides another
-        ctx.fillStyle = colorOf(p);
+        var p = order[j];
+        ctx.fillStyle = cols[p];
         ctx.fillRect(px[p] - 1.5, py[p] - 1.5, 3, 3);
       }
       ctx.globalAlpha = 1;
       if (matched !== null) {
         for (var m = 0; m < matched.length; m++) {
-          var q = matched[m];
-          ctx.fillStyle = colorOf(q);
-          ctx.fillRect(px[q] - 2.5, py[q] - 2.5, 5, 5);
+          var r = matched[m];
+          ctx.fillStyle = cols[r];
+          ctx.fillRect(px[r] - 2.5, py[r] - 2.5, 5, 5);
         }
       }
       if (selected >= 0) {
         ctx.strokeStyle = "#000"; ctx.lineWidth = 1;
-        for (var r = 0; r < nbrs.length; r++) {
-          ctx.beginPath(); ctx.arc(px[nbrs[r]], py[nbrs[r]], 4, 0, 2 * Math.PI); ctx.stroke();
+        for (var s = 0; s < nbrs.length; s++) {
+          ctx.beginPath(); ctx.arc(px[nbrs[s]], py[nbrs[s]], 4, 0, 2 * Math.PI); ctx.stroke();
         }
         ctx.lineWidth = 2; ctx.strokeStyle = "#d62728";
         ctx.beginPath(); ctx.arc(px[selected], py[selected], 6, 0, 2 * Math.PI); ctx.stroke();
       }
     }
 
+    var frame = false;
+    function redraw() {
+      if (frame) { return; }
+      frame = true;
+      window.requestAnimationFrame(function () { frame = false; draw(); });
+    }
+
+    function zoom(f, mx, my) {  // by f about (mx, my) in the frame: that point stays put
+      var k = Math.min(200, Math.max(0.2, view.k * f));
+      f = k / view.k;
+      view.tx = mx + f * (W / 2 + view.tx - mx) - W / 2;
+      view.ty = my + f * (H / 2 + view.ty - my) - H / 2;
+      view.k = k;
+      redraw();
+    }
+    function pan(dx, dy) { view.tx += dx; view.ty += dy; redraw(); }
+    function rotate(dx, dy) {
+      view.yaw += dx * 0.01;
+      view.pitch = Math.max(-Math.PI / 2, Math.min(Math.PI / 2, view.pitch + dy * 0.01));
+      redraw();
+    }
+    function reset() { view.k = 1; view.tx = 0; view.ty = 0; view.yaw = 0; view.pitch = 0; redraw(); }
+    function setDims(dims) {
+      view.dims = has3 && dims === 3 ? 3 : 2;
+      if (box3) { box3.checked = view.dims === 3; }
+      reset();
+    }
+
     function describe(i) {
       var parts = ["#" + i];
-      if (d.label) { parts.push(d.classes[d.label[i]]); }
-      columns.forEach(function (c) { parts.push(c + ": " + d.columns[c][i]); });
+      if (d.label) { parts.push(FSI + d.classes[d.label[i]] + PDI); }
+      columns.forEach(function (c) { parts.push(FSI + c + PDI + ": " + FSI + d.columns[c][i] + PDI); });
       return parts.join(" · ");
+    }
+    function name(i) {
+      return d.label ? d.classes[d.label[i]] : (columns.length ? d.columns[columns[0]][i] : "#" + i);
     }
 
     function pointButton(i, extra) {
@@ -119,29 +239,33 @@
       draw();
     }
 
-    function nearest(ev) {
+    function frameXY(ev) {  // client pixels to the 640 x 480 frame (inside the border)
       var rect = canvas.getBoundingClientRect();
-      var x = (ev.clientX - rect.left) * W / rect.width, y = (ev.clientY - rect.top) * H / rect.height;
-      var best = -1, bestD = 64;
+      return [(ev.clientX - rect.left - canvas.clientLeft) * W / canvas.clientWidth,
+        (ev.clientY - rect.top - canvas.clientTop) * H / canvas.clientHeight];
+    }
+
+    function nearest(ev) {
+      var at = frameXY(ev), best = -1, bestD = 64;
       for (var i = 0; i < n; i++) {
-        var dx = px[i] - x, dy = py[i] - y, dd = dx * dx + dy * dy;
+        var dx = px[i] - at[0], dy = py[i] - at[1], dd = dx * dx + dy * dy;
         if (dd < bestD) { bestD = dd; best = i; }
       }
       return best;
     }
 
     function search() {
-      var q = box.value;
+      var s = box.value;
       results.textContent = "";
-      if (!q) { matched = null; status.textContent = ""; draw(); return; }
+      if (!s) { matched = null; status.textContent = ""; draw(); return; }
       var test;
       if (regex.checked) {
         var re;
-        try { re = new RegExp(q, "i"); } catch (e) { status.textContent = "Invalid regular expression."; return; }
-        test = function (s) { return re.test(s); };
+        try { re = new RegExp(s, "i"); } catch (e) { status.textContent = "Invalid regular expression."; return; }
+        test = function (t) { return re.test(t); };
       } else {
-        var lower = q.toLowerCase();
-        test = function (s) { return s.toLowerCase().indexOf(lower) >= 0; };
+        var lower = s.toLowerCase();
+        test = function (t) { return t.toLowerCase().indexOf(lower) >= 0; };
       }
       var classHit = d.label ? d.classes.map(test) : null;
       var hits = [];
@@ -158,37 +282,99 @@
       draw();
     }
 
-    var pending = false, lastMove = null;
-    canvas.addEventListener("mousemove", function (ev) {
-      lastMove = ev;
-      if (pending) { return; }
-      pending = true;
-      window.requestAnimationFrame(function () {
-        pending = false;
-        var i = nearest(lastMove);
-        if (i < 0) { tip.hidden = true; return; }
-        tip.textContent = "";
-        if (d.thumbs && d.thumbs[i]) {
-          var img = el("img"); img.src = d.thumbs[i]; img.alt = ""; img.width = 42; img.height = 42;
-          tip.appendChild(img);
-        }
-        tip.appendChild(el("span", describe(i)));
-        tip.style.left = (px[i] / W * canvas.clientWidth + 10) + "px";
-        tip.style.top = (py[i] / H * canvas.clientHeight + 10) + "px";
-        tip.hidden = false;
-      });
+    function hover(ev) {
+      var i = nearest(ev);
+      if (i < 0) { tip.hidden = true; return; }
+      tip.textContent = "";
+      if (d.thumbs && d.thumbs[i]) {
+        var img = el("img"); img.src = d.thumbs[i]; img.alt = ""; img.width = 42; img.height = 42;
+        tip.appendChild(img);
+      }
+      tip.appendChild(el("span", describe(i)));
+      tip.style.left = (canvas.clientLeft + px[i] / W * canvas.clientWidth + 10) + "px";
+      tip.style.top = (canvas.clientTop + py[i] / H * canvas.clientHeight + 10) + "px";
+      tip.hidden = false;
+    }
+
+    // Pointers: one drags (pan in 2-D, rotate in 3-D, pan with shift), two pinch-zoom.
+    var pointers = {}, moved = 0, lastMove = null, pending = false;
+    function pair() {
+      var ids = Object.keys(pointers);
+      if (ids.length !== 2) { return null; }
+      var a = pointers[ids[0]], b = pointers[ids[1]];
+      return { x: (a[0] + b[0]) / 2, y: (a[1] + b[1]) / 2, dist: Math.hypot(a[0] - b[0], a[1] - b[1]) };
+    }
+    canvas.addEventListener("pointerdown", function (ev) {
+      pointers[ev.pointerId] = frameXY(ev);
+      if (Object.keys(pointers).length === 1) { moved = 0; }
+      if (canvas.setPointerCapture) { try { canvas.setPointerCapture(ev.pointerId); } catch (e) { /* synthetic */ } }
     });
+    canvas.addEventListener("pointermove", function (ev) {
+      var was = pointers[ev.pointerId];
+      if (!was) {
+        lastMove = ev;
+        if (!pending) {
+          pending = true;
+          window.requestAnimationFrame(function () { pending = false; hover(lastMove); });
+        }
+        return;
+      }
+      var before = pair(), now = frameXY(ev);
+      pointers[ev.pointerId] = now;
+      var after = pair();
+      tip.hidden = true;
+      if (before && after) {
+        if (before.dist > 0) { zoom(after.dist / before.dist, before.x, before.y); }
+        pan(after.x - before.x, after.y - before.y);
+        moved += 10;
+        return;
+      }
+      var dx = now[0] - was[0], dy = now[1] - was[1];
+      moved += Math.abs(dx) + Math.abs(dy);
+      if (view.dims === 3 && !ev.shiftKey) { rotate(dx, dy); } else { pan(dx, dy); }
+    });
+    function release(ev) { delete pointers[ev.pointerId]; }
+    canvas.addEventListener("pointerup", release);
+    canvas.addEventListener("pointercancel", release);
     canvas.addEventListener("mouseleave", function () { tip.hidden = true; });
-    canvas.addEventListener("click", function (ev) { select(nearest(ev)); });
+    canvas.addEventListener("click", function (ev) { if (moved < 4) { select(nearest(ev)); } });
+    canvas.addEventListener("wheel", function (ev) {
+      ev.preventDefault();
+      var at = frameXY(ev), dy = ev.deltaMode === 1 ? ev.deltaY * 16 : ev.deltaY;
+      zoom(Math.exp(-dy * 0.002), at[0], at[1]);
+    }, { passive: false });
+    canvas.addEventListener("keydown", function (ev) {
+      var step = 20, key = ev.key, turn = view.dims === 3 && !ev.shiftKey;
+      var moves = { ArrowLeft: [-step, 0], ArrowRight: [step, 0], ArrowUp: [0, -step], ArrowDown: [0, step] };
+      if (key === "+" || key === "=") { zoom(1.25, W / 2, H / 2); }
+      else if (key === "-" || key === "_") { zoom(0.8, W / 2, H / 2); }
+      else if (key === "0" || key === "Home") { reset(); }
+      else if (moves[key]) {
+        if (turn) { rotate(moves[key][0], moves[key][1]); } else { pan(-moves[key][0], -moves[key][1]); }
+      } else { return; }
+      ev.preventDefault();
+    });
+    function on(sel, fn) { var b = q(sel); if (b) { b.addEventListener("click", fn); } }
+    on(".xai-projector-zoom-in", function () { zoom(1.25, W / 2, H / 2); });
+    on(".xai-projector-zoom-out", function () { zoom(0.8, W / 2, H / 2); });
+    on(".xai-projector-reset", reset);
+    if (box3) { box3.addEventListener("change", function () { setDims(box3.checked ? 3 : 2); }); }
+    colorBox.addEventListener("change", function () { setColor(+colorBox.value); });
     box.addEventListener("input", search);
     regex.addEventListener("change", search);
-    var note = root.querySelector(".xai-projector-static-note");
+    var note = q(".xai-projector-static-note");
     if (note) { note.hidden = true; }
     if (svg) { svg.style.display = "none"; }
     canvas.hidden = false;
     ui.hidden = false;
-    draw();
-    root.xaiProjector = { select: select, search: search, px: px, py: py, name: name };
+    controls.hidden = false;
+    setColor(+colorBox.value);
+    root.xaiProjector = {
+      select: select, search: search, px: px, py: py, name: name, zoom: zoom, pan: pan,
+      rotate: rotate, reset: reset, setDims: setDims, setColor: setColor,
+      colorOf: function (i) { return cols[i]; },
+      view: function () { return { k: view.k, tx: view.tx, ty: view.ty, yaw: view.yaw, pitch: view.pitch, dims: view.dims, coloring: current }; }
+    };
   }
 
   Array.prototype.forEach.call(

@@ -2,9 +2,11 @@
 
 The report section registers ``projector.js`` as its script, so reports (which allow it by
 hash in their Content-Security-Policy), notebook output and :meth:`Projection.to_html` all
-carry it: it draws every point on a canvas and adds search, hover and click-for-neighbours,
-reading the data from the view's ``application/json`` block. Without JavaScript the SVG
-scatter, legend and summary stand alone.
+carry it: it draws every point on a canvas and adds search, hover, click-for-neighbours,
+zoom and pan, colour by any column and, for 3-D projections, an orthographic 3-D view that
+rotates, reading the data from the view's ``application/json`` block. Without JavaScript
+the SVG scatter (in the colours of ``color_by``), its legend or colour bar and the summary
+stand alone.
 """
 
 from __future__ import annotations
@@ -23,9 +25,19 @@ from xai_core.report import (
     heatmap_rgb,
     new_id,
     png_data_uri,
+    scoped_css,
     script_hash,
     to_pixels,
 )
+from xai_projector.colors import (
+    MAX_LEGEND,
+    MISSING_COLOR,
+    PALETTE,
+    SCALE,
+    column_colors,
+    encode_column,
+)
+from xai_projector.display import view_settings
 
 __all__ = [
     "MAX_SVG_POINTS",
@@ -48,11 +60,6 @@ VIEW_NEIGHBORS = 8
 MAX_COLUMNS, MAX_CHARS = 3, 60
 _COORD_SCALE = 10000
 _W, _H, _PAD = 640, 480, 12
-PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
-    "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
-)  # fmt: skip
 
 
 @cache
@@ -71,14 +78,23 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 
-def _scaled(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first two components as ints in [0, 10000], one scale for both axes."""
+def _scaled(coords: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The components as ints, the first two in [0, 10000] on one scale for both axes.
+
+    A third component (for the 3-D view) is centred on 5000 with the same scale, so the
+    three axes keep their proportions.
+    """
     xy = coords[:, :2]
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     span = float(np.max(hi - lo)) or 1.0
     centre = (lo + hi) / 2
     scaled = np.rint(((xy - centre) / span + 0.5) * _COORD_SCALE).astype(np.int64)
-    return scaled[:, 0], scaled[:, 1]
+    out = [scaled[:, 0], scaled[:, 1]]
+    if coords.shape[1] == 3:
+        z = coords[:, 2]
+        mid = (z.min() + z.max()) / 2
+        out.append(np.rint(((z - mid) / span + 0.5) * _COORD_SCALE).astype(np.int64))
+    return tuple(out)
 
 
 def _thumbnails(images: np.ndarray | None) -> list[str] | None:
@@ -99,7 +115,7 @@ def _heatmaps(p: Any) -> list[str] | None:
     return [png_data_uri(img) for img in rgb]
 
 
-def _summary(p: Any) -> list[tuple[str, str]]:
+def _summary(p: Any, dims: int) -> list[tuple[str, str]]:
     rows = [
         ("method", p.method),
         ("points", f"{len(p):,}"),
@@ -111,23 +127,37 @@ def _summary(p: Any) -> list[tuple[str, str]]:
     if evr is not None:
         parts = ", ".join(f"{100 * v:.1f}%" for v in evr)
         rows.append(("variance explained", f"{parts} (total {100 * float(np.sum(evr)):.1f}%)"))
+    if p.n_components == 3:
+        shown = (
+            "3-D (drag to rotate)" if dims == 3 else "components 1 and 2 of 3 (3-D view: tick 3-D)"
+        )
+        rows.append(("shown", shown + "; the static picture shows components 1 and 2"))
     for key in ("kl_divergence", "layer", "backend"):
         if p.meta.get(key) is not None:
             rows.append((key.replace("_", " "), str(p.meta[key])))
     if p.meta.get("options"):
         rows.append(("options", json.dumps(p.meta["options"], sort_keys=True, default=str)))
-    if p.n_components == 3:
-        rows.append(("shown", "components 1 and 2 of 3"))
     return rows
 
 
 _TEMPLATE = """\
-<div class="xai-projector" id="{{ uid }}" style="font:13px/1.4 system-ui,sans-serif">
+<div class="xai-projector" id="{{ uid }}" style="font:13px/1.4 system-ui,sans-serif;color:var(--xai-fg,#1b1b1b)">
 <table class="xai-kv" style="border-collapse:collapse;margin:0 0 .5em"><tbody>
 {% for key, value in summary %}
-<tr><th scope="row" style="text-align:left;padding:1px 12px 1px 0;font-weight:600">{{ key }}</th><td>{{ value }}</td></tr>
+<tr><th scope="row" style="text-align:left;padding:1px 12px 1px 0;font-weight:600">{{ key }}</th><td><bdi>{{ value }}</bdi></td></tr>
 {% endfor %}
 </tbody></table>
+<div class="xai-projector-controls" role="group" aria-label="View controls" hidden style="margin:0 0 .4em;display:flex;flex-wrap:wrap;gap:6px 12px;align-items:center">
+<label>Colour by <select class="xai-projector-color" style="{{ control }}">
+{% for option in color_options %}<option value="{{ option.value }}"{% if option.selected %} selected{% endif %}>{{ option.name }}</option>
+{% endfor %}</select></label>
+<span role="group" aria-label="Zoom">
+<button type="button" class="xai-projector-zoom-in" aria-label="Zoom in" title="Zoom in (+)" style="{{ control }}">+</button>
+<button type="button" class="xai-projector-zoom-out" aria-label="Zoom out" title="Zoom out (-)" style="{{ control }}">&#8722;</button>
+<button type="button" class="xai-projector-reset" title="Reset the view (0)" style="{{ control }}">Reset view</button>
+</span>
+{% if three_d %}<label><input type="checkbox" class="xai-projector-3d"{% if dims == 3 %} checked{% endif %}> 3-D view</label>{% endif %}
+</div>
 <div style="position:relative;display:inline-block;max-width:100%">
 {% set svg %}
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{ w }} {{ h }}" width="{{ w }}" height="{{ h }}">
@@ -139,29 +169,73 @@ _TEMPLATE = """\
 </svg>
 {% endset %}
 <img class="xai-projector-svg" src="{{ svg|svg_uri }}" width="{{ w }}" height="{{ h }}" alt="{{ caption }}" style="max-width:100%;height:auto;border:1px solid #ddd;display:block">
-<canvas class="xai-projector-canvas" hidden role="img" aria-label="{{ caption }}" style="width:{{ w }}px;height:{{ h }}px;max-width:100%;border:1px solid #ddd;cursor:crosshair"></canvas>
+<canvas class="xai-projector-canvas" hidden tabindex="0" role="img" aria-label="{{ caption }}. {{ help }}" style="width:{{ w }}px;height:{{ h }}px;max-width:100%;border:1px solid #ddd;background:#fff;cursor:crosshair;touch-action:none"></canvas>
 <div class="xai-projector-tip" hidden style="position:absolute;pointer-events:none;background:var(--xai-bg,#fff);color:var(--xai-fg,#1b1b1b);border:1px solid #999;padding:2px 4px;max-width:320px;font-size:12px"></div>
 </div>
-{% if static_note %}<p class="xai-projector-static-note" style="color:#555;font-size:12px">{{ static_note }}</p>{% endif %}
+{% if static_note %}<p class="xai-projector-static-note" style="color:var(--xai-muted,#555);font-size:12px">{{ static_note }}</p>{% endif %}
+<div class="xai-projector-legend" aria-live="polite">
 {% if legend %}
-<ul class="xai-projector-legend" style="list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:4px 14px">
-{% for item in legend %}
-<li><span style="display:inline-block;width:10px;height:10px;background:{{ item.color }};margin-right:4px"></span>{{ item.name }} <span style="color:#777">({{ item.count }})</span></li>
+<p class="xai-projector-legend-title" style="margin:.3em 0 .1em">Colour: <bdi>{{ legend.name }}</bdi></p>
+{% if legend.kind == "cat" %}
+<ul class="xai-projector-legend-items" style="list-style:none;padding:0;margin:.2em 0;display:flex;flex-wrap:wrap;gap:4px 14px">
+{% for item in legend.entries %}
+<li><span class="xai-projector-swatch" style="display:inline-block;width:10px;height:10px;background:{{ item.color }};margin-right:4px"></span><bdi class="xai-projector-legend-name">{{ item.name }}</bdi> <span style="color:var(--xai-muted,#555)">({{ item.count }})</span></li>
 {% endfor %}
-{% if more_classes %}<li style="color:#777">+ {{ more_classes }} more labels (colours repeat)</li>{% endif %}
+{% if legend.more %}<li>+ {{ legend.more }} more values (colours repeat)</li>{% endif %}
 </ul>
+{% else %}
+<div class="xai-projector-colorbar" style="display:flex;align-items:center;gap:6px;margin:.2em 0">
+<span class="xai-projector-cbar-min">{{ legend.min }}</span><img src="{{ legend.bar|svg_uri }}" width="256" height="12" alt="colour scale from {{ legend.min }} to {{ legend.max }}" style="border:1px solid var(--xai-line,#999)"><span class="xai-projector-cbar-max">{{ legend.max }}</span>
+</div>
+{% if legend.missing %}<p>{{ legend.missing }} missing values in grey</p>{% endif %}
 {% endif %}
+{% endif %}
+</div>
 <div class="xai-projector-ui" hidden>
-<label>Search labels and metadata <input type="search" class="xai-projector-search" placeholder="substring or pattern" style="width:16em"></label>
+<label>Search labels and metadata <input type="search" class="xai-projector-search" placeholder="substring or pattern" style="width:16em;{{ control }}"></label>
 <label><input type="checkbox" class="xai-projector-regex"> regular expression</label>
-<span class="xai-projector-status" aria-live="polite" style="margin-left:1em;color:#555"></span>
+<span class="xai-projector-status" aria-live="polite" style="margin-left:1em;color:var(--xai-muted,#555)"></span>
 <ol class="xai-projector-results" style="max-height:12em;overflow:auto;margin:.3em 0"></ol>
 <div class="xai-projector-detail" aria-live="polite"></div>
-<p style="color:#777;font-size:12px">Click a point to list its nearest neighbours; hover for its label and metadata.</p>
+<p style="color:var(--xai-muted,#555);font-size:12px">Click a point to list its nearest neighbours; hover for its label and metadata. {{ help }}</p>
 </div>
 <script type="application/json" class="xai-projector-data">{{ data|json_script }}</script>
 </div>
 """
+
+#: Inline style of the view's buttons, select and search box: the theme's colours.
+_CONTROL = (
+    "font:inherit;color:var(--xai-fg,#1b1b1b);background:var(--xai-bg,#fff);"
+    "border:1px solid var(--xai-line,#999);border-radius:3px;padding:1px 8px"
+)
+_HELP = (
+    "Wheel or pinch to zoom, drag to pan (in 3-D, drag to rotate and shift-drag to pan); "
+    "with the plot focused, + and - zoom, the arrow keys pan (rotate in 3-D) and 0 resets."
+)
+_FSI, _PDI = "\u2068", "\u2069"
+
+
+_PAGE = (
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    '<meta http-equiv="Content-Security-Policy" content="{{ csp }}">\n'
+    '<meta name="referrer" content="no-referrer">\n<meta name="color-scheme" content="light dark">\n'
+    "<title>{{ title }}</title>\n<style>{{ css }}</style>\n</head>\n"
+    '<body style="margin:0">\n<div class="{{ scope }} xai-root" style="padding:1em 2em;min-height:100vh">\n'
+    '<h1 style="font:600 18px system-ui,sans-serif">{{ title }}</h1>\n{{ body }}\n</div>\n'
+    "<script>{{ js }}</script>\n</body>\n</html>\n"
+)
+
+
+#: Inline style of the view's buttons, select and search box: the theme's colours.
+_CONTROL = (
+    "font:inherit;color:var(--xai-fg,#1b1b1b);background:var(--xai-bg,#fff);"
+    "border:1px solid var(--xai-line,#999);border-radius:3px;padding:1px 8px"
+)
+_HELP = (
+    "Wheel or pinch to zoom, drag to pan (in 3-D, drag to rotate and shift-drag to pan); "
+    "with the plot focused, + and - zoom, the arrow keys pan (rotate in 3-D) and 0 resets."
+)
+_FSI, _PDI = "\u2068", "\u2069"
 
 
 _PAGE = (
@@ -174,10 +248,58 @@ _PAGE = (
 )
 
 
-def _data_and_points(p: Any) -> dict[str, Any]:
+def _colorings(p: Any, codes: np.ndarray | None) -> list[dict[str, Any]]:
+    """Every column's colouring; the labels' codes are the view's ``label`` array (not repeated)."""
+    out = []
+    for name, values in p.columns.items():
+        is_label = p.labels is not None and values is p.labels
+        enc = encode_column(name, values, _short, categorical=is_label)
+        if is_label:
+            enc["codes"] = None  # the script takes d.label
+        out.append(enc)
+    return out
+
+
+def _colorbar_svg() -> str:
+    stops = "".join(
+        f'<stop offset="{j / 8:.3f}" stop-color="{SCALE[round(j * (len(SCALE) - 1) / 8)]}"/>'
+        for j in range(9)
+    )
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="12">'
+        f'<defs><linearGradient id="g">{stops}</linearGradient></defs>'
+        '<rect width="256" height="12" fill="url(#g)"/></svg>'
+    )
+
+
+def _legend(enc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The static legend of one colouring: palette items, or a colour bar with its range."""
+    if enc is None:
+        return None
+    if enc["kind"] == "cat":
+        items = [
+            {"name": name, "count": f"{count:,}", "color": PALETTE[j % len(PALETTE)]}
+            for j, (name, count) in enumerate(
+                zip(enc["classes"][:MAX_LEGEND], enc["counts"][:MAX_LEGEND], strict=True)
+            )
+        ]
+        return {"name": enc["name"], "kind": "cat", "entries": items,
+                "more": max(0, len(enc["classes"]) - MAX_LEGEND)}  # fmt: skip
+    return {
+        "name": enc["name"],
+        "kind": "num",
+        "min": enc["min_text"],
+        "max": enc["max_text"],
+        "missing": enc["missing"],
+        "bar": _colorbar_svg(),
+    }
+
+
+def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
     n = len(p)
     k = min(VIEW_NEIGHBORS, n - 1)
-    x, y = _scaled(p.coordinates)
+    scaled = _scaled(p.coordinates)
+    x, y = scaled[0], scaled[1]
     nb = p.neighbors(k, "cosine", progress=p.meta.get("progress", False) and n > 20000)
     codes = classes = None
     if p.labels is not None:
@@ -187,74 +309,92 @@ def _data_and_points(p: Any) -> dict[str, Any]:
         name: [_short(v) for v in values.tolist()]
         for name, values in list(p.metadata.items())[:MAX_COLUMNS]
     }
+    colorings = _colorings(p, codes)
+    names = [c["name"] for c in colorings]
+    chosen = names.index(color_by) if color_by in names else -1
     data = {
         "n": n,
         "k": k,
         "metric": nb.metric,
         "x": x.tolist(),
         "y": y.tolist(),
+        "z": scaled[2].tolist() if len(scaled) == 3 else None,
+        "dims": dims,
         "label": None if codes is None else codes.tolist(),
         "classes": None if classes is None else [str(c) for c in classes],
         "colors": list(PALETTE),
+        "scale": list(SCALE),
+        "missing": MISSING_COLOR,
+        "colorings": colorings,
         "columns": columns,
         "nbr": nb.indices.ravel().tolist(),
         "dist": [float(f"{v:.4g}") for v in nb.distances.ravel().tolist()],
         "thumbs": _thumbnails(p.images),
         "heatmaps": _heatmaps(p),
     }
-    # The static SVG: a seeded sample of points, each with its text as a tooltip.
+    # The static SVG: a seeded sample of points in the colours the script starts with.
     m = min(n, MAX_SVG_POINTS)
     rng = np.random.default_rng(p.meta.get("seed", 0))
     shown = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
     sx = _PAD + x[shown] / _COORD_SCALE * (_W - 2 * _PAD)
     sy = _PAD + (1 - y[shown] / _COORD_SCALE) * (_H - 2 * _PAD)
-    points = []
-    for j, i in enumerate(shown.tolist()):
-        parts = [f"#{i}"]
-        if codes is not None:
-            parts.append(str(classes[codes[i]]))
-        parts += [f"{c}: {columns[c][i]}" for c in columns]
-        color = PALETTE[codes[i] % len(PALETTE)] if codes is not None else PALETTE[0]
-        points.append(
-            {"x": round(float(sx[j]), 1), "y": round(float(sy[j]), 1), "color": color,
-             "text": " · ".join(parts)}
-        )  # fmt: skip
-    legend, more = [], 0
-    if codes is not None:
-        counts = np.bincount(codes, minlength=len(classes))
-        legend = [
-            {
-                "name": _short(str(c)),
-                "count": f"{int(counts[j]):,}",
-                "color": PALETTE[j % len(PALETTE)],
-            }
-            for j, c in enumerate(classes[: len(PALETTE) * 2])
-        ]
-        more = max(0, len(classes) - len(legend))
-    return {"data": data, "points": points, "legend": legend, "more": more, "shown": m}
+    enc = None
+    if chosen >= 0:
+        enc = dict(colorings[chosen])
+        if enc.get("codes", 0) is None:
+            enc["codes"] = data["label"]
+        colors = column_colors(enc)[shown]
+    else:
+        colors = np.full(m, PALETTE[0], dtype=object)
+    points = [
+        {"x": round(float(a), 1), "y": round(float(b), 1), "color": c}
+        for a, b, c in zip(sx.tolist(), sy.tolist(), colors.tolist(), strict=True)
+    ]
+    options = [
+        {"value": j, "name": _FSI + name + _PDI, "selected": j == chosen}
+        for j, name in enumerate(names)
+    ]
+    options.append({"value": -1, "name": "one colour", "selected": chosen < 0})
+    return {
+        "data": data,
+        "points": points,
+        "legend": _legend(enc),
+        "options": options,
+        "shown": m,
+    }
 
 
 def render_projection(p: Any) -> str:
-    """The view as an HTML fragment without script (every user string escaped)."""
-    parts = _data_and_points(p)
+    """The view of a Projection or ProjectionView as an HTML fragment without script.
+
+    Every user string is escaped: into text by Jinja2, into the JSON block by
+    :func:`~xai_core.report.json_for_script`; names and values sit in ``<bdi>`` (or between
+    U+2068 and U+2069 where no element can go), so a bidi override stays inside them.
+    """
+    p, color_by, dims = view_settings(p)
+    parts = _data_and_points(p, color_by, dims)
     n, m = len(p), parts["shown"]
     note = "Without JavaScript: a static scatter"
     note += f" of {m:,} sampled points of {n:,}" if m < n else f" of all {n:,} points"
-    note += " (hover a point for its label)."
+    note += " (components 1 and 2)." if p.n_components == 3 else "."
     caption = f"{p.method} projection of {n:,} points"
     return (
         _env()
         .get_template("view")
         .render(
             uid=new_id("proj"),
-            summary=_summary(p),
+            summary=_summary(p, dims),
             w=_W,
             h=_H,
             caption=caption,
             points=parts["points"],
             static_note=note,
             legend=parts["legend"],
-            more_classes=parts["more"],
+            color_options=parts["options"],
+            three_d=p.n_components == 3,
+            dims=dims,
+            control=_CONTROL,
+            help=_HELP,
             data=parts["data"],
         )
     )
@@ -272,18 +412,25 @@ def notebook_html(p: Any) -> str:
 
 
 def standalone_page(p: Any, title: str | None = None) -> str:
-    """A whole HTML page: the view and its script, allowed by hash in the page's CSP."""
+    """A whole HTML page: the view and its script, allowed by hash in the page's CSP.
+
+    The page carries the report's style sheet, so it follows ``prefers-color-scheme``.
+    """
     js = script()
     csp = (
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         f"script-src {script_hash(js)}; base-uri 'none'; form-action 'none'"
     )
+    projection = view_settings(p)[0]
+    scope = f"xai-scope-{new_id('page')}"
     return (
         _env()
         .get_template("page")
         .render(
             csp=csp,
-            title=title or f"{p.method} projection of {len(p):,} points",
+            title=title or f"{projection.method} projection of {len(projection):,} points",
+            scope=scope,
+            css=scoped_css(scope),
             body=Markup(render_projection(p)),
             js=Markup(js),
         )

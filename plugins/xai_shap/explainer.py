@@ -233,6 +233,12 @@ class ShapExplainer(Explainer):
             meta=meta,
         )
 
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+        """Model rows and peak memory of this request (:mod:`xai_shap.cost`), before any work."""
+        from xai_shap.cost import shap_cost
+
+        return shap_cost(self, runner, X)
+
     def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
         """The background summarised from all rows, when none is given (see :class:`Explainer`)."""
         if self.background is not None:

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core import ValidationError, XaiWarning
+from xai_core.attribution.cost import check_cost
 from xai_core.attribution.seeds import resolve_seed
-from xai_core.validation import check_positive_int
+from xai_core.validation import check_int, check_positive_int
 from xai_whatif.distance import Distance, ScaledData
 from xai_whatif.results import Counterfactuals
-from xai_whatif.search import SearchProblem, search
+from xai_whatif.search import SearchProblem, refine_count, search, search_cost
 
 if TYPE_CHECKING:
     from xai_whatif.whatif import WhatIf
@@ -161,6 +162,7 @@ def counterfactual(
     n = check_positive_int(n, "n")
     n_samples = check_positive_int(n_samples, "n_samples")
     max_rounds = check_positive_int(max_rounds, "max_rounds")
+    n_donors = check_int(n_donors, "n_donors", 0)
     seed = resolve_seed(seed)
     target = w._check_target(target)
     dist = Distance(w.table, distance)
@@ -172,6 +174,17 @@ def counterfactual(
         int(mutable.sum())
         if max_features is None
         else check_positive_int(max_features, "max_features")
+    )
+    check_cost(
+        search_cost(
+            w.table.n_features,
+            len(w.output_names),
+            n=n,
+            n_samples=n_samples,
+            n_donors=min(n_donors, w.table.n_samples),
+            max_rounds=max_rounds,
+        ),
+        "counterfactual",
     )
     lo, hi = w.table.ranges(ranges)
     x = w.table.X[i].copy()
@@ -201,7 +214,7 @@ def counterfactual(
         problem,
         n=n,
         n_samples=n_samples,
-        n_refine=max(32, 8 * n),
+        n_refine=refine_count(n),
         max_rounds=max_rounds,
         rng=np.random.default_rng(int(seed)),
         progress=w.progress if progress is None else progress,

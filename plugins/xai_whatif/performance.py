@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from xai_core import CapabilityError, UnknownNameError, ValidationError, XaiWarning
+from xai_core import CapabilityError, Cost, UnknownNameError, ValidationError, XaiWarning
+from xai_core.attribution.cost import check_cost
 from xai_core.validation import check_positive_int
 from xai_whatif import fairness as _fair
 from xai_whatif.results import SliceMetrics, ThresholdChoice
@@ -123,6 +124,16 @@ def slices(
     )
 
 
+def threshold_cost(n_thresholds: int, n_slices: int) -> Cost:
+    """Memory of a threshold search: per slice and threshold, four counts, a cost and five rates."""
+    return Cost(
+        0,
+        8 * n_thresholds * (1 + 12 * n_slices),
+        f"{n_thresholds:,} thresholds x {n_slices} slices",
+        "pass a smaller grid",
+    )
+
+
 def thresholds(
     w: WhatIf,
     by: Any,
@@ -165,13 +176,16 @@ def thresholds(
         or not (np.isfinite(cost_ratio) and cost_ratio > 0)
     ):
         raise ValidationError(f"cost_ratio must be a positive number; got {cost_ratio!r}.")
+    cols, ids, labels = _slices(w, by, bins)
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
-        values = np.linspace(0.0, 1.0, check_positive_int(grid, "grid"))
+        count = check_positive_int(grid, "grid")
+        check_cost(threshold_cost(count, len(labels)), "thresholds")
+        values = np.linspace(0.0, 1.0, count)
     else:
         values = np.sort(np.asarray(grid, dtype=np.float64).ravel())
         if values.size == 0 or not np.isfinite(values).all():
             raise ValidationError("grid must be a positive int or finite threshold values.")
-    cols, ids, labels = _slices(w, by, bins)
+        check_cost(threshold_cost(values.size, len(labels)), "thresholds")
     index, target = _fair.choose_thresholds(
         score, truth, ids, len(labels), strategy, values, float(cost_ratio), tolerance
     )

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from xai_core import Cost
 from xai_core.progress import show_progress
 
-__all__ = ["SearchProblem", "search"]
+__all__ = ["SearchProblem", "refine_count", "search", "search_cost"]
 
 _LINE_POINTS = 16
 _PRUNE_FEATURES = 32
@@ -215,3 +216,38 @@ def _select(
             chosen.append(i)
     chosen.sort(key=lambda i: dist[i])
     return C[chosen], dist[chosen]
+
+
+#: Sampling attempts at most (each doubles the samples of the one before).
+_ATTEMPTS = 3
+
+
+def refine_count(n: int) -> int:
+    """Candidates kept for refinement when ``n`` counterfactuals are asked for."""
+    return max(32, 8 * n)
+
+
+def search_cost(
+    d: int, n_outputs: int, *, n: int, n_samples: int, n_donors: int, max_rounds: int
+) -> Cost:
+    """What :func:`search` can cost at most, for ``d`` features and ``n_outputs`` outputs.
+
+    Model rows: the sampling attempts (``n_samples``, twice, four times that, with the
+    donors each time) and every refinement round (per kept candidate, one variant per
+    pruned feature and two line searches of ``_LINE_POINTS``). Peak memory: the largest
+    sample (``4 * n_samples`` rows of about nine float64 arrays of width ``d``) or the
+    pruning variants of the kept candidates.
+    """
+    largest = n_samples * 2 ** (_ATTEMPTS - 1)
+    sampled = n_samples * (2**_ATTEMPTS - 1) + _ATTEMPTS * n_donors
+    kept = refine_count(n)
+    per_round = kept * (min(_PRUNE_FEATURES, d) + 2 * _LINE_POINTS)
+    peak = max(
+        (largest + n_donors) * (9 * 8 * d + 8 * n_outputs),
+        kept * (min(_PRUNE_FEATURES, d) + _LINE_POINTS) * (2 * 8 * d + 8 * n_outputs),
+    )
+    detail = (
+        f"up to {largest:,} sampled edits of {d} features, then {max_rounds} rounds "
+        f"refining {kept:,} candidates"
+    )
+    return Cost(sampled + max_rounds * per_round, peak, detail, "lower n_samples, n or max_rounds")

@@ -17,6 +17,7 @@ import numpy as np
 
 import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
+from xai_core.attribution.guard import check_outputs
 from xai_core.validation import check_bool
 from xai_whatif import counterfactuals, dependence, edits, performance
 from xai_whatif._data import Table, number_pair
@@ -104,7 +105,7 @@ class WhatIf:
             )
         self.input_shape = tuple(shape) if shape is not None else self.table.sample_shape
         self.y = None if y is None else self._check_y(y, n)
-        self.outputs = self._predict(self.table.X)
+        self.outputs = self._predict(self.table.X, of="X")
         k = self.outputs.shape[1]
         if task == "auto":
             task = "classification" if k >= 2 else "regression"
@@ -142,10 +143,13 @@ class WhatIf:
             raise ValidationError("y must contain finite numbers (class indices or values).")
         return arr
 
-    def _predict(self, F: np.ndarray) -> np.ndarray:
-        """Outputs of shape (m, n_outputs) for flattened rows ``F`` of shape (m, n_features)."""
+    def _predict(self, F: np.ndarray, of: str = "the edited or searched rows") -> np.ndarray:
+        """Outputs of shape (m, n_outputs) for flattened rows ``F`` of shape (m, n_features).
+
+        Checked finite: a NaN output raises :class:`xai_core.ModelOutputError` naming the rows.
+        """
         out = self.runner.predict(F.reshape(len(F), *self.input_shape))
-        return np.asarray(out, dtype=np.float64)
+        return check_outputs(np.asarray(out, dtype=np.float64), "what_if", of=of)
 
     def predict(self, X: Any) -> np.ndarray:
         """The model's outputs for rows shaped like the data, shape (m, n_outputs)."""

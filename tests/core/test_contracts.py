@@ -287,6 +287,17 @@ def test_check_explainer_catches_writes_to_x():
         check_explainer(Scribbler)
 
 
+def test_check_explainer_catches_a_cost_that_is_not_a_cost():
+    """An estimate_cost that returns anything but an xai.Cost or None fails the contract."""
+
+    class Boastful(GradientTimesInput):
+        def estimate_cost(self, runner, X):
+            return 10**6
+
+    with pytest.raises(xai.errors.ContractError, match="estimate_cost must return an xai.Cost"):
+        check_explainer(Boastful)
+
+
 def test_check_backend_catches_a_wrong_matmul():
     """A backend whose matmul is off fails the contract, naming the problem; classes are accepted."""
     from xai_core.backends.cpu import CPUBackend

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from xai_core.errors import ChunkError, ValidationError
+from xai_core.errors import ChunkError, ModelOutputError, ValidationError
 from xai_core.progress import progress_bar
 from xai_core.validation import check_positive_int
 
@@ -98,6 +98,9 @@ def run_all(
 ) -> list[dict[str, Any]]:
     """Run ``fn`` on every task through ``pool``; each failing task is retried once.
 
+    A :class:`~xai_core.errors.ModelOutputError` (the model returned NaN) is raised as it
+    is, without a retry: it names the rows, and the model would say the same again.
+
     Raises
     ------
     ChunkError
@@ -122,9 +125,11 @@ def run_all(
                     bar.update(1)
                     continue
                 task = tasks[index]
-                if attempt >= 1:
+                if attempt >= 1 or isinstance(exc, ModelOutputError):  # NaN again on retry
                     for other in pending:
                         other.cancel()
+                    if isinstance(exc, ModelOutputError):
+                        raise exc  # it names the rows already
                     raise ChunkError(task.start, task.stop, exc) from exc
                 pool.recover(exc)
                 pending[pool.submit(fn, task)] = (index, attempt + 1)

@@ -1,9 +1,9 @@
 """Explainer: the base class of every attribution method, and ``explain()`` which dispatches to them.
 
 :func:`explain` is the one place where names are resolved (the method, ``"auto"``, the
-backend, option aliases) and where arguments are checked, before any model call; the
-computation itself is :func:`xai_core.attribution.run.run_explainer`, in one call here or
-chunk by chunk (:mod:`xai_core.attribution.parallel`).
+backend, option aliases) and where arguments and the request's cost are checked, before
+any model call; the computation itself is :func:`xai_core.attribution.run.run_explainer`,
+in one call here or chunk by chunk (:mod:`xai_core.attribution.parallel`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.attribution.cost import Cost, check_cost, explainer_cost
 from xai_core.attribution.explanation import Explanation
+from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Constraint, resolve_options
 from xai_core.attribution.parallel import check_parallel, explain_chunked
-from xai_core.attribution.run import run_explainer
+from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import as_model
@@ -140,6 +142,31 @@ class Explainer:
         """
         return {}
 
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
+        """The work and memory of explaining ``X``, estimated before any model call.
+
+        :func:`explain` calls it once, on all rows, after the options are checked and before
+        the first model call, and refuses a request over the session's limits
+        (:mod:`xai_core.attribution.cost`) with :class:`~xai_core.errors.ResourceError`. It
+        must not call the model; shapes and options are what it has. Default: ``None``, no
+        estimate (nothing is checked).
+
+        Parameters
+        ----------
+        runner : ModelRunner
+            The model on its backend (``runner.n_outputs`` may still be ``None``).
+        X : ndarray of shape (n_samples, *input_shape)
+            The validated rows, read-only.
+
+        Returns
+        -------
+        Cost or None
+            ``Cost(model_rows, peak_bytes, detail, advice)``: rows the model will evaluate in
+            all, the largest working memory held at once, how they were counted and which
+            options to lower.
+        """
+        return None
+
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Attribute ``runner``'s output ``target`` of each row of ``X`` to its inputs.
 
@@ -241,6 +268,15 @@ def explain(
     Returns
     -------
     Explanation
+
+    Raises
+    ------
+    ResourceError
+        Before any model call, when the method's estimate of the work or memory
+        (:meth:`Explainer.estimate_cost`) is over the limits of
+        :func:`xai_core.set_resource_limits`; the message holds the estimate.
+    ModelOutputError
+        When the model returns NaN or infinity to the method; the message names the rows.
     """
     # -- names and arguments, all before any model call --------------------------------------
     chunked = executor is not None or chunk_size is not None
@@ -280,34 +316,27 @@ def explain(
         raise ValidationError(
             f"feature_names must have {n_features} names, one per feature; got {len(feature_names)}."
         )
+    probe = cls(**resolved)
+    probe.row_index = np.arange(len(X), dtype=np.int64)
+    cost = explainer_cost(probe, runner, read_only(X))
+    if cost is not None:
+        check_cost(cost, f"method {cls.name!r}")
     # -- the work ---------------------------------------------------------------------------
-    target = resolve_target(runner, X, target)
+    target = resolve_target(runner, X, target, method=cls.name)
+    names = None if feature_names is None else tuple(str(f) for f in feature_names)
+    job = ExplainJob(cls, resolved, feature_names=names, blas_threads=blas)
     if chunked:
-        return explain_chunked(
-            runner,
-            X,
-            target,
-            method=cls,
-            options=resolved,
-            feature_names=feature_names,
-            executor=executor,
-            chunk_size=chunk_size,
-            blas_threads=blas,
-        )
-    return run_explainer(
-        runner,
-        X,
-        target,
-        cls,
-        resolved,
-        rows=np.arange(len(X), dtype=np.int64),
-        feature_names=feature_names,
-        blas_threads=blas,
-    )
+        return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
+    return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
 
 
-def resolve_target(runner: ModelRunner, X: np.ndarray, target: Any) -> np.ndarray:
+def resolve_target(
+    runner: ModelRunner, X: np.ndarray, target: Any, *, method: str = "explain"
+) -> np.ndarray:
     """Output index per row: ``target`` checked, or the predicted class by default.
+
+    The model's outputs on ``X`` are checked finite (a NaN row would otherwise be given
+    target 0, ``argmax`` of NaN): :class:`~xai_core.errors.ModelOutputError` names the rows.
 
     Returns
     -------
@@ -316,7 +345,7 @@ def resolve_target(runner: ModelRunner, X: np.ndarray, target: Any) -> np.ndarra
     from xai_core.validation import check_target
 
     if target is None:
-        out = runner.predict(X)
+        out = check_outputs(runner.predict(X), method, label=f"method {method!r}")
         return (
             np.argmax(out, axis=1).astype(np.int64)
             if out.shape[1] > 1

@@ -17,7 +17,7 @@ accepted silently; ``deprecated=True`` marks an old name of this project, which 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,27 +62,43 @@ def _also(value: Any, also: Sequence[str]) -> bool:
 
 @dataclass(frozen=True)
 class Int(Constraint):
-    """An integer ``>= minimum``; ``None`` when ``allow_none``; the strings of ``also`` as they are."""
+    """An integer ``>= minimum`` (and ``<= maximum``); ``None`` when ``allow_none``; the strings of ``also`` as they are.
+
+    ``over``, given with ``maximum``, maps a value above it to a sentence saying what it
+    would cost (the memory, the model rows), appended to the message.
+    """
 
     minimum: int = 1
     allow_none: bool = False
     also: tuple[str, ...] = ()
+    maximum: int | None = None
+    over: Callable[[int], str] | None = field(default=None, compare=False)
 
     def check(self, value: Any, name: str) -> Any:
         if _also(value, self.also):
             return value
+        words = "".join(f" or {a!r}" for a in self.also)
         try:
-            return check_int(value, name, self.minimum, allow_none=self.allow_none)
+            checked = check_int(value, name, self.minimum, allow_none=self.allow_none)
         except ValidationError:
             if not self.also:
                 raise
-            words = " or ".join(repr(a) for a in self.also)
             raise ValidationError(
-                f"{name} must be an integer >= {self.minimum} or {words}; got {value!r}."
+                f"{name} must be an integer >= {self.minimum}{words}; got {value!r}."
             ) from None
+        if checked is not None and self.maximum is not None and checked > self.maximum:
+            why = f" {self.over(checked)}" if self.over is not None else ""
+            raise ValidationError(
+                f"{name} must be an integer from {self.minimum} to {self.maximum:,}{words}; "
+                f"got {checked:,}.{why}"
+            )
+        return checked
 
     def describe(self) -> str:
-        words = [f"int >= {self.minimum}", *map(repr, self.also)]
+        first = f"int >= {self.minimum}"
+        if self.maximum is not None:
+            first = f"int in [{self.minimum}, {self.maximum:,}]"
+        words = [first, *map(repr, self.also)]
         return " or ".join(words + (["None"] if self.allow_none else []))
 
 
@@ -210,7 +226,10 @@ class TypeOf(Constraint):
 
 @dataclass(frozen=True)
 class Alias:
-    """Another name of option ``name``.
+    """Another name of option ``name``, declared in an explainer's ``aliases``.
+
+    A user who pastes a shap, lime or Captum call keeps that library's spelling and gets the
+    same computation; an old spelling of this project keeps working with a warning.
 
     Attributes
     ----------
@@ -221,6 +240,8 @@ class Alias:
         without a warning, as the same computation.
     deprecated : bool, default=False
         An old name of this project: accepted with a :class:`DeprecationWarning`.
+    note : str, default=""
+        Why a deprecated name went, added to its warning.
     """
 
     name: str

@@ -18,23 +18,19 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.executors import START_METHOD, Pool, Serial, check_parallel, run_all
 from xai_core.attribution.explanation import Explanation
-from xai_core.attribution.run import read_only, run_explainer
+from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.transport import backend_spec, model_spec
 from xai_core.errors import ChunkError
 from xai_core.model.runner import ModelRunner
 from xai_core.validation import check_positive_int
-
-if TYPE_CHECKING:
-    from xai_core.attribution.explainer import Explainer
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -64,6 +60,14 @@ class ChunkTask:
         Position of the chunk.
     start, stop : int
         The rows ``X[start:stop]`` of the caller's data (their global indices).
+    model, backend : ModelSpec, BackendSpec
+        How the worker rebuilds them (:mod:`xai_core.attribution.transport`).
+    X : ndarray of shape (stop - start, *input_shape)
+    target : ndarray of int64 of shape (stop - start,)
+    job : ExplainJob
+        The method and its options, with what :meth:`Explainer.prepare` fixed from all rows.
+    batch_size : int
+        Rows per model call.
     """
 
     index: int
@@ -73,11 +77,8 @@ class ChunkTask:
     backend: Any
     X: np.ndarray
     target: np.ndarray
-    method: type[Explainer]
-    options: dict[str, Any]
-    feature_names: tuple[str, ...] | None
+    job: ExplainJob
     batch_size: int
-    blas_threads: int | None = 1
 
 
 def run_chunk(task: ChunkTask) -> dict[str, Any]:
@@ -94,14 +95,7 @@ def run_chunk(task: ChunkTask) -> dict[str, Any]:
     backend = task.backend.build()
     runner = ModelRunner(task.model.build(), backend, batch_size=task.batch_size)
     e = run_explainer(
-        runner,
-        task.X,
-        task.target,
-        task.method,
-        task.options,
-        rows=np.arange(task.start, task.stop, dtype=np.int64),
-        feature_names=task.feature_names,
-        blas_threads=task.blas_threads,
+        runner, task.X, task.target, task.job, np.arange(task.start, task.stop, dtype=np.int64)
     )
     return {
         "values": np.asarray(e.values),
@@ -214,13 +208,10 @@ def explain_chunked(
     runner: ModelRunner,
     X: np.ndarray,
     target: np.ndarray,
+    job: ExplainJob,
     *,
-    method: type[Explainer] | str,
-    options: dict[str, Any],
-    feature_names: Sequence[str] | None,
     executor: Any = None,
     chunk_size: int | None = None,
-    blas_threads: int | None = 1,
 ) -> Explanation:
     """Explain ``X`` chunk by chunk, serially or on ``executor``; called by :func:`xai_core.explain`.
 
@@ -232,19 +223,13 @@ def explain_chunked(
         Validated rows.
     target : ndarray of int64 of shape (n_samples,)
         Output index per row.
-    method : Explainer subclass or str
-        The explainer (or a registered name).
-    options : dict
-        Resolved options of the method (:func:`~xai_core.attribution.options.resolve_options`,
-        the seed drawn); every chunk gets them, with what :meth:`Explainer.prepare` fixed
-        from all rows; ``progress`` shows a bar over chunks.
-    feature_names : sequence of str, optional
+    job : ExplainJob
+        The method and its resolved options; every chunk gets them, with what
+        :meth:`Explainer.prepare` fixed from all rows; ``progress`` shows a bar over chunks.
     executor : concurrent.futures.Executor, distributed.Client, "processes" or None
         Where chunks run; ``None`` runs them one after the other here.
     chunk_size : int, optional
         Rows per chunk; :data:`DEFAULT_CHUNK_SIZE` by default.
-    blas_threads : int or None, default=1
-        BLAS threads in every chunk (:mod:`xai_core.attribution.blas`).
 
     Returns
     -------
@@ -261,11 +246,7 @@ def explain_chunked(
     CapabilityError
         When the model cannot travel to the executor's workers (an unpicklable function).
     """
-    if isinstance(method, str):
-        from xai_core.plugin.manager import get_registry
-
-        method = get_registry().explainer(method)
-    cls = method
+    cls, options = job.method, job.options
     chunk_size = check_positive_int(
         DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size, "chunk_size"
     )
@@ -283,8 +264,9 @@ def explain_chunked(
     backend = backend_spec(runner.backend)
     # The limit is set here, in the caller's thread, for the whole run: OpenBLAS does not
     # apply a limit set from a pool's worker thread to the products of that thread.
-    with limit_blas(blas_threads):
+    with limit_blas(job.blas_threads):
         chunk_options.update(cls(**options).prepare(runner, read_only(X)))
+        chunk_job = replace(job, options=chunk_options)
         tasks = [
             ChunkTask(
                 index=i,
@@ -294,11 +276,8 @@ def explain_chunked(
                 backend=backend,
                 X=X[s : s + chunk_size],
                 target=target[s : s + chunk_size],
-                method=cls,
-                options=chunk_options,
-                feature_names=None if feature_names is None else tuple(feature_names),
+                job=chunk_job,
                 batch_size=runner.batch_size,
-                blas_threads=blas_threads,
             )
             for i, s in enumerate(starts)
         ]

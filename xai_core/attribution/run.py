@@ -1,8 +1,8 @@
 """One call of an explainer on validated rows: the step shared by serial runs and chunk workers.
 
 :func:`run_explainer` builds the explainer from resolved options, tells it the global index
-of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit and
-fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
+of its rows, hands it a read-only view of ``X``, runs it under the BLAS thread limit,
+checks every model output it receives (:mod:`xai_core.attribution.guard`) and fills in what every explanation carries (data, names, method, backend, ``meta["seconds"]``,
 ``meta["options"]``, ``meta["seed"]``).
 """
 
@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
+from xai_core.attribution.guard import GuardedRunner
 
 if TYPE_CHECKING:
     from xai_core.attribution.explainer import Explainer
     from xai_core.model.runner import ModelRunner
 
-__all__ = ["read_only", "run_explainer"]
+__all__ = ["ExplainJob", "read_only", "run_explainer"]
 
 
 def read_only(X: np.ndarray) -> np.ndarray:
@@ -32,18 +33,31 @@ def read_only(X: np.ndarray) -> np.ndarray:
     return view
 
 
+@dataclass(frozen=True)
+class ExplainJob:
+    """What one call of :func:`xai_core.explain` asks for, validated; every chunk shares it.
+
+    Attributes
+    ----------
+    method : Explainer subclass
+    options : dict
+        Resolved options (:func:`~xai_core.attribution.options.resolve_options`), the seed
+        already drawn.
+    feature_names : tuple of str, optional
+    blas_threads : int or None, default=1
+        BLAS threads during the computation (:mod:`xai_core.attribution.blas`).
+    """
+
+    method: type[Explainer]
+    options: dict[str, Any]
+    feature_names: tuple[str, ...] | None = None
+    blas_threads: int | None = 1
+
+
 def run_explainer(
-    runner: ModelRunner,
-    X: np.ndarray,
-    target: np.ndarray,
-    cls: type[Explainer],
-    options: dict[str, Any],
-    *,
-    rows: np.ndarray,
-    feature_names: Sequence[str] | None = None,
-    blas_threads: int | None = 1,
+    runner: ModelRunner, X: np.ndarray, target: np.ndarray, job: ExplainJob, rows: np.ndarray
 ) -> Explanation:
-    """Explain the validated rows ``X`` with ``cls(**options)``.
+    """Explain the validated rows ``X`` with ``job.method(**job.options)``.
 
     Parameters
     ----------
@@ -51,26 +65,22 @@ def run_explainer(
     X : ndarray of shape (n_samples, *input_shape)
         Validated rows.
     target : ndarray of int64 of shape (n_samples,)
-    cls : Explainer subclass
-    options : dict
-        Resolved options (:func:`~xai_core.attribution.options.resolve_options`), the seed
-        already drawn.
+    job : ExplainJob
     rows : ndarray of int64 of shape (n_samples,)
         Global index of each row in the caller's data.
-    feature_names : sequence of str, optional
-    blas_threads : int or None, default=1
-        See :mod:`xai_core.attribution.blas`.
 
     Returns
     -------
     Explanation
     """
+    cls, options = job.method, job.options
     explainer = cls(**options)
     explainer.row_index = np.asarray(rows, dtype=np.int64)
     view = read_only(X)
+    guarded = GuardedRunner(runner, cls.name, view, explainer.row_index)
     start = time.perf_counter()
-    with limit_blas(blas_threads):
-        result = explainer.explain(runner, view, read_only(target))
+    with limit_blas(job.blas_threads):
+        result = explainer.explain(guarded, view, read_only(target))
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
     if "seed" in options:
@@ -81,7 +91,7 @@ def run_explainer(
     return dataclasses.replace(
         result,
         data=result.data if result.data is not None else view,
-        feature_names=result.feature_names or feature_names,
+        feature_names=result.feature_names or job.feature_names,
         output_names=result.output_names or runner.model.output_names,
         method=result.method or cls.name,
         backend=result.backend or runner.backend.name,

@@ -1,44 +1,46 @@
 """The memory system of a systolic array: double-buffered SRAMs per operand, a DRAM bandwidth, stalls.
 
-SCALE-Sim's memory model, in closed form. Each operand has its own SRAM: ifmap (``A``),
-filter (``B``) and ofmap (``C``). A read SRAM of ``S`` words is split as SCALE-Sim splits
-it: an active half of ``ceil(S / 2)`` words that the array reads, and a prefetch half of
-``P = S - ceil(S / 2)`` words filled from DRAM meanwhile, in bursts of ``ceil(P / bw)``
-cycles plus one cycle of latency (``bw``: words per cycle of that operand's DRAM port).
+Two models of SCALE-Sim 3's memory system (USER bandwidth mode), chosen by ``method``:
 
-- An operand that fits in the active half is loaded once before compute starts (those
-  cycles are SCALE-Sim's "incl. prefetch" total, not its "total cycles") and never stalls.
-- A larger operand is streamed: its DRAM reads are the operand once per pass the dataflow
+- ``"replay"`` (:mod:`xai_core.backends.scalesim_replay`): SCALE-Sim's own rules replayed
+  at the cycles where something happens (a prefetch, a drain, a full buffer), giving its
+  total cycles, stall cycles and DRAM traffic exactly. It needs whole words per cycle on
+  every port (SCALE-Sim's DRAM lines) and builds the operands' address matrices, so it is
+  used up to :data:`REPLAY_LIMIT` operand elements.
+- ``"closed"``: a closed form on the GEMM sizes, for any bandwidth and size. Each operand
+  has its own SRAM: ifmap (``A``), filter (``B``) and ofmap (``C``), split as SCALE-Sim
+  splits it: an active half of ``ceil(S / 2)`` words and a prefetch half of
+  ``P = S - ceil(S / 2)`` words filled from DRAM in bursts of ``ceil(P / bw)`` cycles
+  plus one cycle of latency. An operand that fits in the active half is loaded once before
+  compute starts and never stalls; a larger one is streamed once per pass the dataflow
   makes over it (``ws``: ifmap once per column fold, filter once; ``os``: ifmap per column
-  fold, filter per row fold; ``is``: ifmap once, filter per column fold), all but the
-  first active half arriving in bursts.
-- The ofmap SRAM absorbs the array's writes (partial sums of every K fold included); once
-  half of it is written that half drains to DRAM in ``ceil(half / bw)`` cycles (its space
-  freed as the drain starts, as SCALE-Sim does) while the other half fills, drains run
-  back to back, and the array waits when the buffer is full.
+  fold, filter per row fold; ``is``: ifmap once, filter per column fold). The ofmap SRAM
+  absorbs the array's writes (partial sums of every K fold included) and drains half of
+  itself at a time in ``ceil(half / bw)`` cycles. The GEMM takes ``max(compute, ifmap
+  stream, filter stream, ofmap drain)`` cycles. It equals SCALE-Sim without stalls and is
+  within a few percent when the ofmap port is the bottleneck, but SCALE-Sim's read buffers
+  re-fetch a streamed operand up to hundreds of times (see ``docs/backends.md``), which one
+  stream per pass does not reproduce.
 
-The array stalls when a port cannot keep up: the GEMM takes
-``max(compute, ifmap stream, filter stream, ofmap drain)`` cycles, i.e. compute plus
-``stall_cycles``. With operands that fit or enough bandwidth there are no stalls and the
-cycles are exactly those of :func:`xai_core.backends.systolic.gemm_cost`. Everything is
-numpy arithmetic on the GEMM sizes, so arrays of layers are costed at once.
-
-Agreement with SCALE-Sim 3.0.0 (``docs/backends.md``): exact without stalls; within a few
-percent when the ofmap port is the bottleneck; SCALE-Sim's read buffers re-fetch a
-streamed operand many times over (its circular prefetch window), which this model, one
-stream per pass, does not reproduce.
+``"auto"`` (the default) replays when it can and falls back to the closed form. With
+operands that fit or enough bandwidth both give exactly the cycles of
+:func:`xai_core.backends.systolic.gemm_cost`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from xai_core.errors import ValidationError
 
-__all__ = ["MemoryCost", "MemorySystem", "memory_cost"]
+__all__ = ["REPLAY_LIMIT", "MemoryCost", "MemorySystem", "memory_cost"]
+
+#: Largest ``m * k + k * n`` (operand elements) that ``method="auto"`` replays.
+REPLAY_LIMIT = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,8 @@ class MemoryCost:
     compute_cycles : int or ndarray
         Cycles without stalls (folds times fold cycles).
     port_cycles : float or ndarray
-        Cycles the slowest DRAM port needs (0 when every operand fits).
+        Cycles the slowest DRAM port needs (closed form; 0 when every operand fits), or
+        the cycles the memory system lets the GEMM finish in (replay).
     stall_cycles : int or ndarray
     total_cycles : int or ndarray
         ``compute_cycles + stall_cycles``.
@@ -115,7 +118,8 @@ class MemoryCost:
     ifmap_dram_reads, filter_dram_reads, ofmap_dram_writes : int or ndarray
         Elements moved.
     bound : str or ndarray of str
-        ``"compute"``, ``"ifmap"``, ``"filter"`` or ``"ofmap"``: what sets the time.
+        ``"compute"``, ``"ifmap"``, ``"filter"`` or ``"ofmap"``: what sets the time (replay:
+        the port behind most stall cycles).
     """
 
     compute_cycles: Any
@@ -134,7 +138,14 @@ def _spatial(dataflow: str, m, k, n):
 
 
 def memory_cost(
-    m: Any, k: Any, n: Any, *, array: tuple[int, int], dataflow: str, memory: MemorySystem
+    m: Any,
+    k: Any,
+    n: Any,
+    *,
+    array: tuple[int, int],
+    dataflow: str,
+    memory: MemorySystem,
+    method: str = "auto",
 ) -> MemoryCost:
     """Stall cycles and DRAM traffic of ``C[m, n] = A[m, k] @ B[k, n]`` (vectorised).
 
@@ -146,6 +157,10 @@ def memory_cost(
         Rows and columns of the array.
     dataflow : {"ws", "os", "is"}
     memory : MemorySystem
+    method : {"auto", "replay", "closed"}, default="auto"
+        SCALE-Sim's rules replayed (exact; whole words per cycle on every port), the
+        closed form, or the replay where it applies (integer bandwidths, operands up to
+        :data:`REPLAY_LIMIT` elements) and the closed form elsewhere.
 
     Returns
     -------
@@ -154,6 +169,90 @@ def memory_cost(
     """
     if dataflow not in ("ws", "os", "is"):
         raise ValidationError(f"dataflow must be 'ws', 'os' or 'is'; got {dataflow!r}.")
+    if method not in ("auto", "replay", "closed"):
+        raise ValidationError(f"method must be 'auto', 'replay' or 'closed'; got {method!r}.")
+    bws = (memory.ifmap_bw, memory.filter_bw, memory.ofmap_bw)
+    whole = all(float(b).is_integer() for b in bws)
+    if method == "replay" and not whole:
+        raise ValidationError(
+            f"method='replay' needs whole words per cycle on every port (SCALE-Sim's DRAM "
+            f"lines); got bandwidths {bws!r}."
+        )
+    if method == "replay" and min(memory.words()) < 2:
+        raise ValidationError(
+            f"method='replay' needs SRAMs of 2 words or more; got {memory.words()!r} words."
+        )
+    closed = _closed_form(m, k, n, array=array, dataflow=dataflow, memory=memory)
+    if method == "closed" or not whole or min(memory.words()) < 2:
+        return closed
+    m, k, n = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (m, k, n)))
+    size = m * k + k * n
+    use = np.ones(m.shape, bool) if method == "replay" else size <= REPLAY_LIMIT
+    if not use.any():
+        return closed
+    out = {f: np.array(np.broadcast_to(getattr(closed, f), m.shape)) for f in _FIELDS}
+    for i in np.ndindex(m.shape):
+        if not use[i]:
+            continue
+        r = _replayed(
+            int(m[i]),
+            int(k[i]),
+            int(n[i]),
+            tuple(int(v) for v in array),
+            dataflow,
+            memory.words(),
+            tuple(int(b) for b in bws),
+        )
+        for f, v in zip(_FIELDS, r):
+            out[f][i] = v
+    return MemoryCost(**{f: (v[()] if v.ndim == 0 else v) for f, v in out.items()})
+
+
+_FIELDS = (
+    "compute_cycles",
+    "port_cycles",
+    "stall_cycles",
+    "total_cycles",
+    "prefetch_cycles",
+    "ifmap_dram_reads",
+    "filter_dram_reads",
+    "ofmap_dram_writes",
+    "bound",
+)
+
+
+@lru_cache(maxsize=4096)
+def _replayed(m, k, n, array, dataflow, words, bws) -> tuple:
+    """One GEMM replayed, as the fields of :class:`MemoryCost` (cached: layers repeat)."""
+    from xai_core.backends.scalesim_replay import replay
+
+    r = replay(
+        (m, k, 1, k, 1, n, 1), array=array, dataflow=dataflow, sram_words=words, bandwidth=bws
+    )
+    rows, cols = array
+    sr, sc, t = _spatial(dataflow, m, k, n)
+    folds = -(-sr // rows) * -(-sc // cols)
+    compute = folds * (t + rows + cols - 2 if dataflow == "os" else 2 * rows + cols + t - 2)
+    total = r.total_cycles + 1  # SCALE-Sim reports the last cycle's index
+    ports = r.port_stalls
+    bound = "compute" if total == compute else ("ifmap", "filter", "ofmap")[ports.index(max(ports))]
+    return (
+        compute,
+        float(total),
+        total - compute,
+        total,
+        r.overall_cycles - r.total_cycles,
+        r.ifmap_dram_reads,
+        r.filter_dram_reads,
+        r.ofmap_dram_writes,
+        bound,
+    )
+
+
+def _closed_form(
+    m: Any, k: Any, n: Any, *, array: tuple[int, int], dataflow: str, memory: MemorySystem
+) -> MemoryCost:
+    """The closed form (see the module docstring), vectorised over the GEMM sizes."""
     m, k, n = (np.asarray(v, dtype=np.int64) for v in (m, k, n))
     rows, cols = (int(v) for v in array)
     sr, sc, t = _spatial(dataflow, m, k, n)

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from xai_core.backends.energy import ENERGY_PJ
-from xai_core.backends.memory import MemorySystem, memory_cost
+from xai_core.backends.memory import REPLAY_LIMIT, MemorySystem, memory_cost
+from xai_core.backends.scalesim_replay import replay
 from xai_core.backends.systolic import gemm_cost
 from xai_core.errors import ValidationError
 
@@ -36,6 +37,15 @@ COMPUTE_COLUMNS = (
     "Overall Util %",
     "Mapping Efficiency %",
     "Compute Util %",
+)
+CONV_COLUMNS = (
+    "ifmap_h",
+    "ifmap_w",
+    "filter_h",
+    "filter_w",
+    "channels",
+    "filters",
+    "stride",
 )
 BANDWIDTH_COLUMNS = (
     "LayerID",
@@ -110,7 +120,9 @@ def read_topology(path: str | os.PathLike[str], gemm: bool | None = None):
     -------
     pandas.DataFrame
         ``name``, ``M``, ``N``, ``K`` per layer (convolution layers: ofmap pixels, filters,
-        window size, as SCALE-Sim computes them).
+        window size, as SCALE-Sim computes them), then SCALE-Sim's convolution fields
+        (:data:`CONV_COLUMNS`; a GEMM row is the convolution ``M x K`` by ``1 x K``, one
+        channel, ``N`` filters, stride 1, as SCALE-Sim reads it).
     """
     import pandas as pd
 
@@ -129,11 +141,13 @@ def read_topology(path: str | os.PathLike[str], gemm: bool | None = None):
         try:
             if gemm:
                 name, m, n, k = cells[0], int(cells[1]), int(cells[2]), int(cells[3])
+                conv = (m, k, 1, k, 1, n, 1)
             else:
                 name = cells[0]
                 h, w, fh, fw, ch, nf, s = (int(c) for c in cells[1:8])
                 oh, ow = -(-(h - fh + s) // s), -(-(w - fw + s) // s)
                 m, n, k = oh * ow, nf, fh * fw * ch
+                conv = (h, w, fh, fw, ch, nf, s)
         except (IndexError, ValueError):
             raise ValidationError(
                 f"line {i} of {os.fspath(path)!r} is not a {'GEMM' if gemm else 'convolution'} "
@@ -143,12 +157,23 @@ def read_topology(path: str | os.PathLike[str], gemm: bool | None = None):
             raise ValidationError(
                 f"line {i} of {os.fspath(path)!r} gives an empty GEMM {m}x{n}x{k}."
             )
-        rows.append({"name": name, "M": m, "N": n, "K": k})
-    return pd.DataFrame(rows, columns=["name", "M", "N", "K"])
+        if min(conv) < 1 or conv[2] > conv[0] or conv[3] > conv[1]:
+            raise ValidationError(
+                f"line {i} of {os.fspath(path)!r}: the filter must fit the ifmap and every "
+                f"field be >= 1; got {line.strip()!r}."
+            )
+        rows.append({"name": name, "M": m, "N": n, "K": k, **dict(zip(CONV_COLUMNS, conv))})
+    return pd.DataFrame(rows, columns=["name", "M", "N", "K", *CONV_COLUMNS])
 
 
 def run_scalesim(config: Any, topology: Any):
-    """SCALE-Sim's compute and bandwidth reports, from the closed form.
+    """SCALE-Sim's compute and bandwidth reports, from its memory system replayed.
+
+    In USER bandwidth mode every layer is replayed on SCALE-Sim's own addresses
+    (:mod:`xai_core.backends.scalesim_replay`: its total and stall cycles, cycles incl.
+    prefetch and DRAM traffic, exactly); CALC mode, fractional bandwidths and layers beyond
+    :data:`~xai_core.backends.memory.REPLAY_LIMIT` use the closed form of
+    :func:`~xai_core.backends.memory.memory_cost`.
 
     Parameters
     ----------
@@ -161,7 +186,8 @@ def run_scalesim(config: Any, topology: Any):
     -------
     compute : pandas.DataFrame
         SCALE-Sim's COMPUTE_REPORT columns; "Total Cycles" is its count (the last cycle's
-        index plus stalls); "incl. prefetch" adds the loads of operands before compute.
+        index plus stalls); "incl. prefetch" runs from the first DRAM read to the last
+        DRAM write.
     bandwidth : pandas.DataFrame
         BANDWIDTH_REPORT columns (words per cycle; DRAM averages over the total cycles),
         then ``ifmap_dram_reads``, ``filter_dram_reads``, ``ofmap_dram_writes``, ``bound``
@@ -175,13 +201,45 @@ def run_scalesim(config: Any, topology: Any):
     m, n, k = (topo[c].to_numpy(dtype=np.int64) for c in ("M", "N", "K"))
     rows, cols = cfg["array"]
     df = cfg["dataflow"]
-    mem = memory_cost(m, k, n, array=(rows, cols), dataflow=df, memory=cfg["memory"])
+    user = cfg.get("bandwidth_mode", "USER") == "USER"  # CALC mode: the closed form
+    conv_rows = user and set(CONV_COLUMNS) <= set(topo.columns)
+    mem = memory_cost(
+        m,
+        k,
+        n,
+        array=(rows, cols),
+        dataflow=df,
+        memory=cfg["memory"],
+        method="closed" if conv_rows or not user else "auto",
+    )
+    total = mem.total_cycles - 1  # SCALE-Sim counts the last cycle's index
+    stall, incl = np.array(mem.stall_cycles), total + mem.prefetch_cycles
+    dram = [
+        np.array(v) for v in (mem.ifmap_dram_reads, mem.filter_dram_reads, mem.ofmap_dram_writes)
+    ]
+    bound = np.array(mem.bound)
+    if conv_rows:
+        # every layer replayed on SCALE-Sim's own addresses (a convolution's repeated pixels)
+        for i, conv in enumerate(topo[list(CONV_COLUMNS)].to_numpy(dtype=np.int64).tolist()):
+            r = _replay(conv, (rows, cols), df, cfg["memory"])
+            if r is not None:
+                total[i], stall[i], incl[i] = r.total_cycles, r.stall_cycles, r.overall_cycles
+                dram[0][i], dram[1][i], dram[2][i] = (
+                    r.ifmap_dram_reads,
+                    r.filter_dram_reads,
+                    r.ofmap_dram_writes,
+                )
+                ports = list(r.port_stalls)
+                bound[i] = (
+                    ("ifmap", "filter", "ofmap")[ports.index(max(ports))]
+                    if max(ports)
+                    else "compute"
+                )
     costs = [
         gemm_cost(int(a), int(b), int(c), array=(rows, cols), dataflow=df)
         for a, b, c in zip(m, k, n)
     ]
     reports = [c.scalesim_report() for c in costs]
-    total = mem.total_cycles - 1  # SCALE-Sim counts the last cycle's index
     macs = m * n * k
     sram = np.array(
         [[r["ifmap_sram_reads"], r["filter_sram_reads"], r["ofmap_sram_writes"]] for r in reports]
@@ -189,9 +247,9 @@ def run_scalesim(config: Any, topology: Any):
     compute = pd.DataFrame(
         {
             "LayerID": np.arange(len(topo)),
-            "Total Cycles (incl. prefetch)": total + mem.prefetch_cycles,
+            "Total Cycles (incl. prefetch)": incl,
             "Total Cycles": total,
-            "Stall Cycles": mem.stall_cycles,
+            "Stall Cycles": stall,
             "Overall Util %": 100.0 * macs / (total * rows * cols),
             "Mapping Efficiency %": [r["mapping_efficiency"] for r in reports],
             "Compute Util %": [r["compute_util"] for r in reports],
@@ -203,8 +261,7 @@ def run_scalesim(config: Any, topology: Any):
     energy = (
         macs * (pj["mac_int8"] if word == 1 else pj["mac_bf16"])
         + (sram[:, :2].sum(axis=1) * word + sram[:, 2] * 4) * pj["sram_byte"]
-        + ((mem.ifmap_dram_reads + mem.filter_dram_reads) * word + mem.ofmap_dram_writes * 4)
-        * pj["dram_byte"]
+        + ((dram[0] + dram[1]) * word + dram[2] * 4) * pj["dram_byte"]
     ) * 1e-12
     bandwidth = pd.DataFrame(
         {
@@ -212,17 +269,36 @@ def run_scalesim(config: Any, topology: Any):
             "Avg IFMAP SRAM BW": sram[:, 0] / total,
             "Avg FILTER SRAM BW": sram[:, 1] / total,
             "Avg OFMAP SRAM BW": sram[:, 2] / total,
-            "Avg IFMAP DRAM BW": mem.ifmap_dram_reads / total,
-            "Avg FILTER DRAM BW": mem.filter_dram_reads / total,
-            "Avg OFMAP DRAM BW": mem.ofmap_dram_writes / total,
-            "ifmap_dram_reads": mem.ifmap_dram_reads,
-            "filter_dram_reads": mem.filter_dram_reads,
-            "ofmap_dram_writes": mem.ofmap_dram_writes,
-            "bound": mem.bound,
+            "Avg IFMAP DRAM BW": dram[0] / total,
+            "Avg FILTER DRAM BW": dram[1] / total,
+            "Avg OFMAP DRAM BW": dram[2] / total,
+            "ifmap_dram_reads": dram[0],
+            "filter_dram_reads": dram[1],
+            "ofmap_dram_writes": dram[2],
+            "bound": bound,
             "energy_j": energy,
         }
     )
     return compute, bandwidth
+
+
+def _replay(conv: list[int], array: tuple[int, int], dataflow: str, memory: MemorySystem):
+    """SCALE-Sim's counts for one convolution layer, or None where the replay does not apply
+    (fractional bandwidths, or operands beyond the replay's size limit)."""
+    bws = (memory.ifmap_bw, memory.filter_bw, memory.ofmap_bw)
+    h, w, fh, fw, ch, nf, s = conv
+    oh, ow = -(-(h - fh + s) // s), -(-(w - fw + s) // s)
+    size = oh * ow * fh * fw * ch + fh * fw * ch * nf
+    whole = all(float(b).is_integer() for b in bws)
+    if not whole or size > REPLAY_LIMIT or min(memory.words()) < 2:
+        return None
+    return replay(
+        tuple(conv),
+        array=array,
+        dataflow=dataflow,
+        sram_words=memory.words(),
+        bandwidth=tuple(int(b) for b in bws),
+    )
 
 
 def export_topology(

@@ -1,8 +1,9 @@
 """Training losses, each returning the mean loss and its gradient, computed on a backend.
 
 Every function takes the network's pre-activation output (logits) or output, the targets
-and a backend, and returns ``(loss, grad)`` where ``loss`` is the mean over samples (a
-Python float) and ``grad`` is d loss / d input, of the input's shape.
+and a backend, and returns ``(loss, grad, output)``: ``loss`` is the mean over samples (a
+Python float), ``grad`` is d loss / d input, of the input's shape, and ``output`` is what
+the network predicts from its input (probabilities for the cross-entropies).
 """
 
 from __future__ import annotations
@@ -33,12 +34,9 @@ def softmax_cross_entropy(
 
     Returns
     -------
-    loss : float
-        ``mean(logsumexp(logits) - logits[i, y_i])``.
-    grad : ndarray of shape (n_samples, n_classes)
-        ``(softmax(logits) - onehot(y)) / n_samples``.
-    proba : ndarray of shape (n_samples, n_classes)
-        ``softmax(logits)``.
+    loss, grad, proba : float, ndarray, ndarray
+        ``mean(logsumexp(logits) - logits[i, y_i])``, its gradient
+        ``(softmax(logits) - onehot(y)) / n_samples`` and ``softmax(logits)``.
     """
     n = logits.shape[0]
     m = backend.reduce(np.max, logits, axis=1)
@@ -69,12 +67,9 @@ def sigmoid_cross_entropy(
 
     Returns
     -------
-    loss : float
-        ``mean(log(1 + exp(z)) - y * z)``.
-    grad : ndarray of shape (n_samples, 1)
-        ``(sigmoid(z) - y) / n_samples``.
-    proba : ndarray of shape (n_samples, 1)
-        ``sigmoid(z)``.
+    loss, grad, proba : float, ndarray, ndarray
+        ``mean(log(1 + exp(z)) - y * z)``, its gradient ``(sigmoid(z) - y) / n_samples``
+        and ``sigmoid(z)``.
     """
     n = logits.shape[0]
     t = y.reshape(n, 1)
@@ -97,11 +92,8 @@ def half_mean_squared_error(
 
     Returns
     -------
-    loss : float
-        ``mean((pred - target) ** 2) / 2``.
-    grad : ndarray of shape (n_samples, n_outputs)
-        ``(pred - target) / pred.size``.
-    pred : ndarray
+    loss, grad, pred : float, ndarray, ndarray
+        ``mean((pred - target) ** 2) / 2``, its gradient ``(pred - target) / pred.size`` and
         ``pred`` itself.
     """
     diff = backend.elementwise(np.subtract, pred, target)

@@ -39,6 +39,10 @@ def xai_register_explainers():
         and deprecated ones) are checked and resolved by the core before any model call.
         Random draws come from ``self.row_rngs(len(X))``, one stream per global row, so that
         chunks of any size give the values of one call (see docs/plugin_hooks.md).
+        Optionally ``estimate_cost(runner, X) -> Cost | None`` states the model rows and
+        peak memory before any work, checked against the session's limits (default
+        ``None``: no check; see docs/limits.md); every model output the explainer receives
+        is checked finite by the core.
 
     Examples
     --------

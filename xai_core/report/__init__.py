@@ -14,7 +14,9 @@ The rendering toolkit every section uses, built-in or a plugin's (see ``docs/rep
 - :func:`encode_png`, :func:`png_data_uri`, :func:`to_pixels`: images (Pillow);
 - :func:`heatmap_rgb`, :func:`diverging`, :func:`colorbar_rgb`, :data:`POSITIVE`,
   :data:`NEGATIVE`: the diverging colours of attributions;
-- :func:`script_hash`: the Content-Security-Policy source of a section's script.
+- :func:`script_hash`: the Content-Security-Policy source of a section's script;
+- :func:`scoped_css`: the report's style sheet (light and dark themes) under one scope
+  class, for a page of a plugin's own.
 """
 
 from xai_core.report._colormap import NEGATIVE, POSITIVE, colorbar_rgb, diverging, heatmap_rgb
@@ -25,6 +27,7 @@ from xai_core.report._html import (
     json_for_script,
     new_id,
     plain,
+    scoped_css,
     script_hash,
 )
 from xai_core.report._png import encode_png, png_data_uri, to_pixels
@@ -47,6 +50,7 @@ __all__ = [
     "plain",
     "png_data_uri",
     "render_fragment",
+    "scoped_css",
     "script_hash",
     "to_pixels",
 ]

@@ -1,0 +1,465 @@
+"""SCALE-Sim 3's memory system replayed exactly, event by event instead of cycle by cycle.
+
+SCALE-Sim (USER bandwidth mode) feeds its double-buffered SRAMs one demand row per cycle.
+This module takes the same demand and prefetch orders (:mod:`xai_core.backends.scalesim_orders`,
+numpy index arithmetic on whole folds) and replays the same rules, but only at the cycles
+where something happens:
+
+- **Read SRAMs** (ifmap, filter). The operand's prefetch order, ``-1`` entries dropped, is
+  cut into sets of ``e = ceil(S / 100)`` elements (``S``: the SRAM's words), ``Q // e + 1``
+  sets in all. The active window holds ``a = ceil(ceil(S/2) / e)`` consecutive sets
+  (circularly); a demanded address in none of them makes the window advance by
+  ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
+  triggers how many prefetches does not depend on time, so it is found first, in blocks
+  (a vectorised hit test per block, a scalar walk only at a miss). Prefetch ``k`` ends at
+  cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
+  SCALE-Sim's own offset rule (``offset += d`` and again ``+= d`` when ``d > 0``).
+- **Write SRAM** (ofmap). Elements fill the buffer; once fewer than ``ceil(S/2)`` words are
+  free and no drain is running, the lines written so far (rows of ``bw`` words, a partial
+  row closed at every drain start) drain, ``ceil(half / bw)`` lines per drain, one line per
+  cycle; a full buffer makes the array wait for the running drain's end.
+- A row's stall is the largest of the three ports' stalls; total cycles are the last ofmap
+  write's cycle, as SCALE-Sim reports them.
+
+The loop runs once per event (a row with prefetches, a drain start, a full buffer), never
+per cycle or per element.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from xai_core.backends.scalesim_orders import antidiagonal_order, orders
+from xai_core.errors import ValidationError
+
+__all__ = ["ReplayResult", "replay"]
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """SCALE-Sim's counts for one layer.
+
+    Attributes
+    ----------
+    total_cycles : int
+        SCALE-Sim's "Total Cycles" (the cycle of the last ofmap write).
+    stall_cycles : int
+    overall_cycles : int
+        "Total Cycles (incl. prefetch)": first DRAM read to last DRAM write.
+    ifmap_dram_reads, filter_dram_reads, ofmap_dram_writes : int
+        Words moved, as SCALE-Sim counts them (whole lines of ``bw`` words).
+    port_stalls : (int, int, int)
+        Stall cycles charged to the ifmap, filter and ofmap port (each row's stall to the
+        port that waited longest).
+    """
+
+    total_cycles: int
+    stall_cycles: int
+    overall_cycles: int
+    ifmap_dram_reads: int
+    filter_dram_reads: int
+    ofmap_dram_writes: int
+    port_stalls: tuple[int, int, int] = (0, 0, 0)
+
+
+# -- read buffer: which demands trigger prefetches ---------------------------------------
+
+
+def _set_lookup(pre: np.ndarray, eps: int):
+    """The sets holding each address of the prefetch order.
+
+    Returns (base, index, table): address ``x`` is held by the sets
+    ``table[index[x - base]]`` (a row padded with its first set; equal rows share an index).
+    """
+    pre = pre[pre != -1]
+    set_of = (np.arange(len(pre)) // eps).astype(np.int32)
+    base = int(pre.min())
+    index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
+    index[pre - base] = set_of
+    if (index >= 0).sum() == len(pre):  # every address once: its own set
+        return base, index, np.arange(int(set_of[-1]) + 1, dtype=np.int32)[:, None]
+    order = np.argsort(pre, kind="stable")  # sets ascending within an address
+    addr, sets = pre[order], set_of[order]
+    keep = np.ones(len(addr), bool)
+    keep[1:] = (addr[1:] != addr[:-1]) | (sets[1:] != sets[:-1])
+    addr, sets = addr[keep], sets[keep]
+    first = np.ones(len(addr), bool)
+    first[1:] = addr[1:] != addr[:-1]
+    starts = np.flatnonzero(first)
+    group = np.cumsum(first) - 1
+    rank = np.arange(len(addr)) - starts[group]
+    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
+    table[group, rank] = sets
+    index[addr[starts] - base] = np.arange(len(starts), dtype=np.int32)
+    return base, index, table
+
+
+def _tile_streams(tiles, kind, prefix, lookup):
+    """Each tile's demands in SCALE-Sim's order, runs of equal sets merged.
+
+    Returns (sets (n, width), row in the fold (n,), start of each tile's run (U + 1,)).
+    """
+    base, index, table = lookup
+    u, h, w = tiles.shape
+    if kind == "skew":  # demand row prefix + r + c, columns left to right
+        order = antidiagonal_order(h, w)
+        out_row = prefix + order // w + order % w
+    else:  # demand row h - 1 - r
+        order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
+        out_row = h - 1 - order // w
+    flat = tiles.reshape(u, h * w)[:, order].ravel()
+    idx = np.flatnonzero(flat != -1)
+    row = index[flat[idx] - base]
+    tile_of = idx // (h * w)
+    keep = np.ones(len(idx), bool)
+    if table.shape[1] == 1:
+        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (table[row[1:], 0] != table[row[:-1], 0])
+    else:  # equal set rows: candidates by a hash of the row, then compared exactly
+        mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
+        tag = (table.astype(np.int64) * mix).sum(axis=1)[row]
+        same = np.flatnonzero((tile_of[1:] == tile_of[:-1]) & (tag[1:] == tag[:-1])) + 1
+        eq = (table[row[same]] == table[row[same - 1]]).all(axis=1)
+        keep[same[eq]] = False
+    rows = out_row[idx[keep] % (h * w)]
+    return table[row[keep]], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
+
+
+def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
+    """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
+
+    The walk is done fold by fold; a fold whose tile and starting window were seen before
+    repeats that fold's prefetches.
+    """
+    eps = math.ceil(size / 100)
+    q = int((pre != -1).sum())
+    n_sets = q // eps + 1
+    active = math.ceil(size * 0.5)
+    a = min(math.ceil(active / eps), n_sets)
+    p = min(math.ceil((size - active) / eps), n_sets - a)
+    if a >= n_sets:
+        return [], []
+    sets, rows, starts = _tile_streams(tiles, kind, prefix, _set_lookup(pre, eps))
+    set_list = sets[:, 0].tolist() if sets.shape[1] == 1 else None
+    row_list = rows.tolist()
+    bounds = starts.tolist()
+    memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
+    ev_rows: list[int] = []
+    ev_counts: list[int] = []
+    w = 0
+    for f, u in enumerate(fold_tile.tolist()):
+        key = (u, w)
+        hit = memo.get(key)
+        if hit is None:
+            lo, hi = bounds[u], bounds[u + 1]
+            if set_list is not None and hi - lo <= 512:
+                hit = _walk(set_list, row_list, lo, hi, w, n_sets, a, p)
+            else:
+                hit = _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p)
+            memo[key] = hit
+        rel, counts, w = hit
+        base = f * per_fold
+        ev_rows.extend([base + x for x in rel])
+        ev_counts.extend(counts)
+    return ev_rows, ev_counts
+
+
+def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
+    """The window walk over demands ``lo:hi`` (one set each) from window start ``w``.
+
+    Returns (rows in the fold with prefetches, prefetches in each, final window start).
+    """
+    rel: list[int] = []
+    counts: list[int] = []
+    for i in range(lo, hi):
+        s = set_list[i]
+        if (s - w) % n_sets < a:
+            continue
+        k = 0
+        while (s - w) % n_sets >= a:
+            w = (w + p) % n_sets
+            k += 1
+        r = row_list[i]
+        if rel and rel[-1] == r:
+            counts[-1] += k
+        else:
+            rel.append(r)
+            counts.append(k)
+    return rel, counts, w
+
+
+def _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p):
+    """:func:`_walk` for long streams or several sets per address: a vectorised hit test
+    over blocks of demands, a scalar walk at each miss."""
+    rel: list[int] = []
+    counts: list[int] = []
+    t, block = lo, 64
+    while t < hi:
+        stop = min(hi, t + block)
+        blk = sets[t:stop]
+        if w + a <= n_sets:
+            hit = ((blk >= w) & (blk < w + a)).any(axis=1)
+        else:
+            hit = ((blk >= w) | (blk < w + a - n_sets)).any(axis=1)
+        first = int(hit.argmin())
+        if hit[first]:
+            t, block = stop, min(block * 4, 1 << 15)
+            continue
+        t += first
+        mine = sets[t].tolist()
+        k = 0
+        while not any((x - w) % n_sets < a for x in mine):
+            w = (w + p) % n_sets
+            k += 1
+        r = row_list[t]
+        if rel and rel[-1] == r:
+            counts[-1] += k
+        else:
+            rel.append(r)
+            counts.append(k)
+        t, block = t + 1, 64
+    return rel, counts, w
+
+
+def _read_stall(cycle: int, done: int, count: int, step: int) -> int:
+    """SCALE-Sim's read-buffer delay of a row at ``cycle`` waiting for ``count`` prefetches
+    after ``done`` earlier ones (each ``step`` cycles)."""
+    offset = 1
+    for j in range(1, count + 1):
+        last = -1 + (done + j) * step
+        pot = last - (cycle + offset)
+        offset += pot
+        if pot > 0:
+            offset += pot
+    return offset - 1
+
+
+# -- write buffer -------------------------------------------------------------------------
+
+
+class _WriteBuffer:
+    """SCALE-Sim's ofmap write buffer, advanced a whole run of elements at a time."""
+
+    def __init__(self, size: int, bw: int, writes: np.ndarray) -> None:
+        self.size, self.bw = size, bw
+        self.active = math.ceil(size * 0.5)
+        self.lines = math.ceil((size - self.active) / bw)
+        self.cum = [0, *np.cumsum(writes).tolist()]
+        self.n_rows = len(writes)
+        self.free, self.drain_end, self.e = size, 0, 0
+        self.rows_closed, self.line_idx, self.start_line = 0, 0, 0
+        self.partial: dict[int, int] = {}
+        self.drained, self.stop = 0, 0
+        self.changed = True
+        self.row_at = 0
+
+    def _store(self, n: int) -> None:
+        self.e += n
+        self.free -= n
+        self.line_idx += n
+        self.rows_closed += self.line_idx // self.bw
+        self.line_idx %= self.bw
+
+    def _flush(self) -> None:
+        if self.line_idx:
+            self.partial[self.rows_closed] = self.line_idx
+            self.rows_closed += 1
+            self.line_idx = 0
+
+    def _drain(self, cycle: int) -> int:
+        self._flush()
+        taken = min(self.lines, self.rows_closed - self.start_line)
+        last = self.start_line + taken - 1
+        data = taken * self.bw - (self.bw - self.partial.get(last, self.bw))
+        self.drained += data
+        self.free += data
+        self.start_line += taken
+        end = cycle + taken - 1
+        self.stop = max(self.stop, end)
+        return end
+
+    def next_event_row(self, row: int, stall: int) -> int:
+        """First row >= ``row`` where the buffer stalls or starts a drain (cycles row + stall)."""
+        e, free = self.e, self.free
+        e_zero = e + max(free, 1) - 1
+        e_thr = e + max(free - self.active, 0)
+        row_cur = max(row, self.drain_end - stall)
+        e_cur = self.cum[min(row_cur, self.n_rows)]
+        el = e_zero if e_zero < e_cur else max(e_thr, e_cur)
+        if el >= self.cum[-1]:
+            return self.n_rows
+        return bisect.bisect_right(self.cum, el) - 1
+
+    def advance_to(self, row: int) -> None:
+        """Store the writes of the rows before ``row`` (no event among them)."""
+        self._store(self.cum[row] - self.e)
+        self.row_at = row
+
+    def row(self, r: int, cycle: int) -> int:
+        """Every write of row ``r`` at ``cycle``; returns the row's delay."""
+        offset = 0
+        end = self.cum[r + 1]
+        self.row_at = r + 1
+        while self.e < end:
+            rem = end - self.e
+            cur = cycle + offset
+            if cur < self.drain_end:
+                n = max(self.free, 1)
+                if n > rem:
+                    self._store(rem)
+                    break
+                self._store(n)
+                offset += self.drain_end - cur
+                self.changed = True
+            else:
+                n = max(self.free - self.active + 1, 1)
+                if n > rem:
+                    self._store(rem)
+                    break
+                self._store(n)
+                self.drain_end = self._drain(cur)
+                self.changed = True
+        return offset
+
+    def finish(self, cycle: int) -> int:
+        """Drain what is left from ``cycle`` on; the last DRAM write's cycle."""
+        self._flush()
+        while self.start_line < self.rows_closed:
+            cycle = self._drain(cycle) + 1
+        return self.stop
+
+
+# -- the replay --------------------------------------------------------------------------
+
+
+def _check(conv, array, dataflow, sram_words, bandwidth) -> None:
+    """Clear errors for what SCALE-Sim would reject, loop on, or mis-simulate."""
+
+    def ints(v, n):
+        return (
+            isinstance(v, (tuple, list))
+            and len(v) == n
+            and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v)
+        )
+
+    if not ints(conv, 7) or min(conv) < 1 or conv[2] > conv[0] or conv[3] > conv[1]:
+        raise ValidationError(
+            "conv must be 7 integers >= 1 (ifmap h, w, filter h, w, channels, filters, "
+            f"stride) with the filter inside the ifmap; got {conv!r}."
+        )
+    if not ints(array, 2) or min(array) < 1:
+        raise ValidationError(f"array must be 2 integers >= 1 (rows, cols); got {array!r}.")
+    if dataflow not in ("ws", "os", "is"):
+        raise ValidationError(f"dataflow must be 'ws', 'os' or 'is'; got {dataflow!r}.")
+    if not ints(sram_words, 3) or min(sram_words) < 2:
+        raise ValidationError(
+            f"sram_words must be 3 integers >= 2 (ifmap, filter, ofmap words); got {sram_words!r}."
+        )
+    if not ints(bandwidth, 3) or min(bandwidth) < 1:
+        raise ValidationError(
+            f"bandwidth must be 3 integers >= 1 (words per cycle); got {bandwidth!r}."
+        )
+
+
+def replay(
+    conv: tuple[int, int, int, int, int, int, int],
+    *,
+    array: tuple[int, int],
+    dataflow: str,
+    sram_words: tuple[int, int, int],
+    bandwidth: tuple[int, int, int],
+) -> ReplayResult:
+    """SCALE-Sim 3's cycles, stalls and DRAM traffic for one layer (USER bandwidth mode).
+
+    Parameters
+    ----------
+    conv : (H, W, R, S, C, filters, stride)
+        SCALE-Sim's convolution fields (a GEMM ``M, N, K`` is ``(M, K, 1, K, 1, N, 1)``).
+    array : (rows, cols)
+    dataflow : {"ws", "os", "is"}
+    sram_words : (ifmap, filter, ofmap)
+        SRAM sizes in words (SCALE-Sim: KiB * 1024, 1-byte words).
+    bandwidth : (ifmap, filter, ofmap)
+        DRAM words per cycle of each port (integers, as SCALE-Sim's lines).
+
+    Returns
+    -------
+    ReplayResult
+
+    Raises
+    ------
+    ValidationError
+        For a malformed layer or architecture, or an SRAM under two words (its prefetch
+        half is empty and SCALE-Sim never finishes).
+    """
+    _check(conv, array, dataflow, sram_words, bandwidth)
+    rows, cols = array
+    ops, per_fold, writes = orders(conv, dataflow, rows, cols)
+    n_rows = len(writes)
+    reads = []
+    events = []
+    for (pre, tiles, fold_tile, kind, prefix), size, bw in zip(ops, sram_words, bandwidth):
+        ev_r, ev_c = _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size)
+        fetch_lines = math.ceil(len(pre) / bw)
+        first = min(math.ceil(math.ceil(size * 0.5) / bw), fetch_lines)
+        n_lines = math.ceil((size - math.ceil(size * 0.5)) / bw)
+        reads.append((first, first * bw + sum(ev_c) * n_lines * bw))
+        events.append((ev_r, ev_c, n_lines + 1))
+    w = _WriteBuffer(sram_words[2], bandwidth[2], writes)
+    # the rows where either read port prefetches, in order, with each port's count
+    reads_at: dict[int, list[int]] = {}
+    for j, (ev_r, ev_c, _) in enumerate(events):
+        for r, c in zip(ev_r, ev_c):
+            reads_at.setdefault(r, [0, 0])[j] = c
+    steps = (events[0][2], events[1][2])
+    stall, last, total = 0, n_rows - 1, None
+    ports = [0, 0, 0]
+    done = [0, 0]
+    w_next, w_stall = -1, -1
+    for r in [*sorted(reads_at), n_rows]:
+        while True:  # write-only events before row r
+            if w.changed or stall != w_stall:
+                w_next, w_stall, w.changed = w.next_event_row(w.row_at, stall), stall, False
+            if w_next >= r:
+                break
+            w.advance_to(w_next)
+            off = w.row(w_next, w_next + stall)
+            w.changed = True
+            if w_next == last:
+                total = w_next + stall + off
+            ports[2] += off
+            stall += off
+        if r >= n_rows:
+            break
+        w.advance_to(r)
+        cycle = r + stall
+        counts = reads_at[r]
+        each = [0, 0, 0]
+        for j in (0, 1):
+            if counts[j]:
+                each[j] = _read_stall(cycle, done[j], counts[j], steps[j])
+                done[j] += counts[j]
+        each[2] = w.row(r, cycle)
+        if r == last:
+            total = cycle + each[2]
+        s = max(each)
+        if s > 0:
+            ports[each.index(s)] += s
+            stall += s
+    w.advance_to(n_rows)
+    if total is None:
+        total = last + stall
+    stop = w.finish(total)
+    overall = int(stop + max(reads[0][0], reads[1][0]))
+    return ReplayResult(
+        total_cycles=int(total),
+        stall_cycles=int(stall),
+        overall_cycles=overall,
+        ifmap_dram_reads=int(reads[0][1]),
+        filter_dram_reads=int(reads[1][1]),
+        ofmap_dram_writes=int(w.drained),
+        port_stalls=tuple(ports),
+    )
