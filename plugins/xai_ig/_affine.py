@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from xai_core import ModelRunner
+from xai_core.attribution.guard import check_outputs
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
 from xai_ig._fused import FusedTail, fusable
@@ -136,11 +137,17 @@ class AffinePath:
         self.flat_x = X_d.reshape(self.n, self.n_features)
         self.flat_b = flat_b.reshape(self.per_row * self.k, self.n_features)
 
-    def outputs(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def outputs(
+        self, target: np.ndarray, method: str = "ig", rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``f(x)[target]`` per row and ``f(b)[target]`` averaged over each row's baselines.
 
         One pass of the later layers over ``z_x`` and ``z_b`` stacked: the network's
         outputs at the rows and at the baselines, without the first layer's products again.
+        They are checked finite as the core checks every output a method receives
+        (:func:`xai_core.attribution.guard.check_outputs`): a NaN or an infinity raises
+        :class:`~xai_core.errors.ModelOutputError` naming the rows (``rows``: their index
+        in the caller's data) or the baselines.
 
         Returns
         -------
@@ -150,6 +157,9 @@ class AffinePath:
         for later in self.rest:
             out = later.apply(out, self.backend, None)
         out = np.asarray(out, dtype=np.float64).reshape(len(out), -1)
+        label = f"method {method!r}"
+        check_outputs(out[: self.n], method, rows=rows, label=label)
+        check_outputs(out[self.n :], method, of="the baselines", label=label)
         rows = np.arange(self.n)
         f_x = out[rows, target]
         at_b = out[self.n :].reshape(self.per_row, self.k, -1)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core import Explainer, Explanation, ModelRunner, XaiWarning
+from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Choice, Float, ImageShape, Int
 from xai_ig._affine import AffinePath, first_linear_layer
 from xai_ig._baselines import make_baselines, uniform_bounds
@@ -212,7 +213,7 @@ class IntegratedGradients(Explainer):
         first = first_linear_layer(runner)
         affine = AffinePath(runner, first, X, baselines) if first is not None else None
         if affine is not None:
-            f_x, f_b = affine.outputs(target)
+            f_x, f_b = affine.outputs(target, self.name, self.rows(len(X)))
         else:
             f_x = np.asarray(runner.predict_validated(X), dtype=np.float64)[
                 np.arange(len(X)), target
@@ -261,6 +262,14 @@ class IntegratedGradients(Explainer):
             values = integrate(int(self.steps), np.arange(len(X)))
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
+        if affine is not None:  # its path gradients did not pass through the runner's check
+            check_outputs(
+                values.reshape(len(X), -1),
+                self.name,
+                rows=self.rows(len(X)),
+                what="gradients",
+                label=f"method {self.name!r}",
+            )
         delta = values.reshape(len(X), -1).sum(axis=1) - gap
         meta["convergence_delta"] = delta
         meta["relative_convergence_delta"] = delta / scale
