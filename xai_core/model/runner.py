@@ -165,9 +165,12 @@ class ModelRunner:
         ndarray of shape (n_samples, n_outputs)
         """
         X = np.asarray(X, dtype=self.input_dtype)
-        predict = self.model.predict_checked
-        if len(X) <= self.batch_size:
-            return self._batch(lambda x: predict(x, self.backend), X)
+        predict, backend = self.model.predict_checked, self.backend
+        if len(X) <= self.batch_size:  # one batch, as _batch runs it (called often: inlined)
+            backend.begin_batch(X)
+            out = predict(X, backend)
+            backend.end_batch(out)
+            return out
         parts = [
             self._batch(lambda x: predict(x, self.backend), X[s]) for s in self._chunks(len(X))
         ]
