@@ -14,8 +14,10 @@ Agreement: for each row, the correlation and top-5 Jaccard overlap of the weight
 (features, or superpixels). "plugin vs lime" compares the plugin (seed 0) with lime
 (seed 0); "lime vs lime" compares lime under two seeds, the spread LIME has by itself.
 
-``[headline]``: the tabular case at lime's defaults, at 1 and at 2 threads, with the floor
-(the model on every perturbed row and the random numbers lime's distribution needs).
+``[headline]``: the tabular case at lime's defaults, at 1 and at 2 threads, with the floor:
+for the default shared neighbourhood the model on its samples, its random numbers and one
+weighted Gram product per row; for ``neighbourhood="per_row"`` (each row its own, as lime)
+the model on every perturbed row and the random numbers lime's distribution needs.
 
 Run: ``python benchmarks/bench_lime.py [--repeats 5] [--rows 20] [--images 10] [--skip headline details]``.
 """
@@ -118,14 +120,19 @@ def headline(repeats: int, n_rows: int) -> None:
         for r in rows:
             ex.explain_instance(r, model.predict_proba, labels=(1,), num_samples=n_samples)
 
-    def plugin():
+    def plugin(neighbourhood="shared"):
         return xai.explain(
             model, rows, method="lime", target=1, background=X, n_samples=n_samples,
-            seed=0, progress=False,
+            seed=0, progress=False, neighbourhood=neighbourhood,
         )  # fmt: skip
+
+    def plugin_per_row():
+        return plugin("per_row")
 
     rng = np.random.default_rng(0)
     samples = rng.normal(size=(n_rows * n_samples, X.shape[1])).astype(np.float32)
+    shared = samples[: n_samples - 1 + n_rows]
+    design = rng.random((n_samples, X.shape[1]))
 
     def floor():
         # the model on every perturbed sample, and the random numbers lime's distribution needs
@@ -134,19 +141,33 @@ def headline(repeats: int, n_rows: int) -> None:
         rng.random(samples.shape, dtype=np.float32)
         rng.standard_normal(samples.shape, dtype=np.float32)
 
+    def floor_shared():
+        # one neighbourhood: the model on its samples and the rows, its random numbers, and
+        # per row the weighted Gram matrix of the ridge fit (one product over the samples)
+        model.predict_proba(shared)
+        rng.random(shared.shape, dtype=np.float32)
+        rng.standard_normal(shared.shape, dtype=np.float32)
+        for _ in range(n_rows):
+            design.T @ design
+
     headline_header(
         f"lime {version('lime')}; LIME tabular, {n_rows} breast-cancer rows, "
         f"{n_samples} samples, 10 features, defaults; medians of {repeats}, interleaved"
     )
     for threads in THREADS:
         with pinned(threads):
-            (t_lime, _), (t_ours, _), (t_floor, _) = interleaved(
-                lime_direct, plugin, floor, repeats=repeats
+            (t_lime, _), (t_ours, _), (t_row, _), (t_floor, _), (t_shared, _) = interleaved(
+                lime_direct, plugin, plugin_per_row, floor, floor_shared, repeats=repeats
             )
-        headline_row(f"LIME {n_rows} rows x {n_samples} samples", threads, t_lime, t_ours, t_floor)
+        work = f"LIME {n_rows} rows x {n_samples} samples"
+        headline_row(f"{work} (default: shared)", threads, t_lime, t_ours, t_shared)
+        headline_row(f"{work}, per_row", threads, t_lime, t_row, t_floor)
     print(
-        "  ('floor': the model on the "
-        f"{n_rows * n_samples:,} perturbed rows plus one uniform and one normal per perturbed value)"
+        "  (default: one neighbourhood shared by the rows, neighbourhood='shared'; its 'floor': "
+        f"the model on its {n_samples - 1:,} samples and the {n_rows} rows, one uniform and one "
+        "normal per perturbed value, and one weighted Gram product per row. per_row: each row "
+        f"its own, as lime; its 'floor': the model on the {n_rows * n_samples:,} perturbed rows "
+        "plus one uniform and one normal per perturbed value)"
     )
 
 

@@ -6,7 +6,9 @@ linear layer (Dense or Conv2D, after nothing but Reshape or Flatten) is affine i
     z(a) = W x(a) + c = z_b + a (z_x - z_b),    z_x = W x + c,  z_b = W b + c
 
 so the first layer needs one product for the rows and one for the baselines instead of
-one per path point. And since the layer is linear, the input gradient summed over the
+one per path point; and the outputs at the path's ends, ``f(x)`` and ``f(b)``
+(completeness's two terms), come from the same ``z_x`` and ``z_b`` through the later
+layers, with no second pass through the first. And since the layer is linear, the input gradient summed over the
 steps is ``sum_s w_s W^T g_s = W^T (sum_s w_s g_s)``, with ``g_s`` the gradient at the
 layer's output: it is reduced there, and one backward product per path brings it to the
 input. The rest of the network runs on every path point as in the general path.
@@ -26,10 +28,12 @@ from __future__ import annotations
 import numpy as np
 
 from xai_core import ModelRunner
+from xai_core.attribution.guard import check_outputs
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
+from xai_ig._fused import FusedTail, fusable
 
-__all__ = ["first_linear_layer", "affine_path_integral"]
+__all__ = ["AffinePath", "first_linear_layer", "affine_path_integral"]
 
 
 def first_linear_layer(runner: ModelRunner) -> int | None:
@@ -76,6 +80,187 @@ def _input_gradient(
     return layer.vjp(grad, backend, record, param_grads=False)[0]
 
 
+class AffinePath:
+    """The first linear layer of a network at the rows and their baselines, computed once.
+
+    Parameters
+    ----------
+    runner : ModelRunner
+        On the ``cpu`` backend, its model a :class:`~xai_core.nn.Sequential`.
+    first : int
+        :func:`first_linear_layer`'s index.
+    X : ndarray of shape (n_samples, *input_shape)
+    baselines : ndarray of shape (1 or n_samples, n_baselines, *input_shape)
+    fuse : bool, default=True
+        Run a tail of Dense layers and elementwise activations through
+        :class:`~xai_ig._fused.FusedTail`; False runs every later layer's own passes.
+
+    Notes
+    -----
+    ``z_x`` (n_samples, *z_shape) and ``z_b`` (1 or n_samples times n_baselines, *z_shape)
+    are the layer's outputs; :meth:`outputs` and :meth:`integral` reuse them (also across
+    the rounds of ``steps="auto"``).
+    """
+
+    def __init__(
+        self,
+        runner: ModelRunner,
+        first: int,
+        X: np.ndarray,
+        baselines: np.ndarray,
+        *,
+        fuse: bool = True,
+    ) -> None:
+        self.net: Sequential = runner.model  # type: ignore[assignment]
+        self.backend = runner.backend
+        self.dtype = self.backend.dtype
+        self.layer = self.net.layers[first]
+        self.rest = self.net.layers[first + 1 :]
+        self.n, self.shape = len(X), X.shape[1:]
+        self.n_features = int(np.prod(self.shape, dtype=np.int64))
+        self.per_row, self.k = baselines.shape[0], baselines.shape[1]
+        self.x_record: dict = {}
+        X_d = np.asarray(X, dtype=self.dtype)
+        flat_b = np.asarray(baselines, dtype=self.dtype).reshape(self.per_row * self.k, *self.shape)
+        z_x = _prefix(self.net, X_d, first, self.backend, self.x_record)
+        z_b = _prefix(self.net, flat_b, first, self.backend)
+        self.z_shape = z_x.shape[1:]
+        self.z_features = int(np.prod(self.z_shape, dtype=np.int64))
+        self.z_x = z_x.reshape(self.n, self.z_features)
+        self.z_b = z_b.reshape(self.per_row * self.k, self.z_features)
+        self.tail = (
+            FusedTail(self.rest, self.backend)
+            if fuse and fusable(self.rest, self.z_shape)
+            else None
+        )
+        # x - b, by which the input gradients are multiplied, in the backend's dtype
+        self.flat_x = X_d.reshape(self.n, self.n_features)
+        self.flat_b = flat_b.reshape(self.per_row * self.k, self.n_features)
+
+    def outputs(
+        self, target: np.ndarray, method: str = "ig", rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``f(x)[target]`` per row and ``f(b)[target]`` averaged over each row's baselines.
+
+        One pass of the later layers over ``z_x`` and ``z_b`` stacked: the network's
+        outputs at the rows and at the baselines, without the first layer's products again.
+        They are checked finite as the core checks every output a method receives
+        (:func:`xai_core.attribution.guard.check_outputs`): a NaN or an infinity raises
+        :class:`~xai_core.errors.ModelOutputError` naming the rows (``rows``: their index
+        in the caller's data) or the baselines.
+
+        Returns
+        -------
+        f_x, f_b : ndarray of float64 of shape (n_samples,)
+        """
+        out = np.concatenate([self.z_x, self.z_b]).reshape(-1, *self.z_shape)
+        for later in self.rest:
+            out = later.apply(out, self.backend, None)
+        out = np.asarray(out, dtype=np.float64).reshape(len(out), -1)
+        label = f"method {method!r}"
+        check_outputs(out[: self.n], method, rows=rows, label=label)
+        check_outputs(out[self.n :], method, of="the baselines", label=label)
+        rows = np.arange(self.n)
+        f_x = out[rows, target]
+        at_b = out[self.n :].reshape(self.per_row, self.k, -1)
+        if self.per_row == 1:
+            f_b = at_b[0][:, target].mean(axis=0)
+        else:
+            f_b = np.take_along_axis(at_b, target[:, None, None], axis=2)[..., 0].mean(axis=1)
+        return f_x, f_b
+
+    def integral(
+        self,
+        which: np.ndarray,
+        target: np.ndarray,
+        alphas: np.ndarray,
+        weights: np.ndarray,
+        *,
+        chunk: int,
+        bar: object,
+    ) -> np.ndarray:
+        """Integrated gradients of the rows ``which``, averaged over their baselines.
+
+        The quantity of :func:`xai_ig._batching.path_integral` for ``X[which]`` (see there);
+        ``target`` holds the targets of those rows and ``bar`` is updated once per chunk.
+        The quadrature weights seed the backward pass, so the sum over a path's steps is a
+        plain sum in the layer's output space.
+
+        Returns
+        -------
+        ndarray of float64 of shape (len(which), *input_shape)
+        """
+        backend, dtype, k, per_row = self.backend, self.dtype, self.k, self.per_row
+        n, z_shape, z_features = len(which), self.z_shape, self.z_features
+        layer = self.layer
+        steps = len(alphas)
+        a = np.asarray(alphas, dtype=dtype)
+        nodes = np.stack([np.ones_like(a), a], axis=1)  # (steps, 2): [1, a_s]
+        w = (np.asarray(weights, dtype=np.float64) / k).astype(dtype)
+        total = np.zeros((n, self.n_features), dtype=np.float64)
+        paths_per_block = max(1, chunk // steps)
+        steps_per_block = min(chunk, steps)
+        all_rows = n == self.n and k == 1
+        for p0 in range(0, n * k, paths_per_block):
+            path = np.arange(p0, min(p0 + paths_per_block, n * k))
+            local = path // k
+            row = which[local]
+            base = path % k if per_row == 1 else row * k + path % k
+            zb = self.z_b[base]
+            # z(a) = 1 * z_b + a * (z_x - z_b) for every step at once: a product with K = 2
+            ends = np.stack([zb, self.z_x[row] - zb], axis=1)  # (paths, 2, z_features)
+            G = np.zeros((len(path), z_features), dtype=np.float64)
+            for s0 in range(0, steps, steps_per_block):
+                s1 = min(s0 + steps_per_block, steps)
+                m = len(path) * (s1 - s0)
+                out = np.matmul(nodes[None, s0:s1], ends).reshape(m, *z_shape)
+                point_target = np.repeat(target[local], s1 - s0)
+                point_weight = np.tile(w[s0:s1], len(path))
+                if self.tail is not None:
+                    grad = self.tail.input_gradient(out, point_target, point_weight)
+                else:
+                    grad = self._layers_gradient(out, point_target, point_weight)
+                # the sum over the block's steps of each path, as one product with ones
+                ones = np.ones((1, s1 - s0), dtype=grad.dtype)
+                G += np.matmul(ones, grad.reshape(len(path), s1 - s0, z_features))[:, 0]
+                bar.update(1)
+            if type(layer) is Dense:  # its input gradient reads nothing from the forward pass
+                record = {}
+            elif all_rows and len(path) == self.n:  # one block of every row's single path
+                record = self.x_record
+            else:  # a convolution's record over as many rows (one more product per path)
+                record = {}
+                layer.apply(np.zeros((len(path), *layer.input_shape), dtype=dtype), backend, record)
+            g_in = _input_gradient(
+                layer, G.astype(dtype).reshape(len(path), *z_shape), backend, record
+            )
+            acc = np.asarray(g_in, dtype=dtype).reshape(len(path), self.n_features)
+            acc *= self.flat_x[row] - self.flat_b[base]
+            if k == 1:
+                total[local] += acc
+            else:
+                rows, starts = np.unique(local, return_index=True)
+                total[rows] += np.add.reduceat(acc, starts, axis=0)
+        return total.reshape(n, *self.shape)
+
+    def _layers_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """The later layers' own forward and backward passes at points ``z`` (m, *z_shape).
+
+        Returns ``weight * d out[target] / d z`` per point, of the shape of ``z``.
+        """
+        backend, out = self.backend, z
+        records: list[dict] = [{} for _ in self.rest]
+        for later, record in zip(self.rest, records):
+            out = later.apply(out, backend, record)
+        m = len(out)
+        seed = np.zeros((m, self.net.n_outputs), dtype=out.dtype)
+        seed[np.arange(m), target] = weight
+        grad = seed.reshape(out.shape)
+        for later, record in zip(reversed(self.rest), reversed(records)):
+            grad = later.vjp(grad, backend, record, param_grads=False)[0]
+        return grad
+
+
 def affine_path_integral(
     runner: ModelRunner,
     first: int,
@@ -92,74 +277,11 @@ def affine_path_integral(
 
     The same quantity as :func:`xai_ig._batching.path_integral` (see there for the
     arguments); ``first`` is :func:`first_linear_layer`'s index and ``bar`` a progress bar
-    updated once per chunk. The quadrature weights seed the backward pass, so the sum
-    over a path's steps is a plain sum in the layer's output space.
+    updated once per chunk. :class:`AffinePath` does the work.
 
     Returns
     -------
     ndarray of float64 of shape (n_samples, *input_shape)
     """
-    net: Sequential = runner.model  # type: ignore[assignment]
-    backend = runner.backend
-    dtype = backend.dtype
-    n, shape = len(X), X.shape[1:]
-    n_features = int(np.prod(shape, dtype=np.int64))
-    per_row, k = baselines.shape[0], baselines.shape[1]
-    steps = len(alphas)
-    layer = net.layers[first]
-    rest = net.layers[first + 1 :]
-    X_d = np.asarray(X, dtype=dtype)
-    flat_b = np.asarray(baselines, dtype=dtype).reshape(per_row * k, *shape)
-    x_record: dict = {}
-    z_x = _prefix(net, X_d, first, backend, x_record)
-    z_b = _prefix(net, flat_b, first, backend)
-    z_shape = z_x.shape[1:]
-    z_features = int(np.prod(z_shape, dtype=np.int64))
-    z_x = z_x.reshape(n, z_features)
-    z_b = z_b.reshape(per_row * k, z_features)
-    a = np.asarray(alphas, dtype=dtype)
-    w = (np.asarray(weights, dtype=np.float64) / k).astype(dtype)
-    flat_x = np.asarray(X, dtype=np.float64).reshape(n, n_features)
-    flat_b64 = np.asarray(baselines, dtype=np.float64).reshape(per_row * k, n_features)
-    total = np.zeros((n, n_features), dtype=np.float64)
-    n_out = net.n_outputs
-    paths_per_block = max(1, chunk // steps)
-    steps_per_block = min(chunk, steps)
-    for p0 in range(0, n * k, paths_per_block):
-        path = np.arange(p0, min(p0 + paths_per_block, n * k))
-        row = path // k
-        base = path % k if per_row == 1 else path
-        zb, dz = z_b[base], z_x[row] - z_b[base]
-        G = np.zeros((len(path), z_features), dtype=np.float64)
-        for s0 in range(0, steps, steps_per_block):
-            s1 = min(s0 + steps_per_block, steps)
-            m = len(path) * (s1 - s0)
-            out = np.multiply(dz[:, None, :], a[None, s0:s1, None])
-            out += zb[:, None, :]
-            out = out.reshape(m, *z_shape)
-            records: list[dict] = [{} for _ in rest]
-            for later, record in zip(rest, records):
-                out = later.apply(out, backend, record)
-            seed = np.zeros((m, n_out), dtype=out.dtype)
-            seed[np.arange(m), np.repeat(target[row], s1 - s0)] = np.tile(w[s0:s1], len(path))
-            grad = seed.reshape(out.shape)
-            for later, record in zip(reversed(rest), reversed(records)):
-                grad = later.vjp(grad, backend, record, param_grads=False)[0]
-            G += grad.reshape(len(path), s1 - s0, z_features).sum(axis=1)
-            bar.update(1)
-        if type(layer) is Dense:  # its input gradient reads nothing from the forward pass
-            record = {}
-        elif len(path) == n:  # one block of one path per row: the rows' own forward pass
-            record = x_record
-        else:  # a convolution's record over as many rows (one more product per path)
-            record = {}
-            layer.apply(np.zeros((len(path), *layer.input_shape), dtype=dtype), backend, record)
-        g_in = _input_gradient(layer, G.astype(dtype).reshape(len(path), *z_shape), backend, record)
-        acc = np.asarray(g_in, dtype=np.float64).reshape(len(path), n_features)
-        acc *= flat_x[row] - flat_b64[base]
-        if k == 1:
-            total[row] += acc
-        else:
-            rows, starts = np.unique(row, return_index=True)
-            total[rows] += np.add.reduceat(acc, starts, axis=0)
-    return total.reshape(X.shape)
+    path = AffinePath(runner, first, X, baselines)
+    return path.integral(np.arange(len(X)), target, alphas, weights, chunk=chunk, bar=bar)

@@ -20,10 +20,12 @@ from xai_ig._affine import affine_path_integral, first_linear_layer
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",
+    "block_count",
     "PROGRESS_MIN_CHUNKS",
     "chunk_points",
     "gradient_rows",
     "path_integral",
+    "batch_bar",
 ]
 
 #: Input elements in one chunk by default (32 MiB of float64 per temporary).
@@ -41,7 +43,7 @@ def chunk_points(runner: ModelRunner, internal_batch_size: int | None, n_feature
     return max(1, min(runner.batch_size, MAX_CHUNK_ELEMENTS // max(1, n_features)))
 
 
-def _bar(n_chunks: int, progress: bool | None, desc: str) -> Bar:
+def batch_bar(n_chunks: int, progress: bool | None, desc: str) -> Bar:
     """A bar over ``n_chunks``, shown when ``progress`` is True, or None and the chunks are many
     (inside ``explain()`` it drives the bar over rows, :mod:`xai_core.progress`)."""
     return progress_bar(
@@ -51,6 +53,13 @@ def _bar(n_chunks: int, progress: bool | None, desc: str) -> Bar:
         unit="batch",
         long=n_chunks >= PROGRESS_MIN_CHUNKS,
     )
+
+
+def block_count(n_paths: int, steps: int, chunk: int) -> int:
+    """Backward passes :func:`path_integral` makes for ``n_paths`` paths of ``steps`` points."""
+    paths_per_block = max(1, chunk // steps)
+    steps_per_block = min(chunk, steps)
+    return math.ceil(n_paths / paths_per_block) * math.ceil(steps / steps_per_block)
 
 
 def gradient_rows(
@@ -76,7 +85,7 @@ def gradient_rows(
     n = len(X)
     out = np.empty(X.shape, dtype=np.float64)
     n_chunks = math.ceil(n / chunk)
-    with _bar(n_chunks, progress, desc) as bar:
+    with batch_bar(n_chunks, progress, desc) as bar:
         for start in range(0, n, chunk):
             stop = min(start + chunk, n)
             out[start:stop] = runner.gradient_validated(X[start:stop], target[start:stop])
@@ -134,7 +143,7 @@ def path_integral(
     step_blocks = range(0, steps, steps_per_block)
     linear = first_linear_layer(runner) if affine else None
     if linear is not None:
-        with _bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
+        with batch_bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
             return affine_path_integral(
                 runner, linear, X, target, baselines, alphas, weights, chunk=chunk, bar=bar
             )
@@ -144,7 +153,7 @@ def path_integral(
     flat_b = np.asarray(baselines, dtype=np.float64).reshape(per_row, k, n_features)
     scaled = np.asarray(weights, dtype=np.float64) / k
     total = np.zeros((n, n_features), dtype=np.float64)
-    with _bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
+    with batch_bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
         for first in path_blocks:
             path = np.arange(first, min(first + paths_per_block, n * k))
             row, which = path // k, path % k

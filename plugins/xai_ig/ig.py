@@ -8,9 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core import Explainer, Explanation, ModelRunner, XaiWarning
+from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Choice, Float, ImageShape, Int
+from xai_ig._affine import AffinePath, first_linear_layer
 from xai_ig._baselines import make_baselines, uniform_bounds
-from xai_ig._batching import chunk_points, path_integral
+from xai_ig._batching import batch_bar, block_count, chunk_points, path_integral
 from xai_ig._integration import RULES, integration_nodes
 from xai_ig.cost import MAX_STEPS, ig_cost, steps_note
 
@@ -206,15 +208,30 @@ class IntegratedGradients(Explainer):
         n_features = int(np.prod(X.shape[1:], dtype=np.int64))
         chunk = chunk_points(runner, self.internal_batch_size, n_features)
 
-        rows = np.arange(len(X))
-        f_x = np.asarray(runner.predict(X), dtype=np.float64)[rows, target]
-        f_b = baseline_outputs(runner, baselines, target)
+        # on the cpu backend an affine first layer is computed once at the rows and the
+        # baselines: the path integral and both ends of the path, f(x) and f(b), reuse it
+        first = first_linear_layer(runner)
+        affine = AffinePath(runner, first, X, baselines) if first is not None else None
+        if affine is not None:
+            f_x, f_b = affine.outputs(target, self.name, self.rows(len(X)))
+        else:
+            f_x = np.asarray(runner.predict_validated(X), dtype=np.float64)[
+                np.arange(len(X)), target
+            ]
+            f_b = baseline_outputs(runner, baselines, target)
         gap = f_x - f_b
         eps = np.finfo(X.dtype if X.dtype.kind == "f" else np.float32).eps
         scale = np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
 
         def integrate(steps: int, which: np.ndarray) -> np.ndarray:
             alphas, weights = integration_nodes(self.integration, steps)
+            desc = f"ig ({steps} steps)"
+            if affine is not None:
+                blocks = block_count(len(which) * baselines.shape[1], steps, chunk)
+                with batch_bar(blocks, self.progress, desc) as bar:
+                    return affine.integral(
+                        which, target[which], alphas, weights, chunk=chunk, bar=bar
+                    )
             per_row = baselines[which] if baselines.shape[0] > 1 else baselines
             return path_integral(
                 runner,
@@ -225,7 +242,8 @@ class IntegratedGradients(Explainer):
                 weights,
                 chunk=chunk,
                 progress=self.progress,
-                desc=f"ig ({steps} steps)",
+                desc=desc,
+                affine=False,
             )
 
         meta: dict[str, Any] = {
@@ -241,9 +259,17 @@ class IntegratedGradients(Explainer):
             meta.update(steps=steps_used, converged=converged, steps_trace=trace)
             meta["gradient_points"] = int(sum(t["steps"] * t["rows"] for t in trace) * k)
         else:
-            values = integrate(int(self.steps), rows)
+            values = integrate(int(self.steps), np.arange(len(X)))
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
+        if affine is not None:  # its path gradients did not pass through the runner's check
+            check_outputs(
+                values.reshape(len(X), -1),
+                self.name,
+                rows=self.rows(len(X)),
+                what="gradients",
+                label=f"method {self.name!r}",
+            )
         delta = values.reshape(len(X), -1).sum(axis=1) - gap
         meta["convergence_delta"] = delta
         meta["relative_convergence_delta"] = delta / scale
@@ -307,9 +333,8 @@ def baseline_outputs(runner: ModelRunner, baselines: np.ndarray, target: np.ndar
     ndarray of float64 of shape (n_samples,)
     """
     per_row, k = baselines.shape[:2]
-    preds = np.asarray(
-        runner.predict(baselines.reshape(per_row * k, *baselines.shape[2:])), dtype=np.float64
-    )
+    flat = baselines.reshape(per_row * k, *baselines.shape[2:])
+    preds = np.asarray(runner.predict_validated(flat), dtype=np.float64)
     preds = preds.reshape(per_row, k, -1)
     if per_row == 1:
         return preds[0][:, target].mean(axis=0)

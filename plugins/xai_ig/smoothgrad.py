@@ -9,7 +9,7 @@ import numpy as np
 
 from xai_core import Explainer, Explanation, ModelRunner
 from xai_core.attribution.options import Alias, Choice, Float, Int, TypeOf, resolve_options
-from xai_ig._batching import MAX_CHUNK_ELEMENTS, _bar
+from xai_ig._batching import MAX_CHUNK_ELEMENTS, batch_bar
 from xai_ig.gradients import GradientXInput, Saliency
 from xai_ig.ig import IntegratedGradients
 
@@ -145,7 +145,7 @@ class SmoothGrad(Explainer):
         values = np.empty((n, *shape), dtype=np.float64)
         base_values = np.empty(n, dtype=np.float64)
         per_sample: dict[str, list[np.ndarray]] = {}
-        with _bar(n_groups, self.progress if n_groups > 1 else False, self.name) as bar:
+        with batch_bar(n_groups, self.progress if n_groups > 1 else False, self.name) as bar:
             for start in range(0, n, group):
                 rows = slice(start, min(start + group, n))
                 g = rows.stop - rows.start

@@ -22,6 +22,7 @@ from xai_lime.image import (
     segmentation_function,
 )
 from xai_lime.runs import Run, lime_meta, model_outputs, run_seeds
+from xai_lime.shared import Neighbourhoods
 from xai_lime.surrogate import FEATURE_SELECTIONS, fit_surrogates
 from xai_lime.tabular import DISCRETIZERS, TabularSampler
 
@@ -29,6 +30,7 @@ __all__ = ["LimeExplainer"]
 
 MODES = ("auto", "tabular", "image")
 SOLVERS = ("batched", "lime")
+NEIGHBOURHOODS = ("shared", "per_row")
 #: Perturbed values held at once (rows x samples x features); bounds memory per block.
 _BLOCK_ELEMENTS = 2**22
 
@@ -90,6 +92,18 @@ class LimeExplainer(Explainer):
         the grid's s-by-s cells.
     hide_color : float, optional
         Images: value of a switched-off superpixel; default its mean colour (lime's).
+    neighbourhood : {"shared", "per_row"}, default="shared"
+        Tables: ``"shared"`` draws one neighbourhood per seed and gives it to every row
+        (each row keeps its own sample 0, its 1/0 "same bin" representation, distances
+        and weights), so the model sees ``n_samples - 1`` perturbed rows once instead of
+        once per row; ``"per_row"`` draws each row's own, as lime does. lime's perturbed
+        samples do not depend on the row (they are drawn from the training statistics;
+        only ``sample_around_instance`` without discretisation centres them on it, and
+        then each row gets its own whatever this says), so each row's explanation has
+        exactly lime's distribution either way. What sharing changes is between rows:
+        their explanations share one draw's sampling noise (two rows' weights err
+        together, and averaging weights over rows does not average that noise away).
+        ``meta["neighbourhood"]`` records what was used.
     solver : {"batched", "lime"}, default="batched"
         ``"batched"`` solves the surrogates of many rows at once in closed form (equal to
         ``LimeBase``'s up to rounding, for highest-weights or no feature selection);
@@ -139,6 +153,7 @@ class LimeExplainer(Explainer):
         "segmentation_params": TypeOf((Mapping,), "a dict"),
         "hide_color": Float(low=-np.inf, allow_none=True),
         "solver": Choice(SOLVERS),
+        "neighbourhood": Choice(NEIGHBOURHOODS),
         "stability_seeds": Int(0),
         "top_k": Int(1),
     }
@@ -170,6 +185,7 @@ class LimeExplainer(Explainer):
         segmentation_params: Mapping[str, Any] | None = None,
         hide_color: float | None = None,
         solver: str = "batched",
+        neighbourhood: str = "shared",
         seed: int | None = 0,
         stability_seeds: int = 0,
         top_k: int = 5,
@@ -191,6 +207,7 @@ class LimeExplainer(Explainer):
         self.segmentation_params = segmentation_params
         self.hide_color = hide_color
         self.solver = solver
+        self.neighbourhood = neighbourhood
         self.seed = seed
         self.stability_seeds = stability_seeds
         self.top_k = top_k
@@ -345,14 +362,19 @@ class LimeExplainer(Explainer):
         timings = {"sampling": 0.0, "model": 0.0, "surrogate": 0.0}
         global_rows = self.rows(n_rows)
 
+        neighbourhoods = Neighbourhoods(
+            sampler,
+            runner,
+            X,
+            target,
+            n_samples,
+            global_rows,
+            shared=self.neighbourhood == "shared",
+            timings=timings,
+        )
+
         def process(run_seed: int, block: np.ndarray):
-            t0 = time.perf_counter()
-            rngs = rngs_for_rows(run_seed, global_rows[block])
-            interp, inverse, distances = sampler.sample(rows[block], n_samples, rngs, X.dtype)
-            t1 = time.perf_counter()
-            model_in = inverse.reshape(-1, *X.shape[1:])
-            out = model_outputs(runner, model_in, block, target, n_samples)
-            del inverse
+            interp, out, distances = neighbourhoods(run_seed, block)
             t2 = time.perf_counter()
             fit = fit_surrogates(
                 interp,
@@ -364,8 +386,6 @@ class LimeExplainer(Explainer):
                 solver=self.solver,
                 random_state=np.random.RandomState(self.run_seed()),
             )
-            timings["sampling"] += t1 - t0
-            timings["model"] += t2 - t1
             timings["surrogate"] += time.perf_counter() - t2
             yield block, fit, out[:, 0]
 
@@ -376,6 +396,7 @@ class LimeExplainer(Explainer):
         values = np.stack(runs[0].coef).reshape(X.shape)
         meta = self._meta(runs, n_samples, kernel_width, "tabular", timings)
         meta["training_rows"] = len(training)
+        meta["neighbourhood"] = "shared" if neighbourhoods.shared else "per_row"
         meta.update(sampler.describe())
         return Explanation(values=values, base_values=runs[0].intercept, target=target, meta=meta)
 

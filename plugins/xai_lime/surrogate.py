@@ -143,11 +143,12 @@ def _fit_batched(
     gram = np.empty((n_rows, width, width))
     rhs = np.empty((n_rows, width))
     x_sum = np.empty((n_rows, width))
+    root = np.sqrt(w)
     for r in range(n_rows):
-        Xw = X[r] * w[r][:, None]
-        gram[r] = Xw.T @ X[r]
-        x_sum[r] = Xw.sum(axis=0)
-        rhs[r] = y[r] @ Xw
+        Xs = X[r] * root[r][:, None]
+        gram[r] = Xs.T @ Xs  # a symmetric rank-k update: half the products of Xw.T @ X
+        x_sum[r] = w[r] @ X[r]
+        rhs[r] = (y[r] * w[r]) @ X[r]
     x_mean = x_sum / sw[:, None]
     y_mean = np.einsum("rn,rn->r", w, y) / sw
     # centring: the Gram of the centred data is the raw weighted Gram less sw * mean mean^T

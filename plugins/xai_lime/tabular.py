@@ -340,21 +340,11 @@ class TabularSampler:
             same = idx == own
             # a drawn feature adds 1 to the squared distance where it differs from the row
             squared += len(self.drawn) - np.count_nonzero(same, axis=1)
-            flat = idx + self._offsets
             if len(self.drawn) == self.n_features:  # discretised: every feature drawn
                 interp[...] = same
-                if len(self.binned) == self.n_features:
-                    self._truncnorm(u, flat, rng, out=inverse)
-                else:
-                    inverse[...] = np.take(self._vals, flat)
             else:
                 interp[:, self.drawn] = same
-                inverse[:, self.drawn] = np.take(self._vals, flat)
-            if len(self.binned) and len(self.binned) < self.n_features:
-                pos = self._binned_pos
-                inverse[:, self.binned] = self._truncnorm(
-                    u[:, pos], idx[:, pos] + self._bin_offsets, rng
-                )
+            self._drawn_values(u, idx, rng, inverse)
         if len(self.continuous):
             z = rng.standard_normal((n, len(self.continuous)), dtype=draw)
             scale, mean = self.scale[self.continuous], self.mean[self.continuous]
@@ -365,6 +355,21 @@ class TabularSampler:
             squared += np.einsum("nf,nf->n", values, values)
             inverse[:, self.continuous] = z * scale + centre
         return squared
+
+    def _drawn_values(
+        self, u: np.ndarray, idx: np.ndarray, rng: np.random.Generator, inverse: np.ndarray
+    ) -> None:
+        """The values of the drawn features (bins' truncated normals, categories) into ``inverse``."""
+        flat = idx + self._offsets
+        if len(self.drawn) == self.n_features and len(self.binned) == self.n_features:
+            self._truncnorm(u, flat, rng, out=inverse)
+            return
+        inverse[:, self.drawn] = np.take(self._vals, flat)
+        if len(self.binned):
+            pos = self._binned_pos
+            inverse[:, self.binned] = self._truncnorm(
+                u[:, pos], idx[:, pos] + self._bin_offsets, rng
+            )
 
     def _truncnorm(
         self,

@@ -269,28 +269,26 @@ def run_permutation(
 
     fn, rows, bg = _game(model, X, background, groups)
     masker = shap.maskers.Independent(bg, max_samples=len(bg))
-    # shap draws from numpy's global generator: seed it per row, hold it (other threads
-    # share it) for the row, and leave it as it was
-    with _GLOBAL_RNG:  # shap's constructor seeds the global generator too
-        state = np.random.get_state()  # noqa: NPY002
-        explainer = shap.explainers.Permutation(fn, masker, seed=int(seeds[0]))
-        np.random.set_state(state)  # noqa: NPY002
     values, base_values = [], []
     long = len(seeds) * max_evals * len(bg) >= 2**24
     with progress_bar(
         len(seeds), progress=progress, desc="Permutation SHAP", unit="row", long=long
     ) as bar:
-        for i, row_seed in enumerate(seeds):
-            with _GLOBAL_RNG:
-                state = np.random.get_state()  # noqa: NPY002
-                try:
+        # shap draws from numpy's global generator (its constructor seeds it too): hold it
+        # (other threads share it) for the rows, seed it per row, and leave it as it was.
+        # Its state is saved and restored once per call, not per row (each costs ~30 us).
+        with _GLOBAL_RNG:
+            state = np.random.get_state()  # noqa: NPY002
+            try:
+                explainer = shap.explainers.Permutation(fn, masker, seed=int(seeds[0]))
+                for i, row_seed in enumerate(seeds):
                     np.random.seed(int(row_seed))  # noqa: NPY002
                     result = explainer(rows[i : i + 1], max_evals=max_evals, silent=True)
-                finally:
-                    np.random.set_state(state)  # noqa: NPY002
-            values.append(result.values)
-            base_values.append(np.reshape(result.base_values, (1, -1)))
-            bar.update(1)
+                    values.append(result.values)
+                    base_values.append(np.reshape(result.base_values, (1, -1)))
+                    bar.update(1)
+            finally:
+                np.random.set_state(state)  # noqa: NPY002
     return _as_outputs(np.concatenate(values), np.concatenate(base_values), len(X))
 
 

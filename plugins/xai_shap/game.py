@@ -52,12 +52,13 @@ class CountedModel:
     def __call__(self, flat: np.ndarray) -> np.ndarray:
         """Outputs of shape (n_rows, n_outputs), float64, for inputs of shape (n_rows, n_features)."""
         flat = np.asarray(flat)
-        if len(flat) == 0:
+        n = len(flat)
+        if n == 0:
             return np.zeros((0, self.n_outputs or 1))
-        out = self.runner.predict_validated(flat.reshape((len(flat), *self.input_shape)))
-        self.n_rows += len(flat)
+        out = self.runner.predict_validated(flat.reshape((n, *self.input_shape)))
+        self.n_rows += n
         self.n_outputs = out.shape[1]
-        return np.asarray(out, dtype=np.float64)
+        return out if out.dtype == np.float64 else out.astype(np.float64)
 
 
 class GroupGame:

@@ -153,15 +153,19 @@ def dense_macs(net: nn.Sequential) -> list[int]:
 
 
 def test_cpu_counts_the_products_of_the_affine_path():
-    """On cpu the first layer costs two forward products per row and one backward per path."""
+    """On cpu the first layer costs one forward product per row and baseline and one backward per path.
+
+    The outputs at the path's ends, f(x) and f(baseline), reuse those products: only the
+    later layers run again on them.
+    """
     net, n, steps = dense_net(), 4, 16
     X = np.random.default_rng(3).normal(size=(n, 12)).astype(np.float32)
     runner = xai.ModelRunner(net)
     xai.explain(runner, X, method="ig", steps=steps, target=0)
     first, *rest = dense_macs(net)
-    predicts = (n + 1) * (first + sum(rest))  # f(x) and f(baseline)
+    ends = (n + 1) * sum(rest)  # f(x) and f(baseline) from the first layer's outputs
     path = (n + 1) * first + n * steps * 2 * sum(rest) + n * first
-    assert runner.counters["macs"] == predicts + path
+    assert runner.counters["macs"] == ends + path
 
 
 def test_simulated_hardware_keeps_the_general_path():
@@ -179,3 +183,40 @@ def test_first_linear_layer_needs_no_nonlinearity_before_it():
     net = nn.Sequential([nn.Tanh(), nn.Dense(3), nn.Softmax()], input_shape=(4,))
     assert first_linear_layer(xai.ModelRunner(net)) is None
     assert first_linear_layer(xai.ModelRunner(conv_net())) == 1
+
+
+def tail_nets(dtype):
+    """Tails the fused pass computes: Tanh, ReLU, Sigmoid, Linear; with and without a softmax."""
+    yield dense_net(dtype)
+    layers = [nn.Dense(9), nn.Sigmoid(), nn.Dense(7), nn.Linear(), nn.ReLU(), nn.Dense(3)]
+    yield nn.Sequential(layers, input_shape=(12,), seed=6, dtype=dtype)
+    layers = [nn.Dense(9, use_bias=False), nn.ReLU(), nn.Dense(3, use_bias=False), nn.Softmax()]
+    yield nn.Sequential(layers, input_shape=(12,), seed=7, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_tail_equals_the_layers_own_passes(dtype):
+    """The fused later layers give the layers' own forward and backward passes to rounding,
+    and make the same matrix products (the same macs counted)."""
+    from xai_ig._affine import AffinePath
+
+    rng = np.random.default_rng(8)
+    alphas, weights = integration_nodes("gausslegendre", 16)
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    for net in tail_nets(dtype):
+        X = rng.normal(size=(5, 12)).astype(dtype)
+        b = rng.normal(size=(1, 2, 12)).astype(dtype)
+        target = rng.integers(0, 3, size=5)
+        out = []
+        for fuse in (True, False):
+            runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=dtype))
+            path = AffinePath(runner, 0, X, b, fuse=fuse)
+            assert (path.tail is not None) == fuse
+            bar = type("Bar", (), {"update": lambda self, n=1: None})()
+            values = path.integral(np.arange(5), target, alphas, weights, chunk=24, bar=bar)
+            out.append((values, path.outputs(target), runner.counters))
+        (fast, ends_fast, c_fast), (slow, ends_slow, c_slow) = out
+        np.testing.assert_allclose(fast, slow, rtol=0, atol=tol * np.abs(slow).max())
+        np.testing.assert_allclose(ends_fast, ends_slow, rtol=0, atol=tol)
+        assert c_fast["macs"] == c_slow["macs"] and c_fast["matmuls"] == c_slow["matmuls"]
+        assert c_fast["elementwise_ops"] > 0

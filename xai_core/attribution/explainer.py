@@ -8,6 +8,7 @@ in one call here or chunk by chunk (:mod:`xai_core.attribution.parallel`).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -35,6 +36,12 @@ CAPABILITIES = frozenset({"predict", "gradient", "activations"})
 AUTO_GRADIENT_METHOD = "ig"
 #: ... and this one for black boxes.
 AUTO_BLACK_BOX_METHOD = "shap"
+
+
+@functools.lru_cache(maxsize=256)
+def _init_parameters(init: Any) -> tuple[inspect.Parameter, ...]:
+    """The parameters of a constructor after ``self``, read once per constructor."""
+    return tuple(inspect.signature(init).parameters.values())[1:]
 
 
 class Explainer:
@@ -75,13 +82,13 @@ class Explainer:
     @classmethod
     def option_names(cls) -> list[str]:
         """The keyword arguments the constructor accepts."""
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        params = _init_parameters(cls.__init__)
         return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
         """The constructor's default of each option that has one."""
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        params = _init_parameters(cls.__init__)
         return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
     def get_options(self) -> dict[str, Any]:

@@ -4,7 +4,9 @@ A stochastic explainer never draws from one stream shared by all its rows: row `
 the caller's data (its global index, whatever chunk it travels in) gets the generator
 ``numpy.random.default_rng([seed, r, *salt])``. So the same seed gives the same values for
 a row whether the rows are explained in one call, in chunks of any size, on threads,
-processes or a Dask cluster. ``salt`` (non-zero integers) separates independent streams of
+processes or a Dask cluster. Draws that serve every row alike (one neighbourhood shared
+by all rows, say) come from ``[seed, SHARED_STREAM, *salt]``, a key no row has: every
+chunk draws the same. ``salt`` (non-zero integers) separates independent streams of
 one row (the noise and the baselines of SmoothGrad over integrated gradients, say).
 """
 
@@ -17,7 +19,10 @@ import numpy as np
 
 from xai_core.validation import check_int
 
-__all__ = ["draw_seed", "resolve_seed", "rngs_for_rows", "row_seeds"]
+__all__ = ["SHARED_STREAM", "draw_seed", "resolve_seed", "rngs_for_rows", "row_seeds", "shared_rng"]
+
+#: The key in place of a row index for draws shared by every row (no row index is this large).
+SHARED_STREAM = 2**64 - 1
 
 
 def draw_seed() -> int:
@@ -74,3 +79,12 @@ def row_seeds(seed: int, rows: Sequence[int] | np.ndarray, *salt: int) -> np.nda
         ],
         dtype=np.uint32,
     )
+
+
+def shared_rng(seed: int, *salt: int) -> np.random.Generator:
+    """The generator of draws shared by every row, from ``[seed, SHARED_STREAM, *salt]``.
+
+    Each chunk of rows that calls it with the run's seed gets the same stream, so what it
+    draws does not depend on how the rows are split.
+    """
+    return np.random.default_rng(_entropy(seed, SHARED_STREAM, salt))

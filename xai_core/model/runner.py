@@ -108,8 +108,12 @@ class ModelRunner:
     @property
     def input_dtype(self) -> np.dtype:
         """The dtype inputs are given to the model in: float64 on a float64 backend, else float32."""
-        wide = getattr(self.backend, "dtype", None) == np.float64
-        return np.dtype(np.float64 if wide else np.float32)
+        backend = self.backend
+        if getattr(self, "_dtype_of", None) is not backend:  # worked out once per backend
+            wide = getattr(backend, "dtype", None) == np.float64
+            self._input_dtype = np.dtype(np.float64 if wide else np.float32)
+            self._dtype_of = backend
+        return self._input_dtype
 
     def check_X(self, X: Any, name: str = "X") -> np.ndarray:
         """Validate ``X`` against the model's input shape; return a float array."""
@@ -161,9 +165,15 @@ class ModelRunner:
         ndarray of shape (n_samples, n_outputs)
         """
         X = np.asarray(X, dtype=self.input_dtype)
-        if len(X) <= self.batch_size:
-            return self.model.predict_checked(X, self.backend)
-        parts = [self.model.predict_checked(X[s], self.backend) for s in self._chunks(len(X))]
+        predict, backend = self.model.predict_checked, self.backend
+        if len(X) <= self.batch_size:  # one batch, as _batch runs it (called often: inlined)
+            backend.begin_batch(X)
+            out = predict(X, backend)
+            backend.end_batch(out)
+            return out
+        parts = [
+            self._batch(lambda x: predict(x, self.backend), X[s]) for s in self._chunks(len(X))
+        ]
         return np.concatenate(parts, axis=0)
 
     def gradient(self, X: Any, target: Any) -> np.ndarray:
@@ -211,7 +221,10 @@ class ModelRunner:
         self.require("gradient")
         X = np.asarray(X, dtype=self.input_dtype)
         parts = [
-            self.model.gradient(X[s], target[s], backend=self.backend) for s in self._chunks(len(X))
+            self._batch(
+                lambda x, t=target[s]: self.model.gradient(x, t, backend=self.backend), X[s]
+            )
+            for s in self._chunks(len(X))
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 

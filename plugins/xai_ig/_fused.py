@@ -1,0 +1,154 @@
+"""The later layers of a multilayer perceptron at many path points: forward and backward, fused.
+
+After an affine first layer (:mod:`xai_ig._affine`) what is left of integrated gradients
+is, per block of path points, the later layers forward and the gradient of one weighted
+output back to the first layer's output. For the common tail of Dense layers and
+elementwise activations, ending in a softmax or not, :class:`FusedTail` does that with
+each activation applied in place on the product that feeds it, the derivative taken from
+the activation's output (``relu'(x) = [y > 0]``, ``tanh' = 1 - y**2``, ``sigmoid' = y (1 -
+y)``), and the softmax's vector-Jacobian product for a one-hot seed in closed form, ``w
+p_t (e_t - p)``. It computes the same quantities as the layers' own ``apply`` and ``vjp``
+to floating-point rounding, in the backend's dtype; every matrix product goes through the
+backend (computed and counted by it) and the elementwise work it does is counted, in one
+sum per pass. It is used only on the reference ``cpu`` backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import expit
+
+from xai_core.backends.cpu import CPUBackend
+from xai_core.nn import Dense, Layer, Linear, ReLU, Sigmoid, Softmax, Tanh
+
+__all__ = ["FusedTail", "fusable"]
+
+#: Layers the fused tail computes (a Softmax only as the last).
+_KINDS = (Dense, ReLU, Tanh, Sigmoid, Linear)
+
+
+def fusable(layers: Sequence[Layer], z_shape: tuple[int, ...]) -> bool:
+    """Whether :class:`FusedTail` computes ``layers`` on flat inputs of shape ``z_shape``."""
+    if len(z_shape) != 1 or not layers:
+        return False
+    body = layers[:-1] if type(layers[-1]) is Softmax else layers
+    return all(type(layer) in _KINDS for layer in body)
+
+
+class FusedTail:
+    """Dense layers and elementwise activations (optionally a final softmax), forward and back.
+
+    Parameters
+    ----------
+    layers : sequence of Layer
+        Accepted by :func:`fusable`.
+    backend : CPUBackend
+    """
+
+    def __init__(self, layers: Sequence[Layer], backend: CPUBackend) -> None:
+        self.backend = backend
+        self.softmax = type(layers[-1]) is Softmax
+        self.body = [
+            layer
+            for layer in (layers[:-1] if self.softmax else layers)
+            if type(layer) is not Linear
+        ]
+        dtype = backend.dtype
+        self._weights = {
+            id(layer): (
+                np.asarray(layer.weight, dtype=dtype),
+                np.ascontiguousarray(np.asarray(layer.weight, dtype=dtype).T),
+                np.asarray(layer.bias, dtype=dtype) if layer.use_bias else None,
+            )
+            for layer in self.body
+            if type(layer) is Dense
+        }
+
+    def _count(self, n_in: int, n_out: int, ops: int) -> None:
+        """Note elementwise work (elements read, written, operations), counted once per pass."""
+        self._pending[0] += n_in
+        self._pending[1] += n_out
+        self._pending[2] += ops
+
+    def input_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """``sum`` of ``weight * d out[target] / d z`` per point, for points ``z`` of shape (m, z_features).
+
+        Parameters
+        ----------
+        z : ndarray of the backend's dtype, shape (m, z_features)
+            The first layer's outputs at the path points; overwritten.
+        target : ndarray of int of shape (m,)
+            The output explained at each point.
+        weight : ndarray of the backend's dtype, shape (m,)
+            The quadrature weight of each point (the backward pass's seed).
+
+        Returns
+        -------
+        ndarray of the backend's dtype, shape (m, z_features)
+        """
+        backend = self.backend
+        self._pending = [0, 0, 0]
+        saved: list[tuple[Layer, np.ndarray]] = []
+        out = z
+        for layer in self.body:
+            kind = type(layer)
+            if kind is Dense:
+                w, _, b = self._weights[id(layer)]
+                out = backend.matmul(out, w)
+                if b is not None:
+                    out += b
+                    self._count(out.size + b.size, out.size, out.size)
+                continue
+            if kind is ReLU:
+                np.maximum(out, out.dtype.type(0), out=out)
+                self._count(out.size, out.size, out.size * layer.ops)
+            elif kind is Tanh:
+                np.tanh(out, out=out)
+                self._count(out.size, out.size, out.size * 4)
+            else:  # Sigmoid
+                expit(out, out=out)
+                self._count(out.size, out.size, out.size * 4)
+            saved.append((layer, out))
+        m = len(out)
+        rows = np.arange(m)
+        if self.softmax:
+            # p = softmax(out); the seed weight * e_target gives weight * p_t * (e_t - p)
+            # row maxima and sums over a short last axis: along the transposed copy (a
+            # contiguous reduction) and as a product with ones, far faster than axis=1
+            out -= np.ascontiguousarray(out.T).max(axis=0)[:, None]
+            self._count(out.size, m, out.size)  # the row maxima
+            self._count(out.size + m, out.size, out.size)  # less the maxima
+            np.exp(out, out=out)
+            self._count(out.size, out.size, 4 * out.size)
+            out /= (out @ np.ones(out.shape[1], dtype=out.dtype))[:, None]
+            self._count(out.size, m, out.size)  # the row sums
+            self._count(out.size + m, out.size, out.size)  # divided by them
+            scaled = out[rows, target] * weight
+            grad = out
+            grad *= -scaled[:, None]
+            grad[rows, target] += scaled
+            self._count(out.size + m, out.size, out.size + m)
+        else:
+            grad = np.zeros_like(out)
+            grad[rows, target] = weight
+        for layer in reversed(self.body):
+            kind = type(layer)
+            if kind is Dense:
+                grad = backend.matmul(grad, self._weights[id(layer)][1])
+                continue
+            _, y = saved.pop()
+            if kind is ReLU:
+                np.multiply(grad, y > 0, out=grad)
+                self._count(2 * grad.size, grad.size, 2 * grad.size)
+            elif kind is Tanh:
+                np.multiply(y, y, out=y)
+                np.subtract(1, y, out=y)
+                grad *= y
+                self._count(2 * grad.size, grad.size, 3 * grad.size)
+            else:  # Sigmoid
+                grad *= y * (1 - y)
+                self._count(2 * grad.size, grad.size, 3 * grad.size)
+        backend._count_vector(*self._pending)
+        return grad
