@@ -70,23 +70,26 @@ class ReplayResult:
 
 
 def _set_lookup(pre: np.ndarray, eps: int):
-    """The sets holding each address of the prefetch order.
+    """The sets holding each address of the prefetch order, as rows of distinct set lists.
 
-    Returns (base, index, table): address ``x`` is held by the sets
-    ``table[index[x - base]]`` (a row padded with its first set; equal rows share an index).
+    Returns (base, index, table): address ``x`` is held by the sets ``table[index[x - base]]``
+    (a row padded with its first set; addresses held by the same sets share a row), or
+    ``table`` is None when every address is held once and ``index[x - base]`` is its set.
     """
     pre = pre[pre != -1]
-    set_of = (np.arange(len(pre)) // eps).astype(np.int32)
+    n = len(pre)
+    set_of = np.arange(n, dtype=np.int32) // eps
     base = int(pre.min())
     index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
     index[pre - base] = set_of
-    if (index >= 0).sum() == len(pre):  # every address once: its own set
-        return base, index, np.arange(int(set_of[-1]) + 1, dtype=np.int32)[:, None]
-    order = np.argsort(pre, kind="stable")  # sets ascending within an address
-    addr, sets = pre[order], set_of[order]
-    keep = np.ones(len(addr), bool)
-    keep[1:] = (addr[1:] != addr[:-1]) | (sets[1:] != sets[:-1])
-    addr, sets = addr[keep], sets[keep]
+    if (index >= 0).sum() == n:  # every address once: its own set
+        return base, index, None
+    n_sets = int(set_of[-1]) + 1
+    # (address, set) pairs, sorted and distinct, from one sort of a combined key
+    key = np.sort((pre - base).astype(np.int64) * n_sets + set_of)
+    key = key[np.r_[True, key[1:] != key[:-1]]]
+    addr = key // n_sets
+    sets = (key - addr * n_sets).astype(np.int32)
     first = np.ones(len(addr), bool)
     first[1:] = addr[1:] != addr[:-1]
     starts = np.flatnonzero(first)
@@ -94,16 +97,28 @@ def _set_lookup(pre: np.ndarray, eps: int):
     rank = np.arange(len(addr)) - starts[group]
     table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
     table[group, rank] = sets
-    index[addr[starts] - base] = np.arange(len(starts), dtype=np.int32)
-    return base, index, table
+    # addresses with equal set lists share a row: candidates by a hash, checked exactly
+    mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
+    _, rep, inv = np.unique((table * mix).sum(axis=1), return_index=True, return_inverse=True)
+    if (table[rep[inv]] == table).all():
+        table, row_of = table[rep], inv.reshape(-1).astype(np.int32)
+    else:  # a hash collision: one row per address
+        row_of = np.arange(len(starts), dtype=np.int32)
+    index[addr[starts]] = row_of
+    return base, index, table.astype(_unsigned(n_sets))
 
 
-def _tile_streams(tiles, kind, prefix, lookup):
-    """Each tile's demands in SCALE-Sim's order, runs of equal sets merged.
+def _unsigned(n_sets: int):
+    """The unsigned dtype for set numbers: ``s - w`` wraps past zero to a large value."""
+    return np.uint16 if n_sets <= 1 << 15 else np.uint32
 
-    Returns (sets (n, width), row in the fold (n,), start of each tile's run (U + 1,)).
+
+def _tile_streams(tiles, kind, prefix, index_base):
+    """Each tile's demands in SCALE-Sim's order, runs of demands with equal sets merged.
+
+    Returns (set row per demand (n,), row in the fold (n,), start of each tile's run (U + 1,)).
     """
-    base, index, table = lookup
+    base, index = index_base
     u, h, w = tiles.shape
     if kind == "skew":  # demand row prefix + r + c, columns left to right
         order = antidiagonal_order(h, w)
@@ -116,16 +131,9 @@ def _tile_streams(tiles, kind, prefix, lookup):
     row = index[flat[idx] - base]
     tile_of = idx // (h * w)
     keep = np.ones(len(idx), bool)
-    if table.shape[1] == 1:
-        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (table[row[1:], 0] != table[row[:-1], 0])
-    else:  # equal set rows: candidates by a hash of the row, then compared exactly
-        mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
-        tag = (table.astype(np.int64) * mix).sum(axis=1)[row]
-        same = np.flatnonzero((tile_of[1:] == tile_of[:-1]) & (tag[1:] == tag[:-1])) + 1
-        eq = (table[row[same]] == table[row[same - 1]]).all(axis=1)
-        keep[same[eq]] = False
+    keep[1:] = (tile_of[1:] != tile_of[:-1]) | (row[1:] != row[:-1])
     rows = out_row[idx[keep] % (h * w)]
-    return table[row[keep]], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
+    return row[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
 
 
 def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
@@ -142,8 +150,11 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     p = min(math.ceil((size - active) / eps), n_sets - a)
     if a >= n_sets:
         return [], []
-    sets, rows, starts = _tile_streams(tiles, kind, prefix, _set_lookup(pre, eps))
-    set_list = sets[:, 0].tolist() if sets.shape[1] == 1 else None
+    base, index, table = _set_lookup(pre, eps)
+    stream, rows, starts = _tile_streams(tiles, kind, prefix, (base, index))
+    set_list = stream.tolist() if table is None else None
+    if table is None:
+        stream = stream.astype(_unsigned(n_sets))
     row_list = rows.tolist()
     bounds = starts.tolist()
     memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
@@ -158,7 +169,7 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
             if set_list is not None and hi - lo <= 512:
                 hit = _walk(set_list, row_list, lo, hi, w, n_sets, a, p)
             else:
-                hit = _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p)
+                hit = _walk_blocks(table, stream, row_list, lo, hi, w, n_sets, a, p)
             memo[key] = hit
         rel, counts, w = hit
         base = f * per_fold
@@ -191,25 +202,28 @@ def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
     return rel, counts, w
 
 
-def _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p):
-    """:func:`_walk` for long streams or several sets per address: a vectorised hit test
-    over blocks of demands, a scalar walk at each miss."""
+def _walk_blocks(table, stream, row_list, lo, hi, w, n_sets, a, p):
+    """:func:`_walk` for long streams or several sets per address (demand ``i`` is held by
+    the sets ``table[stream[i]]``, or by the set ``stream[i]`` when ``table`` is None): a
+    vectorised hit test over blocks of demands, a scalar walk at each miss."""
     rel: list[int] = []
     counts: list[int] = []
-    t, block = lo, 64
+    t, block = lo, _FIRST_BLOCK
     while t < hi:
         stop = min(hi, t + block)
-        blk = sets[t:stop]
-        if w + a <= n_sets:
-            hit = ((blk >= w) & (blk < w + a)).any(axis=1)
+        blk = stream[t:stop] if table is None else table[stream[t:stop]]
+        if w + a <= n_sets:  # unsigned: a set below w wraps to a large difference
+            d = blk - blk.dtype.type(w)
+            hit = (d if table is None else d.min(axis=1)) < a
         else:
-            hit = ((blk >= w) | (blk < w + a - n_sets)).any(axis=1)
+            hit = (blk >= w) | (blk < w + a - n_sets)
+            hit = hit if table is None else hit.any(axis=1)
         first = int(hit.argmin())
         if hit[first]:
-            t, block = stop, min(block * 4, 1 << 15)
+            t, block = stop, min(block * 8, 1 << 16)
             continue
         t += first
-        mine = sets[t].tolist()
+        mine = [int(stream[t])] if table is None else table[stream[t]].tolist()
         k = 0
         while not any((x - w) % n_sets < a for x in mine):
             w = (w + p) % n_sets
@@ -220,8 +234,11 @@ def _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p):
         else:
             rel.append(r)
             counts.append(k)
-        t, block = t + 1, 64
+        t, block = t + 1, _FIRST_BLOCK
     return rel, counts, w
+
+
+_FIRST_BLOCK = 256
 
 
 def _read_stall(cycle: int, done: int, count: int, step: int) -> int:
