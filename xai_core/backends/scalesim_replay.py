@@ -72,8 +72,8 @@ class ReplayResult:
 def _set_lookup(pre: np.ndarray, eps: int):
     """The sets holding each address of the prefetch order, as rows of distinct set lists.
 
-    Returns (base, index, table): address ``x`` is held by the sets ``table[index[x - base]]``
-    (a row padded with its first set; addresses held by the same sets share a row), or
+    Returns (base, index, table): address ``x`` is held by the sets ``table[:, index[x - base]]``
+    (a column padded with its first set; addresses held by the same sets share a column), or
     ``table`` is None when every address is held once and ``index[x - base]`` is its set.
     """
     pre = pre[pre != -1]
@@ -105,7 +105,7 @@ def _set_lookup(pre: np.ndarray, eps: int):
     else:  # a hash collision: one row per address
         row_of = np.arange(len(starts), dtype=np.int32)
     index[addr[starts]] = row_of
-    return base, index, table.astype(_unsigned(n_sets))
+    return base, index, np.ascontiguousarray(table.T, dtype=_unsigned(n_sets))
 
 
 def _unsigned(n_sets: int):
@@ -116,7 +116,8 @@ def _unsigned(n_sets: int):
 def _tile_streams(tiles, kind, prefix, index_base):
     """Each tile's demands in SCALE-Sim's order, runs of demands with equal sets merged.
 
-    Returns (set row per demand (n,), row in the fold (n,), start of each tile's run (U + 1,)).
+    Returns (set row per demand (n,), row in the fold (n,), start of each tile's run (U + 1,),
+    the demand's place in the tiles laid end to end (n,)).
     """
     base, index = index_base
     u, h, w = tiles.shape
@@ -133,7 +134,7 @@ def _tile_streams(tiles, kind, prefix, index_base):
     keep = np.ones(len(idx), bool)
     keep[1:] = (tile_of[1:] != tile_of[:-1]) | (row[1:] != row[:-1])
     rows = out_row[idx[keep] % (h * w)]
-    return row[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
+    return row[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1)), idx[keep]
 
 
 def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
@@ -151,10 +152,19 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     if a >= n_sets:
         return [], []
     base, index, table = _set_lookup(pre, eps)
-    stream, rows, starts = _tile_streams(tiles, kind, prefix, (base, index))
+    stream, rows, starts, place = _tile_streams(tiles, kind, prefix, (base, index))
     set_list = stream.tolist() if table is None else None
     if table is None:
-        stream = stream.astype(_unsigned(n_sets))
+        hint = stream.astype(_unsigned(n_sets))
+    else:  # the demand's set nearest its place: the tiles are prefetched about in order
+        est = (place // eps).astype(np.int32)
+        hint = table[0, stream]
+        gap = np.abs(hint.astype(np.int32) - est)
+        for held in table[1:]:
+            held = held[stream]
+            g = np.abs(held.astype(np.int32) - est)
+            hint = np.where(g < gap, held, hint)
+            gap = np.minimum(gap, g)
     row_list = rows.tolist()
     bounds = starts.tolist()
     memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
@@ -169,7 +179,7 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
             if set_list is not None and hi - lo <= 512:
                 hit = _walk(set_list, row_list, lo, hi, w, n_sets, a, p)
             else:
-                hit = _walk_blocks(table, stream, row_list, lo, hi, w, n_sets, a, p)
+                hit = _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p)
             memo[key] = hit
         rel, counts, w = hit
         base = f * per_fold
@@ -189,10 +199,8 @@ def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
         s = set_list[i]
         if (s - w) % n_sets < a:
             continue
-        k = 0
-        while (s - w) % n_sets >= a:
-            w = (w + p) % n_sets
-            k += 1
+        k = ((s - w) % n_sets - a) // p + 1
+        w = (w + k * p) % n_sets
         r = row_list[i]
         if rel and rel[-1] == r:
             counts[-1] += k
@@ -202,32 +210,49 @@ def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
     return rel, counts, w
 
 
-def _walk_blocks(table, stream, row_list, lo, hi, w, n_sets, a, p):
-    """:func:`_walk` for long streams or several sets per address (demand ``i`` is held by
-    the sets ``table[stream[i]]``, or by the set ``stream[i]`` when ``table`` is None): a
-    vectorised hit test over blocks of demands, a scalar walk at each miss."""
+def _steps(sets: list[int], w: int, n_sets: int, a: int, p: int) -> int:
+    """Prefetches (window advances of ``p <= a`` sets) until one of ``sets``, none in the
+    window of ``a`` sets from ``w``, is in it: the window never steps over a set."""
+    return min(((x - w) % n_sets - a) // p for x in sets) + 1
+
+
+def _in_window(sets: np.ndarray, w: int, a: int, n_sets: int) -> np.ndarray:
+    """Which of ``sets`` (unsigned) lie in the window of ``a`` sets from ``w`` (circular)."""
+    if w + a <= n_sets:  # unsigned: a set below w wraps to a large difference
+        return (sets - sets.dtype.type(w)) < a
+    return (sets >= w) | (sets < w + a - n_sets)
+
+
+def _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p):
+    """:func:`_walk` for long streams or several sets per address: a vectorised hit test
+    over blocks of demands, a scalar walk at each miss.
+
+    Demand ``i`` is held by the set ``hint[i]`` and, when ``table`` is not None, by the
+    sets ``table[:, stream[i]]`` (``hint[i]`` among them): a demand whose hint is in the
+    window is a hit, the others are tested on all their sets.
+    """
     rel: list[int] = []
     counts: list[int] = []
     t, block = lo, _FIRST_BLOCK
     while t < hi:
         stop = min(hi, t + block)
-        blk = stream[t:stop] if table is None else table[stream[t:stop]]
-        if w + a <= n_sets:  # unsigned: a set below w wraps to a large difference
-            d = blk - blk.dtype.type(w)
-            hit = (d if table is None else d.min(axis=1)) < a
-        else:
-            hit = (blk >= w) | (blk < w + a - n_sets)
-            hit = hit if table is None else hit.any(axis=1)
+        hit = _in_window(hint[t:stop], w, a, n_sets)
         first = int(hit.argmin())
-        if hit[first]:
+        if not hit[first]:
+            if table is not None:
+                cand = np.flatnonzero(~hit[first:]) + (t + first)
+                held = np.logical_or.reduce(_in_window(table[:, stream[cand]], w, a, n_sets))
+                j = int(held.argmin())
+                first = -1 if held[j] else int(cand[j]) - t
+        else:
+            first = -1
+        if first < 0:
             t, block = stop, min(block * 8, 1 << 16)
             continue
         t += first
-        mine = [int(stream[t])] if table is None else table[stream[t]].tolist()
-        k = 0
-        while not any((x - w) % n_sets < a for x in mine):
-            w = (w + p) % n_sets
-            k += 1
+        mine = [int(hint[t])] if table is None else table[:, stream[t]].tolist()
+        k = _steps(mine, w, n_sets, a, p)
+        w = (w + k * p) % n_sets
         r = row_list[t]
         if rel and rel[-1] == r:
             counts[-1] += k
