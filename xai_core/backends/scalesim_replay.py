@@ -127,7 +127,15 @@ def _tile_streams(tiles, kind, prefix, index_base):
     else:  # demand row h - 1 - r
         order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
         out_row = h - 1 - order // w
-    flat = tiles.reshape(u, h * w)[:, order].ravel()
+    flat = tiles.reshape(u, h * w)[:, order]
+    if flat.min() >= 0:  # no padding: runs found tile by tile, no per-demand bookkeeping
+        row = index[flat - base]
+        keep = np.ones(row.shape, bool)
+        keep[:, 1:] = row[:, 1:] != row[:, :-1]
+        tile_of, k = np.nonzero(keep)
+        starts = np.searchsorted(tile_of, np.arange(u + 1))
+        return row[tile_of, k], out_row[k], starts, tile_of * (h * w) + k
+    flat = flat.ravel()
     idx = np.flatnonzero(flat != -1)
     row = index[flat[idx] - base]
     tile_of = idx // (h * w)
