@@ -11,7 +11,10 @@ where something happens:
   (circularly); a demanded address in none of them makes the window advance by
   ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
   triggers how many prefetches does not depend on time, so it is found first, in blocks
-  (a vectorised hit test per block, a scalar walk only at a miss). Prefetch ``k`` ends at
+  (a vectorised hit test per block, first on each demand's set nearest its place in the
+  prefetch order, then on all its sets where that one is outside the window; at a miss the
+  number of prefetches in closed form, the window never stepping over a set since
+  ``p <= a``). Prefetch ``k`` ends at
   cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
   SCALE-Sim's own offset rule (``offset += d`` and again ``+= d`` when ``d > 0``).
 - **Write SRAM** (ofmap). Elements fill the buffer; once fewer than ``ceil(S/2)`` words are
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xai_core.backends.scalesim_orders import antidiagonal_order, orders
+from xai_core.backends.scalesim_orders import orders, set_lookup, tile_streams, unsigned_for
 from xai_core.errors import ValidationError
 
 __all__ = ["ReplayResult", "replay"]
@@ -69,82 +72,6 @@ class ReplayResult:
 # -- read buffer: which demands trigger prefetches ---------------------------------------
 
 
-def _set_lookup(pre: np.ndarray, eps: int):
-    """The sets holding each address of the prefetch order, as rows of distinct set lists.
-
-    Returns (base, index, table): address ``x`` is held by the sets ``table[:, index[x - base]]``
-    (a column padded with its first set; addresses held by the same sets share a column), or
-    ``table`` is None when every address is held once and ``index[x - base]`` is its set.
-    """
-    pre = pre[pre != -1]
-    n = len(pre)
-    set_of = np.arange(n, dtype=np.int32) // eps
-    base = int(pre.min())
-    index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
-    index[pre - base] = set_of
-    if (index >= 0).sum() == n:  # every address once: its own set
-        return base, index, None
-    n_sets = int(set_of[-1]) + 1
-    # (address, set) pairs, sorted and distinct, from one sort of a combined key
-    key = np.sort((pre - base).astype(np.int64) * n_sets + set_of)
-    key = key[np.r_[True, key[1:] != key[:-1]]]
-    addr = key // n_sets
-    sets = (key - addr * n_sets).astype(np.int32)
-    first = np.ones(len(addr), bool)
-    first[1:] = addr[1:] != addr[:-1]
-    starts = np.flatnonzero(first)
-    group = np.cumsum(first) - 1
-    rank = np.arange(len(addr)) - starts[group]
-    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
-    table[group, rank] = sets
-    # addresses with equal set lists share a row: candidates by a hash, checked exactly
-    mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
-    _, rep, inv = np.unique((table * mix).sum(axis=1), return_index=True, return_inverse=True)
-    if (table[rep[inv]] == table).all():
-        table, row_of = table[rep], inv.reshape(-1).astype(np.int32)
-    else:  # a hash collision: one row per address
-        row_of = np.arange(len(starts), dtype=np.int32)
-    index[addr[starts]] = row_of
-    return base, index, np.ascontiguousarray(table.T, dtype=_unsigned(n_sets))
-
-
-def _unsigned(n_sets: int):
-    """The unsigned dtype for set numbers: ``s - w`` wraps past zero to a large value."""
-    return np.uint16 if n_sets <= 1 << 15 else np.uint32
-
-
-def _tile_streams(tiles, kind, prefix, index_base):
-    """Each tile's demands in SCALE-Sim's order, runs of demands with equal sets merged.
-
-    Returns (set row per demand (n,), row in the fold (n,), start of each tile's run (U + 1,),
-    the demand's place in the tiles laid end to end (n,)).
-    """
-    base, index = index_base
-    u, h, w = tiles.shape
-    if kind == "skew":  # demand row prefix + r + c, columns left to right
-        order = antidiagonal_order(h, w)
-        out_row = prefix + order // w + order % w
-    else:  # demand row h - 1 - r
-        order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
-        out_row = h - 1 - order // w
-    flat = tiles.reshape(u, h * w)[:, order]
-    if flat.min() >= 0:  # no padding: runs found tile by tile, no per-demand bookkeeping
-        row = index[flat - base]
-        keep = np.ones(row.shape, bool)
-        keep[:, 1:] = row[:, 1:] != row[:, :-1]
-        tile_of, k = np.nonzero(keep)
-        starts = np.searchsorted(tile_of, np.arange(u + 1))
-        return row[tile_of, k], out_row[k], starts, tile_of * (h * w) + k
-    flat = flat.ravel()
-    idx = np.flatnonzero(flat != -1)
-    row = index[flat[idx] - base]
-    tile_of = idx // (h * w)
-    keep = np.ones(len(idx), bool)
-    keep[1:] = (tile_of[1:] != tile_of[:-1]) | (row[1:] != row[:-1])
-    rows = out_row[idx[keep] % (h * w)]
-    return row[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1)), idx[keep]
-
-
 def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
 
@@ -159,11 +86,11 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     p = min(math.ceil((size - active) / eps), n_sets - a)
     if a >= n_sets:
         return [], []
-    base, index, table = _set_lookup(pre, eps)
-    stream, rows, starts, place = _tile_streams(tiles, kind, prefix, (base, index))
+    base, index, table = set_lookup(pre, eps)
+    stream, rows, starts, place = tile_streams(tiles, kind, prefix, (base, index))
     set_list = stream.tolist() if table is None else None
     if table is None:
-        hint = stream.astype(_unsigned(n_sets))
+        hint = stream.astype(unsigned_for(n_sets))
     else:  # the demand's set nearest its place: the tiles are prefetched about in order
         est = (place // eps).astype(np.int32)
         hint = table[0, stream]
