@@ -45,8 +45,11 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int,
 
 def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -> np.ndarray:
     """``mat`` padded with -1 and cut into (rf, cf, tile_rows, tile_cols) tiles."""
-    pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=mat.dtype)
-    pad[: mat.shape[0], : mat.shape[1]] = mat
+    if mat.shape == (rf * tile_rows, cf * tile_cols):
+        pad = mat
+    else:
+        pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=mat.dtype)
+        pad[: mat.shape[0], : mat.shape[1]] = mat
     return pad.reshape(rf, tile_rows, cf, tile_cols).transpose(0, 2, 1, 3)
 
 
@@ -56,9 +59,13 @@ def antidiagonal_order(h: int, w: int) -> np.ndarray:
     top = np.minimum(d, h - 1)
     length = top - np.maximum(0, d - w + 1) + 1
     start = np.cumsum(length, dtype=np.int32) - length
-    # position in the order minus its diagonal's start is (top - r): r = top - offset
-    r = np.repeat(top + start, length) - np.arange(h * w, dtype=np.int32)
-    return r * (w - 1) + np.repeat(d, length)
+    # position in the order minus its diagonal's start is (top - r): r = top - offset;
+    # flat index r * w + c = r * (w - 1) + d, built in place (few large temporaries)
+    out = np.repeat(top + start, length)
+    out -= np.arange(h * w, dtype=np.int32)
+    out *= w - 1
+    out += np.repeat(d, length)
+    return out
 
 
 def _diagonal(mat: np.ndarray) -> np.ndarray:
@@ -136,9 +143,11 @@ def set_lookup(pre: np.ndarray, eps: int):
     (a column padded with its first set; addresses held by the same sets share a column), or
     ``table`` is None when every address is held once and ``index[x - base]`` is its set.
     """
-    pre = pre[pre != -1]
+    if pre.min() < 0:
+        pre = pre[pre != -1]
     n = len(pre)
-    set_of = np.arange(n, dtype=np.int32) // eps
+    set_of = np.arange(n, dtype=np.int32)
+    set_of //= eps
     base = int(pre.min())
     index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
     index[pre - base] = set_of
@@ -189,7 +198,7 @@ def tile_streams(tiles, kind, prefix, index_base):
         out_row = h - 1 - order // w
     flat = tiles.reshape(u, h * w)[:, order]
     if flat.min() >= 0:  # no padding: runs found tile by tile, no per-demand bookkeeping
-        row = index[flat - base]
+        row = index[np.subtract(flat, base, out=flat)]
         keep = np.ones(row.shape, bool)
         keep[:, 1:] = row[:, 1:] != row[:, :-1]
         tile_of, k = np.nonzero(keep)
