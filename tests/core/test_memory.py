@@ -368,3 +368,27 @@ def test_layer_report_sums_to_the_backend_counters():
     assert c["energy_mac_j"] == pytest.approx(macs_j)
     dram = c["energy_dram_j"] + c["energy_sram_j"] + c["energy_mac_j"]
     assert report["energy_j"].sum() == pytest.approx(dram)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sets_per_address_and_demand_runs_follow_their_definition(seed):
+    """Each address's sets are the positions it holds in the prefetch order // set size,
+    and a tile's demand runs are its demands with runs of equal set lists merged."""
+    from xai_core.backends.scalesim_orders import set_lookup, tile_streams
+
+    rng = np.random.default_rng(seed)
+    tiles = rng.integers(-1, 40, size=(3, 6, 5)).astype(np.int32)  # repeats and padding
+    tiles[0, 0, 0] = 41  # an address held once
+    pre = tiles.reshape(-1)[rng.permutation(tiles.size)]
+    eps = 4
+    base, index, table = set_lookup(pre, eps)
+    kept = pre[pre != -1]
+    sets_of = {int(x): set((np.flatnonzero(kept == x) // eps).tolist()) for x in np.unique(kept)}
+    for x, want in sets_of.items():
+        assert set(table[:, index[x - base]].tolist()) == want
+    stream, rows, starts, place = tile_streams(tiles, "flip", 0, (base, index))
+    for u in range(3):
+        demands = [int(x) for x in tiles[u][::-1].reshape(-1) if x != -1]  # rows upside down
+        runs = [d for i, d in enumerate(demands) if i == 0 or sets_of[d] != sets_of[demands[i - 1]]]
+        got = stream[starts[u] : starts[u + 1]]
+        assert [set(table[:, g].tolist()) for g in got] == [sets_of[d] for d in runs]

@@ -12,13 +12,16 @@ them: the inputs of :mod:`xai_core.backends.scalesim_replay`.
   rows) or ``("flip", 0)`` (rows upside down); its prefetch order is the tiles stacked,
   row by row or by anti-diagonals (bottom row first).
 - The ofmap: the number of writes in each demand row.
+- A read SRAM's view of them: the sets of the prefetch order holding each address
+  (:func:`set_lookup`) and each tile's demands as runs of demands held by the same sets
+  (:func:`tile_streams`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["antidiagonal_order", "orders"]
+__all__ = ["antidiagonal_order", "orders", "set_lookup", "tile_streams", "unsigned_for"]
 
 
 def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
@@ -42,8 +45,11 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int,
 
 def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -> np.ndarray:
     """``mat`` padded with -1 and cut into (rf, cf, tile_rows, tile_cols) tiles."""
-    pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=mat.dtype)
-    pad[: mat.shape[0], : mat.shape[1]] = mat
+    if mat.shape == (rf * tile_rows, cf * tile_cols):
+        pad = mat
+    else:
+        pad = np.full((rf * tile_rows, cf * tile_cols), -1, dtype=mat.dtype)
+        pad[: mat.shape[0], : mat.shape[1]] = mat
     return pad.reshape(rf, tile_rows, cf, tile_cols).transpose(0, 2, 1, 3)
 
 
@@ -53,9 +59,13 @@ def antidiagonal_order(h: int, w: int) -> np.ndarray:
     top = np.minimum(d, h - 1)
     length = top - np.maximum(0, d - w + 1) + 1
     start = np.cumsum(length, dtype=np.int32) - length
-    # position in the order minus its diagonal's start is (top - r): r = top - offset
-    r = np.repeat(top + start, length) - np.arange(h * w, dtype=np.int32)
-    return r * (w - 1) + np.repeat(d, length)
+    # position in the order minus its diagonal's start is (top - r): r = top - offset;
+    # flat index r * w + c = r * (w - 1) + d, built in place (few large temporaries)
+    out = np.repeat(top + start, length)
+    out -= np.arange(h * w, dtype=np.int32)
+    out *= w - 1
+    out += np.repeat(d, length)
+    return out
 
 
 def _diagonal(mat: np.ndarray) -> np.ndarray:
@@ -121,3 +131,84 @@ def _ofmap_counts(o_rows, o_cols, prefix, per_fold, dataflow, rows, cols) -> np.
     lo = np.maximum(0, x - o_rows[:, None] + 1)
     hi = np.minimum(o_cols[:, None] - 1, x)
     return np.maximum(0, hi - lo + 1).reshape(-1)
+
+
+# -- a read SRAM's view: sets per address, demands as runs of equal sets -------------
+
+
+def set_lookup(pre: np.ndarray, eps: int):
+    """The sets holding each address of the prefetch order, as columns of distinct set lists.
+
+    Returns (base, index, table): address ``x`` is held by the sets ``table[:, index[x - base]]``
+    (a column padded with its first set; addresses held by the same sets share a column), or
+    ``table`` is None when every address is held once and ``index[x - base]`` is its set.
+    """
+    if pre.min() < 0:
+        pre = pre[pre != -1]
+    n = len(pre)
+    set_of = np.arange(n, dtype=np.int32)
+    set_of //= eps
+    base = int(pre.min())
+    index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
+    index[pre - base] = set_of
+    if (index >= 0).sum() == n:  # every address once: its own set
+        return base, index, None
+    n_sets = int(set_of[-1]) + 1
+    # (address, set) pairs, sorted and distinct, from one sort of a combined key
+    key = np.sort((pre - base).astype(np.int64) * n_sets + set_of)
+    key = key[np.r_[True, key[1:] != key[:-1]]]
+    addr = key // n_sets
+    sets = (key - addr * n_sets).astype(np.int32)
+    first = np.ones(len(addr), bool)
+    first[1:] = addr[1:] != addr[:-1]
+    starts = np.flatnonzero(first)
+    group = np.cumsum(first) - 1
+    rank = np.arange(len(addr)) - starts[group]
+    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
+    table[group, rank] = sets
+    # addresses with equal set lists share a row: candidates by a hash, checked exactly
+    mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
+    _, rep, inv = np.unique((table * mix).sum(axis=1), return_index=True, return_inverse=True)
+    if (table[rep[inv]] == table).all():
+        table, row_of = table[rep], inv.reshape(-1).astype(np.int32)
+    else:  # a hash collision: one row per address
+        row_of = np.arange(len(starts), dtype=np.int32)
+    index[addr[starts]] = row_of
+    return base, index, np.ascontiguousarray(table.T, dtype=unsigned_for(n_sets))
+
+
+def unsigned_for(n_sets: int):
+    """The unsigned dtype for set numbers: ``s - w`` wraps past zero to a large value."""
+    return np.uint16 if n_sets <= 1 << 15 else np.uint32
+
+
+def tile_streams(tiles, kind, prefix, index_base):
+    """Each tile's demands in SCALE-Sim's order, runs of demands with equal sets merged.
+
+    Returns (set row per demand (n,), row in the fold (n,), start of each tile's run (U + 1,),
+    the demand's place in the tiles laid end to end (n,)).
+    """
+    base, index = index_base
+    u, h, w = tiles.shape
+    if kind == "skew":  # demand row prefix + r + c, columns left to right
+        order = antidiagonal_order(h, w)
+        out_row = prefix + order // w + order % w
+    else:  # demand row h - 1 - r
+        order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
+        out_row = h - 1 - order // w
+    flat = tiles.reshape(u, h * w)[:, order]
+    if flat.min() >= 0:  # no padding: runs found tile by tile, no per-demand bookkeeping
+        row = index[np.subtract(flat, base, out=flat)]
+        keep = np.ones(row.shape, bool)
+        keep[:, 1:] = row[:, 1:] != row[:, :-1]
+        tile_of, k = np.nonzero(keep)
+        starts = np.searchsorted(tile_of, np.arange(u + 1))
+        return row[tile_of, k], out_row[k], starts, tile_of * (h * w) + k
+    flat = flat.ravel()
+    idx = np.flatnonzero(flat != -1)
+    row = index[flat[idx] - base]
+    tile_of = idx // (h * w)
+    keep = np.ones(len(idx), bool)
+    keep[1:] = (tile_of[1:] != tile_of[:-1]) | (row[1:] != row[:-1])
+    rows = out_row[idx[keep] % (h * w)]
+    return row[keep], rows, np.searchsorted(tile_of[keep], np.arange(u + 1)), idx[keep]

@@ -11,7 +11,10 @@ where something happens:
   (circularly); a demanded address in none of them makes the window advance by
   ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
   triggers how many prefetches does not depend on time, so it is found first, in blocks
-  (a vectorised hit test per block, a scalar walk only at a miss). Prefetch ``k`` ends at
+  (a vectorised hit test per block, first on each demand's set nearest its place in the
+  prefetch order, then on all its sets where that one is outside the window; at a miss the
+  number of prefetches in closed form, the window never stepping over a set since
+  ``p <= a``). Prefetch ``k`` ends at
   cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
   SCALE-Sim's own offset rule (``offset += d`` and again ``+= d`` when ``d > 0``).
 - **Write SRAM** (ofmap). Elements fill the buffer; once fewer than ``ceil(S/2)`` words are
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xai_core.backends.scalesim_orders import antidiagonal_order, orders
+from xai_core.backends.scalesim_orders import orders, set_lookup, tile_streams, unsigned_for
 from xai_core.errors import ValidationError
 
 __all__ = ["ReplayResult", "replay"]
@@ -69,65 +72,6 @@ class ReplayResult:
 # -- read buffer: which demands trigger prefetches ---------------------------------------
 
 
-def _set_lookup(pre: np.ndarray, eps: int):
-    """The sets holding each address of the prefetch order.
-
-    Returns (base, index, table): address ``x`` is held by the sets
-    ``table[index[x - base]]`` (a row padded with its first set; equal rows share an index).
-    """
-    pre = pre[pre != -1]
-    set_of = (np.arange(len(pre)) // eps).astype(np.int32)
-    base = int(pre.min())
-    index = np.full(int(pre.max()) - base + 1, -1, dtype=np.int32)
-    index[pre - base] = set_of
-    if (index >= 0).sum() == len(pre):  # every address once: its own set
-        return base, index, np.arange(int(set_of[-1]) + 1, dtype=np.int32)[:, None]
-    order = np.argsort(pre, kind="stable")  # sets ascending within an address
-    addr, sets = pre[order], set_of[order]
-    keep = np.ones(len(addr), bool)
-    keep[1:] = (addr[1:] != addr[:-1]) | (sets[1:] != sets[:-1])
-    addr, sets = addr[keep], sets[keep]
-    first = np.ones(len(addr), bool)
-    first[1:] = addr[1:] != addr[:-1]
-    starts = np.flatnonzero(first)
-    group = np.cumsum(first) - 1
-    rank = np.arange(len(addr)) - starts[group]
-    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
-    table[group, rank] = sets
-    index[addr[starts] - base] = np.arange(len(starts), dtype=np.int32)
-    return base, index, table
-
-
-def _tile_streams(tiles, kind, prefix, lookup):
-    """Each tile's demands in SCALE-Sim's order, runs of equal sets merged.
-
-    Returns (sets (n, width), row in the fold (n,), start of each tile's run (U + 1,)).
-    """
-    base, index, table = lookup
-    u, h, w = tiles.shape
-    if kind == "skew":  # demand row prefix + r + c, columns left to right
-        order = antidiagonal_order(h, w)
-        out_row = prefix + order // w + order % w
-    else:  # demand row h - 1 - r
-        order = (np.arange(h)[::-1, None] * w + np.arange(w)).ravel()
-        out_row = h - 1 - order // w
-    flat = tiles.reshape(u, h * w)[:, order].ravel()
-    idx = np.flatnonzero(flat != -1)
-    row = index[flat[idx] - base]
-    tile_of = idx // (h * w)
-    keep = np.ones(len(idx), bool)
-    if table.shape[1] == 1:
-        keep[1:] = (tile_of[1:] != tile_of[:-1]) | (table[row[1:], 0] != table[row[:-1], 0])
-    else:  # equal set rows: candidates by a hash of the row, then compared exactly
-        mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
-        tag = (table.astype(np.int64) * mix).sum(axis=1)[row]
-        same = np.flatnonzero((tile_of[1:] == tile_of[:-1]) & (tag[1:] == tag[:-1])) + 1
-        eq = (table[row[same]] == table[row[same - 1]]).all(axis=1)
-        keep[same[eq]] = False
-    rows = out_row[idx[keep] % (h * w)]
-    return table[row[keep]], rows, np.searchsorted(tile_of[keep], np.arange(u + 1))
-
-
 def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
 
@@ -142,8 +86,20 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     p = min(math.ceil((size - active) / eps), n_sets - a)
     if a >= n_sets:
         return [], []
-    sets, rows, starts = _tile_streams(tiles, kind, prefix, _set_lookup(pre, eps))
-    set_list = sets[:, 0].tolist() if sets.shape[1] == 1 else None
+    base, index, table = set_lookup(pre, eps)
+    stream, rows, starts, place = tile_streams(tiles, kind, prefix, (base, index))
+    set_list = stream.tolist() if table is None else None
+    if table is None:
+        hint = stream.astype(unsigned_for(n_sets))
+    else:  # the demand's set nearest its place: the tiles are prefetched about in order
+        est = (place // eps).astype(np.int32)
+        hint = table[0, stream]
+        gap = np.abs(hint.astype(np.int32) - est)
+        for held in table[1:]:
+            held = held[stream]
+            g = np.abs(held.astype(np.int32) - est)
+            hint = np.where(g < gap, held, hint)
+            gap = np.minimum(gap, g)
     row_list = rows.tolist()
     bounds = starts.tolist()
     memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
@@ -158,7 +114,7 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
             if set_list is not None and hi - lo <= 512:
                 hit = _walk(set_list, row_list, lo, hi, w, n_sets, a, p)
             else:
-                hit = _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p)
+                hit = _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p)
             memo[key] = hit
         rel, counts, w = hit
         base = f * per_fold
@@ -178,10 +134,8 @@ def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
         s = set_list[i]
         if (s - w) % n_sets < a:
             continue
-        k = 0
-        while (s - w) % n_sets >= a:
-            w = (w + p) % n_sets
-            k += 1
+        k = ((s - w) % n_sets - a) // p + 1
+        w = (w + k * p) % n_sets
         r = row_list[i]
         if rel and rel[-1] == r:
             counts[-1] += k
@@ -191,37 +145,60 @@ def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
     return rel, counts, w
 
 
-def _walk_blocks(sets, row_list, lo, hi, w, n_sets, a, p):
+def _steps(sets: list[int], w: int, n_sets: int, a: int, p: int) -> int:
+    """Prefetches (window advances of ``p <= a`` sets) until one of ``sets``, none in the
+    window of ``a`` sets from ``w``, is in it: the window never steps over a set."""
+    return min(((x - w) % n_sets - a) // p for x in sets) + 1
+
+
+def _in_window(sets: np.ndarray, w: int, a: int, n_sets: int) -> np.ndarray:
+    """Which of ``sets`` (unsigned) lie in the window of ``a`` sets from ``w`` (circular)."""
+    if w + a <= n_sets:  # unsigned: a set below w wraps to a large difference
+        return (sets - sets.dtype.type(w)) < a
+    return (sets >= w) | (sets < w + a - n_sets)
+
+
+def _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p):
     """:func:`_walk` for long streams or several sets per address: a vectorised hit test
-    over blocks of demands, a scalar walk at each miss."""
+    over blocks of demands, a scalar walk at each miss.
+
+    Demand ``i`` is held by the set ``hint[i]`` and, when ``table`` is not None, by the
+    sets ``table[:, stream[i]]`` (``hint[i]`` among them): a demand whose hint is in the
+    window is a hit, the others are tested on all their sets.
+    """
     rel: list[int] = []
     counts: list[int] = []
-    t, block = lo, 64
+    t, block = lo, _FIRST_BLOCK
     while t < hi:
         stop = min(hi, t + block)
-        blk = sets[t:stop]
-        if w + a <= n_sets:
-            hit = ((blk >= w) & (blk < w + a)).any(axis=1)
-        else:
-            hit = ((blk >= w) | (blk < w + a - n_sets)).any(axis=1)
+        hit = _in_window(hint[t:stop], w, a, n_sets)
         first = int(hit.argmin())
-        if hit[first]:
-            t, block = stop, min(block * 4, 1 << 15)
+        if not hit[first]:
+            if table is not None:
+                cand = np.flatnonzero(~hit[first:]) + (t + first)
+                held = np.logical_or.reduce(_in_window(table[:, stream[cand]], w, a, n_sets))
+                j = int(held.argmin())
+                first = -1 if held[j] else int(cand[j]) - t
+        else:
+            first = -1
+        if first < 0:
+            t, block = stop, min(block * 8, 1 << 16)
             continue
         t += first
-        mine = sets[t].tolist()
-        k = 0
-        while not any((x - w) % n_sets < a for x in mine):
-            w = (w + p) % n_sets
-            k += 1
+        mine = [int(hint[t])] if table is None else table[:, stream[t]].tolist()
+        k = _steps(mine, w, n_sets, a, p)
+        w = (w + k * p) % n_sets
         r = row_list[t]
         if rel and rel[-1] == r:
             counts[-1] += k
         else:
             rel.append(r)
             counts.append(k)
-        t, block = t + 1, 64
+        t, block = t + 1, _FIRST_BLOCK
     return rel, counts, w
+
+
+_FIRST_BLOCK = 256
 
 
 def _read_stall(cycle: int, done: int, count: int, step: int) -> int:
