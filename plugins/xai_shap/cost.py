@@ -20,7 +20,6 @@ import numpy as np
 from xai_core import Cost, ModelRunner, ValidationError
 from xai_shap import algorithms as alg
 from xai_shap.background import DEFAULT_N_BACKGROUND
-from xai_shap.groups import resolve_groups
 from xai_shap.kernel import MAX_DESIGN_ELEMENTS
 
 __all__ = ["shap_cost"]
@@ -43,14 +42,7 @@ def shap_cost(explainer: Any, runner: ModelRunner, X: np.ndarray) -> Cost | None
     Checks the algorithm's own rules (exact's cap, kernel's least budget) leave to the
     explainer: a request they reject gets no estimate here.
     """
-    groups = resolve_groups(
-        X.shape[1:],
-        groups=explainer.groups,
-        patch_size=explainer.patch_size,
-        image_shape=explainer.image_shape
-        if explainer.image_shape is not None or explainer.groups is not None
-        else getattr(runner.model, "image_shape", None),
-    )
+    groups = explainer.players(runner, X)
     n, m = len(X), groups.n_groups
     bg = _n_background(explainer, n)
     k = runner.n_outputs or 1

@@ -12,7 +12,7 @@ from xai_core.attribution.options import Alias, Bool, Choice, ImageShape, Int, T
 from xai_shap import algorithms as alg
 from xai_shap.background import resolve_background
 from xai_shap.game import CountedModel
-from xai_shap.groups import resolve_groups
+from xai_shap.groups import FeatureGroups, resolve_groups
 
 __all__ = ["ShapExplainer"]
 
@@ -116,6 +116,19 @@ class ShapExplainer(Explainer):
         self.all_classes = all_classes
         self.progress = progress
 
+    def players(self, runner: ModelRunner, X: np.ndarray) -> FeatureGroups:
+        """The players of the game on rows ``X``: features, the given groups, or image patches.
+
+        Images are recognised from ``image_shape`` or, without ``groups``, from the shape the
+        model records (a CNN records its images).
+        """
+        image_shape = self.image_shape
+        if image_shape is None and self.groups is None:
+            image_shape = getattr(runner.model, "image_shape", None)
+        return resolve_groups(
+            X.shape[1:], groups=self.groups, patch_size=self.patch_size, image_shape=image_shape
+        )
+
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Shapley values of ``runner``'s output ``target`` for each row of ``X``.
 
@@ -137,14 +150,7 @@ class ShapExplainer(Explainer):
         n_background = self.n_background
         all_classes = bool(self.all_classes)
         progress = self.progress
-        groups = resolve_groups(
-            X.shape[1:],
-            groups=self.groups,
-            patch_size=self.patch_size,
-            image_shape=self.image_shape
-            if self.image_shape is not None or self.groups is not None
-            else getattr(runner.model, "image_shape", None),  # a CNN records its images
-        )
+        groups = self.players(runner, X)
         feature_names = getattr(runner.model, "feature_names", None)
         background, bg_desc = resolve_background(
             self.background, n_background, X, seed, feature_names
