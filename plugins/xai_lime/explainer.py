@@ -10,7 +10,15 @@ from typing import Any, ClassVar
 import numpy as np
 from lime.discretize import BaseDiscretizer
 
-from xai_core import Explainer, Explanation, ModelRunner, ShapeError, ValidationError, XaiWarning
+from xai_core import (
+    Cost,
+    Explainer,
+    Explanation,
+    ModelRunner,
+    ShapeError,
+    ValidationError,
+    XaiWarning,
+)
 from xai_core.attribution.options import Alias, Bool, Choice, Float, ImageShape, Int, TypeOf
 from xai_core.attribution.seeds import rngs_for_rows
 from xai_core.validation import check_array
@@ -278,7 +286,7 @@ class LimeExplainer(Explainer):
             return self._explain_tabular(runner, X, target)
         return self._explain_image(runner, X, target)
 
-    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
         """Model rows and peak memory of this request (:mod:`xai_lime.cost`), before any work."""
         from xai_lime.cost import lime_cost
 

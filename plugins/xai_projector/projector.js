@@ -1,7 +1,7 @@
 (function () {
   "use strict";
   // Enhances every projector view on the page not yet enhanced; reads its JSON data block.
-  var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20, MAXLEGEND = 40;
+  var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20;
   var FSI = "\u2068", PDI = "\u2069";  // isolate user text, so a bidi override stays inside
 
   function el(tag, text, cls) {
@@ -72,7 +72,7 @@
       if (c.kind === "cat") {
         var ul = el("ul", undefined, "xai-projector-legend-items");
         ul.style.cssText = "list-style:none;padding:0;margin:.2em 0;display:flex;flex-wrap:wrap;gap:4px 14px";
-        var shown = Math.min(c.classes.length, MAXLEGEND);
+        var shown = Math.min(c.classes.length, d.max_legend);
         for (var j = 0; j < shown; j++) {
           var li = el("li");
           var sw = el("span", undefined, "xai-projector-swatch");
@@ -93,20 +93,18 @@
       }
       var bar = el("div", undefined, "xai-projector-colorbar");
       bar.style.cssText = "display:flex;align-items:center;gap:6px;margin:.2em 0";
-      var lo = el("span", fmt(c.min), "xai-projector-cbar-min"), hi = el("span", fmt(c.max), "xai-projector-cbar-max");
+      var lo = el("span", c.min_text, "xai-projector-cbar-min"), hi = el("span", c.max_text, "xai-projector-cbar-max");
       var strip = el("canvas");
       strip.width = 256; strip.height = 1;
       strip.style.cssText = "width:256px;height:12px;border:1px solid var(--xai-line,#999)";
       strip.setAttribute("role", "img");
-      strip.setAttribute("aria-label", "colour scale from " + fmt(c.min) + " to " + fmt(c.max));
+      strip.setAttribute("aria-label", "colour scale from " + c.min_text + " to " + c.max_text);
       var sc = strip.getContext("2d");
       for (var s = 0; s < 256; s++) { sc.fillStyle = d.scale[s]; sc.fillRect(s, 0, 1, 1); }
       bar.appendChild(lo); bar.appendChild(strip); bar.appendChild(hi);
       legend.appendChild(bar);
       if (c.missing) { legend.appendChild(el("p", c.missing + " missing values in grey")); }
     }
-
-    function fmt(v) { return Number(v.toPrecision(4)).toString(); }
 
     // The view transform: positions (px, py) in the 640 x 480 frame of the canvas.
     function project() {

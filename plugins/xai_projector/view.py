@@ -301,6 +301,7 @@ def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
         "label": None if codes is None else codes.tolist(),
         "classes": None if classes is None else [str(c) for c in classes],
         "colors": list(PALETTE),
+        "max_legend": MAX_LEGEND,
         "scale": list(SCALE),
         "missing": MISSING_COLOR,
         "colorings": colorings,

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core import CapabilityError, Explainer, Explanation, ModelRunner, ValidationError
+from xai_core import CapabilityError, Cost, Explainer, Explanation, ModelRunner, ValidationError
 from xai_core.attribution.options import Alias, Bool, Choice, ImageShape, Int, TypeOf
 from xai_shap import algorithms as alg
 from xai_shap.background import resolve_background
@@ -238,7 +238,7 @@ class ShapExplainer(Explainer):
             meta=meta,
         )
 
-    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
         """Model rows and peak memory of this request (:mod:`xai_shap.cost`), before any work."""
         from xai_shap.cost import shap_cost
 
