@@ -75,3 +75,34 @@ def open_page(browser):
         return context, page, events
 
     return open_
+
+
+#: WCAG contrast of every visible text against what is behind it (the lowest five).
+CONTRAST_JS = """root => {
+  const parse = s => { const m = s.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const background = el => { const layers = [];
+    for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
+    let out = [255, 255, 255];
+    for (const c of layers.reverse()) out = out.map((v, i) => v * (1 - c[3]) + c[i] * c[3]);
+    return out; };
+  const worst = [];
+  for (const el of root.querySelectorAll('*')) {
+    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.getClientRects().length) continue;
+    const bg = background(el); const fg = parse(getComputedStyle(el).color);
+    const c = fg.slice(0, 3).map((v, i) => v * fg[3] + bg[i] * (1 - fg[3]));
+    const [a, b] = [lum(c), lum(bg)].sort((x, y) => y - x);
+    worst.push([(a + 0.05) / (b + 0.05), el.tagName, el.textContent.trim().slice(0, 40)]);
+  }
+  return worst.sort((x, y) => x[0] - y[0]).slice(0, 5);
+}"""
+
+
+@pytest.fixture
+def lowest_contrast():
+    """``lowest_contrast(page)``: the five lowest ``[ratio, tag, text]`` of the page's visible texts."""
+    return lambda page: page.eval_on_selector("body", CONTRAST_JS)

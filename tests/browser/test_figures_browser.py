@@ -99,28 +99,7 @@ def test_sanitised_fragment_still_shows_its_figures(open_page, tmp_path, kind):
 
 
 # -- dark themes ---------------------------------------------------------------------------
-_CONTRAST = """root => {
-  const parse = s => { const m = s.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
-    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
-  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
-  const background = el => { const layers = [];
-    for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor);
-      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
-    let out = [255, 255, 255];
-    for (const c of layers.reverse()) out = out.map((v, i) => v * (1 - c[3]) + c[i] * c[3]);
-    return out; };
-  const worst = [];
-  for (const el of root.querySelectorAll('*')) {
-    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
-    if (!own || !el.getClientRects().length) continue;
-    const bg = background(el); const fg = parse(getComputedStyle(el).color);
-    const c = fg.slice(0, 3).map((v, i) => v * fg[3] + bg[i] * (1 - fg[3]));
-    const [a, b] = [lum(c), lum(bg)].sort((x, y) => y - x);
-    worst.push([(a + 0.05) / (b + 0.05), el.tagName, el.textContent.trim().slice(0, 40)]);
-  }
-  return worst.sort((x, y) => x[0] - y[0]).slice(0, 5);
-}"""
+
 
 # A JupyterLab Dark-like host: theme variables, light text, and table rules of its own.
 _DARK_HOST = """<!DOCTYPE html><html><head><style>
@@ -156,12 +135,14 @@ def _fragments() -> str:
     ("host", "scheme"),
     [(_DARK_HOST, "dark"), (_DARK_HOST, "light"), (_LIGHT_HOST, "dark"), (_LIGHT_HOST, "light")],
 )
-def test_fragment_text_is_readable_in_light_and_dark_hosts(open_page, tmp_path, host, scheme):
+def test_fragment_text_is_readable_in_light_and_dark_hosts(
+    open_page, lowest_contrast, tmp_path, host, scheme
+):
     """Every piece of text has WCAG AA contrast (4.5:1) against what is behind it, whatever the host says."""
     html = host.replace("FRAGMENT", _fragments())
     context, page, _ = _open_html(open_page, tmp_path, "host.html", html, scheme=scheme)
     try:
-        worst = page.eval_on_selector("body", _CONTRAST)
+        worst = lowest_contrast(page)
         assert worst and worst[0][0] >= 4.5, worst
         dark = host is _DARK_HOST
         bg = page.eval_on_selector(".xai-root", "e => getComputedStyle(e).backgroundColor")
@@ -171,13 +152,13 @@ def test_fragment_text_is_readable_in_light_and_dark_hosts(open_page, tmp_path, 
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_report_page_follows_the_colour_scheme(open_page, tmp_path, scheme):
+def test_report_page_follows_the_colour_scheme(open_page, lowest_contrast, tmp_path, scheme):
     """The saved report reads well in light and dark (prefers-color-scheme), with good contrast."""
     report = xai.Report("Dark and light", seed=0).add(_image_explanation(2))
     report.add(_tabular_explanation(2))
     context, page, _ = _open_html(open_page, tmp_path, "r.html", report.to_html(), scheme=scheme)
     try:
-        worst = page.eval_on_selector("body", _CONTRAST)
+        worst = lowest_contrast(page)
         assert worst[0][0] >= 4.5, worst
         bg = page.eval_on_selector("body", "e => getComputedStyle(e).backgroundColor")
         assert bg == ("rgb(30, 30, 30)" if scheme == "dark" else "rgb(255, 255, 255)")

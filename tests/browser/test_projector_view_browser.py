@@ -280,30 +280,6 @@ def test_click_selects_in_3d_and_works_in_a_report(open_page, proj, tmp_path):
         context.close()
 
 
-# WCAG contrast of every visible text against what is behind it (the lowest five).
-_CONTRAST = """root => {
-  const parse = s => { const m = s.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
-    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
-  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
-  const background = el => { const layers = [];
-    for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor);
-      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
-    let out = [255, 255, 255];
-    for (const c of layers.reverse()) out = out.map((v, i) => v * (1 - c[3]) + c[i] * c[3]);
-    return out; };
-  const worst = [];
-  for (const el of root.querySelectorAll('*')) {
-    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
-    if (!own || !el.getClientRects().length) continue;
-    const bg = background(el); const fg = parse(getComputedStyle(el).color);
-    const c = fg.slice(0, 3).map((v, i) => v * fg[3] + bg[i] * (1 - fg[3]));
-    const [a, b] = [lum(c), lum(bg)].sort((x, y) => y - x);
-    worst.push([(a + 0.05) / (b + 0.05), el.tagName, el.textContent.trim().slice(0, 40)]);
-  }
-  return worst.sort((x, y) => x[0] - y[0]).slice(0, 5);
-}"""
-
 _DARK_HOST = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
 :root{--jp-layout-color0:#111111;--jp-layout-color2:#424242;
 --jp-content-font-color1:rgba(255,255,255,0.87);--jp-content-font-color2:rgba(255,255,255,0.6);
@@ -315,13 +291,15 @@ body{background:var(--jp-layout-color0);color:var(--jp-content-font-color1)}
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_controls_and_legend_are_readable_in_both_themes(open_page, proj, tmp_path, scheme):
+def test_controls_and_legend_are_readable_in_both_themes(
+    open_page, lowest_contrast, proj, tmp_path, scheme
+):
     """In a dark notebook cell and in the standalone page in either scheme, every text has 4.5:1 contrast."""
     cell = _DARK_HOST.replace("FRAGMENT", proj.show(color_by="kind")._repr_html_())
     for name, html in (("cell.html", cell), ("page.html", proj.to_html(color_by="score"))):
         context, page, events = _open(open_page, tmp_path, html, name, scheme)
         try:
-            worst = page.eval_on_selector("body", _CONTRAST)
+            worst = lowest_contrast(page)
             assert worst and worst[0][0] >= 4.5, (name, worst)
             assert page.locator("select.xai-projector-color").is_visible()
             assert events == NO_EVENTS
