@@ -27,6 +27,8 @@ CASES = {
     "taps-stride-3-dilated": (2, 3, (2, 3), (3, 2), (1, 2, 2, 0), (3, 2), 1, "taps"),
     "taps-1x1-strided-padded": (3, 4, (1, 1), (2, 2), (1, 0, 0, 1), (1, 1), 1, "taps"),
     "taps-stride-1x2-7x1": (2, 3, (7, 1), (1, 2), (3, 3, 0, 0), (1, 1), 1, "taps"),
+    "taps-one-channel": (1, 4, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "taps"),
+    "taps-one-channel-strided": (1, 3, (3, 2), (2, 1), (0, 1, 2, 0), (2, 1), 1, "taps"),
     "grouped-im2col": (4, 6, (3, 3), (2, 1), (1, 1, 0, 2), (1, 1), 2, None),
 }
 
@@ -174,3 +176,25 @@ def test_one_memory_order_keeps_values_and_unifies_order():
     again = one_memory_order([nchw, last])
     assert again[1].flags.c_contiguous
     np.testing.assert_array_equal(again[1], last)
+
+
+def test_one_channel_taps_in_many_row_blocks_equal_torch(monkeypatch):
+    """The few-channel kernel's blocks of gathered columns cover every row once."""
+    torch = pytest.importorskip("torch")
+    from xai_core.nn import conv_taps
+
+    monkeypatch.setattr(conv_taps, "COLUMN_BYTES", 1)  # blocks of 1024 rows
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 1, 30, 29))
+    w = rng.standard_normal((4, 1, 3, 3))
+    geom = ConvGeometry((3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    xt = torch.from_numpy(x).requires_grad_(True)
+    yt = torch.nn.functional.conv2d(xt, torch.from_numpy(w), padding=1)
+    grad = rng.standard_normal(tuple(yt.shape))
+    yt.backward(torch.from_numpy(grad))
+    backend, record = CPUBackend("float64"), {}
+    y = backend.conv2d(x, w, None, geom, record)
+    assert record["fast"] == "taps"
+    np.testing.assert_allclose(y, yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    gx, _ = backend.conv2d_vjp(grad, w, geom, record, use_bias=False, param_grads=False)
+    np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-12, atol=1e-12)

@@ -16,7 +16,10 @@ activation itself:
   and the columns beyond the output width dropped). A strided convolution first splits
   the padded activation into its ``sh * sw`` stride phases (``[:, a::sh, b::sw]``, in the
   one copy that pads it): each tap then reads a stride-1 window of one phase, and the
-  input gradient is accumulated into the phases and interleaved back once.
+  input gradient is accumulated into the phases and interleaved back once. With one
+  input channel (a grayscale image) a tap's product has a single term, so the taps' rows
+  are gathered side by side for one product per block of rows (im2col a cache-sized block
+  at a time).
 
 Activations are NCHW-shaped arrays of any memory order: the kernels work on the
 channels-last (NHWC) memory of the padded activation (made by the one copy that pads it)
@@ -41,6 +44,13 @@ __all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop", "taps_input"]
 
 #: Bytes of output a depthwise kernel computes at a time (its temporaries stay in cache).
 BLOCK_BYTES = 1 << 17
+
+#: Below this many input channels, the taps kernel gathers the taps' rows into a block of
+#: columns for one product (a product of ``channels`` terms per tap runs far below speed).
+FEW_CHANNELS = 2
+
+#: Bytes of gathered columns the few-channel taps kernel holds at a time.
+COLUMN_BYTES = 1 << 20
 
 
 def fast_kind(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], geom: ConvGeometry):
@@ -335,6 +345,45 @@ def _tap_weights(weight: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
 
 
+def _row_blocks(q: int, width: int, itemsize: int) -> Iterator[slice]:
+    """Slices of ``q`` rows whose gathered columns (``width`` per row) fit in :data:`COLUMN_BYTES`."""
+    step = max(1024, COLUMN_BYTES // (width * itemsize))
+    for start in range(0, q, step):
+        yield slice(start, min(start + step, q))
+
+
+def _taps_few_channels(rows, wt, bias, taps, q, acc):
+    """``acc = bias + sum_t rows[p_t, off_t:][:q] @ wt[t]``, one product per block of rows.
+
+    Each block's taps are gathered side by side into (rows, taps * c) columns, as im2col
+    does, but a block at a time (in cache) instead of the whole batch.
+    """
+    n_taps, c, f = wt.shape
+    w2 = wt.reshape(n_taps * c, f)
+    blocks = list(_row_blocks(q, n_taps * c, rows.itemsize))
+    buf = scratch.empty((blocks[0].stop, n_taps, c), rows.dtype)
+    for block in blocks:
+        b = buf[: block.stop - block.start]
+        for t, (pt, off) in enumerate(taps):
+            b[:, t] = rows[pt, block.start + off : block.stop + off]
+        np.matmul(b.reshape(len(b), -1), w2, out=acc[block])
+    if bias is not None:
+        acc += bias
+
+
+def _taps_few_channels_vjp(g_rows, wt, taps, q, g_in):
+    """``g_in[p_t, off_t:][:q] += g_rows @ wt[t].T`` for every tap, one product per block of rows."""
+    n_taps, c, f = wt.shape
+    w2t = wt.reshape(n_taps * c, f).T
+    blocks = list(_row_blocks(q, n_taps * c, g_rows.itemsize))
+    buf = scratch.empty((blocks[0].stop, n_taps * c), g_rows.dtype)
+    for block in blocks:
+        b = np.matmul(g_rows[block], w2t, out=buf[: block.stop - block.start])
+        b = b.reshape(len(b), n_taps, c)
+        for t, (pt, off) in enumerate(taps):
+            g_in[pt, block.start + off : block.stop + off] += b[:, t]
+
+
 def _taps(ph, weight, bias, geom, out_hw):
     p, n, hq, wq, c = ph.shape
     f = weight.shape[0]
@@ -345,6 +394,10 @@ def _taps(ph, weight, bias, geom, out_hw):
     wt = _tap_weights(weight)
     out = scratch.empty((rows.shape[1], f), ph.dtype)
     acc = out[:q]
+    if c < FEW_CHANNELS and len(taps) > 1:
+        _taps_few_channels(rows, wt, bias, taps, q, acc)
+        out[q:] = 0
+        return out.reshape(n, hq, wq, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
     (p0, off0), rest = taps[0], taps[1:]
     if bias is None:
         np.matmul(rows[p0, off0 : off0 + q], wt[0], out=acc)
@@ -376,8 +429,11 @@ def _taps_vjp(grad, ph, weight, geom, hw, param_grads, input_grad):
     if input_grad:
         wt = _tap_weights(weight)
         g_in = scratch.zeros(rows.shape, rows.dtype)
-        for t, (pt, off) in enumerate(taps):
-            _add_product(g_in[pt, off : off + q], g_rows, wt[t].T)
+        if c < FEW_CHANNELS and len(taps) > 1:
+            _taps_few_channels_vjp(g_rows, wt, taps, q, g_in)
+        else:
+            for t, (pt, off) in enumerate(taps):
+                _add_product(g_in[pt, off : off + q], g_rows, wt[t].T)
         gx = _unphase(g_in.reshape(ph.shape), geom, hw)
     return gx, gw
 
