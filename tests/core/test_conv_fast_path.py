@@ -21,6 +21,14 @@ CASES = {
     "pointwise-strided": (6, 4, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1, "pointwise"),
     "taps-3x3": (3, 5, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "taps"),
     "taps-dilated-asymmetric": (2, 3, (3, 2), (1, 1), (2, 0, 1, 3), (2, 3), 1, "taps"),
+    "taps-strided-3x3": (4, 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, "taps"),
+    "taps-strided-valid": (3, 4, (3, 3), (2, 2), (0, 0, 0, 0), (1, 1), 1, "taps"),
+    "taps-strided-dilated-asymmetric": (3, 5, (3, 2), (2, 3), (2, 0, 1, 3), (2, 1), 1, "taps"),
+    "taps-stride-3-dilated": (2, 3, (2, 3), (3, 2), (1, 2, 2, 0), (3, 2), 1, "taps"),
+    "taps-1x1-strided-padded": (3, 4, (1, 1), (2, 2), (1, 0, 0, 1), (1, 1), 1, "taps"),
+    "taps-stride-1x2-7x1": (2, 3, (7, 1), (1, 2), (3, 3, 0, 0), (1, 1), 1, "taps"),
+    "taps-one-channel": (1, 4, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1, "taps"),
+    "taps-one-channel-strided": (1, 3, (3, 2), (2, 1), (0, 1, 2, 0), (2, 1), 1, "taps"),
     "grouped-im2col": (4, 6, (3, 3), (2, 1), (1, 1, 0, 2), (1, 1), 2, None),
 }
 
@@ -107,10 +115,11 @@ def test_simulated_backends_keep_the_im2col_products():
     np.testing.assert_allclose(y, CPUBackend().conv2d(x, w, b, geom), rtol=1e-5, atol=1e-5)
 
 
-def test_backward_on_another_backend_than_the_forward():
+@pytest.mark.parametrize("name", ["taps-3x3", "taps-strided-dilated-asymmetric"])
+def test_backward_on_another_backend_than_the_forward(name):
     """A record of the fast forward serves the im2col backward (and the reverse)."""
-    x, w, b, geom = _case("taps-3x3", np.float64)
-    grad = np.random.default_rng(5).standard_normal((3, 5, 9, 8))
+    x, w, b, geom = _case(name, np.float64)
+    grad = np.random.default_rng(5).standard_normal((3, w.shape[0], *geom.out_hw(x.shape[2:])))
     fast_record, slow_record = {}, {}
     CPUBackend("float64").conv2d(x, w, b, geom, fast_record)
     Backend.conv2d(CPUBackend("float64"), x, w, b, geom, slow_record)
@@ -135,7 +144,8 @@ def test_network_of_fast_and_im2col_layers_equals_the_im2col_network():
     c = g.add(nn.ReLU6(), b, name="relu")
     d = g.add(nn.Conv2D(6, 3, padding=1, dilation=1), c, name="taps")
     e = g.add(nn.Add(), [c, d], name="add")
-    f = g.add(nn.Conv2D(4, 3, stride=2, padding=1), e, name="strided")  # im2col
+    f = g.add(nn.Conv2D(4, 3, stride=2, padding=1), e, name="strided")  # taps, strided
+    f = g.add(nn.Conv2D(4, 3, padding=1, groups=2), f, name="grouped")  # im2col
     h = g.add(nn.Conv2D(4, 1, stride=2), e, name="short")  # pointwise, strided
     s = g.add(nn.Multiply(), [f, h], name="mul")
     p = g.add(nn.GlobalAveragePooling2D(), s)
@@ -166,3 +176,25 @@ def test_one_memory_order_keeps_values_and_unifies_order():
     again = one_memory_order([nchw, last])
     assert again[1].flags.c_contiguous
     np.testing.assert_array_equal(again[1], last)
+
+
+def test_one_channel_taps_in_many_row_blocks_equal_torch(monkeypatch):
+    """The few-channel kernel's blocks of gathered columns cover every row once."""
+    torch = pytest.importorskip("torch")
+    from xai_core.nn import conv_taps
+
+    monkeypatch.setattr(conv_taps, "COLUMN_BYTES", 1)  # blocks of 1024 rows
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 1, 30, 29))
+    w = rng.standard_normal((4, 1, 3, 3))
+    geom = ConvGeometry((3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    xt = torch.from_numpy(x).requires_grad_(True)
+    yt = torch.nn.functional.conv2d(xt, torch.from_numpy(w), padding=1)
+    grad = rng.standard_normal(tuple(yt.shape))
+    yt.backward(torch.from_numpy(grad))
+    backend, record = CPUBackend("float64"), {}
+    y = backend.conv2d(x, w, None, geom, record)
+    assert record["fast"] == "taps"
+    np.testing.assert_allclose(y, yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    gx, _ = backend.conv2d_vjp(grad, w, geom, record, use_bias=False, param_grads=False)
+    np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-12, atol=1e-12)

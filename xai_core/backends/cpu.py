@@ -104,12 +104,12 @@ class CPUBackend(Backend):
     def conv2d(self, x, weight, bias, geometry, record=None):
         """The convolution computed without im2col where :mod:`xai_core.nn.conv_taps` can.
 
-        Pointwise, depthwise and stride-1 convolutions run as shifted-slice sums over the
+        Pointwise, depthwise and ``groups = 1`` convolutions run as shifted-slice sums over the
         padded activation, in this backend's dtype, and are counted exactly as the im2col
         path's products (:meth:`Backend.conv2d`) would be; other convolutions, and
         subclasses with their own products, take that path.
         """
-        from xai_core.nn.conv_taps import conv2d_taps, crop, fast_kind
+        from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input
 
         kind = fast_kind(x.shape, weight.shape, geometry) if self._reference() else None
         if kind is None:
@@ -127,7 +127,7 @@ class CPUBackend(Backend):
         if record is not None:
             record.update(fast=kind, saved=saved, x_hw=x.shape[2:])
             # the input, for the im2col path's backward (a view of the padded copy)
-            record["x"] = x if kind == "pointwise" else crop(saved, geometry.pads, x.shape[2:])
+            record["x"] = taps_input(kind, saved, x, geometry)
         return y
 
     def conv2d_vjp(

@@ -10,10 +10,16 @@ activation itself:
   ``kh * kw`` multiply-adds of shifted (strided) slices of the padded activation by
   per-channel weights (at stride 1 with one kernel per channel, of contiguous blocks of
   its flattened rows, as the taps kernel below);
-- **taps** (``groups = 1``, stride 1, any kernel, dilation, padding): ``kh * kw`` matrix
+- **taps** (``groups = 1``, any kernel, stride, dilation, padding): ``kh * kw`` matrix
   products of contiguous blocks of the padded activation's channel rows, each shifted by
   its tap's offset in the flattened image (the outputs of a padded-width grid are computed
-  and the columns beyond the output width dropped).
+  and the columns beyond the output width dropped). A strided convolution first splits
+  the padded activation into its ``sh * sw`` stride phases (``[:, a::sh, b::sw]``, in the
+  one copy that pads it): each tap then reads a stride-1 window of one phase, and the
+  input gradient is accumulated into the phases and interleaved back once. With one
+  input channel (a grayscale image) a tap's product has a single term, so the taps' rows
+  are gathered side by side for one product per block of rows (im2col a cache-sized block
+  at a time).
 
 Activations are NCHW-shaped arrays of any memory order: the kernels work on the
 channels-last (NHWC) memory of the padded activation (made by the one copy that pads it)
@@ -34,10 +40,17 @@ import numpy as np
 from xai_core.nn import scratch
 from xai_core.nn.conv_ops import ConvGeometry
 
-__all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop"]
+__all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop", "taps_input"]
 
 #: Bytes of output a depthwise kernel computes at a time (its temporaries stay in cache).
 BLOCK_BYTES = 1 << 17
+
+#: Below this many input channels, the taps kernel gathers the taps' rows into a block of
+#: columns for one product (a product of ``channels`` terms per tap runs far below speed).
+FEW_CHANNELS = 2
+
+#: Bytes of gathered columns the few-channel taps kernel holds at a time.
+COLUMN_BYTES = 1 << 20
 
 
 def fast_kind(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], geom: ConvGeometry):
@@ -45,7 +58,7 @@ def fast_kind(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], geom: Con
     c, cg = x_shape[1], weight_shape[1]
     if geom.kernel == (1, 1) and not any(geom.pads) and geom.groups == 1:
         return "pointwise"
-    if geom.groups == 1 and geom.strides == (1, 1):
+    if geom.groups == 1:
         return "taps"
     if geom.groups == c > 1 and cg == 1:
         return "depthwise"
@@ -232,10 +245,72 @@ def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
     return gx, gw
 
 
-# -- taps (groups = 1, stride 1) -------------------------------------------------------
+# -- taps (groups = 1) ------------------------------------------------------------------
+def _phase_span(a: int, s: int, pad: int, size: int) -> tuple[int, int, int]:
+    """``(first phase row, first input row, rows)``: the input rows phase ``a`` of stride ``s`` holds.
+
+    Phase ``a`` holds the padded positions ``a, a + s, a + 2 s, ...``; position ``p`` is
+    input row ``p - pad``.
+    """
+    r0 = max(0, -(-(pad - a) // s))
+    x0 = a + s * r0 - pad
+    return r0, x0, len(range(x0, size, s))
+
+
+def _phases(x: np.ndarray, geom: ConvGeometry) -> np.ndarray:
+    """The padded activation split by stride phase: (sh * sw, n, hq, wq, c), C-contiguous.
+
+    Phase ``(a, b)`` is the padded channels-last activation's ``[:, a::sh, b::sw]``, zero
+    filled to ``hq = ceil(hp / sh)`` rows and ``wq = ceil(wp / sw)`` columns, so that every
+    tap of a strided convolution reads a stride-1 window of one phase. One copy of ``x``
+    (at stride 1 the padded activation itself).
+    """
+    (sh, sw), pads = geom.strides, geom.pads
+    if (sh, sw) == (1, 1):
+        return _pad_channels_last(x, pads)[None]
+    xh = x.transpose(0, 2, 3, 1)
+    n, h, w, c = xh.shape
+    hq, wq = -(-(h + pads[0] + pads[1]) // sh), -(-(w + pads[2] + pads[3]) // sw)
+    ph = scratch.zeros((sh * sw, n, hq, wq, c), x.dtype)
+    for a in range(sh):
+        r0, x0, nr = _phase_span(a, sh, pads[0], h)
+        for b in range(sw):
+            c0, y0, nc = _phase_span(b, sw, pads[2], w)
+            ph[a * sw + b, :, r0 : r0 + nr, c0 : c0 + nc] = xh[:, x0::sh, y0::sw]
+    return ph
+
+
+def _unphase(gph: np.ndarray, geom: ConvGeometry, hw: tuple[int, int]) -> np.ndarray:
+    """The adjoint of :func:`_phases`: the input's part of each phase, as an NCHW-shaped view."""
+    (sh, sw), pads = geom.strides, geom.pads
+    if (sh, sw) == (1, 1):
+        return crop(gph[0], pads, hw)
+    n, c = gph.shape[1], gph.shape[4]
+    h, w = hw
+    gx = scratch.empty((n, h, w, c), gph.dtype)  # every input pixel is in exactly one phase
+    for a in range(sh):
+        r0, x0, nr = _phase_span(a, sh, pads[0], h)
+        for b in range(sw):
+            c0, y0, nc = _phase_span(b, sw, pads[2], w)
+            gx[:, x0::sh, y0::sw] = gph[a * sw + b, :, r0 : r0 + nr, c0 : c0 + nc]
+    return gx.transpose(0, 3, 1, 2)
+
+
 def _offsets(geom: ConvGeometry, wp: int) -> list[int]:
     (kh, kw), (dh, dw) = geom.kernel, geom.dilation
     return [i * dh * wp + j * dw for i in range(kh) for j in range(kw)]
+
+
+def _phase_taps(geom: ConvGeometry, wq: int) -> list[tuple[int, int]]:
+    """``(phase, offset)`` of each tap: the phase it reads and its shift in the flattened phase."""
+    (kh, kw), (sh, sw), (dh, dw) = geom.kernel, geom.strides, geom.dilation
+    taps = []
+    for i in range(kh):
+        (u, a) = divmod(i * dh, sh)
+        for j in range(kw):
+            (v, b) = divmod(j * dw, sw)
+            taps.append((a * sw + b, u * wq + v))
+    return taps
 
 
 def _add_product(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
@@ -264,50 +339,110 @@ def _add_product(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
         out[...] = res.T
 
 
-def _taps(xp, weight, bias, geom, out_hw):
-    n, hp, wp, c = xp.shape
-    f, _, kh, kw = weight.shape
+def _tap_weights(weight: np.ndarray) -> np.ndarray:
+    """(kh * kw, c, f): each tap's (channels, filters) matrix."""
+    f, c, kh, kw = weight.shape
+    return np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
+
+
+def _row_blocks(q: int, width: int, itemsize: int) -> Iterator[slice]:
+    """Slices of ``q`` rows whose gathered columns (``width`` per row) fit in :data:`COLUMN_BYTES`."""
+    step = max(1024, COLUMN_BYTES // (width * itemsize))
+    for start in range(0, q, step):
+        yield slice(start, min(start + step, q))
+
+
+def _taps_few_channels(rows, wt, bias, taps, q, acc):
+    """``acc = bias + sum_t rows[p_t, off_t:][:q] @ wt[t]``, one product per block of rows.
+
+    Each block's taps are gathered side by side into (rows, taps * c) columns, as im2col
+    does, but a block at a time (in cache) instead of the whole batch.
+    """
+    n_taps, c, f = wt.shape
+    w2 = wt.reshape(n_taps * c, f)
+    blocks = list(_row_blocks(q, n_taps * c, rows.itemsize))
+    buf = scratch.empty((blocks[0].stop, n_taps, c), rows.dtype)
+    for block in blocks:
+        b = buf[: block.stop - block.start]
+        for t, (pt, off) in enumerate(taps):
+            b[:, t] = rows[pt, block.start + off : block.stop + off]
+        np.matmul(b.reshape(len(b), -1), w2, out=acc[block])
+    if bias is not None:
+        acc += bias
+
+
+def _taps_few_channels_vjp(g_rows, wt, taps, q, g_in):
+    """``g_in[p_t, off_t:][:q] += g_rows @ wt[t].T`` for every tap, one product per block of rows."""
+    n_taps, c, f = wt.shape
+    w2t = wt.reshape(n_taps * c, f).T
+    blocks = list(_row_blocks(q, n_taps * c, g_rows.itemsize))
+    buf = scratch.empty((blocks[0].stop, n_taps * c), g_rows.dtype)
+    for block in blocks:
+        b = np.matmul(g_rows[block], w2t, out=buf[: block.stop - block.start])
+        b = b.reshape(len(b), n_taps, c)
+        for t, (pt, off) in enumerate(taps):
+            g_in[pt, block.start + off : block.stop + off] += b[:, t]
+
+
+def _taps(ph, weight, bias, geom, out_hw):
+    p, n, hq, wq, c = ph.shape
+    f = weight.shape[0]
     oh, ow = out_hw
-    rows = xp.reshape(-1, c)
-    offs = _offsets(geom, wp)
-    q = rows.shape[0] - offs[-1]
-    wt = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
-    out = scratch.empty((rows.shape[0], f), xp.dtype)
+    rows = ph.reshape(p, -1, c)
+    taps = _phase_taps(geom, wq)
+    q = rows.shape[1] - max(off for _, off in taps)
+    wt = _tap_weights(weight)
+    out = scratch.empty((rows.shape[1], f), ph.dtype)
     acc = out[:q]
+    if c < FEW_CHANNELS and len(taps) > 1:
+        _taps_few_channels(rows, wt, bias, taps, q, acc)
+        out[q:] = 0
+        return out.reshape(n, hq, wq, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
+    (p0, off0), rest = taps[0], taps[1:]
     if bias is None:
-        np.matmul(rows[:q], wt[0], out=acc)
+        np.matmul(rows[p0, off0 : off0 + q], wt[0], out=acc)
     else:
         acc[...] = bias
-        _add_product(acc, rows[:q], wt[0])
-    for t, off in enumerate(offs[1:], 1):
-        _add_product(acc, rows[off : off + q], wt[t])
+        _add_product(acc, rows[p0, off0 : off0 + q], wt[0])
+    for t, (pt, off) in enumerate(rest, 1):
+        _add_product(acc, rows[pt, off : off + q], wt[t])
     out[q:] = 0  # rows past the last window: never part of an output
-    return out.reshape(n, hp, wp, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
+    return out.reshape(n, hq, wq, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
 
 
-def _taps_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
-    n, hp, wp, c = xp.shape
+def _taps_vjp(grad, ph, weight, geom, hw, param_grads, input_grad):
+    p, n, hq, wq, c = ph.shape
     f, _, kh, kw = weight.shape
     oh, ow = grad.shape[2:]
-    rows = xp.reshape(-1, c)
-    offs = _offsets(geom, wp)
-    q = rows.shape[0] - offs[-1]
-    full = scratch.zeros((n, hp, wp, f), xp.dtype)
+    rows = ph.reshape(p, -1, c)
+    taps = _phase_taps(geom, wq)
+    q = rows.shape[1] - max(off for _, off in taps)
+    full = scratch.zeros((n, hq, wq, f), ph.dtype)
     full[:, :oh, :ow] = grad.transpose(0, 2, 3, 1)
     g_rows = full.reshape(-1, f)[:q]
     gw = gx = None
-    wt = np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
     if param_grads:
-        dw = np.empty((kh * kw, c, f), dtype=xp.dtype)
-        for t, off in enumerate(offs):
-            np.matmul(rows[off : off + q].T, g_rows, out=dw[t])
+        dw = np.empty((kh * kw, c, f), dtype=ph.dtype)
+        for t, (pt, off) in enumerate(taps):
+            np.matmul(rows[pt, off : off + q].T, g_rows, out=dw[t])
         gw = dw.reshape(kh, kw, c, f).transpose(3, 2, 0, 1).copy()
     if input_grad:
+        wt = _tap_weights(weight)
         g_in = scratch.zeros(rows.shape, rows.dtype)
-        for t, off in enumerate(offs):
-            _add_product(g_in[off : off + q], g_rows, wt[t].T)
-        gx = crop(g_in.reshape(n, hp, wp, c), geom.pads, hw)
+        if c < FEW_CHANNELS and len(taps) > 1:
+            _taps_few_channels_vjp(g_rows, wt, taps, q, g_in)
+        else:
+            for t, (pt, off) in enumerate(taps):
+                _add_product(g_in[pt, off : off + q], g_rows, wt[t].T)
+        gx = _unphase(g_in.reshape(ph.shape), geom, hw)
     return gx, gw
+
+
+def taps_input(kind: str, saved: np.ndarray, x: np.ndarray, geom: ConvGeometry) -> np.ndarray:
+    """The convolution's input ``x`` from what :func:`conv2d_taps` saved (a view when it can be)."""
+    if kind == "pointwise" or (kind == "taps" and geom.strides != (1, 1)):
+        return x
+    return crop(saved[0] if kind == "taps" else saved, geom.pads, x.shape[2:])
 
 
 # -- entry points ------------------------------------------------------------------------
@@ -337,10 +472,11 @@ def conv2d_taps(
     out_hw = geom.out_hw(x.shape[2:])
     if kind == "pointwise":
         return _pointwise(x, weight, bias, geom), x
+    if kind == "taps":
+        ph = _phases(x, geom)
+        return _taps(ph, weight, bias, geom, out_hw), ph
     xp = _pad_channels_last(x, geom.pads)
-    if kind == "depthwise":
-        return _depthwise(xp, weight, bias, geom, out_hw), xp
-    return _taps(xp, weight, bias, geom, out_hw), xp
+    return _depthwise(xp, weight, bias, geom, out_hw), xp
 
 
 def conv2d_taps_vjp(
