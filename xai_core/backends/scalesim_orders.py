@@ -154,11 +154,16 @@ def set_lookup(pre: np.ndarray, eps: int):
     if (index >= 0).sum() == n:  # every address once: its own set
         return base, index, None
     n_sets = int(set_of[-1]) + 1
-    # (address, set) pairs, sorted and distinct, from one sort of a combined key
-    key = np.sort((pre - base).astype(np.int64) * n_sets + set_of)
-    key = key[np.r_[True, key[1:] != key[:-1]]]
-    addr = key // n_sets
-    sets = (key - addr * n_sets).astype(np.int32)
+    # (address, set) pairs, sorted and distinct: a stable sort of the addresses (a radix
+    # sort for 16-bit keys) keeps each address's positions, so its sets, in order
+    rel = pre - base
+    key = rel.astype(np.uint16) if len(index) <= 1 << 16 else rel
+    pos = np.argsort(key, kind="stable")
+    addr = rel[pos]
+    sets = set_of[pos]
+    keep = np.ones(n, bool)
+    keep[1:] = (addr[1:] != addr[:-1]) | (sets[1:] != sets[:-1])
+    addr, sets = addr[keep], sets[keep]
     first = np.ones(len(addr), bool)
     first[1:] = addr[1:] != addr[:-1]
     starts = np.flatnonzero(first)

@@ -91,15 +91,8 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     set_list = stream.tolist() if table is None else None
     if table is None:
         hint = stream.astype(unsigned_for(n_sets))
-    else:  # the demand's set nearest its place: the tiles are prefetched about in order
-        est = (place // eps).astype(np.int32)
-        hint = table[0, stream]
-        gap = np.abs(hint.astype(np.int32) - est)
-        for held in table[1:]:
-            held = held[stream]
-            g = np.abs(held.astype(np.int32) - est)
-            hint = np.where(g < gap, held, hint)
-            gap = np.minimum(gap, g)
+    else:
+        hint = _cover(table, stream, place, eps, n_sets, a)
     row_list = rows.tolist()
     bounds = starts.tolist()
     memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
@@ -158,24 +151,70 @@ def _in_window(sets: np.ndarray, w: int, a: int, n_sets: int) -> np.ndarray:
     return (sets >= w) | (sets < w + a - n_sets)
 
 
+def _cover(table, stream, place, eps, n_sets, a):
+    """Each demand's window starts that hold it, as a circular range ``(start, length)``,
+    and whether the range is exact (else it is one set's and all sets must be tested).
+
+    The window of ``a`` sets from ``w`` holds set ``s`` for ``w`` in ``(s - a, s]``; an
+    address whose sets (sorted) are at most ``a`` apart is held for ``w`` in one range.
+    Another's range is that of its set nearest its place (the tiles are prefetched about
+    in order).
+    """
+    srt = np.sort(table.astype(np.int32), axis=0)
+    low = srt[0]
+    exact = (np.diff(srt, axis=0) <= a).all(axis=0)
+    length = np.minimum(srt[-1] - low + a, n_sets)
+    if not exact.all():
+        est = (place // eps).astype(np.int32)
+        hint = table[0, stream]
+        gap = np.abs(hint.astype(np.int32) - est)
+        for held in table[1:]:
+            held = held[stream]
+            g = np.abs(held.astype(np.int32) - est)
+            hint = np.where(g < gap, held, hint)
+            gap = np.minimum(gap, g)
+        ex = exact[stream]
+        low = np.where(ex, low[stream], hint)
+        length = np.where(ex, length[stream], a)
+    else:
+        ex, low, length = exact[stream], low[stream], length[stream]
+    dtype = unsigned_for(n_sets)
+    start = ((low - (a - 1)) % n_sets).astype(dtype)
+    return start, length.astype(dtype), ex
+
+
+def _in_cover(start: np.ndarray, length: np.ndarray, w: int, n_sets: int) -> np.ndarray:
+    """Whether ``w`` is in each circular range ``[start, start + length)`` (unsigned)."""
+    d = start.dtype.type(w) - start  # wraps below zero: then d + n_sets is w - start + n_sets
+    return (d < length) | ((d + start.dtype.type(n_sets)) < length)
+
+
 def _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p):
     """:func:`_walk` for long streams or several sets per address: a vectorised hit test
     over blocks of demands, a scalar walk at each miss.
 
-    Demand ``i`` is held by the set ``hint[i]`` and, when ``table`` is not None, by the
-    sets ``table[:, stream[i]]`` (``hint[i]`` among them): a demand whose hint is in the
-    window is a hit, the others are tested on all their sets.
+    With ``table`` None, demand ``i`` is held by the set ``hint[i]``; else by the sets
+    ``table[:, stream[i]]``, and ``hint`` is :func:`_cover`'s (start, length, exact): a
+    demand in its range is a hit, one outside an exact range a miss, the others are tested
+    on all their sets.
     """
     rel: list[int] = []
     counts: list[int] = []
     t, block = lo, _FIRST_BLOCK
     while t < hi:
         stop = min(hi, t + block)
-        hit = _in_window(hint[t:stop], w, a, n_sets)
+        if table is None:
+            hit = _in_window(hint[t:stop], w, a, n_sets)
+        else:
+            hit = _in_cover(hint[0][t:stop], hint[1][t:stop], w, n_sets)
         first = int(hit.argmin())
         if not hit[first]:
-            if table is not None:
+            if table is not None and not hint[2][t + first]:
                 cand = np.flatnonzero(~hit[first:]) + (t + first)
+                ex = hint[2][cand]
+                e = int(ex.argmax())
+                if ex[e]:  # an exact miss ends the search
+                    cand = cand[: e + 1]
                 held = np.logical_or.reduce(_in_window(table[:, stream[cand]], w, a, n_sets))
                 j = int(held.argmin())
                 first = -1 if held[j] else int(cand[j]) - t
