@@ -140,7 +140,8 @@ def set_lookup(pre: np.ndarray, eps: int):
     """The sets holding each address of the prefetch order, as columns of distinct set lists.
 
     Returns (base, index, table): address ``x`` is held by the sets ``table[:, index[x - base]]``
-    (a column padded with its first set; addresses held by the same sets share a column), or
+    (a column, its sets ascending, padded with the last; addresses held by the same sets
+    share a column), or
     ``table`` is None when every address is held once and ``index[x - base]`` is its set.
     """
     if pre.min() < 0:
@@ -169,7 +170,8 @@ def set_lookup(pre: np.ndarray, eps: int):
     starts = np.flatnonzero(first)
     group = np.cumsum(first) - 1
     rank = np.arange(len(addr)) - starts[group]
-    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
+    ends = np.r_[starts[1:], len(addr)] - 1
+    table = np.repeat(sets[ends][:, None], int(rank.max()) + 1, axis=1)
     table[group, rank] = sets
     # addresses with equal set lists share a row: candidates by a hash, checked exactly
     mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1

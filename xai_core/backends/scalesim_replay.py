@@ -76,7 +76,8 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
 
     The walk is done fold by fold; a fold whose tile and starting window were seen before
-    repeats that fold's prefetches.
+    repeats that fold's prefetches (when every tile is used once, in order, and tiles are
+    short, the walk runs over the whole demand at once).
     """
     eps = math.ceil(size / 100)
     q = int((pre != -1).sum())
@@ -93,6 +94,18 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
         hint = stream.astype(unsigned_for(n_sets))
     else:
         hint = _cover(table, stream, place, eps, n_sets, a)
+    once = len(fold_tile) == len(tiles) and (fold_tile == np.arange(len(tiles))).all()
+    if once and len(stream) < _FIRST_BLOCK * len(tiles):
+        # short tiles, each once, in order: one walk over the whole demand, rows global
+        fold = np.repeat(np.arange(len(tiles)), np.diff(starts))
+        row_list = (rows + fold * per_fold).tolist()
+        if set_list is not None and len(stream) <= 512:
+            ev_rows, ev_counts, _ = _walk(set_list, row_list, 0, len(stream), 0, n_sets, a, p)
+        else:
+            ev_rows, ev_counts, _ = _walk_blocks(
+                hint, table, stream, row_list, 0, len(stream), 0, n_sets, a, p
+            )
+        return ev_rows, ev_counts
     row_list = rows.tolist()
     bounds = starts.tolist()
     memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
@@ -156,14 +169,13 @@ def _cover(table, stream, place, eps, n_sets, a):
     and whether the range is exact (else it is one set's and all sets must be tested).
 
     The window of ``a`` sets from ``w`` holds set ``s`` for ``w`` in ``(s - a, s]``; an
-    address whose sets (sorted) are at most ``a`` apart is held for ``w`` in one range.
+    address whose sets (ascending in ``table``'s column) are at most ``a`` apart is held for ``w`` in one range.
     Another's range is that of its set nearest its place (the tiles are prefetched about
     in order).
     """
-    srt = np.sort(table.astype(np.int32), axis=0)
-    low = srt[0]
-    exact = (np.diff(srt, axis=0) <= a).all(axis=0)
-    length = np.minimum(srt[-1] - low + a, n_sets)
+    low = table[0].astype(np.int32)  # each column ascending
+    exact = (np.diff(table, axis=0) <= a).all(axis=0)
+    length = np.minimum(table[-1] - low + a, n_sets)
     if not exact.all():
         est = (place // eps).astype(np.int32)
         hint = table[0, stream]
