@@ -168,20 +168,20 @@ def set_lookup(pre: np.ndarray, eps: int):
     first = np.ones(len(addr), bool)
     first[1:] = addr[1:] != addr[:-1]
     starts = np.flatnonzero(first)
-    group = np.cumsum(first) - 1
-    rank = np.arange(len(addr)) - starts[group]
     ends = np.r_[starts[1:], len(addr)] - 1
-    table = np.repeat(sets[ends][:, None], int(rank.max()) + 1, axis=1)
-    table[group, rank] = sets
-    # addresses with equal set lists share a row: candidates by a hash, checked exactly
-    mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
-    _, rep, inv = np.unique((table * mix).sum(axis=1), return_index=True, return_inverse=True)
-    if (table[rep[inv]] == table).all():
-        table, row_of = table[rep], inv.reshape(-1).astype(np.int32)
-    else:  # a hash collision: one row per address
-        row_of = np.arange(len(starts), dtype=np.int32)
-    index[addr[starts]] = row_of
-    return base, index, np.ascontiguousarray(table.T, dtype=unsigned_for(n_sets))
+    depth = int((ends - starts).max()) + 1
+    # row r: each address's (r + 1)-th set, its last once it has no more
+    table = np.stack([sets[np.minimum(starts + r, ends)] for r in range(depth)])
+    # addresses with equal set lists share a column: candidates by a hash, checked exactly
+    mix = np.arange(1, depth + 1, dtype=np.int64)[:, None] * 0x9E3779B1
+    _, rep, inv = np.unique((table * mix).sum(axis=0), return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if (table[:, rep[inv]] == table).all():
+        table, col_of = table[:, rep], inv.astype(np.int32)
+    else:  # a hash collision: one column per address
+        col_of = np.arange(len(starts), dtype=np.int32)
+    index[addr[starts]] = col_of
+    return base, index, np.ascontiguousarray(table, dtype=unsigned_for(n_sets))
 
 
 def unsigned_for(n_sets: int):
