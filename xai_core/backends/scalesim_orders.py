@@ -33,14 +33,17 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int,
     filt += 10_000_000
     if fh == ch == stride == 1 and fw == w:  # a GEMM: pixel i, window j at i * K + j
         return np.arange(px * win, dtype=np.int32).reshape(px, win), filt, (px, nf)
-    o_row, o_col = np.divmod(np.arange(px), ow)
+    o_row, o_col = np.divmod(np.arange(px, dtype=np.int32), ow)
     i_row, i_col = o_row * stride, o_col * stride
-    c_row, rest = np.divmod(np.arange(win), fw * ch)
+    c_row, rest = np.divmod(np.arange(win, dtype=np.int32), fw * ch)
     c_col, c_ch = np.divmod(rest, ch)
-    rr = i_row[:, None] + c_row[None, :]
-    cc = i_col[:, None] + c_col[None, :]
-    ifmap = np.where((rr < h) & (cc < w), (rr * w + cc) * ch + c_ch[None, :], -1)
-    return ifmap.astype(np.int32), filt, (px, nf)
+    # address (row * w + col) * ch + channel: a pixel part plus a window part
+    ifmap = ((i_row * w + i_col) * ch)[:, None] + ((c_row * w + c_col) * ch + c_ch)[None, :]
+    if (o_row[-1] * stride + fh > h) or (o_col[-1] * stride + fw > w):  # windows past the edge
+        rr = i_row[:, None] + c_row[None, :]
+        cc = i_col[:, None] + c_col[None, :]
+        ifmap[(rr >= h) | (cc >= w)] = -1
+    return ifmap, filt, (px, nf)
 
 
 def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -> np.ndarray:
