@@ -11,8 +11,9 @@ where something happens:
   (circularly); a demanded address in none of them makes the window advance by
   ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
   triggers how many prefetches does not depend on time, so it is found first, in blocks
-  (a vectorised hit test per block, first on each demand's set nearest its place in the
-  prefetch order, then on all its sets where that one is outside the window; at a miss the
+  (a vectorised hit test per block: exact in two comparisons for an address whose sets are
+  at most ``a`` apart, held for one circular range of window starts; else first on the
+  demand's set nearest its place in the prefetch order, then on all its sets; at a miss the
   number of prefetches in closed form, the window never stepping over a set since
   ``p <= a``). Prefetch ``k`` ends at
   cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
