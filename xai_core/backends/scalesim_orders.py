@@ -33,14 +33,17 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, tuple[int,
     filt += 10_000_000
     if fh == ch == stride == 1 and fw == w:  # a GEMM: pixel i, window j at i * K + j
         return np.arange(px * win, dtype=np.int32).reshape(px, win), filt, (px, nf)
-    o_row, o_col = np.divmod(np.arange(px), ow)
+    o_row, o_col = np.divmod(np.arange(px, dtype=np.int32), ow)
     i_row, i_col = o_row * stride, o_col * stride
-    c_row, rest = np.divmod(np.arange(win), fw * ch)
+    c_row, rest = np.divmod(np.arange(win, dtype=np.int32), fw * ch)
     c_col, c_ch = np.divmod(rest, ch)
-    rr = i_row[:, None] + c_row[None, :]
-    cc = i_col[:, None] + c_col[None, :]
-    ifmap = np.where((rr < h) & (cc < w), (rr * w + cc) * ch + c_ch[None, :], -1)
-    return ifmap.astype(np.int32), filt, (px, nf)
+    # address (row * w + col) * ch + channel: a pixel part plus a window part
+    ifmap = ((i_row * w + i_col) * ch)[:, None] + ((c_row * w + c_col) * ch + c_ch)[None, :]
+    if (o_row[-1] * stride + fh > h) or (o_col[-1] * stride + fw > w):  # windows past the edge
+        rr = i_row[:, None] + c_row[None, :]
+        cc = i_col[:, None] + c_col[None, :]
+        ifmap[(rr >= h) | (cc >= w)] = -1
+    return ifmap, filt, (px, nf)
 
 
 def _blocks(mat: np.ndarray, tile_rows: int, tile_cols: int, rf: int, cf: int) -> np.ndarray:
@@ -140,7 +143,8 @@ def set_lookup(pre: np.ndarray, eps: int):
     """The sets holding each address of the prefetch order, as columns of distinct set lists.
 
     Returns (base, index, table): address ``x`` is held by the sets ``table[:, index[x - base]]``
-    (a column padded with its first set; addresses held by the same sets share a column), or
+    (a column, its sets ascending, padded with the last; addresses held by the same sets
+    share a column), or
     ``table`` is None when every address is held once and ``index[x - base]`` is its set.
     """
     if pre.min() < 0:
@@ -154,27 +158,33 @@ def set_lookup(pre: np.ndarray, eps: int):
     if (index >= 0).sum() == n:  # every address once: its own set
         return base, index, None
     n_sets = int(set_of[-1]) + 1
-    # (address, set) pairs, sorted and distinct, from one sort of a combined key
-    key = np.sort((pre - base).astype(np.int64) * n_sets + set_of)
-    key = key[np.r_[True, key[1:] != key[:-1]]]
-    addr = key // n_sets
-    sets = (key - addr * n_sets).astype(np.int32)
+    # (address, set) pairs, sorted and distinct: a stable sort of the addresses (a radix
+    # sort for 16-bit keys) keeps each address's positions, so its sets, in order
+    rel = pre - base
+    key = rel.astype(np.uint16) if len(index) <= 1 << 16 else rel
+    pos = np.argsort(key, kind="stable")
+    addr = rel[pos]
+    sets = set_of[pos]
+    keep = np.ones(n, bool)
+    keep[1:] = (addr[1:] != addr[:-1]) | (sets[1:] != sets[:-1])
+    addr, sets = addr[keep], sets[keep]
     first = np.ones(len(addr), bool)
     first[1:] = addr[1:] != addr[:-1]
     starts = np.flatnonzero(first)
-    group = np.cumsum(first) - 1
-    rank = np.arange(len(addr)) - starts[group]
-    table = np.repeat(sets[starts][:, None], int(rank.max()) + 1, axis=1)
-    table[group, rank] = sets
-    # addresses with equal set lists share a row: candidates by a hash, checked exactly
-    mix = np.arange(1, table.shape[1] + 1, dtype=np.int64) * 0x9E3779B1
-    _, rep, inv = np.unique((table * mix).sum(axis=1), return_index=True, return_inverse=True)
-    if (table[rep[inv]] == table).all():
-        table, row_of = table[rep], inv.reshape(-1).astype(np.int32)
-    else:  # a hash collision: one row per address
-        row_of = np.arange(len(starts), dtype=np.int32)
-    index[addr[starts]] = row_of
-    return base, index, np.ascontiguousarray(table.T, dtype=unsigned_for(n_sets))
+    ends = np.r_[starts[1:], len(addr)] - 1
+    depth = int((ends - starts).max()) + 1
+    # row r: each address's (r + 1)-th set, its last once it has no more
+    table = np.stack([sets[np.minimum(starts + r, ends)] for r in range(depth)])
+    # addresses with equal set lists share a column: candidates by a hash, checked exactly
+    mix = np.arange(1, depth + 1, dtype=np.int64)[:, None] * 0x9E3779B1
+    _, rep, inv = np.unique((table * mix).sum(axis=0), return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if (table[:, rep[inv]] == table).all():
+        table, col_of = table[:, rep], inv.astype(np.int32)
+    else:  # a hash collision: one column per address
+        col_of = np.arange(len(starts), dtype=np.int32)
+    index[addr[starts]] = col_of
+    return base, index, np.ascontiguousarray(table, dtype=unsigned_for(n_sets))
 
 
 def unsigned_for(n_sets: int):

@@ -11,8 +11,9 @@ where something happens:
   (circularly); a demanded address in none of them makes the window advance by
   ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
   triggers how many prefetches does not depend on time, so it is found first, in blocks
-  (a vectorised hit test per block, first on each demand's set nearest its place in the
-  prefetch order, then on all its sets where that one is outside the window; at a miss the
+  (a vectorised hit test per block: exact in two comparisons for an address whose sets are
+  at most ``a`` apart, held for one circular range of window starts; else first on the
+  demand's set nearest its place in the prefetch order, then on all its sets; at a miss the
   number of prefetches in closed form, the window never stepping over a set since
   ``p <= a``). Prefetch ``k`` ends at
   cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
@@ -76,7 +77,8 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
 
     The walk is done fold by fold; a fold whose tile and starting window were seen before
-    repeats that fold's prefetches.
+    repeats that fold's prefetches (when every tile is used once, in order, and tiles are
+    short, the walk runs over the whole demand at once).
     """
     eps = math.ceil(size / 100)
     q = int((pre != -1).sum())
@@ -91,15 +93,20 @@ def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
     set_list = stream.tolist() if table is None else None
     if table is None:
         hint = stream.astype(unsigned_for(n_sets))
-    else:  # the demand's set nearest its place: the tiles are prefetched about in order
-        est = (place // eps).astype(np.int32)
-        hint = table[0, stream]
-        gap = np.abs(hint.astype(np.int32) - est)
-        for held in table[1:]:
-            held = held[stream]
-            g = np.abs(held.astype(np.int32) - est)
-            hint = np.where(g < gap, held, hint)
-            gap = np.minimum(gap, g)
+    else:
+        hint = _cover(table, stream, place, eps, n_sets, a)
+    once = len(fold_tile) == len(tiles) and (fold_tile == np.arange(len(tiles))).all()
+    if once and len(stream) < _FIRST_BLOCK * len(tiles):
+        # short tiles, each once, in order: one walk over the whole demand, rows global
+        fold = np.repeat(np.arange(len(tiles)), np.diff(starts))
+        row_list = (rows + fold * per_fold).tolist()
+        if set_list is not None and len(stream) <= 512:
+            ev_rows, ev_counts, _ = _walk(set_list, row_list, 0, len(stream), 0, n_sets, a, p)
+        else:
+            ev_rows, ev_counts, _ = _walk_blocks(
+                hint, table, stream, row_list, 0, len(stream), 0, n_sets, a, p
+            )
+        return ev_rows, ev_counts
     row_list = rows.tolist()
     bounds = starts.tolist()
     memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
@@ -158,24 +165,69 @@ def _in_window(sets: np.ndarray, w: int, a: int, n_sets: int) -> np.ndarray:
     return (sets >= w) | (sets < w + a - n_sets)
 
 
+def _cover(table, stream, place, eps, n_sets, a):
+    """Each demand's window starts that hold it, as a circular range ``(start, length)``,
+    and whether the range is exact (else it is one set's and all sets must be tested).
+
+    The window of ``a`` sets from ``w`` holds set ``s`` for ``w`` in ``(s - a, s]``; an
+    address whose sets (ascending in ``table``'s column) are at most ``a`` apart is held for ``w`` in one range.
+    Another's range is that of its set nearest its place (the tiles are prefetched about
+    in order).
+    """
+    low = table[0].astype(np.int32)  # each column ascending
+    exact = (np.diff(table, axis=0) <= a).all(axis=0)
+    length = np.minimum(table[-1] - low + a, n_sets)
+    if not exact.all():
+        est = (place // eps).astype(np.int32)
+        hint = table[0, stream]
+        gap = np.abs(hint.astype(np.int32) - est)
+        for held in table[1:]:
+            held = held[stream]
+            g = np.abs(held.astype(np.int32) - est)
+            hint = np.where(g < gap, held, hint)
+            gap = np.minimum(gap, g)
+        ex = exact[stream]
+        low = np.where(ex, low[stream], hint)
+        length = np.where(ex, length[stream], a)
+    else:
+        ex, low, length = exact[stream], low[stream], length[stream]
+    dtype = unsigned_for(n_sets)
+    start = ((low - (a - 1)) % n_sets).astype(dtype)
+    return start, length.astype(dtype), ex
+
+
+def _in_cover(start: np.ndarray, length: np.ndarray, w: int, n_sets: int) -> np.ndarray:
+    """Whether ``w`` is in each circular range ``[start, start + length)`` (unsigned)."""
+    d = start.dtype.type(w) - start  # wraps below zero: then d + n_sets is w - start + n_sets
+    return (d < length) | ((d + start.dtype.type(n_sets)) < length)
+
+
 def _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p):
     """:func:`_walk` for long streams or several sets per address: a vectorised hit test
     over blocks of demands, a scalar walk at each miss.
 
-    Demand ``i`` is held by the set ``hint[i]`` and, when ``table`` is not None, by the
-    sets ``table[:, stream[i]]`` (``hint[i]`` among them): a demand whose hint is in the
-    window is a hit, the others are tested on all their sets.
+    With ``table`` None, demand ``i`` is held by the set ``hint[i]``; else by the sets
+    ``table[:, stream[i]]``, and ``hint`` is :func:`_cover`'s (start, length, exact): a
+    demand in its range is a hit, one outside an exact range a miss, the others are tested
+    on all their sets.
     """
     rel: list[int] = []
     counts: list[int] = []
     t, block = lo, _FIRST_BLOCK
     while t < hi:
         stop = min(hi, t + block)
-        hit = _in_window(hint[t:stop], w, a, n_sets)
+        if table is None:
+            hit = _in_window(hint[t:stop], w, a, n_sets)
+        else:
+            hit = _in_cover(hint[0][t:stop], hint[1][t:stop], w, n_sets)
         first = int(hit.argmin())
         if not hit[first]:
-            if table is not None:
+            if table is not None and not hint[2][t + first]:
                 cand = np.flatnonzero(~hit[first:]) + (t + first)
+                ex = hint[2][cand]
+                e = int(ex.argmax())
+                if ex[e]:  # an exact miss ends the search
+                    cand = cand[: e + 1]
                 held = np.logical_or.reduce(_in_window(table[:, stream[cand]], w, a, n_sets))
                 j = int(held.argmin())
                 first = -1 if held[j] else int(cand[j]) - t
