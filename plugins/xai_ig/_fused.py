@@ -92,44 +92,60 @@ class FusedTail:
         self._pending = [0, 0, 0]
         saved: list[tuple[Layer, np.ndarray]] = []
         out = z
-        for layer in self.body:
+        # with a softmax after a last Dense layer, its output is made transposed, (classes,
+        # m): the softmax's reductions and updates then run along contiguous rows of m
+        last = len(self.body) - 1
+        transposed = self.softmax and last >= 0 and type(self.body[last]) is Dense
+        for i, layer in enumerate(self.body):
             kind = type(layer)
             if kind is Dense:
-                w, _, b = self._weights[id(layer)]
-                out = backend.matmul(out, w)
+                w, wt, b = self._weights[id(layer)]
+                if transposed and i == last:
+                    out = backend.matmul(wt, out.T)  # (out @ w).T, the same products
+                    if b is not None:
+                        out += b[:, None]
+                else:
+                    out = backend.matmul(out, w)
+                    if b is not None:
+                        out += b
                 if b is not None:
-                    out += b
                     self._count(out.size + b.size, out.size, out.size)
                 continue
             if kind is ReLU:
-                np.maximum(out, out.dtype.type(0), out=out)
+                # out * [out > 0], the mask kept for the backward pass (faster than
+                # np.maximum here; equal to it for every finite value)
+                mask = out > 0
+                out *= mask
                 self._count(out.size, out.size, out.size * layer.ops)
-            elif kind is Tanh:
+                saved.append((layer, mask))
+                continue
+            if kind is Tanh:
                 np.tanh(out, out=out)
                 self._count(out.size, out.size, out.size * 4)
             else:  # Sigmoid
                 expit(out, out=out)
                 self._count(out.size, out.size, out.size * 4)
             saved.append((layer, out))
-        m = len(out)
+        m = len(target)
         rows = np.arange(m)
         if self.softmax:
-            # p = softmax(out); the seed weight * e_target gives weight * p_t * (e_t - p)
-            # row maxima and sums over a short last axis: along the transposed copy (a
-            # contiguous reduction) and as a product with ones, far faster than axis=1
-            out -= np.ascontiguousarray(out.T).max(axis=0)[:, None]
-            self._count(out.size, m, out.size)  # the row maxima
-            self._count(out.size + m, out.size, out.size)  # less the maxima
-            np.exp(out, out=out)
-            self._count(out.size, out.size, 4 * out.size)
-            out /= (out @ np.ones(out.shape[1], dtype=out.dtype))[:, None]
-            self._count(out.size, m, out.size)  # the row sums
-            self._count(out.size + m, out.size, out.size)  # divided by them
-            scaled = out[rows, target] * weight
-            grad = out
-            grad *= -scaled[:, None]
-            grad[rows, target] += scaled
-            self._count(out.size + m, out.size, out.size + m)
+            # p = softmax(out); the seed weight * e_target gives weight * p_t * (e_t - p),
+            # computed on pt = p.T (classes, m): every reduction over the classes is an
+            # elementwise pass over contiguous rows, far faster than along a short last axis
+            pt = out if transposed else np.ascontiguousarray(out.T)
+            pt -= pt.max(axis=0)
+            self._count(pt.size, m, pt.size)  # the row maxima
+            self._count(pt.size + m, pt.size, pt.size)  # less the maxima
+            np.exp(pt, out=pt)
+            self._count(pt.size, pt.size, 4 * pt.size)
+            pt /= pt.sum(axis=0)
+            self._count(pt.size, m, pt.size)  # the row sums
+            self._count(pt.size + m, pt.size, pt.size)  # divided by them
+            scaled = pt[target, rows] * weight
+            pt *= -scaled
+            pt[target, rows] += scaled
+            self._count(pt.size + m, pt.size, pt.size + m)
+            grad = pt.T
         else:
             grad = np.zeros_like(out)
             grad[rows, target] = weight
@@ -139,8 +155,8 @@ class FusedTail:
                 grad = backend.matmul(grad, self._weights[id(layer)][1])
                 continue
             _, y = saved.pop()
-            if kind is ReLU:
-                np.multiply(grad, y > 0, out=grad)
+            if kind is ReLU:  # y is the forward pass's mask [x > 0]
+                grad *= y
                 self._count(2 * grad.size, grad.size, 2 * grad.size)
             elif kind is Tanh:
                 np.multiply(y, y, out=y)
