@@ -136,29 +136,14 @@ class CPUBackend(Backend):
         """Gradients of :meth:`conv2d`, by the adjoint shifted-slice sums when it ran them."""
         from xai_core.nn.conv_taps import conv2d_taps_vjp
 
+        wanted = {"param_grads": param_grads, "input_grad": input_grad}
         kind = record.get("fast") if self._reference() else None
         if kind is None:
-            return super().conv2d_vjp(
-                grad,
-                weight,
-                geometry,
-                record,
-                use_bias=use_bias,
-                param_grads=param_grads,
-                input_grad=input_grad,
-            )
+            return super().conv2d_vjp(grad, weight, geometry, record, use_bias=use_bias, **wanted)
         grad = np.asarray(grad, dtype=self.dtype)
         weight = np.asarray(weight, dtype=self.dtype)
-        gx, gw = conv2d_taps_vjp(
-            kind,
-            grad,
-            record["saved"],
-            record["x_hw"],
-            weight,
-            geometry,
-            param_grads=param_grads,
-            input_grad=input_grad,
-        )
+        saved, x_hw = record["saved"], record["x_hw"]
+        gx, gw = conv2d_taps_vjp(kind, grad, saved, x_hw, weight, geometry, **wanted)
         n, f, oh, ow = grad.shape
         g, m, k = geometry.groups, n * oh * ow, weight[0].size
         grads = {}

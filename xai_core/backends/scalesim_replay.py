@@ -143,13 +143,18 @@ def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
             continue
         k = ((s - w) % n_sets - a) // p + 1
         w = (w + k * p) % n_sets
-        r = row_list[i]
-        if rel and rel[-1] == r:
-            counts[-1] += k
-        else:
-            rel.append(r)
-            counts.append(k)
-    return rel, counts, w
+        rel.append(row_list[i])
+        counts.append(k)
+    return *_merged(rel, counts), w
+
+
+def _merged(rows: list[int], counts: list[int]) -> tuple[list[int], list[int]]:
+    """Consecutive prefetches at one demand row as one entry, their counts summed."""
+    if len(rows) < 2:
+        return rows, counts
+    r = np.asarray(rows)
+    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+    return r[starts].tolist(), np.add.reduceat(np.asarray(counts), starts).tolist()
 
 
 def _steps(sets: list[int], w: int, n_sets: int, a: int, p: int) -> int:
@@ -240,14 +245,10 @@ def _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p):
         mine = [int(hint[t])] if table is None else table[:, stream[t]].tolist()
         k = _steps(mine, w, n_sets, a, p)
         w = (w + k * p) % n_sets
-        r = row_list[t]
-        if rel and rel[-1] == r:
-            counts[-1] += k
-        else:
-            rel.append(r)
-            counts.append(k)
+        rel.append(row_list[t])
+        counts.append(k)
         t, block = t + 1, _FIRST_BLOCK
-    return rel, counts, w
+    return *_merged(rel, counts), w
 
 
 _FIRST_BLOCK = 256
