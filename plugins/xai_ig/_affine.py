@@ -33,7 +33,7 @@ from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
 from xai_ig._fused import FusedTail, fusable
 
-__all__ = ["AffinePath", "first_linear_layer", "affine_path_integral"]
+__all__ = ["AffinePath", "first_linear_layer"]
 
 
 def first_linear_layer(runner: ModelRunner) -> int | None:
@@ -259,29 +259,3 @@ class AffinePath:
         for later, record in zip(reversed(self.rest), reversed(records)):
             grad = later.vjp(grad, backend, record, param_grads=False)[0]
         return grad
-
-
-def affine_path_integral(
-    runner: ModelRunner,
-    first: int,
-    X: np.ndarray,
-    target: np.ndarray,
-    baselines: np.ndarray,
-    alphas: np.ndarray,
-    weights: np.ndarray,
-    *,
-    chunk: int,
-    bar: object,
-) -> np.ndarray:
-    """Integrated gradients of every row, averaged over its baselines, by the affine first layer.
-
-    The same quantity as :func:`xai_ig._batching.path_integral` (see there for the
-    arguments); ``first`` is :func:`first_linear_layer`'s index and ``bar`` a progress bar
-    updated once per chunk. :class:`AffinePath` does the work.
-
-    Returns
-    -------
-    ndarray of float64 of shape (n_samples, *input_shape)
-    """
-    path = AffinePath(runner, first, X, baselines)
-    return path.integral(np.arange(len(X)), target, alphas, weights, chunk=chunk, bar=bar)

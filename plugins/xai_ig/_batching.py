@@ -16,7 +16,7 @@ import numpy as np
 from xai_core import ModelRunner
 from xai_core.progress import Bar, progress_bar
 from xai_core.validation import check_int
-from xai_ig._affine import affine_path_integral, first_linear_layer
+from xai_ig._affine import AffinePath, first_linear_layer
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",
@@ -115,7 +115,7 @@ def path_integral(
     computed them) and accumulated over blocks and baselines in float64.
 
     On the ``cpu`` backend a network whose first linear layer comes before any
-    nonlinearity takes :func:`xai_ig._affine.affine_path_integral`: the same integral,
+    nonlinearity takes :class:`xai_ig._affine.AffinePath`: the same integral,
     with that layer's products done once per row instead of once per path point.
 
     Parameters
@@ -144,9 +144,8 @@ def path_integral(
     linear = first_linear_layer(runner) if affine else None
     if linear is not None:
         with batch_bar(len(path_blocks) * len(step_blocks), progress, desc) as bar:
-            return affine_path_integral(
-                runner, linear, X, target, baselines, alphas, weights, chunk=chunk, bar=bar
-            )
+            path = AffinePath(runner, linear, X, baselines)
+            return path.integral(np.arange(n), target, alphas, weights, chunk=chunk, bar=bar)
     n_features = int(np.prod(shape, dtype=np.int64))
     dtype = np.result_type(X.dtype, np.float32)
     flat_x = np.asarray(X, dtype=np.float64).reshape(n, n_features)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from xai_core import Explainer, Explanation, ModelRunner
+from xai_core import Cost, Explainer, Explanation, ModelRunner
 from xai_core.attribution.options import Bool, Int
 from xai_ig._batching import chunk_points, gradient_rows
 
@@ -41,7 +41,7 @@ class _GradientMethod(Explainer):
     internal_batch_size: int | None
     progress: bool | None
 
-    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
         """``n`` outputs and ``n`` gradients (:mod:`xai_ig.cost`)."""
         from xai_ig.cost import gradient_cost
 

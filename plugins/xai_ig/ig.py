@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core import Explainer, Explanation, ModelRunner, XaiWarning
+from xai_core import Cost, Explainer, Explanation, ModelRunner, XaiWarning
 from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Choice, Float, ImageShape, Int
 from xai_ig._affine import AffinePath, first_linear_layer
@@ -166,7 +166,7 @@ class IntegratedGradients(Explainer):
     def _random_baseline(self) -> bool:
         return isinstance(self.baseline, str) and self.baseline in ("uniform", "data")
 
-    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
         """Gradient points and peak memory of this request (:mod:`xai_ig.cost`), before any work."""
         return ig_cost(self, runner, X)
 

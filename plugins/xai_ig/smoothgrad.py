@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core import Explainer, Explanation, ModelRunner
+from xai_core import Cost, Explainer, Explanation, ModelRunner
 from xai_core.attribution.options import Alias, Choice, Float, Int, TypeOf, resolve_options
 from xai_ig._batching import MAX_CHUNK_ELEMENTS, batch_bar
 from xai_ig.gradients import GradientXInput, Saliency
@@ -105,7 +105,7 @@ class SmoothGrad(Explainer):
             options.setdefault("seed", seed)
         return cls(**options)
 
-    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Any:
+    def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
         """Model rows and peak memory over the noisy copies (:mod:`xai_ig.cost`), before any work."""
         from xai_ig.cost import smoothgrad_cost
 

@@ -13,16 +13,22 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["softmax_cross_entropy", "sigmoid_cross_entropy", "half_mean_squared_error"]
+__all__ = [
+    "LossResult",
+    "softmax_cross_entropy",
+    "sigmoid_cross_entropy",
+    "half_mean_squared_error",
+]
+
+#: ``(loss, grad, output)``: the mean loss, d loss / d input and what the network predicts.
+LossResult = tuple[float, np.ndarray, np.ndarray]
 
 
 def _scaled_difference(p, t, scale):
     return (p - t) * scale
 
 
-def softmax_cross_entropy(
-    logits: np.ndarray, y: np.ndarray, backend: Any
-) -> tuple[float, np.ndarray, np.ndarray]:
+def softmax_cross_entropy(logits: np.ndarray, y: np.ndarray, backend: Any) -> LossResult:
     """Cross-entropy of softmax(logits) against class indices, fused for stability.
 
     Parameters
@@ -53,9 +59,7 @@ def softmax_cross_entropy(
     return loss, grad, proba
 
 
-def sigmoid_cross_entropy(
-    logits: np.ndarray, y: np.ndarray, backend: Any
-) -> tuple[float, np.ndarray, np.ndarray]:
+def sigmoid_cross_entropy(logits: np.ndarray, y: np.ndarray, backend: Any) -> LossResult:
     """Binary cross-entropy of sigmoid(logits) against 0/1 labels, fused for stability.
 
     Parameters
@@ -80,9 +84,7 @@ def sigmoid_cross_entropy(
     return loss, grad, proba
 
 
-def half_mean_squared_error(
-    pred: np.ndarray, target: np.ndarray, backend: Any
-) -> tuple[float, np.ndarray, np.ndarray]:
+def half_mean_squared_error(pred: np.ndarray, target: np.ndarray, backend: Any) -> LossResult:
     """Half the mean squared error over all outputs (the Playground's and scikit-learn's loss).
 
     Parameters
