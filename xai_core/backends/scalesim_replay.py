@@ -25,8 +25,10 @@ where something happens:
 - A row's stall is the largest of the three ports' stalls; total cycles are the last ofmap
   write's cycle, as SCALE-Sim reports them.
 
-The loop runs once per event (a row with prefetches, a drain start, a full buffer), never
-per cycle or per element.
+The stall loop runs once per event (a row with prefetches, a drain start, a full buffer),
+never per cycle. Finding the prefetch rows walks the read window over a tile's demands in
+Python (``_walk`` for tiles of up to 512 demands, ``_walk_blocks`` in numpy blocks above),
+once per distinct tile and starting window: the folds that repeat a tile reuse its walk.
 """
 
 from __future__ import annotations
