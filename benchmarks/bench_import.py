@@ -32,32 +32,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
-from typing import Any
 
 # Idle threads of one library must not spin on the cores another is timed on: passive
 # OpenMP waits for torch, no spinning in onnxruntime (set below), before anything loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
-from _pinning import machine_note  # noqa: E402
+from _pinning import interleaved, machine_note  # noqa: E402
 
 import xai_core as xai  # noqa: E402
-
-
-def median_seconds(*fns: Callable[[], Any], repeats: int) -> list[tuple[float, Any]]:
-    """Median wall time of each function over interleaved rounds, and its last result."""
-    results = [fn() for fn in fns]  # warm-up
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            results[i] = fn()
-            times[i].append(time.perf_counter() - start)
-    return [(statistics.median(t), r) for t, r in zip(times, results)]
 
 
 def torch_models():
@@ -202,7 +187,7 @@ def forward_section(mobilenet, X: np.ndarray, threads: int, repeats: int) -> flo
     sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     backend = xai.get_backend("cpu")
-    (ours, got), (theirs, want), (floor, _) = median_seconds(
+    (ours, got), (theirs, want), (floor, _) = interleaved(
         lambda: net.predict(X, backend),
         lambda: sess.run(None, {name: X})[0],
         floor_products(net, len(X), backward=False),
@@ -251,7 +236,7 @@ def ig_section(resnet, X: np.ndarray, steps: int, threads: int, repeats: int) ->
             .numpy()
         )
 
-    (ours, got), (theirs, want), (floor, _) = median_seconds(
+    (ours, got), (theirs, want), (floor, _) = interleaved(
         ours_fn, theirs_fn, floor_products(net, len(X) * steps, backward=True), repeats=repeats
     )
     rel = float(np.abs(got - want).max() / np.abs(want).max())

@@ -22,26 +22,12 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from _pinning import interleaved
 
 import xai_core as xai
-
-
-def median_seconds(*fns: Callable[[], Any], repeats: int) -> list[tuple[float, Any]]:
-    """Median wall time of each function over ``repeats`` interleaved rounds, and its last result."""
-    results = [fn() for fn in fns]  # warm-up
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            results[i] = fn()
-            times[i].append(time.perf_counter() - start)
-    return [(statistics.median(t), r) for t, r in zip(times, results)]
 
 
 def train_cnn(epochs: int, seed: int = 0):
@@ -72,7 +58,7 @@ def bench_forward(args: argparse.Namespace) -> None:
     X = np.concatenate([train.X, test.X])[: args.images]
     cpu = xai.ModelRunner(net, backend="cpu")
     tpu = xai.ModelRunner(net, backend=xai.get_backend("tpu", array=(128, 128), dataflow="ws"))
-    (t_cpu, p_cpu), (t_tpu, p_tpu) = median_seconds(
+    (t_cpu, p_cpu), (t_tpu, p_tpu) = interleaved(
         lambda: cpu.predict(X), lambda: tpu.predict(X), repeats=args.repeats
     )
     tpu.reset_counters()
@@ -109,7 +95,7 @@ def bench_gemm(args: argparse.Namespace) -> None:
     b = rng.normal(size=(k, n)).astype(np.float32)
     tpu = xai.get_backend("tpu", array=(128, 128), dataflow="ws")
     a16, b16 = round_bf16(a), round_bf16(b)
-    (t_cost, cost), (t_matmul, out) = median_seconds(
+    (t_cost, cost), (t_matmul, out) = interleaved(
         lambda: gemm_cost(m, k, n, array=(128, 128), dataflow="ws"),
         lambda: tpu.matmul(a, b),
         repeats=max(args.repeats, 25),
