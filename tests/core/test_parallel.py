@@ -112,14 +112,6 @@ def test_threads_match_serial(data, serial, method):
     assert e.meta["executor"] == "ThreadPoolExecutor"
 
 
-@pytest.fixture(scope="module")
-def process_pool():
-    """Two worker processes (forkserver), shared by the process tests of this module."""
-    context = multiprocessing.get_context(parallel.START_METHOD)
-    with cf.ProcessPoolExecutor(2, mp_context=context) as pool:
-        yield pool
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS, ids=METHODS)
 def test_process_pool_matches_serial(data, serial, process_pool, method):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
 import threading
 
 import numpy as np
@@ -11,7 +10,6 @@ import pytest
 import tqdm.std
 
 import xai_core as xai
-import xai_core.attribution.parallel as parallel
 from xai_core.progress import LONG_WORK_UNITS, progress_bar
 from xai_datasets import load_breast_cancer
 
@@ -231,14 +229,6 @@ def test_chunks_arriving_out_of_order_advance_the_bar_by_their_rows(data, bars):
     )  # fmt: skip
     counts = assert_one_finished_bar(bars, N_ROWS)["counts"]
     assert sorted(np.diff([0, *counts]).tolist()) == [2, 7, 7, 7, 7]
-
-
-@pytest.fixture(scope="module")
-def process_pool():
-    """Two worker processes, as explain(executor="processes") starts them."""
-    context = multiprocessing.get_context(parallel.START_METHOD)
-    with cf.ProcessPoolExecutor(2, mp_context=context) as pool:
-        yield pool
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -158,15 +158,12 @@ class Explanation:
             )
             for k, v in self.meta.items()
         }
-        return Explanation(
+        return replace(
+            self,
             values=self.values[idx],
             base_values=self.base_values[idx],
             target=self.target[idx],
             data=None if self.data is None else self.data[idx],
-            feature_names=self.feature_names,
-            output_names=self.output_names,
-            method=self.method,
-            backend=self.backend,
             meta=meta,
         )
 
@@ -269,17 +266,7 @@ class Explanation:
                     f"proba must have shape ({n}, n_outputs); got shape {np.shape(proba)}."
                 )
             meta["proba"] = p
-        return Explanation(
-            values=self.values,
-            base_values=self.base_values,
-            target=self.target,
-            data=self.data,
-            feature_names=self.feature_names,
-            output_names=self.output_names,
-            method=self.method,
-            backend=self.backend,
-            meta=meta,
-        )
+        return replace(self, meta=meta)
 
     def to_shap(self) -> Any:
         """A ``shap.Explanation`` of the same values, base values, data and names (see ``_views``)."""
