@@ -373,22 +373,46 @@ def test_layer_report_sums_to_the_backend_counters():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_sets_per_address_and_demand_runs_follow_their_definition(seed):
     """Each address's sets are the positions it holds in the prefetch order // set size,
-    and a tile's demand runs are its demands with runs of equal set lists merged."""
-    from xai_core.backends.scalesim_orders import set_lookup, tile_streams
+    and a tile's demand runs are its demands with runs of the same one set merged."""
+    from xai_core.backends.scalesim_kernels import set_table, tile_runs
 
     rng = np.random.default_rng(seed)
     tiles = rng.integers(-1, 40, size=(3, 6, 5)).astype(np.int32)  # repeats and padding
     tiles[0, 0, 0] = 41  # an address held once
     pre = tiles.reshape(-1)[rng.permutation(tiles.size)]
-    eps = 4
-    base, index, table = set_lookup(pre, eps)
+    eps, depth = 4, tiles.size
     kept = pre[pre != -1]
-    sets_of = {int(x): set((np.flatnonzero(kept == x) // eps).tolist()) for x in np.unique(kept)}
-    for x, want in sets_of.items():
-        assert set(table[:, index[x - base]].tolist()) == want
-    stream, rows, starts, place = tile_streams(tiles, "flip", 0, (base, index))
+    sets_of = {int(x): sorted(set((np.flatnonzero(kept == x) // eps).tolist())) for x in kept}
+    lo = int(kept.min())
+    span = int(kept.max()) - lo + 1
+    for mat, diagonal, order in (
+        (pre.reshape(1, 6, 15), False, pre),
+        # stacked (2 * 3, 15) read by anti-diagonals, bottom row first
+        (
+            pre.reshape(2, 3, 15),
+            True,
+            [pre.reshape(6, 15)[d - c, c] for d in range(20) for c in range(15) if 0 <= d - c < 6],
+        ),
+    ):
+        kept = np.array([x for x in order if x != -1])
+        want = {int(x): sorted(set((np.flatnonzero(kept == x) // eps).tolist())) for x in kept}
+        cnt, table = set_table(mat, diagonal, eps, depth, lo, span)
+        for x, sets in want.items():
+            r = x - lo
+            assert table[r * depth : r * depth + cnt[r]].tolist() == sets
+        assert cnt.sum() == sum(len(v) for v in want.values())
+    cnt, table = set_table(pre.reshape(1, 6, 15), False, eps, depth, lo, span)
+    keys, rows, starts = tile_runs(tiles, False, 0, lo, cnt, table, depth)
     for u in range(3):
-        demands = [int(x) for x in tiles[u][::-1].reshape(-1) if x != -1]  # rows upside down
-        runs = [d for i, d in enumerate(demands) if i == 0 or sets_of[d] != sets_of[demands[i - 1]]]
-        got = stream[starts[u] : starts[u + 1]]
-        assert [set(table[:, g].tolist()) for g in got] == [sets_of[d] for d in runs]
+        # rows upside down: demand row 0 is the tile's last row
+        demands = [(int(x), 5 - r) for r in range(5, -1, -1) for x in tiles[u, r] if x != -1]
+        key = [sets_of[x][0] if len(sets_of[x]) == 1 else -1 - (x - lo) for x, _ in demands]
+        runs = [
+            (k, row)
+            for i, (k, (_, row)) in enumerate(zip(key, demands))
+            if i == 0 or k != key[i - 1]
+        ]
+        got = list(
+            zip(keys[starts[u] : starts[u + 1]].tolist(), rows[starts[u] : starts[u + 1]].tolist())
+        )
+        assert got == runs

@@ -3,19 +3,19 @@
 SCALE-Sim (USER bandwidth mode) feeds its double-buffered SRAMs one demand row per cycle.
 This module takes the same demand and prefetch orders (:mod:`xai_core.backends.scalesim_orders`,
 numpy index arithmetic on whole folds) and replays the same rules, but only at the cycles
-where something happens:
+where something happens (the loops compiled, :mod:`xai_core.backends.scalesim_kernels`):
 
 - **Read SRAMs** (ifmap, filter). The operand's prefetch order, ``-1`` entries dropped, is
   cut into sets of ``e = ceil(S / 100)`` elements (``S``: the SRAM's words), ``Q // e + 1``
   sets in all. The active window holds ``a = ceil(ceil(S/2) / e)`` consecutive sets
   (circularly); a demanded address in none of them makes the window advance by
   ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
-  triggers how many prefetches does not depend on time, so it is found first, in blocks
-  (a vectorised hit test per block: exact in two comparisons for an address whose sets are
-  at most ``a`` apart, held for one circular range of window starts; else first on the
-  demand's set nearest its place in the prefetch order, then on all its sets; at a miss the
-  number of prefetches in closed form, the window never stepping over a set since
-  ``p <= a``). Prefetch ``k`` ends at
+  triggers how many prefetches does not depend on time, so it is found first: the sets
+  holding each address come from one counting pass over the prefetch order, and the walk
+  tests each demand on its sets (a convolution's ifmap pixel is held by up to one set per
+  window position); at a miss the number of prefetches is found in closed form, the window
+  never stepping over a set since ``p <= a``. A fold that repeats a tile from the same
+  starting window repeats that tile's prefetches. Prefetch ``k`` ends at
   cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
   SCALE-Sim's own offset rule (``offset += d`` and again ``+= d`` when ``d > 0``).
 - **Write SRAM** (ofmap). Elements fill the buffer; once fewer than ``ceil(S/2)`` words are
@@ -26,20 +26,19 @@ where something happens:
   write's cycle, as SCALE-Sim reports them.
 
 The stall loop runs once per event (a row with prefetches, a drain start, a full buffer),
-never per cycle. Finding the prefetch rows walks the read window over a tile's demands in
-Python (``_walk`` for tiles of up to 512 demands, ``_walk_blocks`` in numpy blocks above),
-once per distinct tile and starting window: the folds that repeat a tile reuse its walk.
+never per cycle; the rows between write events are skipped by a binary search on the
+cumulative writes.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from xai_core.backends.scalesim_orders import orders, set_lookup, tile_streams, unsigned_for
+from xai_core.backends.scalesim_kernels import set_table, stalls, tile_runs, walk
+from xai_core.backends.scalesim_orders import orders
 from xai_core.errors import ValidationError
 
 __all__ = ["ReplayResult", "replay"]
@@ -70,298 +69,6 @@ class ReplayResult:
     filter_dram_reads: int
     ofmap_dram_writes: int
     port_stalls: tuple[int, int, int] = (0, 0, 0)
-
-
-# -- read buffer: which demands trigger prefetches ---------------------------------------
-
-
-def _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size):
-    """Demand rows that trigger prefetches, and how many each (SCALE-Sim's window walk).
-
-    The walk is done fold by fold; a fold whose tile and starting window were seen before
-    repeats that fold's prefetches (when every tile is used once, in order, and tiles are
-    short, the walk runs over the whole demand at once).
-    """
-    eps = math.ceil(size / 100)
-    q = int((pre != -1).sum())
-    n_sets = q // eps + 1
-    active = math.ceil(size * 0.5)
-    a = min(math.ceil(active / eps), n_sets)
-    p = min(math.ceil((size - active) / eps), n_sets - a)
-    if a >= n_sets:
-        return [], []
-    base, index, table = set_lookup(pre, eps)
-    stream, rows, starts, place = tile_streams(tiles, kind, prefix, (base, index))
-    set_list = stream.tolist() if table is None else None
-    if table is None:
-        hint = stream.astype(unsigned_for(n_sets))
-    else:
-        hint = _cover(table, stream, place, eps, n_sets, a)
-    once = len(fold_tile) == len(tiles) and (fold_tile == np.arange(len(tiles))).all()
-    if once and len(stream) < _FIRST_BLOCK * len(tiles):
-        # short tiles, each once, in order: one walk over the whole demand, rows global
-        fold = np.repeat(np.arange(len(tiles)), np.diff(starts))
-        row_list = (rows + fold * per_fold).tolist()
-        if set_list is not None and len(stream) <= 512:
-            ev_rows, ev_counts, _ = _walk(set_list, row_list, 0, len(stream), 0, n_sets, a, p)
-        else:
-            ev_rows, ev_counts, _ = _walk_blocks(
-                hint, table, stream, row_list, 0, len(stream), 0, n_sets, a, p
-            )
-        return ev_rows, ev_counts
-    row_list = rows.tolist()
-    bounds = starts.tolist()
-    memo: dict[tuple[int, int], tuple[list[int], list[int], int]] = {}
-    ev_rows: list[int] = []
-    ev_counts: list[int] = []
-    w = 0
-    for f, u in enumerate(fold_tile.tolist()):
-        key = (u, w)
-        hit = memo.get(key)
-        if hit is None:
-            lo, hi = bounds[u], bounds[u + 1]
-            if set_list is not None and hi - lo <= 512:
-                hit = _walk(set_list, row_list, lo, hi, w, n_sets, a, p)
-            else:
-                hit = _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p)
-            memo[key] = hit
-        rel, counts, w = hit
-        base = f * per_fold
-        ev_rows.extend([base + x for x in rel])
-        ev_counts.extend(counts)
-    return ev_rows, ev_counts
-
-
-def _walk(set_list, row_list, lo, hi, w, n_sets, a, p):
-    """The window walk over demands ``lo:hi`` (one set each) from window start ``w``.
-
-    Returns (rows in the fold with prefetches, prefetches in each, final window start).
-    """
-    rel: list[int] = []
-    counts: list[int] = []
-    for i in range(lo, hi):
-        s = set_list[i]
-        if (s - w) % n_sets < a:
-            continue
-        k = ((s - w) % n_sets - a) // p + 1
-        w = (w + k * p) % n_sets
-        rel.append(row_list[i])
-        counts.append(k)
-    return *_merged(rel, counts), w
-
-
-def _merged(rows: list[int], counts: list[int]) -> tuple[list[int], list[int]]:
-    """Consecutive prefetches at one demand row as one entry, their counts summed."""
-    if len(rows) < 2:
-        return rows, counts
-    r = np.asarray(rows)
-    starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-    return r[starts].tolist(), np.add.reduceat(np.asarray(counts), starts).tolist()
-
-
-def _steps(sets: list[int], w: int, n_sets: int, a: int, p: int) -> int:
-    """Prefetches (window advances of ``p <= a`` sets) until one of ``sets``, none in the
-    window of ``a`` sets from ``w``, is in it: the window never steps over a set."""
-    return min(((x - w) % n_sets - a) // p for x in sets) + 1
-
-
-def _in_window(sets: np.ndarray, w: int, a: int, n_sets: int) -> np.ndarray:
-    """Which of ``sets`` (unsigned) lie in the window of ``a`` sets from ``w`` (circular)."""
-    if w + a <= n_sets:  # unsigned: a set below w wraps to a large difference
-        return (sets - sets.dtype.type(w)) < a
-    return (sets >= w) | (sets < w + a - n_sets)
-
-
-def _cover(table, stream, place, eps, n_sets, a):
-    """Each demand's window starts that hold it, as a circular range ``(start, length)``,
-    and whether the range is exact (else it is one set's and all sets must be tested).
-
-    The window of ``a`` sets from ``w`` holds set ``s`` for ``w`` in ``(s - a, s]``; an
-    address whose sets (ascending in ``table``'s column) are at most ``a`` apart is held for ``w`` in one range.
-    Another's range is that of its set nearest its place (the tiles are prefetched about
-    in order).
-    """
-    low = table[0].astype(np.int32)  # each column ascending
-    exact = (np.diff(table, axis=0) <= a).all(axis=0)
-    length = np.minimum(table[-1] - low + a, n_sets)
-    if not exact.all():
-        est = (place // eps).astype(np.int32)
-        hint = table[0, stream]
-        gap = np.abs(hint.astype(np.int32) - est)
-        for held in table[1:]:
-            held = held[stream]
-            g = np.abs(held.astype(np.int32) - est)
-            hint = np.where(g < gap, held, hint)
-            gap = np.minimum(gap, g)
-        ex = exact[stream]
-        low = np.where(ex, low[stream], hint)
-        length = np.where(ex, length[stream], a)
-    else:
-        ex, low, length = exact[stream], low[stream], length[stream]
-    dtype = unsigned_for(n_sets)
-    start = ((low - (a - 1)) % n_sets).astype(dtype)
-    return start, length.astype(dtype), ex
-
-
-def _in_cover(start: np.ndarray, length: np.ndarray, w: int, n_sets: int) -> np.ndarray:
-    """Whether ``w`` is in each circular range ``[start, start + length)`` (unsigned)."""
-    d = start.dtype.type(w) - start  # wraps below zero: then d + n_sets is w - start + n_sets
-    return (d < length) | ((d + start.dtype.type(n_sets)) < length)
-
-
-def _walk_blocks(hint, table, stream, row_list, lo, hi, w, n_sets, a, p):
-    """:func:`_walk` for long streams or several sets per address: a vectorised hit test
-    over blocks of demands, a scalar walk at each miss.
-
-    With ``table`` None, demand ``i`` is held by the set ``hint[i]``; else by the sets
-    ``table[:, stream[i]]``, and ``hint`` is :func:`_cover`'s (start, length, exact): a
-    demand in its range is a hit, one outside an exact range a miss, the others are tested
-    on all their sets.
-    """
-    rel: list[int] = []
-    counts: list[int] = []
-    t, block = lo, _FIRST_BLOCK
-    while t < hi:
-        stop = min(hi, t + block)
-        if table is None:
-            hit = _in_window(hint[t:stop], w, a, n_sets)
-        else:
-            hit = _in_cover(hint[0][t:stop], hint[1][t:stop], w, n_sets)
-        first = int(hit.argmin())
-        if not hit[first]:
-            if table is not None and not hint[2][t + first]:
-                cand = np.flatnonzero(~hit[first:]) + (t + first)
-                ex = hint[2][cand]
-                e = int(ex.argmax())
-                if ex[e]:  # an exact miss ends the search
-                    cand = cand[: e + 1]
-                held = np.logical_or.reduce(_in_window(table[:, stream[cand]], w, a, n_sets))
-                j = int(held.argmin())
-                first = -1 if held[j] else int(cand[j]) - t
-        else:
-            first = -1
-        if first < 0:
-            t, block = stop, min(block * 8, 1 << 16)
-            continue
-        t += first
-        mine = [int(hint[t])] if table is None else table[:, stream[t]].tolist()
-        k = _steps(mine, w, n_sets, a, p)
-        w = (w + k * p) % n_sets
-        rel.append(row_list[t])
-        counts.append(k)
-        t, block = t + 1, _FIRST_BLOCK
-    return *_merged(rel, counts), w
-
-
-_FIRST_BLOCK = 256
-
-
-def _read_stall(cycle: int, done: int, count: int, step: int) -> int:
-    """SCALE-Sim's read-buffer delay of a row at ``cycle`` waiting for ``count`` prefetches
-    after ``done`` earlier ones (each ``step`` cycles)."""
-    offset = 1
-    for j in range(1, count + 1):
-        last = -1 + (done + j) * step
-        pot = last - (cycle + offset)
-        offset += pot
-        if pot > 0:
-            offset += pot
-    return offset - 1
-
-
-# -- write buffer -------------------------------------------------------------------------
-
-
-class _WriteBuffer:
-    """SCALE-Sim's ofmap write buffer, advanced a whole run of elements at a time."""
-
-    def __init__(self, size: int, bw: int, writes: np.ndarray) -> None:
-        self.size, self.bw = size, bw
-        self.active = math.ceil(size * 0.5)
-        self.lines = math.ceil((size - self.active) / bw)
-        self.cum = [0, *np.cumsum(writes).tolist()]
-        self.n_rows = len(writes)
-        self.free, self.drain_end, self.e = size, 0, 0
-        self.rows_closed, self.line_idx, self.start_line = 0, 0, 0
-        self.partial: dict[int, int] = {}
-        self.drained, self.stop = 0, 0
-        self.changed = True
-        self.row_at = 0
-
-    def _store(self, n: int) -> None:
-        self.e += n
-        self.free -= n
-        self.line_idx += n
-        self.rows_closed += self.line_idx // self.bw
-        self.line_idx %= self.bw
-
-    def _flush(self) -> None:
-        if self.line_idx:
-            self.partial[self.rows_closed] = self.line_idx
-            self.rows_closed += 1
-            self.line_idx = 0
-
-    def _drain(self, cycle: int) -> int:
-        self._flush()
-        taken = min(self.lines, self.rows_closed - self.start_line)
-        last = self.start_line + taken - 1
-        data = taken * self.bw - (self.bw - self.partial.get(last, self.bw))
-        self.drained += data
-        self.free += data
-        self.start_line += taken
-        end = cycle + taken - 1
-        self.stop = max(self.stop, end)
-        return end
-
-    def next_event_row(self, row: int, stall: int) -> int:
-        """First row >= ``row`` where the buffer stalls or starts a drain (cycles row + stall)."""
-        e, free = self.e, self.free
-        e_zero = e + max(free, 1) - 1
-        e_thr = e + max(free - self.active, 0)
-        row_cur = max(row, self.drain_end - stall)
-        e_cur = self.cum[min(row_cur, self.n_rows)]
-        el = e_zero if e_zero < e_cur else max(e_thr, e_cur)
-        if el >= self.cum[-1]:
-            return self.n_rows
-        return bisect.bisect_right(self.cum, el) - 1
-
-    def advance_to(self, row: int) -> None:
-        """Store the writes of the rows before ``row`` (no event among them)."""
-        self._store(self.cum[row] - self.e)
-        self.row_at = row
-
-    def row(self, r: int, cycle: int) -> int:
-        """Every write of row ``r`` at ``cycle``; returns the row's delay."""
-        offset = 0
-        end = self.cum[r + 1]
-        self.row_at = r + 1
-        while self.e < end:
-            rem = end - self.e
-            cur = cycle + offset
-            if cur < self.drain_end:
-                n = max(self.free, 1)
-                if n > rem:
-                    self._store(rem)
-                    break
-                self._store(n)
-                offset += self.drain_end - cur
-                self.changed = True
-            else:
-                n = max(self.free - self.active + 1, 1)
-                if n > rem:
-                    self._store(rem)
-                    break
-                self._store(n)
-                self.drain_end = self._drain(cur)
-                self.changed = True
-        return offset
-
-    def finish(self, cycle: int) -> int:
-        """Drain what is left from ``cycle`` on; the last DRAM write's cycle."""
-        self._flush()
-        while self.start_line < self.rows_closed:
-            cycle = self._drain(cycle) + 1
-        return self.stop
 
 
 # -- the replay --------------------------------------------------------------------------
@@ -430,61 +137,26 @@ def replay(
     _check(conv, array, dataflow, sram_words, bandwidth)
     rows, cols = array
     ops, per_fold, writes = orders(conv, dataflow, rows, cols)
-    n_rows = len(writes)
-    reads = []
-    events = []
-    for (pre, tiles, fold_tile, kind, prefix), size, bw in zip(ops, sram_words, bandwidth):
-        ev_r, ev_c = _prefetch_rows(pre, tiles, fold_tile, kind, prefix, per_fold, size)
-        fetch_lines = math.ceil(len(pre) / bw)
+    reads, events = [], []
+    # an ifmap address is in at most one window per filter position, a filter address in one
+    # and the operands' address ranges (SCALE-Sim's ifmap and filter offsets)
+    h, w, fh, fw, _, _, stride = conv
+    oh, ow = (h - fh) // stride + 1, (w - fw) // stride + 1
+    depths = (min(-(-fh // stride), oh) * min(-(-fw // stride), ow), 1)
+    spaces = ((0, conv[0] * conv[1] * conv[4]), (10_000_000, conv[2] * conv[3] * conv[4] * conv[5]))
+    for op, size, bw, depth, space in zip(ops, sram_words, bandwidth, depths, spaces):
+        ev_r, ev_c = _prefetch_rows(*op, per_fold, size, depth, space)
+        fetch_lines = math.ceil(op[0].size / bw)
         first = min(math.ceil(math.ceil(size * 0.5) / bw), fetch_lines)
         n_lines = math.ceil((size - math.ceil(size * 0.5)) / bw)
-        reads.append((first, first * bw + sum(ev_c) * n_lines * bw))
+        reads.append((first, first * bw + int(ev_c.sum()) * n_lines * bw))
         events.append((ev_r, ev_c, n_lines + 1))
-    w = _WriteBuffer(sram_words[2], bandwidth[2], writes)
-    # the rows where either read port prefetches, in order, with each port's count
-    reads_at: dict[int, list[int]] = {}
-    for j, (ev_r, ev_c, _) in enumerate(events):
-        for r, c in zip(ev_r, ev_c):
-            reads_at.setdefault(r, [0, 0])[j] = c
-    steps = (events[0][2], events[1][2])
-    stall, last, total = 0, n_rows - 1, None
-    ports = [0, 0, 0]
-    done = [0, 0]
-    w_next, w_stall = -1, -1
-    for r in [*sorted(reads_at), n_rows]:
-        while True:  # write-only events before row r
-            if w.changed or stall != w_stall:
-                w_next, w_stall, w.changed = w.next_event_row(w.row_at, stall), stall, False
-            if w_next >= r:
-                break
-            w.advance_to(w_next)
-            off = w.row(w_next, w_next + stall)
-            w.changed = True
-            if w_next == last:
-                total = w_next + stall + off
-            ports[2] += off
-            stall += off
-        if r >= n_rows:
-            break
-        w.advance_to(r)
-        cycle = r + stall
-        counts = reads_at[r]
-        each = [0, 0, 0]
-        for j in (0, 1):
-            if counts[j]:
-                each[j] = _read_stall(cycle, done[j], counts[j], steps[j])
-                done[j] += counts[j]
-        each[2] = w.row(r, cycle)
-        if r == last:
-            total = cycle + each[2]
-        s = max(each)
-        if s > 0:
-            ports[each.index(s)] += s
-            stall += s
-    w.advance_to(n_rows)
-    if total is None:
-        total = last + stall
-    stop = w.finish(total)
+    cum = np.zeros(len(writes) + 1, np.int64)
+    np.cumsum(writes, out=cum[1:])
+    (r0, c0, s0), (r1, c1, s1) = events
+    total, stall, stop, drained, *ports = stalls(
+        r0, c0, r1, c1, s0, s1, cum, int(sram_words[2]), int(bandwidth[2])
+    )
     overall = int(stop + max(reads[0][0], reads[1][0]))
     return ReplayResult(
         total_cycles=int(total),
@@ -492,6 +164,34 @@ def replay(
         overall_cycles=overall,
         ifmap_dram_reads=int(reads[0][1]),
         filter_dram_reads=int(reads[1][1]),
-        ofmap_dram_writes=int(w.drained),
-        port_stalls=tuple(ports),
+        ofmap_dram_writes=int(drained),
+        port_stalls=tuple(int(v) for v in ports),
+    )
+
+
+def _prefetch_rows(mat, diagonal, tiles, fold_tile, kind, prefix, per_fold, size, depth, space):
+    """Demand rows that trigger prefetches of one read SRAM, and how many each (int64 arrays)."""
+    eps = math.ceil(size / 100)
+    q = int(np.count_nonzero(mat >= 0))
+    n_sets = q // eps + 1
+    active = math.ceil(size * 0.5)
+    a = min(math.ceil(active / eps), n_sets)
+    p = min(math.ceil((size - active) / eps), n_sets - a)
+    if a >= n_sets:  # the operand fits in the window: loaded once, no prefetch after
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    base, span = space
+    cnt, table = set_table(mat, diagonal, eps, depth, base, span)
+    keys, rows, starts = tile_runs(tiles, kind == "skew", int(prefix), base, cnt, table, depth)
+    return walk(
+        keys,
+        rows,
+        starts,
+        np.ascontiguousarray(fold_tile, dtype=np.int64),
+        int(per_fold),
+        cnt,
+        table,
+        depth,
+        int(n_sets),
+        int(a),
+        int(p),
     )
