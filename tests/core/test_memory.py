@@ -396,12 +396,12 @@ def test_sets_per_address_and_demand_runs_follow_their_definition(seed):
     ):
         kept = np.array([x for x in order if x != -1])
         want = {int(x): sorted(set((np.flatnonzero(kept == x) // eps).tolist())) for x in kept}
-        cnt, table = set_table(mat, diagonal, eps, depth, lo, span)
+        cnt, table, _ = set_table(mat, diagonal, eps, depth, lo, span, -1)
         for x, sets in want.items():
             r = x - lo
             assert table[r * depth : r * depth + cnt[r]].tolist() == sets
         assert cnt.sum() == sum(len(v) for v in want.values())
-    cnt, table = set_table(pre.reshape(1, 6, 15), False, eps, depth, lo, span)
+    cnt, table, _ = set_table(pre.reshape(1, 6, 15), False, eps, depth, lo, span, -1)
     keys, rows, starts = tile_runs(tiles, False, 0, lo, cnt, table, depth)
     for u in range(3):
         # rows upside down: demand row 0 is the tile's last row
@@ -416,3 +416,26 @@ def test_sets_per_address_and_demand_runs_follow_their_definition(seed):
             zip(keys[starts[u] : starts[u + 1]].tolist(), rows[starts[u] : starts[u + 1]].tolist())
         )
         assert got == runs
+
+
+@pytest.mark.parametrize("last_cols", [5, 2])
+def test_set_ranks_in_closed_form_equal_the_anti_diagonal_walk(last_cols):
+    """Blocks full but the last (its first columns valid): each element's own set from its
+    anti-diagonal's start equals its rank in the anti-diagonal order // set size, and every
+    address keeps its sets."""
+    from xai_core.backends.scalesim_kernels import set_table
+
+    rng = np.random.default_rng(last_cols)
+    mat = rng.integers(0, 30, size=(3, 4, 5)).astype(np.int32)
+    mat[-1, :, last_cols:] = -1
+    eps, depth = 3, mat.size
+    stacked = mat.reshape(12, 5)
+    order = [(i, c) for d in range(16) for c in range(5) if 0 <= (i := d - c) < 12]
+    order = [(i, c) for i, c in order if stacked[i, c] != -1]
+    cnt, table, own = set_table(mat, True, eps, depth, 0, 30, last_cols)
+    ref_cnt, ref_table, _ = set_table(mat, True, eps, depth, 0, 30, -1)
+    for rank, (i, c) in enumerate(order):
+        assert own.reshape(12, 5)[i, c] == rank // eps
+    for r in range(30):
+        got = set(table[r * depth : r * depth + cnt[r]].tolist())
+        assert got == set(ref_table[r * depth : r * depth + ref_cnt[r]].tolist())

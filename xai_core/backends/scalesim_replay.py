@@ -37,8 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xai_core.backends.scalesim_kernels import set_table, stalls, tile_runs, walk
+from xai_core.backends.scalesim_kernels import set_table, tile_runs, walk, walk_skew
 from xai_core.backends.scalesim_orders import orders
+from xai_core.backends.scalesim_stalls import stalls
 from xai_core.errors import ValidationError
 
 __all__ = ["ReplayResult", "replay"]
@@ -180,18 +181,20 @@ def _prefetch_rows(mat, diagonal, tiles, fold_tile, kind, prefix, per_fold, size
     if a >= n_sets:  # the operand fits in the window: loaded once, no prefetch after
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     base, span = space
-    cnt, table = set_table(mat, diagonal, eps, depth, base, span)
+    fold_tile = np.ascontiguousarray(fold_tile, dtype=np.int64)
+    sizes = int(n_sets), int(a), int(p)
+    last_cols = -1
+    if kind == "skew" and tiles is mat:
+        valid = mat[:, 0, :] >= 0
+        vc = np.count_nonzero(valid, axis=1)
+        width = mat.shape[2]
+        # rows full, padding on the right, in the last block only
+        if valid[np.arange(len(vc)), vc - 1].all() and q == int(vc.sum()) * mat.shape[1]:
+            if (vc[:-1] == width).all():
+                last_cols = int(vc[-1])
+    cnt, table, own = set_table(mat, diagonal, eps, depth, base, span, last_cols)
+    if last_cols >= 0:  # a tile's own sets rise along its demand order
+        args = (mat, own, vc, int(prefix), fold_tile, int(per_fold), base, cnt, table)
+        return walk_skew(*args, depth, *sizes)
     keys, rows, starts = tile_runs(tiles, kind == "skew", int(prefix), base, cnt, table, depth)
-    return walk(
-        keys,
-        rows,
-        starts,
-        np.ascontiguousarray(fold_tile, dtype=np.int64),
-        int(per_fold),
-        cnt,
-        table,
-        depth,
-        int(n_sets),
-        int(a),
-        int(p),
-    )
+    return walk(keys, rows, starts, fold_tile, int(per_fold), cnt, table, depth, *sizes)
