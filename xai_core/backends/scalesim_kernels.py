@@ -97,11 +97,13 @@ def set_table(mat, diagonal, eps, depth, lo, span, last_cols):  # pragma: no cov
             cols = w if b < nb - 1 else last_cols
             for r in range(h):
                 i = b * h + r
+                near = i + cols > top + last_cols  # a diagonal here meets the missing columns
                 for c in range(cols):
                     dg = i + c
-                    # the last tile's missing columns on this diagonal before column c
-                    gap = min(c, dg - top + 1) - max(max(0, dg - rows + 1), last_cols)
-                    s, o = first_set[dg], start[dg] + c - max(gap, 0)
+                    s, o = first_set[dg], start[dg] + c
+                    if near:  # the last tile's missing columns on this diagonal before c
+                        gap = min(c, dg - top + 1) - max(max(0, dg - rows + 1), last_cols)
+                        o -= max(gap, 0)
                     while o >= eps:
                         s, o = s + 1, o - eps
                     own[b, r, c] = s
@@ -269,11 +271,12 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
 
 @njit(cache=True, nogil=True)
 def walk_skew(
-    mat, own, vc, prefix, fold_tile, per_fold, base, cnt, table, depth, n, a, p
+    mat, own, last_cols, prefix, fold_tile, per_fold, base, cnt, table, depth, n, a, p
 ):  # pragma: no cover - compiled
     """:func:`walk` for skewed tiles that are the blocks of the prefetch order itself.
 
-    Tile ``u`` is ``mat[u]``, its first ``vc[u]`` columns valid (every row); element
+    Tile ``u`` is ``mat[u]``, whole but the last, which has its first ``last_cols`` columns
+    (every row); element
     ``(r, c)`` is demanded in row ``prefix + r + c``, and its own set ``own[u, r, c]``
     rises along the demand order (the prefetch order reads the stacked tiles by the same
     anti-diagonals). A demand whose own set is in the window is a hit, and so are the
@@ -301,7 +304,7 @@ def walk_skew(
             m = len(m_lo)
             lo = len(rel_r)
             last_row = -1
-            v = vc[u]
+            v = last_cols if u == mat.shape[0] - 1 else mat.shape[2]
             n_diag = h + v - 1  # the anti-diagonals holding the tile's elements
             d, c = 0, 0
             while d < n_diag:

@@ -137,12 +137,12 @@ def replay(
     """
     _check(conv, array, dataflow, sram_words, bandwidth)
     rows, cols = array
-    ops, per_fold, writes = orders(conv, dataflow, rows, cols)
+    ops, per_fold, ofmap = orders(conv, dataflow, rows, cols)
     reads, events = [], []
     # an ifmap address is in at most one window per filter position, a filter address in one
     # and the operands' address ranges (SCALE-Sim's ifmap and filter offsets)
     h, w, fh, fw, _, _, stride = conv
-    oh, ow = (h - fh) // stride + 1, (w - fw) // stride + 1
+    oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
     depths = (min(-(-fh // stride), oh) * min(-(-fw // stride), ow), 1)
     spaces = ((0, conv[0] * conv[1] * conv[4]), (10_000_000, conv[2] * conv[3] * conv[4] * conv[5]))
     for op, size, bw, depth, space in zip(ops, sram_words, bandwidth, depths, spaces):
@@ -152,11 +152,9 @@ def replay(
         n_lines = math.ceil((size - math.ceil(size * 0.5)) / bw)
         reads.append((first, first * bw + int(ev_c.sum()) * n_lines * bw))
         events.append((ev_r, ev_c, n_lines + 1))
-    cum = np.zeros(len(writes) + 1, np.int64)
-    np.cumsum(writes, out=cum[1:])
     (r0, c0, s0), (r1, c1, s1) = events
     total, stall, stop, drained, *ports = stalls(
-        r0, c0, r1, c1, s0, s1, cum, int(sram_words[2]), int(bandwidth[2])
+        r0, c0, r1, c1, s0, s1, ofmap, per_fold, int(sram_words[2]), int(bandwidth[2])
     )
     overall = int(stop + max(reads[0][0], reads[1][0]))
     return ReplayResult(
@@ -170,10 +168,11 @@ def replay(
     )
 
 
-def _prefetch_rows(mat, diagonal, tiles, fold_tile, kind, prefix, per_fold, size, depth, space):
+def _prefetch_rows(
+    mat, diagonal, tiles, fold_tile, kind, prefix, q, last_cols, per_fold, size, depth, space
+):
     """Demand rows that trigger prefetches of one read SRAM, and how many each (int64 arrays)."""
     eps = math.ceil(size / 100)
-    q = int(np.count_nonzero(mat >= 0))
     n_sets = q // eps + 1
     active = math.ceil(size * 0.5)
     a = min(math.ceil(active / eps), n_sets)
@@ -183,18 +182,9 @@ def _prefetch_rows(mat, diagonal, tiles, fold_tile, kind, prefix, per_fold, size
     base, span = space
     fold_tile = np.ascontiguousarray(fold_tile, dtype=np.int64)
     sizes = int(n_sets), int(a), int(p)
-    last_cols = -1
-    if kind == "skew" and tiles is mat:
-        valid = mat[:, 0, :] >= 0
-        vc = np.count_nonzero(valid, axis=1)
-        width = mat.shape[2]
-        # rows full, padding on the right, in the last block only
-        if valid[np.arange(len(vc)), vc - 1].all() and q == int(vc.sum()) * mat.shape[1]:
-            if (vc[:-1] == width).all():
-                last_cols = int(vc[-1])
     cnt, table, own = set_table(mat, diagonal, eps, depth, base, span, last_cols)
-    if last_cols >= 0:  # a tile's own sets rise along its demand order
-        args = (mat, own, vc, int(prefix), fold_tile, int(per_fold), base, cnt, table)
+    if last_cols >= 0:  # a skewed tile's own sets rise along its demand order
+        args = (mat, own, last_cols, int(prefix), fold_tile, int(per_fold), base, cnt, table)
         return walk_skew(*args, depth, *sizes)
     keys, rows, starts = tile_runs(tiles, kind == "skew", int(prefix), base, cnt, table, depth)
     return walk(keys, rows, starts, fold_tile, int(per_fold), cnt, table, depth, *sizes)

@@ -116,7 +116,23 @@ def _read_stall(cycle, done, count, step):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def stalls(rows0, counts0, rows1, counts1, step0, step1, cum, size, bw):  # pragma: no cover
+def _cumulative_writes(o_rows, o_cols, first, per_fold):  # pragma: no cover - compiled
+    """Ofmap writes before each demand row: in fold ``f``'s row ``first[f] + x``, the
+    columns ``c`` with ``0 <= x - c < o_rows[f]`` (and ``c < o_cols[f]``)."""
+    cum = np.zeros(len(o_rows) * per_fold + 1, np.int64)
+    total = 0
+    for f in range(len(o_rows)):
+        for y in range(per_fold):
+            x = y - first[f]
+            total += max(0, min(o_cols[f] - 1, x) - max(0, x - o_rows[f] + 1) + 1)
+            cum[f * per_fold + y + 1] = total
+    return cum
+
+
+@njit(cache=True, nogil=True)
+def stalls(
+    rows0, counts0, rows1, counts1, step0, step1, ofmap, per_fold, size, bw
+):  # pragma: no cover
     """The stall events in row order: prefetch waits, drain starts, full-buffer waits.
 
     Parameters
@@ -125,8 +141,11 @@ def stalls(rows0, counts0, rows1, counts1, step0, step1, cum, size, bw):  # prag
         :func:`walk`'s prefetch rows and counts of the ifmap and filter SRAMs.
     step0, step1 : int
         Cycles per prefetch of each (``ceil(P / bw) + 1``).
-    cum : (R + 1,) int64
-        Ofmap writes before each demand row (cumulative, from 0).
+    ofmap : ((F,) int64, (F,) int64, (F,) int64)
+        Each fold's ofmap tile: rows, columns, and the first demand row (in the fold)
+        written; column ``c`` is written from that row plus ``c`` on, a row a cycle.
+    per_fold : int
+        Demand rows per fold.
     size, bw : int
         Ofmap SRAM words, ofmap DRAM words per cycle.
 
@@ -136,6 +155,7 @@ def stalls(rows0, counts0, rows1, counts1, step0, step1, cum, size, bw):  # prag
         The last ofmap write's cycle, the stall cycles, the last DRAM write's cycle, the
         words written to DRAM, and the stalls charged to each port.
     """
+    cum = _cumulative_writes(ofmap[0], ofmap[1], ofmap[2], per_fold)
     n_rows = len(cum) - 1
     active = (size + 1) // 2
     lines = (size - active + bw - 1) // bw
