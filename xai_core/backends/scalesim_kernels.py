@@ -221,6 +221,7 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
             m = len(m_lo)
             lo = len(rel_r)
             last_row = -1
+            slot = 0
             for i in range(starts[u], starts[u + 1]):
                 kk = keys[i]
                 if kk >= 0:
@@ -231,16 +232,22 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
                         continue
                 else:
                     r = -1 - kk
+                    first, held = r * depth, cnt[r]
                     best = n
                     hit = False
-                    for j in range(r * depth, r * depth + cnt[r]):
-                        d = table[j] - w
-                        if d < 0:
-                            d += n
-                        if d < a:
-                            hit = True
-                            break
-                        best = min(best, d)
+                    if slot < held:  # the place that held the previous address, first
+                        d = table[first + slot] - w
+                        hit = 0 <= d < a or d + n < a
+                    if not hit:
+                        for j in range(held):
+                            d = table[first + j] - w
+                            if d < 0:
+                                d += n
+                            if d < a:
+                                hit = True
+                                slot = j
+                                break
+                            best = min(best, d)
                     if hit:
                         continue
                 # the window advances p sets at a time and never steps over a set (p <= a)
@@ -305,6 +312,7 @@ def walk_skew(
             lo = len(rel_r)
             last_row = -1
             v = last_cols if u == mat.shape[0] - 1 else mat.shape[2]
+            slot = 0
             n_diag = h + v - 1  # the anti-diagonals holding the tile's elements
             d, c = 0, 0
             while d < n_diag:
@@ -335,16 +343,22 @@ def walk_skew(
                         c += 1
                     continue
                 q = mat[u, d - c, c] - base
+                first, held = q * depth, cnt[q]
                 best = n
                 hit = False
-                for j in range(q * depth, q * depth + cnt[q]):
-                    dd = table[j] - w
-                    if dd < 0:
-                        dd += n
-                    if dd < a:
-                        hit = True
-                        break
-                    best = min(best, dd)
+                if slot < held:  # the place that held the previous demand's address, first
+                    dd = table[first + slot] - w
+                    hit = 0 <= dd < a or dd + n < a
+                if not hit:
+                    for j in range(held):
+                        dd = table[first + j] - w
+                        if dd < 0:
+                            dd += n
+                        if dd < a:
+                            hit = True
+                            slot = j
+                            break
+                        best = min(best, dd)
                 if not hit:
                     k = (best - a) // p + 1
                     w = (w + k * p) % n
