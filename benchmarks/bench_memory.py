@@ -4,6 +4,7 @@ Run from the repository root (needs the ``scalesim`` extra)::
 
     python benchmarks/bench_memory.py [--repeats 5]
 
+The table is printed at 1 and at 2 threads of numpy's BLAS (``_pinning.THREADS``).
 For each layer (GEMMs and convolutions; ws, is and os; SRAMs and DRAM ports small enough
 that streamed operands and the ofmap drain stall the array, and one layer without
 stalls) writes SCALE-Sim's .cfg and topology files, runs SCALE-Sim 3.0.0 once (``max`` in
@@ -184,19 +185,23 @@ def _median_seconds(fn, repeats: int) -> tuple[float, float]:
 
 
 def main() -> int:
-    """The table, numpy's BLAS held to one thread (its idle threads would spin and count as CPU)."""
-    from _pinning import pinned
+    """The table at 1 and at 2 threads of numpy's BLAS (idle BLAS threads would spin and count
+    as CPU); SCALE-Sim and the replay measured alike at each."""
+    from _pinning import THREADS, pinned
 
-    with pinned(1):
-        return _table()
-
-
-def _table() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    for threads in THREADS:
+        with pinned(threads):
+            _table(args.repeats, threads)
+    return 0
+
+
+def _table(repeats: int, threads: int) -> None:
     print(
-        f"load average {os.getloadavg()[0]:.1f} (SCALE-Sim and the replay run one after the other)"
+        f"{threads} thread(s), load average {os.getloadavg()[0]:.1f} "
+        "(SCALE-Sim and the replay run one after the other)"
     )
     print(
         f"{'layer':<32} {'SCALE-Sim':>9} {'replay':>9} {'equal':>6} {'SS s':>6} "
@@ -232,8 +237,8 @@ def _table() -> int:
             r.filter_dram_reads,
             r.ofmap_dram_writes,
         ]
-        (t_ours, c_ours) = _median_seconds(ours, args.repeats)
-        t_report, _ = _median_seconds(functools.partial(run_scalesim, config, topo), args.repeats)
+        (t_ours, c_ours) = _median_seconds(ours, repeats)
+        t_report, _ = _median_seconds(functools.partial(run_scalesim, config, topo), repeats)
         (t_ss, c_ss) = t_ss
         ratios.append((t_ss / t_ours, c_ss / max(c_ours, 1e-6)))
         print(
@@ -243,9 +248,8 @@ def _table() -> int:
         )
     print(
         f"smallest speed-up {min(r[0] for r in ratios):.0f}x wall, "
-        f"{min(r[1] for r in ratios):.0f}x CPU time (goal: 1,000x)"
+        f"{min(r[1] for r in ratios):.0f}x CPU time (goal: 1,000x)\n"
     )
-    return 0
 
 
 if __name__ == "__main__":
