@@ -439,3 +439,27 @@ def test_set_ranks_in_closed_form_equal_the_anti_diagonal_walk(last_cols):
     for r in range(30):
         got = set(table[r * depth : r * depth + cnt[r]].tolist())
         assert got == set(ref_table[r * depth : r * depth + ref_cnt[r]].tolist())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_skewed_walk_by_own_sets_equals_the_walk_over_every_demand(seed):
+    """The walk that skips the demands whose own set is in the window prefetches at the
+    same rows, as often, as the walk that tests every demand on all its sets."""
+    from xai_core.backends.scalesim_kernels import set_table, tile_runs, walk, walk_skew
+
+    rng = np.random.default_rng(seed)
+    blocks, rows, width, last_cols = 4, 9, 6, 4
+    mat = rng.integers(0, 60, size=(blocks, rows, width)).astype(np.int32)  # repeats
+    mat[-1, :, last_cols:] = -1
+    q = int((mat >= 0).sum())
+    eps, depth = 3, mat.size
+    n, a, p = q // eps + 1, 4, 3
+    fold_tile = rng.integers(0, blocks, 12).astype(np.int64)  # tiles repeated, out of order
+    per_fold = rows + width + 5
+    cnt, table, own = set_table(mat, True, eps, depth, 0, 60, last_cols)
+    got = walk_skew(mat, own, last_cols, 2, fold_tile, per_fold, 0, cnt, table, depth, n, a, p)
+    cnt, table, _ = set_table(mat, True, eps, depth, 0, 60, -1)
+    keys, rows_, starts = tile_runs(mat, True, 2, 0, cnt, table, depth)
+    want = walk(keys, rows_, starts, fold_tile, per_fold, cnt, table, depth, n, a, p)
+    assert len(want[0]) > 5
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
