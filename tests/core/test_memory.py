@@ -396,12 +396,12 @@ def test_sets_per_address_and_demand_runs_follow_their_definition(seed):
     ):
         kept = np.array([x for x in order if x != -1])
         want = {int(x): sorted(set((np.flatnonzero(kept == x) // eps).tolist())) for x in kept}
-        cnt, table, _ = set_table(mat, diagonal, eps, depth, lo, span, -1)
+        cnt, table = set_table(mat, diagonal, eps, depth, lo, span)
         for x, sets in want.items():
             r = x - lo
             assert table[r * depth : r * depth + cnt[r]].tolist() == sets
         assert cnt.sum() == sum(len(v) for v in want.values())
-    cnt, table, _ = set_table(pre.reshape(1, 6, 15), False, eps, depth, lo, span, -1)
+    cnt, table = set_table(pre.reshape(1, 6, 15), False, eps, depth, lo, span)
     keys, rows, starts = tile_runs(tiles, False, 0, lo, cnt, table, depth)
     for u in range(3):
         # rows upside down: demand row 0 is the tile's last row
@@ -420,45 +420,59 @@ def test_sets_per_address_and_demand_runs_follow_their_definition(seed):
 
 @pytest.mark.parametrize("last_cols", [5, 2])
 def test_set_ranks_in_closed_form_equal_the_anti_diagonal_walk(last_cols):
-    """Blocks full but the last (its first columns valid): each element's own set from its
-    anti-diagonal's start equals its rank in the anti-diagonal order // set size, and every
-    address keeps its sets."""
-    from xai_core.backends.scalesim_kernels import set_table
+    """An operand given by its im2col parts (address row part + column part), blocks full
+    but the last: each element's own set from its anti-diagonal's start equals its rank in
+    the anti-diagonal order // set size, and every address keeps its sets."""
+    from xai_core.backends.scalesim_kernels import set_table, set_table_parts
 
     rng = np.random.default_rng(last_cols)
-    mat = rng.integers(0, 30, size=(3, 4, 5)).astype(np.int32)
+    row = rng.integers(0, 15, 4).astype(np.int32)
+    col = rng.integers(0, 15, (3, 5)).astype(np.int32)
+    col[-1, last_cols:] = -1
+    mat = (row[None, :, None] + col[:, None, :]).astype(np.int32)
     mat[-1, :, last_cols:] = -1
     eps, depth = 3, mat.size
     stacked = mat.reshape(12, 5)
     order = [(i, c) for d in range(16) for c in range(5) if 0 <= (i := d - c) < 12]
     order = [(i, c) for i, c in order if stacked[i, c] != -1]
-    cnt, table, own = set_table(mat, True, eps, depth, 0, 30, last_cols)
-    ref_cnt, ref_table, _ = set_table(mat, True, eps, depth, 0, 30, -1)
+    cnt, table, own = set_table_parts(row, col, last_cols, eps, depth, 0, 30)
+    ref_cnt, ref_table = set_table(mat, True, eps, depth, 0, 30)
     for rank, (i, c) in enumerate(order):
         assert own.reshape(12, 5)[i, c] == rank // eps
     for r in range(30):
         got = set(table[r * depth : r * depth + cnt[r]].tolist())
         assert got == set(ref_table[r * depth : r * depth + ref_cnt[r]].tolist())
+    assert cnt.sum() == len(order)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_skewed_walk_by_own_sets_equals_the_walk_over_every_demand(seed):
     """The walk that skips the demands whose own set is in the window prefetches at the
     same rows, as often, as the walk that tests every demand on all its sets."""
-    from xai_core.backends.scalesim_kernels import set_table, tile_runs, walk, walk_skew
+    from xai_core.backends.scalesim_kernels import (
+        set_table,
+        set_table_parts,
+        tile_runs,
+        walk,
+        walk_skew,
+    )
 
     rng = np.random.default_rng(seed)
     blocks, rows, width, last_cols = 4, 9, 6, 4
-    mat = rng.integers(0, 60, size=(blocks, rows, width)).astype(np.int32)  # repeats
+    row = rng.integers(0, 30, rows).astype(np.int32)  # addresses repeat
+    col = rng.integers(0, 30, (blocks, width)).astype(np.int32)
+    col[-1, last_cols:] = -1
+    mat = (row[None, :, None] + col[:, None, :]).astype(np.int32)
     mat[-1, :, last_cols:] = -1
     q = int((mat >= 0).sum())
     eps, depth = 3, mat.size
     n, a, p = q // eps + 1, 4, 3
     fold_tile = rng.integers(0, blocks, 12).astype(np.int64)  # tiles repeated, out of order
     per_fold = rows + width + 5
-    cnt, table, own = set_table(mat, True, eps, depth, 0, 60, last_cols)
-    got = walk_skew(mat, own, last_cols, 2, fold_tile, per_fold, 0, cnt, table, depth, n, a, p)
-    cnt, table, _ = set_table(mat, True, eps, depth, 0, 60, -1)
+    cnt, table, own = set_table_parts(row, col, last_cols, eps, depth, 0, 60)
+    args = (row, col, own, last_cols, 2, fold_tile, per_fold, 0, cnt, table, depth, n, a, p)
+    got = walk_skew(*args)
+    cnt, table = set_table(mat, True, eps, depth, 0, 60)
     keys, rows_, starts = tile_runs(mat, True, 2, 0, cnt, table, depth)
     want = walk(keys, rows_, starts, fold_tile, per_fold, cnt, table, depth, n, a, p)
     assert len(want[0]) > 5

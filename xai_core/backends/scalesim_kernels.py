@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict, List
 
-__all__ = ["set_table", "tile_runs", "walk", "walk_skew"]
+__all__ = ["set_table", "set_table_parts", "tile_runs", "walk", "walk_skew"]
 
 
 @njit(cache=True, nogil=True)
@@ -44,7 +44,7 @@ def _diagonal_starts(rows, w, top, last_cols, eps):  # pragma: no cover - compil
 
 
 @njit(cache=True, nogil=True)
-def set_table(mat, diagonal, eps, depth, lo, span, last_cols):  # pragma: no cover - compiled
+def set_table(mat, diagonal, eps, depth, lo, span):  # pragma: no cover - compiled
     """Sets holding each address of a read SRAM's prefetch order, in one pass over it.
 
     Parameters
@@ -59,21 +59,16 @@ def set_table(mat, diagonal, eps, depth, lo, span, last_cols):  # pragma: no cov
         At least the number of places of any one address.
     lo, span : int
         The addresses lie in ``lo ... lo + span - 1``.
-    last_cols : int
-        ``-1``, or (``diagonal`` only) the valid columns of the last block, all others
-        wholly valid: each element's rank then follows from its anti-diagonal's start.
 
     Returns
     -------
-    (cnt, table, own)
+    (cnt, table)
         Address ``x`` is held by the ``cnt[x - lo]`` sets
-        ``table[(x - lo) * depth :][: cnt[x - lo]]`` (distinct, ascending); ``own`` (the
-        shape of ``mat``, if ``diagonal``) is each element's own set.
+        ``table[(x - lo) * depth :][: cnt[x - lo]]`` (distinct, ascending).
     """
     cnt = np.zeros(span, np.int32)
     table = np.empty(span * depth, np.int32)
     nb, h, w = mat.shape
-    own = np.empty((nb, h, w) if diagonal else (0, 0, 0), np.int32)
     s, k = 0, 0  # set number, elements in it so far
     if not diagonal:
         for b in range(nb):
@@ -89,28 +84,8 @@ def set_table(mat, diagonal, eps, depth, lo, span, last_cols):  # pragma: no cov
                         k += 1
                         if k == eps:
                             s, k = s + 1, 0
-        return cnt, table, own
-    rows, top = nb * h, (nb - 1) * h  # the last tile's first stacked row
-    if last_cols >= 0:  # tiles full but the last, first last_cols columns: ranks in closed form
-        first_set, start = _diagonal_starts(rows, w, top, last_cols, eps)
-        for b in range(nb):
-            cols = w if b < nb - 1 else last_cols
-            for r in range(h):
-                i = b * h + r
-                near = i + cols > top + last_cols  # a diagonal here meets the missing columns
-                for c in range(cols):
-                    dg = i + c
-                    s, o = first_set[dg], start[dg] + c
-                    if near:  # the last tile's missing columns on this diagonal before c
-                        gap = min(c, dg - top + 1) - max(max(0, dg - rows + 1), last_cols)
-                        o -= max(gap, 0)
-                    while o >= eps:
-                        s, o = s + 1, o - eps
-                    own[b, r, c] = s
-                    q = mat[b, r, c] - lo
-                    table[q * depth + cnt[q]] = s
-                    cnt[q] += 1
-        return cnt, table, own
+        return cnt, table
+    rows = nb * h
     rows = nb * h
     for d in range(rows + w - 1):
         c0 = max(0, d - rows + 1)
@@ -120,7 +95,6 @@ def set_table(mat, diagonal, eps, depth, lo, span, last_cols):  # pragma: no cov
         for c in range(c0, min(d, w - 1) + 1):
             x = mat[b, r, c]
             if x >= 0:
-                own[b, r, c] = s
                 q = x - lo
                 n = cnt[q]  # the sets arrive in ascending order: a new one is appended
                 if n == 0 or table[q * depth + n - 1] != s:
@@ -133,6 +107,54 @@ def set_table(mat, diagonal, eps, depth, lo, span, last_cols):  # pragma: no cov
             if r < 0:
                 r = h - 1
                 b -= 1
+    return cnt, table
+
+
+@njit(cache=True, nogil=True)
+def set_table_parts(row, col, last_cols, eps, depth, lo, span):  # pragma: no cover - compiled
+    """:func:`set_table` for a skewed operand given by its im2col parts, and each element's
+    own set, from each anti-diagonal's start (no walk in the prefetch order).
+
+    Parameters
+    ----------
+    row : (H,) int32
+    col : (B, W) int32
+        Block ``b``'s element ``(r, c)`` is address ``row[r] + col[b, c]``; blocks stacked
+        as (B * H, W), read by anti-diagonals, every block whole but the last, which has its
+        first ``last_cols`` columns.
+    eps, depth, lo, span
+        As :func:`set_table`'s.
+
+    Returns
+    -------
+    (cnt, table, own)
+        :func:`set_table`'s (each address's sets in the order met, repeats kept), and
+        ``own`` (B, H, W), each element's own set.
+    """
+    nb, w = col.shape
+    h = len(row)
+    cnt = np.zeros(span, np.int32)
+    table = np.empty(span * depth, np.int32)
+    own = np.empty((nb, h, w), np.int32)
+    rows, top = nb * h, (nb - 1) * h  # the last tile's first stacked row
+    first_set, start = _diagonal_starts(rows, w, top, last_cols, eps)
+    for b in range(nb):
+        cols = w if b < nb - 1 else last_cols
+        for r in range(h):
+            i = b * h + r
+            near = i + cols > top + last_cols  # a diagonal here meets the missing columns
+            for c in range(cols):
+                dg = i + c
+                s, o = first_set[dg], start[dg] + c
+                if near:  # the last tile's missing columns on this diagonal before c
+                    gap = min(c, dg - top + 1) - max(max(0, dg - rows + 1), last_cols)
+                    o -= max(gap, 0)
+                while o >= eps:
+                    s, o = s + 1, o - eps
+                own[b, r, c] = s
+                q = row[r] + col[b, c] - lo
+                table[q * depth + cnt[q]] = s
+                cnt[q] += 1
     return cnt, table, own
 
 
@@ -278,12 +300,13 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
 
 @njit(cache=True, nogil=True)
 def walk_skew(
-    mat, own, last_cols, prefix, fold_tile, per_fold, base, cnt, table, depth, n, a, p
+    row, col, own, last_cols, prefix, fold_tile, per_fold, base, cnt, table, depth, n, a, p
 ):  # pragma: no cover - compiled
     """:func:`walk` for skewed tiles that are the blocks of the prefetch order itself.
 
-    Tile ``u`` is ``mat[u]``, whole but the last, which has its first ``last_cols`` columns
-    (every row); element
+    Tile ``u`` is block ``u`` of :func:`set_table_parts`' operand (addresses
+    ``row[r] + col[u, c]``), whole but the last, which has its first ``last_cols``
+    columns; element
     ``(r, c)`` is demanded in row ``prefix + r + c``, and its own set ``own[u, r, c]``
     rises along the demand order (the prefetch order reads the stacked tiles by the same
     anti-diagonals). A demand whose own set is in the window is a hit, and so are the
@@ -295,7 +318,7 @@ def walk_skew(
     rows, counts : (E,) int64
         Demand rows with prefetches (ascending) and the prefetches at each.
     """
-    h = mat.shape[1]
+    h = len(row)
     memo = Dict.empty(key_type=types.int64, value_type=types.int64)
     m_lo, m_hi = List.empty_list(types.int64), List.empty_list(types.int64)
     m_w = List.empty_list(types.int64)
@@ -311,7 +334,7 @@ def walk_skew(
             m = len(m_lo)
             lo = len(rel_r)
             last_row = -1
-            v = last_cols if u == mat.shape[0] - 1 else mat.shape[2]
+            v = last_cols if u == col.shape[0] - 1 else col.shape[1]
             slot = 0
             n_diag = h + v - 1  # the anti-diagonals holding the tile's elements
             d, c = 0, 0
@@ -342,7 +365,7 @@ def walk_skew(
                     while own[u, d - c, c] < limit:
                         c += 1
                     continue
-                q = mat[u, d - c, c] - base
+                q = row[d - c] + col[u, c] - base
                 first, held = q * depth, cnt[q]
                 best = n
                 hit = False
@@ -362,13 +385,13 @@ def walk_skew(
                 if not hit:
                     k = (best - a) // p + 1
                     w = (w + k * p) % n
-                    row = prefix + d
-                    if row == last_row:
+                    at = prefix + d
+                    if at == last_row:
                         rel_c[len(rel_c) - 1] += k
                     else:
-                        rel_r.append(row)
+                        rel_r.append(at)
                         rel_c.append(k)
-                        last_row = row
+                        last_row = at
                 if c < min(d, v - 1):
                     c += 1
                 else:

@@ -37,8 +37,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xai_core.backends.scalesim_kernels import set_table, tile_runs, walk, walk_skew
-from xai_core.backends.scalesim_orders import orders
+from xai_core.backends.scalesim_kernels import (
+    set_table,
+    set_table_parts,
+    tile_runs,
+    walk,
+    walk_skew,
+)
+from xai_core.backends.scalesim_orders import FILTER_OFFSET, ReadOperand, orders
 from xai_core.backends.scalesim_stalls import stalls
 from xai_core.errors import ValidationError
 
@@ -144,10 +150,10 @@ def replay(
     h, w, fh, fw, _, _, stride = conv
     oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
     depths = (min(-(-fh // stride), oh) * min(-(-fw // stride), ow), 1)
-    spaces = ((0, conv[0] * conv[1] * conv[4]), (10_000_000, conv[2] * conv[3] * conv[4] * conv[5]))
+    spaces = ((0, h * w * conv[4]), (FILTER_OFFSET, fh * fw * conv[4] * conv[5]))
     for op, size, bw, depth, space in zip(ops, sram_words, bandwidth, depths, spaces):
-        ev_r, ev_c = _prefetch_rows(*op, per_fold, size, depth, space)
-        fetch_lines = math.ceil(op[0].size / bw)
+        ev_r, ev_c = _prefetch_rows(op, per_fold, size, depth, space)
+        fetch_lines = math.ceil(op.size / bw)
         first = min(math.ceil(math.ceil(size * 0.5) / bw), fetch_lines)
         n_lines = math.ceil((size - math.ceil(size * 0.5)) / bw)
         reads.append((first, first * bw + int(ev_c.sum()) * n_lines * bw))
@@ -168,23 +174,23 @@ def replay(
     )
 
 
-def _prefetch_rows(
-    mat, diagonal, tiles, fold_tile, kind, prefix, q, last_cols, per_fold, size, depth, space
-):
+def _prefetch_rows(op: ReadOperand, per_fold, size, depth, space):
     """Demand rows that trigger prefetches of one read SRAM, and how many each (int64 arrays)."""
     eps = math.ceil(size / 100)
-    n_sets = q // eps + 1
+    n_sets = op.q // eps + 1
     active = math.ceil(size * 0.5)
     a = min(math.ceil(active / eps), n_sets)
     p = min(math.ceil((size - active) / eps), n_sets - a)
     if a >= n_sets:  # the operand fits in the window: loaded once, no prefetch after
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     base, span = space
-    fold_tile = np.ascontiguousarray(fold_tile, dtype=np.int64)
+    folds = np.ascontiguousarray(op.fold_tile, dtype=np.int64)
     sizes = int(n_sets), int(a), int(p)
-    cnt, table, own = set_table(mat, diagonal, eps, depth, base, span, last_cols)
-    if last_cols >= 0:  # a skewed tile's own sets rise along its demand order
-        args = (mat, own, last_cols, int(prefix), fold_tile, int(per_fold), base, cnt, table)
-        return walk_skew(*args, depth, *sizes)
-    keys, rows, starts = tile_runs(tiles, kind == "skew", int(prefix), base, cnt, table, depth)
-    return walk(keys, rows, starts, fold_tile, int(per_fold), cnt, table, depth, *sizes)
+    if op.parts is not None:  # a skewed tile's own sets rise along its demand order
+        row, col, last_cols = op.parts
+        cnt, table, own = set_table_parts(row, col, last_cols, eps, depth, base, span)
+        args = (row, col, own, last_cols, int(op.prefix), folds, int(per_fold), base, cnt)
+        return walk_skew(*args, table, depth, *sizes)
+    cnt, table = set_table(op.mat, op.diagonal, eps, depth, base, span)
+    keys, rows, starts = tile_runs(op.tiles, op.kind == "skew", op.prefix, base, cnt, table, depth)
+    return walk(keys, rows, starts, folds, int(per_fold), cnt, table, depth, *sizes)
