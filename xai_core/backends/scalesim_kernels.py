@@ -4,7 +4,8 @@ Numba kernels, called by :mod:`xai_core.backends.scalesim_replay` (whose docstri
 the rules they follow):
 
 - :func:`set_table`: the sets of the prefetch order that hold each address (ascending), in
-  one pass over the prefetch order;
+  one pass over the prefetch order; :func:`set_table_parts` the same for a skewed operand
+  given by its im2col parts, each element's own set in closed form;
 - :func:`tile_runs`: each distinct tile's demands in order, once, runs of demands held by
   the same one set merged;
 - :func:`walk`: the read window's walk over the folds' demand runs, a tile's walk done once

@@ -2,8 +2,9 @@
 
 SCALE-Sim (USER bandwidth mode) feeds its double-buffered SRAMs one demand row per cycle.
 This module takes the same demand and prefetch orders (:mod:`xai_core.backends.scalesim_orders`,
-numpy index arithmetic on whole folds) and replays the same rules, but only at the cycles
-where something happens (the loops compiled, :mod:`xai_core.backends.scalesim_kernels`):
+index arithmetic on whole folds) and replays the same rules, but only at the cycles where
+something happens (the loops compiled with numba: :mod:`xai_core.backends.scalesim_kernels`
+for the read SRAMs, :mod:`xai_core.backends.scalesim_stalls` for the events):
 
 - **Read SRAMs** (ifmap, filter). The operand's prefetch order, ``-1`` entries dropped, is
   cut into sets of ``e = ceil(S / 100)`` elements (``S``: the SRAM's words), ``Q // e + 1``
@@ -11,11 +12,16 @@ where something happens (the loops compiled, :mod:`xai_core.backends.scalesim_ke
   (circularly); a demanded address in none of them makes the window advance by
   ``p = ceil((S - ceil(S/2)) / e)`` sets, one prefetch each, until it is. Which demand
   triggers how many prefetches does not depend on time, so it is found first: the sets
-  holding each address come from one counting pass over the prefetch order, and the walk
-  tests each demand on its sets (a convolution's ifmap pixel is held by up to one set per
-  window position); at a miss the number of prefetches is found in closed form, the window
-  never stepping over a set since ``p <= a``. A fold that repeats a tile from the same
-  starting window repeats that tile's prefetches. Prefetch ``k`` ends at
+  holding each address come from one pass over the prefetch order (a convolution's ifmap
+  pixel is held by up to one set per filter position). A skewed operand (its tiles the
+  blocks of its own prefetch order, read by the same anti-diagonals; kept as its im2col
+  parts, a pixel base plus a window offset) has every demand's own set rising along the
+  fold, in closed form from its anti-diagonal's start: the demands whose own set is in the
+  window are skipped by a binary search, the others tested on all their sets. The other
+  operands' demands are walked as runs of the same one set. At a miss the number of
+  prefetches is found in closed form, the window never stepping over a set since
+  ``p <= a``. A fold that repeats a tile from the same starting window repeats that
+  tile's prefetches. Prefetch ``k`` ends at
   cycle ``k * (ceil(P / bw) + 1) - 1``, and a row that waits for prefetches is delayed by
   SCALE-Sim's own offset rule (``offset += d`` and again ``+= d`` when ``d > 0``).
 - **Write SRAM** (ofmap). Elements fill the buffer; once fewer than ``ceil(S/2)`` words are
