@@ -22,8 +22,7 @@ Compiled once and cached on disk (``cache=True``); each is linear in what it wal
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict, List
+from numba import njit
 
 __all__ = ["set_table", "set_table_parts", "tile_runs", "walk", "walk_skew"]
 
@@ -42,6 +41,17 @@ def _diagonal_starts(rows, w, top, last_cols, eps):  # pragma: no cover - compil
         start[dg] = total % eps - c_lo
         total += c_hi - c_lo + 1 - max(0, min(dg - top, c_hi) - max(c_lo, last_cols) + 1)
     return first_set, start
+
+
+@njit(cache=True, nogil=True)
+def _push(buf, n, value):  # pragma: no cover - compiled
+    """``buf`` with ``buf[n] = value``, doubled first if full."""
+    if n == len(buf):
+        grown = np.empty(2 * n + 16, buf.dtype)
+        grown[:n] = buf
+        buf = grown
+    buf[n] = value
+    return buf
 
 
 @njit(cache=True, nogil=True)
@@ -229,20 +239,28 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
     rows, counts : (E,) int64
         Demand rows with prefetches (ascending) and the prefetches at each.
     """
-    memo = Dict.empty(key_type=types.int64, value_type=types.int64)
-    m_lo, m_hi = List.empty_list(types.int64), List.empty_list(types.int64)
-    m_w = List.empty_list(types.int64)
-    rel_r, rel_c = List.empty_list(types.int64), List.empty_list(types.int64)
-    out_r, out_c = List.empty_list(types.int64), List.empty_list(types.int64)
+    n_tiles = len(starts) - 1
+    # one walk's events (at most one per demand run), appended to rel after it
+    longest = 1
+    for u in range(n_tiles):
+        longest = max(longest, starts[u + 1] - starts[u])
+    ev_r, ev_c = np.empty(longest, np.int64), np.empty(longest, np.int64)
+    # a tile's walks, by starting window: a linked list per tile of (start, events, end)
+    head = np.full(n_tiles, -1, np.int64)
+    memo = np.empty((5, len(fold_tile)), np.int64)  # next, start w, first, last event, end w
+    n_memo = 0
+    rel_r, rel_c = np.empty(64, np.int64), np.empty(64, np.int64)
+    out_r, out_c = np.empty(64, np.int64), np.empty(64, np.int64)
+    n_rel, n_out = 0, 0
     w = np.int64(0)
     for f in range(len(fold_tile)):
         u = fold_tile[f]
-        key = u * n + w
-        if key in memo:
-            m = memo[key]
-        else:
-            m = len(m_lo)
-            lo = len(rel_r)
+        m = head[u]
+        while m >= 0 and memo[1, m] != w:
+            m = memo[0, m]
+        if m < 0:
+            m, w0 = n_memo, w
+            n_ev = 0
             last_row = -1
             slot = 0
             for i in range(starts[u], starts[u + 1]):
@@ -278,25 +296,25 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
                 w = (w + k * p) % n
                 row = rows[i]
                 if row == last_row:
-                    rel_c[len(rel_c) - 1] += k
+                    ev_c[n_ev - 1] += k
                 else:
-                    rel_r.append(row)
-                    rel_c.append(k)
+                    ev_r[n_ev], ev_c[n_ev] = row, k
+                    n_ev += 1
                     last_row = row
-            memo[key] = m
-            m_lo.append(lo)
-            m_hi.append(len(rel_r))
-            m_w.append(w)
-        for t in range(m_lo[m], m_hi[m]):
-            out_r.append(f * per_fold + rel_r[t])
-            out_c.append(rel_c[t])
-        w = m_w[m]
-    ev_rows = np.empty(len(out_r), np.int64)
-    counts = np.empty(len(out_r), np.int64)
-    for t in range(len(out_r)):
-        ev_rows[t] = out_r[t]
-        counts[t] = out_c[t]
-    return ev_rows, counts
+            lo = n_rel
+            for t in range(n_ev):
+                rel_r = _push(rel_r, n_rel, ev_r[t])
+                rel_c = _push(rel_c, n_rel, ev_c[t])
+                n_rel += 1
+            memo[:, m] = head[u], w0, lo, n_rel, w
+            head[u] = m
+            n_memo += 1
+        for t in range(memo[2, m], memo[3, m]):
+            out_r = _push(out_r, n_out, f * per_fold + rel_r[t])
+            out_c = _push(out_c, n_out, rel_c[t])
+            n_out += 1
+        w = memo[4, m]
+    return out_r[:n_out], out_c[:n_out]
 
 
 @njit(cache=True, nogil=True)
@@ -320,20 +338,25 @@ def walk_skew(
         Demand rows with prefetches (ascending) and the prefetches at each.
     """
     h = len(row)
-    memo = Dict.empty(key_type=types.int64, value_type=types.int64)
-    m_lo, m_hi = List.empty_list(types.int64), List.empty_list(types.int64)
-    m_w = List.empty_list(types.int64)
-    rel_r, rel_c = List.empty_list(types.int64), List.empty_list(types.int64)
-    out_r, out_c = List.empty_list(types.int64), List.empty_list(types.int64)
+    n_tiles = col.shape[0]
+    # one walk's events (at most one per demand), appended to rel after it
+    ev_r, ev_c = np.empty(h * col.shape[1] + 1, np.int64), np.empty(h * col.shape[1] + 1, np.int64)
+    # a tile's walks, by starting window: a linked list per tile of (start, events, end)
+    head = np.full(n_tiles, -1, np.int64)
+    memo = np.empty((5, len(fold_tile)), np.int64)  # next, start w, first, last event, end w
+    n_memo = 0
+    rel_r, rel_c = np.empty(64, np.int64), np.empty(64, np.int64)
+    out_r, out_c = np.empty(64, np.int64), np.empty(64, np.int64)
+    n_rel, n_out = 0, 0
     w = np.int64(0)
     for f in range(len(fold_tile)):
         u = fold_tile[f]
-        key = u * n + w
-        if key in memo:
-            m = memo[key]
-        else:
-            m = len(m_lo)
-            lo = len(rel_r)
+        m = head[u]
+        while m >= 0 and memo[1, m] != w:
+            m = memo[0, m]
+        if m < 0:
+            m, w0 = n_memo, w
+            n_ev = 0
             last_row = -1
             v = last_cols if u == col.shape[0] - 1 else col.shape[1]
             slot = 0
@@ -388,27 +411,27 @@ def walk_skew(
                     w = (w + k * p) % n
                     at = prefix + d
                     if at == last_row:
-                        rel_c[len(rel_c) - 1] += k
+                        ev_c[n_ev - 1] += k
                     else:
-                        rel_r.append(at)
-                        rel_c.append(k)
+                        ev_r[n_ev], ev_c[n_ev] = at, k
+                        n_ev += 1
                         last_row = at
                 if c < min(d, v - 1):
                     c += 1
                 else:
                     d += 1
                     c = max(0, d - h + 1)
-            memo[key] = m
-            m_lo.append(lo)
-            m_hi.append(len(rel_r))
-            m_w.append(w)
-        for t in range(m_lo[m], m_hi[m]):
-            out_r.append(f * per_fold + rel_r[t])
-            out_c.append(rel_c[t])
-        w = m_w[m]
-    ev_rows = np.empty(len(out_r), np.int64)
-    counts = np.empty(len(out_r), np.int64)
-    for t in range(len(out_r)):
-        ev_rows[t] = out_r[t]
-        counts[t] = out_c[t]
-    return ev_rows, counts
+            lo = n_rel
+            for t in range(n_ev):
+                rel_r = _push(rel_r, n_rel, ev_r[t])
+                rel_c = _push(rel_c, n_rel, ev_c[t])
+                n_rel += 1
+            memo[:, m] = head[u], w0, lo, n_rel, w
+            head[u] = m
+            n_memo += 1
+        for t in range(memo[2, m], memo[3, m]):
+            out_r = _push(out_r, n_out, f * per_fold + rel_r[t])
+            out_c = _push(out_c, n_out, rel_c[t])
+            n_out += 1
+        w = memo[4, m]
+    return out_r[:n_out], out_c[:n_out]

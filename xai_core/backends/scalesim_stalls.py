@@ -10,14 +10,26 @@ A numba kernel, compiled once and cached on disk.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 __all__ = ["stalls"]
 
 # -- the write buffer's state: elements stored, free words, lines, drains -----------------
 
-_E, _FREE, _DRAIN_END, _CLOSED, _LINE, _START, _DRAINED, _STOP, _ROW_AT, _CHANGED = range(10)
+(
+    _E,
+    _FREE,
+    _DRAIN_END,
+    _CLOSED,
+    _LINE,
+    _START,
+    _DRAINED,
+    _STOP,
+    _ROW_AT,
+    _CHANGED,
+    _N_PART,
+    _CUR,
+) = range(12)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -33,7 +45,9 @@ def _store(st, n, bw):  # pragma: no cover - compiled
 def _flush(st, partial):  # pragma: no cover - compiled
     """Close the open line (its fill recorded) as a drain starts."""
     if st[_LINE]:
-        partial[st[_CLOSED]] = st[_LINE]
+        partial[0, st[_N_PART]] = st[_CLOSED]
+        partial[1, st[_N_PART]] = st[_LINE]
+        st[_N_PART] += 1
         st[_CLOSED] += 1
         st[_LINE] = 0
 
@@ -44,7 +58,13 @@ def _drain(st, partial, cycle, lines, bw):  # pragma: no cover - compiled
     _flush(st, partial)
     taken = min(lines, st[_CLOSED] - st[_START])
     last = st[_START] + taken - 1
-    data = taken * bw - (bw - partial.get(last, bw))
+    # the fill of line ``last`` (queried in rising order): its partial fill if closed early
+    cur = st[_CUR]
+    while cur < st[_N_PART] and partial[0, cur] < last:
+        cur += 1
+    st[_CUR] = cur
+    fill = partial[1, cur] if cur < st[_N_PART] and partial[0, cur] == last else bw
+    data = taken * bw - (bw - fill)
     st[_DRAINED] += data
     st[_FREE] += data
     st[_START] += taken
@@ -159,10 +179,11 @@ def stalls(
     n_rows = len(cum) - 1
     active = (size + 1) // 2
     lines = (size - active + bw - 1) // bw
-    st = np.zeros(10, np.int64)
+    st = np.zeros(12, np.int64)
     st[_FREE] = size
     st[_CHANGED] = 1
-    partial = Dict.empty(key_type=types.int64, value_type=types.int64)
+    # lines closed before they were full: (line, fill), at most one per drain (and the last)
+    partial = np.empty((2, cum[n_rows] + 2), np.int64)
     stall, last, total = np.int64(0), n_rows - 1, np.int64(-1)
     ports = np.zeros(3, np.int64)
     done0, done1 = np.int64(0), np.int64(0)
