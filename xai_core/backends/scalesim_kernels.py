@@ -97,7 +97,6 @@ def set_table(mat, diagonal, eps, depth, lo, span):  # pragma: no cover - compil
                             s, k = s + 1, 0
         return cnt, table
     rows = nb * h
-    rows = nb * h
     for d in range(rows + w - 1):
         c0 = max(0, d - rows + 1)
         i = d - c0  # the stacked row, falling by one as the column rises
