@@ -6,9 +6,9 @@ keep activations in *channel-major* memory, a C-contiguous ``(channels, n, heigh
 array seen as an NCHW-shaped view, so that
 
 - a **pointwise** convolution (1x1, no padding, ``groups = 1``, stride 1) is one matrix
-  product ``weight (f, c) @ x (c, n * h * w)`` whose result is already channel-major, with
-  the bias written first and accumulated into by the product (``gemm`` with ``beta = 1``);
-  a channels-last input is read through BLAS's transpose flag, without a copy;
+  product ``weight (f, c) @ x (c, n * h * w)`` whose result is already channel-major (the
+  bias then added in one pass); a channels-last input is read through BLAS's transpose
+  flag, without a copy;
 - a **depthwise** convolution (``groups = channels``, one kernel per channel, any kernel,
   stride, dilation and padding) is a handful of stacked matrix products, one per channel:
   each kernel row ``i`` is a banded (Toeplitz) ``(width, out_width)`` matrix ``T_i`` with
@@ -19,7 +19,10 @@ array seen as an NCHW-shaped view, so that
   padding being the rows that are not added. The band multiplies zeros the im2col path
   never does, so the product does ``width / kw`` times the multiply-adds (counted, as every
   convolution here, as the im2col path's products), but runs at matrix-product speed instead
-  of one elementwise pass per tap. Images are taken in blocks whose product stays in cache.
+  of one elementwise pass per tap;
+- a ``groups = 1`` convolution of at most :data:`FEW_CHANNELS` input channels (an image
+  input's first layer) is one product ``weight (f, c * kh * kw) @ im2col(x).T``: its column
+  matrix is small, and a tap's product over so few channels would run far below speed.
 
 Results equal the im2col path's to floating-point rounding: the band's extra terms are
 exact zeros (``0 * x`` for finite ``x``); an output that is not finite is recomputed by
@@ -32,17 +35,24 @@ import numpy as np
 
 from xai_core.nn import scratch
 from xai_core.nn.conv_ops import ConvGeometry
+from xai_core.nn.im2col import im2col
 
 __all__ = ["forward_kind", "conv2d_forward", "channel_major"]
 
 
+#: Up to this many input channels, a ``groups = 1`` convolution is one product of its im2col.
+FEW_CHANNELS = 4
+
+
 def forward_kind(x_shape, weight_shape, geom: ConvGeometry) -> str | None:
-    """``"pointwise"``, ``"depthwise"`` or None: which forward-only kernel computes this convolution."""
+    """``"pointwise"``, ``"depthwise"``, ``"columns"`` or None: which forward-only kernel computes this convolution."""
     c, f = x_shape[1], weight_shape[0]
     if geom.kernel == (1, 1) and not any(geom.pads) and geom.groups == 1 and geom.strides == (1, 1):
         return "pointwise"
     if geom.groups == c == f > 1 and weight_shape[1] == 1:
         return "depthwise"
+    if geom.groups == 1 and c <= FEW_CHANNELS:
+        return "columns"
     return None
 
 
@@ -57,8 +67,6 @@ def channel_major(x: np.ndarray) -> np.ndarray:
 
 
 def _pointwise(x, weight, bias):
-    from xai_core.nn.conv_taps import _add_product
-
     n, c, h, w = x.shape
     f = weight.shape[0]
     w2 = weight.reshape(f, c)
@@ -70,13 +78,22 @@ def _pointwise(x, weight, bias):
         if not nhwc.flags.c_contiguous:
             nhwc = np.ascontiguousarray(nhwc)
         cols = nhwc.reshape(-1, c).T  # channels-last rows, read transposed
-    out = scratch.empty((f, n * h * w), x.dtype)
-    if bias is None:
-        np.matmul(w2, cols, out=out)
-    else:
-        out[...] = bias[:, None]
-        _add_product(out, w2, cols)
+    out = np.matmul(w2, cols, out=scratch.empty((f, n * h * w), x.dtype))
+    if bias is not None:  # (a gemm accumulating into the bias runs slower than this pass)
+        out += bias[:, None]
     return out.reshape(f, n, h, w).transpose(1, 0, 2, 3)
+
+
+def _columns(x, weight, bias, geom):
+    """``weight (f, c * kh * kw) @ im2col(x).T``: the column matrix of few channels is small."""
+    n, f = x.shape[0], weight.shape[0]
+    oh, ow = geom.out_hw(x.shape[2:])
+    (kh, kw), pads = geom.kernel, geom.pads
+    cols = im2col(x, kh, kw, geom.strides, pads, dilation=geom.dilation)  # column-major
+    out = np.matmul(weight.reshape(f, -1), cols.T, out=scratch.empty((f, cols.shape[0]), x.dtype))
+    if bias is not None:
+        out += bias[:, None]
+    return out.reshape(f, n, oh, ow).transpose(1, 0, 2, 3)
 
 
 def _bands(weight: np.ndarray, w: int, ow: int, geom: ConvGeometry) -> np.ndarray:
@@ -182,7 +199,7 @@ def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry):
 
     Parameters
     ----------
-    kind : {"pointwise", "depthwise"}
+    kind : {"pointwise", "depthwise", "columns"}
     x : ndarray of shape (n, channels, height, width)
         Any memory order.
     weight : ndarray of shape (filters, channels // groups, kh, kw)
@@ -197,6 +214,8 @@ def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry):
     """
     if kind == "pointwise":
         return _pointwise(x, weight, bias)
+    if kind == "columns":
+        return _columns(x, weight, bias, geom)
     with np.errstate(invalid="ignore", over="ignore"):  # a non-finite output is redone
         y = _depthwise(x, weight, bias, geom)
         return y if _finite(y) else None
