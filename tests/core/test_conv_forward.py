@@ -67,10 +67,19 @@ def _orders(x):
     return {"nchw": x, "channels-last": last, "channel-major": major}
 
 
+@pytest.fixture(params=["row-bands", "whole-image"])
+def depthwise_by(request, monkeypatch):
+    """Run each depthwise case by per-row bands and by one matrix of the whole image."""
+    from xai_core.nn import conv_forward
+
+    monkeypatch.setattr(conv_forward, "WHOLE_IMAGE", 0 if request.param == "row-bands" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-5), (np.float64, 1e-12)])
 @pytest.mark.parametrize("n", [1, 3])
-def test_forward_only_equals_im2col_path_and_counts_the_same(name, dtype, rtol, n):
+def test_forward_only_equals_im2col_path_and_counts_the_same(name, dtype, rtol, n, depthwise_by):
     """Without a record, every memory order and bias option gives the im2col path's output and counters."""
     x, w, b, geom = _case(name, dtype, n=n)
     assert forward_kind(x.shape, w.shape, geom) == CASES[name][-1]
@@ -89,7 +98,7 @@ def test_forward_only_equals_im2col_path_and_counts_the_same(name, dtype, rtol, 
 
 
 @pytest.mark.parametrize("name", [n for n, case in CASES.items() if case[-1]])
-def test_forward_only_equals_torch(name):
+def test_forward_only_equals_torch(name, depthwise_by):
     """The forward-only kernels match torch's conv2d in float64."""
     torch = pytest.importorskip("torch")
     x, w, b, geom = _case(name, np.float64, seed=3)
@@ -107,7 +116,7 @@ def test_forward_only_equals_torch(name):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_a_non_finite_input_spreads_as_on_the_gradient_path():
+def test_a_non_finite_input_spreads_as_on_the_gradient_path(depthwise_by):
     """An infinity in the input: the forward-only output has the NaNs and infinities of the taps path."""
     x, w, b, geom = _case("depthwise-3x3-same", np.float64)
     x[1, 2, 4, 3] = np.inf

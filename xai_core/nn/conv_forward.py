@@ -19,7 +19,8 @@ array seen as an NCHW-shaped view, so that
   padding being the rows that are not added. The band multiplies zeros the im2col path
   never does, so the product does ``width / kw`` times the multiply-adds (counted, as every
   convolution here, as the im2col path's products), but runs at matrix-product speed instead
-  of one elementwise pass per tap;
+  of one elementwise pass per tap. Small images (:data:`WHOLE_IMAGE`) are multiplied by one
+  banded matrix of the whole image, ``(h * w, out_h * out_w)``, per channel instead;
 - a ``groups = 1`` convolution of at most :data:`FEW_CHANNELS` input channels (an image
   input's first layer) is one product ``weight (f, c * kh * kw) @ im2col(x).T``: its column
   matrix is small, and a tap's product over so few channels would run far below speed.
@@ -30,6 +31,8 @@ exact zeros (``0 * x`` for finite ``x``); an output that is not finite is recomp
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -42,6 +45,12 @@ __all__ = ["forward_kind", "conv2d_forward", "channel_major"]
 
 #: Up to this many input channels, a ``groups = 1`` convolution is one product of its im2col.
 FEW_CHANNELS = 4
+
+
+#: Up to this many (input pixels) x (output pixels), a depthwise convolution multiplies each
+#: channel's images by one matrix of the whole image (a few products of tiny matrices cost
+#: more than the one product's extra multiply-adds).
+WHOLE_IMAGE = 2048
 
 
 def forward_kind(x_shape, weight_shape, geom: ConvGeometry) -> str | None:
@@ -154,10 +163,48 @@ def _add_shifted(out: np.ndarray, prod: np.ndarray, shift: int, r0: int, r1: int
     flat_out[lo:hi] += flat_prod[lo + shift * ow : hi + shift * ow]
 
 
+@functools.lru_cache(maxsize=32)
+def _selection(kernel, hw, out_hw, strides, dilation, pads, dtype) -> np.ndarray:
+    """(kh * kw, h * w * oh * ow) zeros and ones: which (input, output) pixel pairs each tap joins."""
+    (kh, kw), (h, w), (oh, ow) = kernel, hw, out_hw
+    (sh, sw), (dh, dw), (top, _, left, _) = strides, dilation, pads
+    i, j, ro, co = np.ix_(np.arange(kh), np.arange(kw), np.arange(oh), np.arange(ow))
+    ri, ci = ro * sh + i * dh - top, co * sw + j * dw - left
+    ok = (ri >= 0) & (ri < h) & (ci >= 0) & (ci < w)
+    at = ((ri * w + ci) * (oh * ow) + ro * ow + co)[ok]
+    tap = np.broadcast_to(i * kw + j, ok.shape)[ok]
+    sel = np.zeros((kh * kw, h * w * oh * ow), dtype=dtype)
+    sel[tap, at] = 1
+    sel.flags.writeable = False
+    return sel
+
+
+def _whole_band(weight: np.ndarray, hw, out_hw, geom: ConvGeometry) -> np.ndarray:
+    """(c, h * w, oh * ow): per channel, the convolution of a whole image as one matrix.
+
+    The taps' weights times the (cached) selection of the pixel pairs each tap joins: every
+    entry is one weight or zero, exactly.
+    """
+    c, _, kh, kw = weight.shape
+    sel = _selection(
+        (kh, kw), tuple(hw), tuple(out_hw), geom.strides, geom.dilation, geom.pads, weight.dtype
+    )
+    band = np.matmul(
+        weight.reshape(c, kh * kw), sel, out=scratch.empty((c, sel.shape[1]), weight.dtype)
+    )
+    return band.reshape(c, hw[0] * hw[1], -1)
+
+
 def _depthwise(x, weight, bias, geom):
     n, c, h, w = x.shape
     oh, ow = geom.out_hw((h, w))
     xm = channel_major(x)
+    if h * w * oh * ow <= WHOLE_IMAGE:  # small images: one product per channel
+        band = _whole_band(weight, (h, w), (oh, ow), geom)
+        out = np.matmul(xm.reshape(c, n, h * w), band, out=scratch.empty((c, n, oh * ow), x.dtype))
+        if bias is not None:
+            out += bias.reshape(c, 1, 1)
+        return out.reshape(c, n, oh, ow).transpose(1, 0, 2, 3)
     bands = _bands(weight, w, ow, geom)
     sh = geom.strides[0]
     taps = _row_taps(h, oh, geom)
