@@ -7,20 +7,22 @@ array seen as an NCHW-shaped view, so that
 
 - a **pointwise** convolution (1x1, no padding, ``groups = 1``, stride 1) is one matrix
   product ``weight (f, c) @ x (c, n * h * w)`` whose result is already channel-major (the
-  bias then added in one pass); a channels-last input is read through BLAS's transpose
-  flag, without a copy;
+  bias then added in one pass); a channels-last input stays channels-last
+  (``rows (n * h * w, c) @ weight.T``), so a chain of channels-last kernels is not
+  transposed either;
 - a **depthwise** convolution (``groups = channels``, one kernel per channel, any kernel,
-  stride, dilation and padding) is a handful of stacked matrix products, one per channel:
+  stride, dilation and padding) is a few stacked matrix products, one matrix per channel:
   each kernel row ``i`` is a banded (Toeplitz) ``(width, out_width)`` matrix ``T_i`` with
   the row's taps on its diagonals (stride, dilation and the left / right zero padding are
-  in its band), and the image rows that kernel row reads are multiplied by all the
-  kernel rows' bands at once, ``rows (n * rows, width) @ [T_i ...] (width, k * out_width)``;
-  the output rows are then sums of shifted row blocks of that product, top / bottom
-  padding being the rows that are not added. The band multiplies zeros the im2col path
-  never does, so the product does ``width / kw`` times the multiply-adds (counted, as every
-  convolution here, as the im2col path's products), but runs at matrix-product speed instead
-  of one elementwise pass per tap. Small images (:data:`WHOLE_IMAGE`) are multiplied by one
-  banded matrix of the whole image, ``(h * w, out_h * out_w)``, per channel instead;
+  in its band); the image rows kernel row ``i`` reads, ``(n * rows, width)``, times ``T_i``
+  is one product per kernel row, and the output rows are sums of those products shifted by
+  whole rows (a kernel row's product added to the output as one contiguous add, the rows
+  that would cross an image's top or bottom edge zeroed: the top / bottom padding). The
+  band multiplies zeros the im2col path never does, so the products do ``width / kw`` times
+  the multiply-adds (counted, as every convolution here, as the im2col path's products), but
+  run at matrix-product speed where a tap-by-tap sum makes one elementwise pass per tap.
+  Small images (:data:`WHOLE_IMAGE`) are multiplied by one banded matrix of the whole
+  image, ``(h * w, out_h * out_w)``, per channel instead;
 - a ``groups = 1`` convolution of at most :data:`FEW_CHANNELS` input channels (an image
   input's first layer) is one product ``weight (f, c * kh * kw) @ im2col(x).T``: its column
   matrix is small, and a tap's product over so few channels would run far below speed.
@@ -79,14 +81,13 @@ def _pointwise(x, weight, bias):
     n, c, h, w = x.shape
     f = weight.shape[0]
     w2 = weight.reshape(f, c)
-    xm = x.transpose(1, 0, 2, 3)
-    if xm.flags.c_contiguous:
-        cols = xm.reshape(c, -1)  # channel-major: (c, pixels)
-    else:
-        nhwc = x.transpose(0, 2, 3, 1)
-        if not nhwc.flags.c_contiguous:
-            nhwc = np.ascontiguousarray(nhwc)
-        cols = nhwc.reshape(-1, c).T  # channels-last rows, read transposed
+    nhwc = x.transpose(0, 2, 3, 1)
+    if nhwc.flags.c_contiguous and c > 1:  # channels-last stays so: rows (pixels, c) @ w.T
+        out = np.matmul(nhwc.reshape(-1, c), w2.T, out=scratch.empty((n * h * w, f), x.dtype))
+        if bias is not None:
+            out += bias
+        return out.reshape(n, h, w, f).transpose(0, 3, 1, 2)
+    cols = channel_major(x).reshape(c, -1)
     out = np.matmul(w2, cols, out=scratch.empty((f, n * h * w), x.dtype))
     if bias is not None:  # (a gemm accumulating into the bias runs slower than this pass)
         out += bias[:, None]
@@ -187,7 +188,13 @@ def _whole_band(weight: np.ndarray, hw, out_hw, geom: ConvGeometry) -> np.ndarra
     """
     c, _, kh, kw = weight.shape
     sel = _selection(
-        (kh, kw), tuple(hw), tuple(out_hw), geom.strides, geom.dilation, geom.pads, weight.dtype
+        (kh, kw),
+        tuple(hw),
+        tuple(out_hw),
+        tuple(geom.strides),
+        tuple(geom.dilation),
+        tuple(geom.pads),
+        weight.dtype,
     )
     band = np.matmul(
         weight.reshape(c, kh * kw), sel, out=scratch.empty((c, sel.shape[1]), weight.dtype)
