@@ -233,6 +233,7 @@ def _depthwise(x, weight, bias, geom):
             _add_shifted(out, prod, shift, r0, r1)
         else:
             out[:, :, r0:r1] += prod[:, :, r0 + shift : r1 + shift]
+        del prod  # its block is free for the next kernel row's product
     if bias is not None:
         out += bias.reshape(c, 1, 1, 1)
     return out.transpose(1, 0, 2, 3)
