@@ -107,8 +107,12 @@ class CPUBackend(Backend):
         Pointwise, depthwise and ``groups = 1`` convolutions run as shifted-slice sums over the
         padded activation, in this backend's dtype, and are counted exactly as the im2col
         path's products (:meth:`Backend.conv2d`) would be; other convolutions, and
-        subclasses with their own products, take that path.
+        subclasses with their own products, take that path. Without a ``record`` (inference,
+        no backward pass to prepare), stride-1 pointwise and one-kernel-per-channel depthwise
+        convolutions run the channel-major kernels of :mod:`xai_core.nn.conv_forward`
+        instead, counted the same.
         """
+        from xai_core.nn.conv_forward import conv2d_forward, forward_kind
         from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input
 
         kind = fast_kind(x.shape, weight.shape, geometry) if self._reference() else None
@@ -118,7 +122,11 @@ class CPUBackend(Backend):
         weight = np.asarray(weight, dtype=self.dtype)
         if bias is not None:
             bias = np.asarray(bias, dtype=self.dtype)
-        y, saved = conv2d_taps(kind, x, weight, bias, geometry)
+        y, inference = None, record is None and forward_kind(x.shape, weight.shape, geometry)
+        if inference:  # the channel-major kernels; nothing kept for a backward pass
+            y = conv2d_forward(inference, x, weight, bias, geometry)
+        if y is None:
+            y, saved = conv2d_taps(kind, x, weight, bias, geometry)
         n, f, oh, ow = y.shape
         g = geometry.groups
         self._count_products(g, n * oh * ow, weight[0].size, f // g)
