@@ -26,9 +26,9 @@ products of ``(n * oh * ow, in / groups * kh * kw)`` by ``(in / groups * kh * kw
 out / groups)``), float32 numpy into preallocated outputs, with the column matrices
 already built; for IG at the ``rows * steps`` path points, forward and the backward
 input-gradient products. A depthwise layer's forward products are whichever numpy runs
-faster of those and the banded products the ``cpu`` backend's inference computes it by
-(more multiply-adds, at matrix-product speed; see :func:`banded_shapes`). ``ours / floor``
-is how far the whole computation is from them.
+faster of those and the same convolution as banded products (more multiply-adds, at
+matrix-product speed; see :func:`banded_shapes`). ``ours / floor`` is how far the whole
+computation is from them.
 """
 
 from __future__ import annotations
@@ -128,15 +128,18 @@ def torch_models():
     return mobilenet, resnet
 
 
+#: Up to this many (input pixels) x (output pixels), one band of the whole image per channel.
+WHOLE_IMAGE = 2048
+
+
 def banded_shapes(layer, rows: int) -> list[tuple[int, int, int, int]]:
-    """A depthwise layer's banded products, as the ``cpu`` backend's inference computes it.
+    """A depthwise layer's products as banded (Toeplitz) matrices.
 
     Per channel, the input rows a kernel row reads times that row's ``(width, out_width)``
-    band, one stacked product per kernel row; small images one product by the band of the
-    whole image (``xai_core.nn.conv_forward``).
+    band (the row's taps on its diagonals), one stacked product per kernel row; small
+    images one product by the band of the whole image. The same sum as the im2col
+    products, with the band's zeros multiplied too.
     """
-    from xai_core.nn.conv_forward import WHOLE_IMAGE
-
     c, h, w = layer.input_shape
     oh, ow = layer.output_shape[1:]
     if h * w * oh * ow <= WHOLE_IMAGE:

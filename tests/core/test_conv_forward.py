@@ -1,4 +1,4 @@
-"""The cpu backend's forward-only (channel-major) convolutions equal the im2col path and torch."""
+"""The cpu backend's forward-only (channels-last) convolutions equal the im2col path and torch."""
 
 from __future__ import annotations
 
@@ -67,19 +67,10 @@ def _orders(x):
     return {"nchw": x, "channels-last": last, "channel-major": major}
 
 
-@pytest.fixture(params=["row-bands", "whole-image"])
-def depthwise_by(request, monkeypatch):
-    """Run each depthwise case by per-row bands and by one matrix of the whole image."""
-    from xai_core.nn import conv_forward
-
-    monkeypatch.setattr(conv_forward, "WHOLE_IMAGE", 0 if request.param == "row-bands" else 10**9)
-    return request.param
-
-
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-5), (np.float64, 1e-12)])
 @pytest.mark.parametrize("n", [1, 3])
-def test_forward_only_equals_im2col_path_and_counts_the_same(name, dtype, rtol, n, depthwise_by):
+def test_forward_only_equals_im2col_path_and_counts_the_same(name, dtype, rtol, n):
     """Without a record, every memory order and bias option gives the im2col path's output and counters."""
     x, w, b, geom = _case(name, dtype, n=n)
     assert forward_kind(x.shape, w.shape, geom) == CASES[name][-1]
@@ -98,7 +89,7 @@ def test_forward_only_equals_im2col_path_and_counts_the_same(name, dtype, rtol, 
 
 
 @pytest.mark.parametrize("name", [n for n, case in CASES.items() if case[-1]])
-def test_forward_only_equals_torch(name, depthwise_by):
+def test_forward_only_equals_torch(name):
     """The forward-only kernels match torch's conv2d in float64."""
     torch = pytest.importorskip("torch")
     x, w, b, geom = _case(name, np.float64, seed=3)
@@ -116,7 +107,7 @@ def test_forward_only_equals_torch(name, depthwise_by):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_a_non_finite_input_spreads_as_on_the_gradient_path(depthwise_by):
+def test_a_non_finite_input_spreads_as_on_the_gradient_path():
     """An infinity in the input: the forward-only output has the NaNs and infinities of the taps path."""
     x, w, b, geom = _case("depthwise-3x3-same", np.float64)
     x[1, 2, 4, 3] = np.inf
@@ -128,8 +119,18 @@ def test_a_non_finite_input_spreads_as_on_the_gradient_path(depthwise_by):
     assert np.isnan(got).sum() < got.size // 10  # neighbours only, not whole rows
 
 
-def test_forward_only_output_is_channel_major_and_predict_equals_gradient_path():
-    """Pointwise and depthwise hand channel-major memory on; predict equals the recorded forward."""
+def test_a_non_finite_weight_spreads_through_the_padding_as_on_the_gradient_path():
+    """A NaN weight reaches the border outputs through ``0 * NaN``, as on the im2col path."""
+    x, w, b, geom = _case("depthwise-3x3-same", np.float64)
+    w[2, 0, 0, 0] = np.nan
+    got = CPUBackend("float64").conv2d(x, w, b, geom)
+    want = Backend.conv2d(CPUBackend("float64"), x, w, b, geom, None)
+    assert np.isnan(want[:, 2]).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_forward_only_memory_orders_and_predict_equals_gradient_path():
+    """Pointwise keeps its input's memory order, depthwise hands channels-last on; predict equals the recorded forward."""
     from xai_core import nn
 
     g = nn.Graph((4, 10, 9), dtype="float64", seed=1)
@@ -146,6 +147,9 @@ def test_forward_only_output_is_channel_major_and_predict_equals_gradient_path()
     backend = CPUBackend("float64")
     y = backend.conv2d(X, g.node("expand").layer.weight, None, g.node("expand").layer.geometry())
     assert y.transpose(1, 0, 2, 3).flags.c_contiguous
+    dw = g.node("dw").layer
+    z = backend.conv2d(y, dw.weight, dw.bias, dw.geometry())
+    assert z.transpose(0, 2, 3, 1).flags.c_contiguous
     predicted = g.predict(X, backend)
     recorded = g.forward(X, backend, record=nn.Record()).reshape(len(X), -1)
     np.testing.assert_allclose(predicted, recorded, rtol=1e-12, atol=1e-13)
