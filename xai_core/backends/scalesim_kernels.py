@@ -219,6 +219,52 @@ def tile_runs(tiles, skew, prefix, base, cnt, table, depth):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
+def _probe(table, first, held, slot, w, n, a):  # pragma: no cover - compiled
+    """``(hit, slot, best)``: whether one of an address's ``held`` sets is in the window.
+
+    The sets are ``table[first : first + held]``; the one at ``slot`` (which held the
+    previous demand's address) is tried first. ``best`` is the distance past the window's
+    start of the nearest set when none is in it.
+    """
+    if slot < held:
+        d = table[first + slot] - w
+        if 0 <= d < a or d + n < a:
+            return True, slot, n
+    best = n
+    for j in range(held):
+        d = table[first + j] - w
+        if d < 0:
+            d += n
+        if d < a:
+            return True, j, n
+        best = min(best, d)
+    return False, slot, best
+
+
+@njit(cache=True, nogil=True)
+def _remember(memo, head, m, u, w0, w, ev_r, ev_c, n_ev, rel_r, rel_c, n_rel):  # pragma: no cover
+    """Store tile ``u``'s walk from window ``w0`` (its ``n_ev`` events, ending at ``w``) as memo ``m``."""
+    lo = n_rel
+    for t in range(n_ev):
+        rel_r = _push(rel_r, n_rel, ev_r[t])
+        rel_c = _push(rel_c, n_rel, ev_c[t])
+        n_rel += 1
+    memo[0, m], memo[1, m], memo[2, m], memo[3, m], memo[4, m] = head[u], w0, lo, n_rel, w
+    head[u] = m
+    return rel_r, rel_c, n_rel
+
+
+@njit(cache=True, nogil=True)
+def _replay(memo, m, offset, rel_r, rel_c, out_r, out_c, n_out):  # pragma: no cover - compiled
+    """Append memo ``m``'s events to the output, their rows shifted by ``offset``."""
+    for t in range(memo[2, m], memo[3, m]):
+        out_r = _push(out_r, n_out, offset + rel_r[t])
+        out_c = _push(out_c, n_out, rel_c[t])
+        n_out += 1
+    return out_r, out_c, n_out
+
+
+@njit(cache=True, nogil=True)
 def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  # pragma: no cover
     """The read window's walk: the demand rows that prefetch and how many prefetches each.
 
@@ -272,22 +318,7 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
                         continue
                 else:
                     r = -1 - kk
-                    first, held = r * depth, cnt[r]
-                    best = n
-                    hit = False
-                    if slot < held:  # the place that held the previous address, first
-                        d = table[first + slot] - w
-                        hit = 0 <= d < a or d + n < a
-                    if not hit:
-                        for j in range(held):
-                            d = table[first + j] - w
-                            if d < 0:
-                                d += n
-                            if d < a:
-                                hit = True
-                                slot = j
-                                break
-                            best = min(best, d)
+                    hit, slot, best = _probe(table, r * depth, cnt[r], slot, w, n, a)
                     if hit:
                         continue
                 # the window advances p sets at a time and never steps over a set (p <= a)
@@ -300,18 +331,11 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
                     ev_r[n_ev], ev_c[n_ev] = row, k
                     n_ev += 1
                     last_row = row
-            lo = n_rel
-            for t in range(n_ev):
-                rel_r = _push(rel_r, n_rel, ev_r[t])
-                rel_c = _push(rel_c, n_rel, ev_c[t])
-                n_rel += 1
-            memo[:, m] = head[u], w0, lo, n_rel, w
-            head[u] = m
+            rel_r, rel_c, n_rel = _remember(
+                memo, head, m, u, w0, w, ev_r, ev_c, n_ev, rel_r, rel_c, n_rel
+            )
             n_memo += 1
-        for t in range(memo[2, m], memo[3, m]):
-            out_r = _push(out_r, n_out, f * per_fold + rel_r[t])
-            out_c = _push(out_c, n_out, rel_c[t])
-            n_out += 1
+        out_r, out_c, n_out = _replay(memo, m, f * per_fold, rel_r, rel_c, out_r, out_c, n_out)
         w = memo[4, m]
     return out_r[:n_out], out_c[:n_out]
 
@@ -389,22 +413,7 @@ def walk_skew(
                         c += 1
                     continue
                 q = row[d - c] + col[u, c] - base
-                first, held = q * depth, cnt[q]
-                best = n
-                hit = False
-                if slot < held:  # the place that held the previous demand's address, first
-                    dd = table[first + slot] - w
-                    hit = 0 <= dd < a or dd + n < a
-                if not hit:
-                    for j in range(held):
-                        dd = table[first + j] - w
-                        if dd < 0:
-                            dd += n
-                        if dd < a:
-                            hit = True
-                            slot = j
-                            break
-                        best = min(best, dd)
+                hit, slot, best = _probe(table, q * depth, cnt[q], slot, w, n, a)
                 if not hit:
                     k = (best - a) // p + 1
                     w = (w + k * p) % n
@@ -420,17 +429,10 @@ def walk_skew(
                 else:
                     d += 1
                     c = max(0, d - h + 1)
-            lo = n_rel
-            for t in range(n_ev):
-                rel_r = _push(rel_r, n_rel, ev_r[t])
-                rel_c = _push(rel_c, n_rel, ev_c[t])
-                n_rel += 1
-            memo[:, m] = head[u], w0, lo, n_rel, w
-            head[u] = m
+            rel_r, rel_c, n_rel = _remember(
+                memo, head, m, u, w0, w, ev_r, ev_c, n_ev, rel_r, rel_c, n_rel
+            )
             n_memo += 1
-        for t in range(memo[2, m], memo[3, m]):
-            out_r = _push(out_r, n_out, f * per_fold + rel_r[t])
-            out_c = _push(out_c, n_out, rel_c[t])
-            n_out += 1
+        out_r, out_c, n_out = _replay(memo, m, f * per_fold, rel_r, rel_c, out_r, out_c, n_out)
         w = memo[4, m]
     return out_r[:n_out], out_c[:n_out]

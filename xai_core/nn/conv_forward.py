@@ -101,20 +101,10 @@ def _finite(y: np.ndarray) -> bool:
 def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry):
     """The convolution of ``x`` by the forward-only kernel ``kind`` (see :func:`forward_kind`).
 
-    Parameters
-    ----------
-    kind : {"pointwise", "depthwise", "columns"}
-    x : ndarray of shape (n, channels, height, width)
-        Any memory order.
-    weight : ndarray of shape (filters, channels // groups, kh, kw)
-    bias : ndarray of shape (filters,) or None
-    geom : ConvGeometry
-
-    Returns
-    -------
-    ndarray of shape (n, filters, out_height, out_width)
-        An NCHW-shaped view of channel-major memory, or None when an output is not finite
-        (the caller then computes the convolution another way).
+    The arguments are :func:`xai_core.nn.conv_taps.conv2d_taps`' (``x`` in any memory
+    order). Returns the (n, filters, out_height, out_width) output, an NCHW-shaped view of
+    channels-last or channel-major memory, or None when a depthwise output is not finite
+    (the caller then computes the convolution another way).
     """
     if kind == "pointwise":
         return _pointwise(x, weight, bias)
