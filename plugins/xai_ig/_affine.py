@@ -154,8 +154,11 @@ class AffinePath:
         f_x, f_b : ndarray of float64 of shape (n_samples,)
         """
         out = np.concatenate([self.z_x, self.z_b]).reshape(-1, *self.z_shape)
-        for later in self.rest:
-            out = later.apply(out, self.backend, None)
+        if self.tail is not None:
+            out = self.tail.outputs(out)
+        else:
+            for later in self.rest:
+                out = later.apply(out, self.backend, None)
         out = np.asarray(out, dtype=np.float64).reshape(len(out), -1)
         label = f"method {method!r}"
         check_outputs(out[: self.n], method, rows=rows, label=label)
@@ -171,7 +174,7 @@ class AffinePath:
 
     def integral(
         self,
-        which: np.ndarray,
+        which: np.ndarray | None,
         target: np.ndarray,
         alphas: np.ndarray,
         weights: np.ndarray,
@@ -181,67 +184,108 @@ class AffinePath:
     ) -> np.ndarray:
         """Integrated gradients of the rows ``which``, averaged over their baselines.
 
-        The quantity of :func:`xai_ig._batching.path_integral` for ``X[which]`` (see there);
-        ``target`` holds the targets of those rows and ``bar`` is updated once per chunk.
+        The quantity of :func:`xai_ig._batching.path_integral` for ``X[which]`` (see there;
+        ``None``: all rows, in order); ``target`` holds the targets of those rows and
+        ``bar`` is updated once per chunk.
         The quadrature weights seed the backward pass, so the sum over a path's steps is a
         plain sum in the layer's output space.
 
         Returns
         -------
-        ndarray of float64 of shape (len(which), *input_shape)
+        ndarray of shape (len(which), *input_shape)
+            In the backend's dtype when each row is one path whose steps fit one block (its
+            value is then one product, nothing is summed over blocks); else float64, the
+            sums over blocks and baselines accumulated in it.
         """
         backend, dtype, k, per_row = self.backend, self.dtype, self.k, self.per_row
+        in_order = which is None
+        if in_order:
+            which = np.arange(self.n)
         n, z_shape, z_features = len(which), self.z_shape, self.z_features
         layer = self.layer
         steps = len(alphas)
-        a = np.asarray(alphas, dtype=dtype)
-        nodes = np.stack([np.ones_like(a), a], axis=1)  # (steps, 2): [1, a_s]
+        nodes = np.empty((steps, 2), dtype=dtype)  # (steps, 2): [1, a_s]
+        nodes[:, 0] = 1
+        nodes[:, 1] = alphas
         w = (np.asarray(weights, dtype=np.float64) / k).astype(dtype)
-        total = np.zeros((n, self.n_features), dtype=np.float64)
         paths_per_block = max(1, chunk // steps)
         steps_per_block = min(chunk, steps)
+        whole = steps_per_block == steps  # every path's steps in one block
+        single = whole and k == 1  # and each row one path: its value is one product
+        total = np.empty if single else np.zeros
+        values = total((n, self.n_features), dtype=dtype if single else np.float64)
         all_rows = n == self.n and k == 1
+        in_order = in_order and k == 1
+        shared = per_row == 1 and k == 1  # one baseline for every row
+        zero_base = shared and not self.flat_b.any()
+        # the path points of a block, made in one kept array: z(a) = z_b + a (z_x - z_b)
+        points = np.empty(paths_per_block * steps_per_block * z_features, dtype=dtype)
+        ends = np.empty((paths_per_block, 2, z_features), dtype=dtype)
         for p0 in range(0, n * k, paths_per_block):
-            path = np.arange(p0, min(p0 + paths_per_block, n * k))
+            p1 = min(p0 + paths_per_block, n * k)
+            n_paths = p1 - p0
+            path = np.arange(p0, p1)
             local = path // k
-            row = which[local]
-            base = path % k if per_row == 1 else row * k + path % k
-            zb = self.z_b[base]
-            # z(a) = 1 * z_b + a * (z_x - z_b) for every step at once: a product with K = 2
-            ends = np.stack([zb, self.z_x[row] - zb], axis=1)  # (paths, 2, z_features)
-            G = np.zeros((len(path), z_features), dtype=np.float64)
+            row = slice(p0, p1) if in_order else which[local]
+            part = ends[:n_paths]
+            if shared:
+                part[:, 0] = self.z_b[0]
+                np.subtract(self.z_x[row], self.z_b[0], out=part[:, 1])
+                base = None
+            else:
+                base = path % k if per_row == 1 else which[local] * k + path % k
+                part[:, 0] = self.z_b[base]
+                np.subtract(self.z_x[row], part[:, 0], out=part[:, 1])
+            G = None if whole else np.zeros((n_paths, z_features), dtype=np.float64)
             for s0 in range(0, steps, steps_per_block):
                 s1 = min(s0 + steps_per_block, steps)
-                m = len(path) * (s1 - s0)
-                out = np.matmul(nodes[None, s0:s1], ends).reshape(m, *z_shape)
-                point_target = np.repeat(target[local], s1 - s0)
-                point_weight = np.tile(w[s0:s1], len(path))
+                m = n_paths * (s1 - s0)
+                # for every step at once: a product with K = 2, [1, a_s] times [z_b; z_x - z_b]
+                out = points[: m * z_features].reshape(n_paths, s1 - s0, z_features)
+                np.matmul(nodes[None, s0:s1], part, out=out)
+                out = out.reshape(m, *z_shape)
+                point_target = target[local].repeat(s1 - s0)
+                point_weight = np.broadcast_to(w[s0:s1], (n_paths, s1 - s0)).reshape(m)
                 if self.tail is not None:
                     grad = self.tail.input_gradient(out, point_target, point_weight)
                 else:
                     grad = self._layers_gradient(out, point_target, point_weight)
                 # the sum over the block's steps of each path, as one product with ones
                 ones = np.ones((1, s1 - s0), dtype=grad.dtype)
-                G += np.matmul(ones, grad.reshape(len(path), s1 - s0, z_features))[:, 0]
+                summed = np.matmul(ones, grad.reshape(n_paths, s1 - s0, z_features))[:, 0]
+                if whole:
+                    G = summed
+                else:
+                    G += summed
                 bar.update(1)
             if type(layer) is Dense:  # its input gradient reads nothing from the forward pass
                 record = {}
-            elif all_rows and len(path) == self.n:  # one block of every row's single path
+            elif all_rows and n_paths == self.n:  # one block of every row's single path
                 record = self.x_record
             else:  # a convolution's record over as many rows (one more product per path)
                 record = {}
-                layer.apply(np.zeros((len(path), *layer.input_shape), dtype=dtype), backend, record)
+                layer.apply(np.zeros((n_paths, *layer.input_shape), dtype=dtype), backend, record)
             g_in = _input_gradient(
-                layer, G.astype(dtype).reshape(len(path), *z_shape), backend, record
+                layer, G.astype(dtype, copy=False).reshape(n_paths, *z_shape), backend, record
             )
-            acc = np.asarray(g_in, dtype=dtype).reshape(len(path), self.n_features)
-            acc *= self.flat_x[row] - self.flat_b[base]
+            acc = np.asarray(g_in, dtype=dtype).reshape(n_paths, self.n_features)
+            # times x - b (x itself from a zero baseline)
+            if zero_base:
+                diff = self.flat_x[row]
+            elif shared:
+                diff = self.flat_x[row] - self.flat_b[0]
+            else:
+                diff = self.flat_x[row] - self.flat_b[base]
+            if single:
+                np.multiply(acc, diff, out=values[p0:p1])
+                continue
+            acc *= diff
             if k == 1:
-                total[local] += acc
+                values[local] += acc
             else:
                 rows, starts = np.unique(local, return_index=True)
-                total[rows] += np.add.reduceat(acc, starts, axis=0)
-        return total.reshape(n, *self.shape)
+                values[rows] += np.add.reduceat(acc, starts, axis=0)
+        return values.reshape(n, *self.shape)
 
     def _layers_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """The later layers' own forward and backward passes at points ``z`` (m, *z_shape).

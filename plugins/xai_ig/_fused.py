@@ -15,7 +15,9 @@ sum per pass. It is used only on the reference ``cpu`` backend.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import expit
@@ -45,6 +47,13 @@ class FusedTail:
     layers : sequence of Layer
         Accepted by :func:`fusable`.
     backend : CPUBackend
+
+    Notes
+    -----
+    The products and activations of :meth:`input_gradient` are written into arrays kept
+    from one call to the next (one explanation walks its blocks of path points through
+    the same memory); each product is computed by numpy as :meth:`CPUBackend.matmul`
+    computes it and counted as it counts it.
     """
 
     def __init__(self, layers: Sequence[Layer], backend: CPUBackend) -> None:
@@ -65,12 +74,115 @@ class FusedTail:
             for layer in self.body
             if type(layer) is Dense
         }
+        self._buffers: dict[tuple[str, int], np.ndarray] = {}
+        self._reuse = True
+        self._pending = [0, 0, 0]
 
     def _count(self, n_in: int, n_out: int, ops: int) -> None:
         """Note elementwise work (elements read, written, operations), counted once per pass."""
         self._pending[0] += n_in
         self._pending[1] += n_out
         self._pending[2] += ops
+
+    def _buffer(
+        self, key: tuple[str, int], shape: tuple[int, ...], dtype: Any = None
+    ) -> np.ndarray:
+        """An array of ``shape``: a view of the one kept under ``key`` (grown when too small)."""
+        dtype = self.backend.dtype if dtype is None else np.dtype(dtype)
+        if not self._reuse:
+            return np.empty(shape, dtype=dtype)
+        size = math.prod(shape)
+        buf = self._buffers.get(key)
+        if buf is None or buf.size < size or buf.dtype != dtype:
+            buf = self._buffers[key] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
+
+    def _product(
+        self, a: np.ndarray, b: np.ndarray, key: tuple[str, int], out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``a @ b`` in the backend's dtype into ``out`` or a kept array, counted as the backend's matmul."""
+        (m, k), n = a.shape, b.shape[1]
+        out = np.matmul(a, b, out=self._buffer(key, (m, n)) if out is None else out)
+        self.backend._count_products(1, m, k, n)
+        return out
+
+    def _forward(
+        self, z: np.ndarray
+    ) -> tuple[np.ndarray, list[np.ndarray], dict[int, np.ndarray], bool]:
+        """The body on points ``z`` (m, features), overwritten.
+
+        Returns its output; what the backward pass needs (per activation, popped last
+        first); the input of each Dense layer (by index in the body) whose memory the
+        backward pass may overwrite (after ``z`` itself or a ReLU, whose mask is kept);
+        and whether the output is transposed.
+        """
+        saved: list[np.ndarray] = []
+        free: dict[int, np.ndarray] = {}
+        out = z
+        # with a softmax after a last Dense layer, its output is made transposed, (classes,
+        # m): the softmax's reductions and updates then run along contiguous rows of m
+        last = len(self.body) - 1
+        transposed = self.softmax and last >= 0 and type(self.body[last]) is Dense
+        for i, layer in enumerate(self.body):
+            kind = type(layer)
+            if kind is Dense:
+                if i == 0 or type(self.body[i - 1]) is ReLU:
+                    free[i] = out
+                w, wt, b = self._weights[id(layer)]
+                if transposed and i == last:
+                    out = self._product(wt, out.T, ("forward", i))  # (out @ w).T, the same products
+                    if b is not None:
+                        out += b[:, None]
+                else:
+                    out = self._product(out, w, ("forward", i))
+                    if b is not None:
+                        out += b
+                if b is not None:
+                    self._count(out.size + b.size, out.size, out.size)
+                continue
+            if kind is ReLU:
+                # out * [out > 0], the mask kept for the backward pass (faster than
+                # np.maximum here; equal to it for every finite value)
+                mask = np.greater(out, 0, out=self._buffer(("mask", i), out.shape, np.bool_))
+                out *= mask
+                self._count(out.size, out.size, out.size * layer.ops)
+                saved.append(mask)
+                continue
+            if kind is Tanh:
+                np.tanh(out, out=out)
+                self._count(out.size, out.size, out.size * 4)
+            else:  # Sigmoid
+                expit(out, out=out)
+                self._count(out.size, out.size, out.size * 4)
+            saved.append(out)
+        return out, saved, free, transposed
+
+    def _softmax(self, pt: np.ndarray) -> None:
+        """The softmax over the classes of ``pt`` (classes, m), in place."""
+        m = pt.shape[1]
+        pt -= pt.max(axis=0)
+        self._count(pt.size, m, pt.size)  # the row maxima
+        self._count(pt.size + m, pt.size, pt.size)  # less the maxima
+        np.exp(pt, out=pt)
+        self._count(pt.size, pt.size, 4 * pt.size)
+        pt /= pt.sum(axis=0)
+        self._count(pt.size, m, pt.size)  # the row sums
+        self._count(pt.size + m, pt.size, pt.size)  # divided by them
+
+    def outputs(self, z: np.ndarray) -> np.ndarray:
+        """The network's outputs at points ``z`` (m, z_features) (not overwritten), shape (m, n_outputs)."""
+        self._pending = [0, 0, 0]
+        self._reuse = False
+        try:
+            out, _, _, transposed = self._forward(np.array(z, dtype=self.backend.dtype))
+            if self.softmax:
+                pt = out if transposed else np.ascontiguousarray(out.T)
+                self._softmax(pt)
+                out = pt.T
+        finally:
+            self._reuse = True
+        self.backend._count_vector(*self._pending)
+        return out
 
     def input_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """``sum`` of ``weight * d out[target] / d z`` per point, for points ``z`` of shape (m, z_features).
@@ -87,74 +199,38 @@ class FusedTail:
         Returns
         -------
         ndarray of the backend's dtype, shape (m, z_features)
+            Valid until the next call (its memory is reused).
         """
-        backend = self.backend
         self._pending = [0, 0, 0]
-        saved: list[tuple[Layer, np.ndarray]] = []
-        out = z
-        # with a softmax after a last Dense layer, its output is made transposed, (classes,
-        # m): the softmax's reductions and updates then run along contiguous rows of m
-        last = len(self.body) - 1
-        transposed = self.softmax and last >= 0 and type(self.body[last]) is Dense
-        for i, layer in enumerate(self.body):
-            kind = type(layer)
-            if kind is Dense:
-                w, wt, b = self._weights[id(layer)]
-                if transposed and i == last:
-                    out = backend.matmul(wt, out.T)  # (out @ w).T, the same products
-                    if b is not None:
-                        out += b[:, None]
-                else:
-                    out = backend.matmul(out, w)
-                    if b is not None:
-                        out += b
-                if b is not None:
-                    self._count(out.size + b.size, out.size, out.size)
-                continue
-            if kind is ReLU:
-                # out * [out > 0], the mask kept for the backward pass (faster than
-                # np.maximum here; equal to it for every finite value)
-                mask = out > 0
-                out *= mask
-                self._count(out.size, out.size, out.size * layer.ops)
-                saved.append((layer, mask))
-                continue
-            if kind is Tanh:
-                np.tanh(out, out=out)
-                self._count(out.size, out.size, out.size * 4)
-            else:  # Sigmoid
-                expit(out, out=out)
-                self._count(out.size, out.size, out.size * 4)
-            saved.append((layer, out))
+        out, saved, free, transposed = self._forward(z)
         m = len(target)
-        rows = np.arange(m)
         if self.softmax:
             # p = softmax(out); the seed weight * e_target gives weight * p_t * (e_t - p),
             # computed on pt = p.T (classes, m): every reduction over the classes is an
             # elementwise pass over contiguous rows, far faster than along a short last axis
             pt = out if transposed else np.ascontiguousarray(out.T)
-            pt -= pt.max(axis=0)
-            self._count(pt.size, m, pt.size)  # the row maxima
-            self._count(pt.size + m, pt.size, pt.size)  # less the maxima
-            np.exp(pt, out=pt)
-            self._count(pt.size, pt.size, 4 * pt.size)
-            pt /= pt.sum(axis=0)
-            self._count(pt.size, m, pt.size)  # the row sums
-            self._count(pt.size + m, pt.size, pt.size)  # divided by them
-            scaled = pt[target, rows] * weight
+            self._softmax(pt)
+            at = target * m + np.arange(m)  # (target, point) in pt, flat
+            flat = pt.reshape(-1)
+            scaled = flat[at]
+            scaled *= weight
             pt *= -scaled
-            pt[target, rows] += scaled
+            flat[at] += scaled
             self._count(pt.size + m, pt.size, pt.size + m)
             grad = pt.T
         else:
             grad = np.zeros_like(out)
-            grad[rows, target] = weight
-        for layer in reversed(self.body):
+            grad[np.arange(m), target] = weight
+        for i in range(len(self.body) - 1, -1, -1):
+            layer = self.body[i]
             kind = type(layer)
             if kind is Dense:
-                grad = backend.matmul(grad, self._weights[id(layer)][1])
+                # into the memory of the layer's input where the forward pass is done with it
+                grad = self._product(
+                    grad, self._weights[id(layer)][1], ("backward", i), free.get(i)
+                )
                 continue
-            _, y = saved.pop()
+            y = saved.pop()
             if kind is ReLU:  # y is the forward pass's mask [x > 0]
                 grad *= y
                 self._count(2 * grad.size, grad.size, 2 * grad.size)
@@ -166,5 +242,5 @@ class FusedTail:
             else:  # Sigmoid
                 grad *= y * (1 - y)
                 self._count(2 * grad.size, grad.size, 3 * grad.size)
-        backend._count_vector(*self._pending)
+        self.backend._count_vector(*self._pending)
         return grad

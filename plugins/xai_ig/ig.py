@@ -223,20 +223,22 @@ class IntegratedGradients(Explainer):
         eps = np.finfo(X.dtype if X.dtype.kind == "f" else np.float32).eps
         scale = np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
 
-        def integrate(steps: int, which: np.ndarray) -> np.ndarray:
+        def integrate(steps: int, which: np.ndarray | None) -> np.ndarray:
+            """The integral for the rows ``which`` (None: all, in order)."""
             alphas, weights = integration_nodes(self.integration, steps)
             desc = f"ig ({steps} steps)"
+            rows, targets = (X, target) if which is None else (X[which], target[which])
             if affine is not None:
-                blocks = block_count(len(which) * baselines.shape[1], steps, chunk)
+                blocks = block_count(len(rows) * baselines.shape[1], steps, chunk)
                 with batch_bar(blocks, self.progress, desc) as bar:
-                    return affine.integral(
-                        which, target[which], alphas, weights, chunk=chunk, bar=bar
-                    )
-            per_row = baselines[which] if baselines.shape[0] > 1 else baselines
+                    return affine.integral(which, targets, alphas, weights, chunk=chunk, bar=bar)
+            per_row = (
+                baselines[which] if which is not None and baselines.shape[0] > 1 else baselines
+            )
             return path_integral(
                 runner,
-                X[which],
-                target[which],
+                rows,
+                targets,
                 per_row,
                 alphas,
                 weights,
@@ -259,10 +261,13 @@ class IntegratedGradients(Explainer):
             meta.update(steps=steps_used, converged=converged, steps_trace=trace)
             meta["gradient_points"] = int(sum(t["steps"] * t["rows"] for t in trace) * k)
         else:
-            values = integrate(int(self.steps), np.arange(len(X)))
+            values = integrate(int(self.steps), None)
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
-        if affine is not None:  # its path gradients did not pass through the runner's check
+        sums = values.reshape(len(X), -1).sum(axis=1, dtype=np.float64)
+        # the affine path's gradients did not pass through the runner's check: a row holds a
+        # NaN or an infinity only if its sum is not finite, and then the check names the rows
+        if affine is not None and not np.isfinite(sums).all():
             check_outputs(
                 values.reshape(len(X), -1),
                 self.name,
@@ -270,7 +275,7 @@ class IntegratedGradients(Explainer):
                 what="gradients",
                 label=f"method {self.name!r}",
             )
-        delta = values.reshape(len(X), -1).sum(axis=1) - gap
+        delta = sums - gap
         meta["convergence_delta"] = delta
         meta["relative_convergence_delta"] = delta / scale
         return Explanation(values=values, base_values=f_b, target=target, data=X, meta=meta)

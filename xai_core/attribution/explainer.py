@@ -44,6 +44,14 @@ def _init_parameters(init: Any) -> tuple[inspect.Parameter, ...]:
     return tuple(inspect.signature(init).parameters.values())[1:]
 
 
+@functools.lru_cache(maxsize=256)
+def _init_options(init: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The option names of a constructor and the defaults of those that have one, read once."""
+    params = _init_parameters(init)
+    names = tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return names, {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
 class Explainer:
     """Base class of attribution methods.
 
@@ -82,18 +90,17 @@ class Explainer:
     @classmethod
     def option_names(cls) -> list[str]:
         """The keyword arguments the constructor accepts."""
-        params = _init_parameters(cls.__init__)
-        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return list(_init_options(cls.__init__)[0])
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
         """The constructor's default of each option that has one."""
-        params = _init_parameters(cls.__init__)
-        return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+        return dict(_init_options(cls.__init__)[1])
 
     def get_options(self) -> dict[str, Any]:
         """The options this explainer was built with (stored as attributes of the same name)."""
-        return {name: getattr(self, name) for name in self.option_names() if hasattr(self, name)}
+        names = _init_options(type(self).__init__)[0]
+        return {name: getattr(self, name) for name in names if hasattr(self, name)}
 
     # -- randomness per row ---------------------------------------------------------------
     def rows(self, n: int) -> np.ndarray:
