@@ -94,6 +94,10 @@ class AffinePath:
     fuse : bool, default=True
         Run a tail of Dense layers and elementwise activations through
         :class:`~xai_ig._fused.FusedTail`; False runs every later layer's own passes.
+    method : str, default="ig"
+        The method asking, for the messages of :meth:`outputs`' checks.
+    rows : ndarray of int64 of shape (n_samples,), optional
+        The rows' index in the caller's data, for those messages.
 
     Notes
     -----
@@ -110,7 +114,10 @@ class AffinePath:
         baselines: np.ndarray,
         *,
         fuse: bool = True,
+        method: str = "ig",
+        rows: np.ndarray | None = None,
     ) -> None:
+        self.method, self.rows = method, rows
         self.net: Sequential = runner.model  # type: ignore[assignment]
         self.backend = runner.backend
         self.dtype = self.backend.dtype
@@ -136,35 +143,66 @@ class AffinePath:
         # x - b, by which the input gradients are multiplied, in the backend's dtype
         self.flat_x = X_d.reshape(self.n, self.n_features)
         self.flat_b = flat_b.reshape(self.per_row * self.k, self.n_features)
+        self._end_outputs: np.ndarray | None = None
+        self._ends_checked = False
 
-    def outputs(
-        self, target: np.ndarray, method: str = "ig", rows: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _ends(self) -> np.ndarray:
+        """The network's outputs at the rows and then at the baselines, checked finite.
+
+        Computed once: by the first block of :meth:`integral` (``ends=True``, with the
+        fused tail), or here by one pass of the later layers over ``z_x`` and ``z_b``
+        stacked. They are checked as the core checks every output a method receives
+        (:func:`xai_core.attribution.guard.check_outputs`): a NaN or an infinity raises
+        :class:`~xai_core.errors.ModelOutputError` naming the rows or the baselines (in
+        :meth:`integral`, before the first block's backward pass).
+
+        Returns
+        -------
+        ndarray of float64 of shape (n_samples + n_baselines in all, n_outputs)
+        """
+        out = self._end_outputs
+        if out is None:
+            out = np.concatenate([self.z_x, self.z_b]).reshape(-1, *self.z_shape)
+            if self.tail is not None:
+                out = self.tail.outputs(out)
+            else:
+                for later in self.rest:
+                    out = later.apply(out, self.backend, None)
+            out = np.asarray(out, dtype=np.float64).reshape(len(out), -1)
+            self._end_outputs = out
+        return self._checked(out)
+
+    def _checked(self, out: np.ndarray) -> np.ndarray:
+        """``out`` (the outputs at the ends) kept, once checked finite."""
+        self._end_outputs = out
+        if not self._ends_checked:
+            if not np.isfinite(out).all():
+                method = self.method
+                label = f"method {method!r}"
+                check_outputs(out[: self.n], method, rows=self.rows, label=label)
+                check_outputs(out[self.n :], method, of="the baselines", label=label)
+            self._ends_checked = True
+        return out
+
+    def predicted(self) -> np.ndarray:
+        """The predicted output of each row (the largest; 0 for one output), int64 of shape (n_samples,)."""
+        out = self._ends()[: self.n]
+        if out.shape[1] == 1:
+            return np.zeros(self.n, dtype=np.int64)
+        return out.argmax(axis=1).astype(np.int64)
+
+    def outputs(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``f(x)[target]`` per row and ``f(b)[target]`` averaged over each row's baselines.
 
-        One pass of the later layers over ``z_x`` and ``z_b`` stacked: the network's
-        outputs at the rows and at the baselines, without the first layer's products again.
-        They are checked finite as the core checks every output a method receives
-        (:func:`xai_core.attribution.guard.check_outputs`): a NaN or an infinity raises
-        :class:`~xai_core.errors.ModelOutputError` naming the rows (``rows``: their index
-        in the caller's data) or the baselines.
+        From the network's outputs at the path's ends (:meth:`_ends`, checked finite),
+        made without the first layer's products again.
 
         Returns
         -------
         f_x, f_b : ndarray of float64 of shape (n_samples,)
         """
-        out = np.concatenate([self.z_x, self.z_b]).reshape(-1, *self.z_shape)
-        if self.tail is not None:
-            out = self.tail.outputs(out)
-        else:
-            for later in self.rest:
-                out = later.apply(out, self.backend, None)
-        out = np.asarray(out, dtype=np.float64).reshape(len(out), -1)
-        label = f"method {method!r}"
-        check_outputs(out[: self.n], method, rows=rows, label=label)
-        check_outputs(out[self.n :], method, of="the baselines", label=label)
-        rows = np.arange(self.n)
-        f_x = out[rows, target]
+        out = self._ends()
+        f_x = out[np.arange(self.n), target]
         at_b = out[self.n :].reshape(self.per_row, self.k, -1)
         if self.per_row == 1:
             f_b = at_b[0][:, target].mean(axis=0)
@@ -181,12 +219,15 @@ class AffinePath:
         *,
         chunk: int,
         bar: object,
+        ends: bool = False,
     ) -> np.ndarray:
         """Integrated gradients of the rows ``which``, averaged over their baselines.
 
         The quantity of :func:`xai_ig._batching.path_integral` for ``X[which]`` (see there;
         ``None``: all rows, in order); ``target`` holds the targets of those rows and
-        ``bar`` is updated once per chunk.
+        ``bar`` is updated once per chunk. With ``ends`` (and the fused tail), the network's
+        outputs at the rows and the baselines, which :meth:`outputs` reads, go forward
+        with the first block (the same products, one pass fewer).
         The quadrature weights seed the backward pass, so the sum over a path's steps is a
         plain sum in the layer's output space.
 
@@ -219,7 +260,10 @@ class AffinePath:
         shared = per_row == 1 and k == 1  # one baseline for every row
         zero_base = shared and not self.flat_b.any()
         # the path points of a block, made in one kept array: z(a) = z_b + a (z_x - z_b)
-        points = np.empty(paths_per_block * steps_per_block * z_features, dtype=dtype)
+        # with the path's ends after the first block's points
+        fold = ends and self.tail is not None and self._end_outputs is None
+        n_ends = self.n + len(self.z_b) if fold else 0
+        points = np.empty((paths_per_block * steps_per_block + n_ends) * z_features, dtype=dtype)
         ends = np.empty((paths_per_block, 2, z_features), dtype=dtype)
         for p0 in range(0, n * k, paths_per_block):
             p1 = min(p0 + paths_per_block, n * k)
@@ -247,7 +291,15 @@ class AffinePath:
                 point_target = target[local].repeat(s1 - s0)
                 point_weight = np.broadcast_to(w[s0:s1], (n_paths, s1 - s0)).reshape(m)
                 if self.tail is not None:
-                    grad = self.tail.input_gradient(out, point_target, point_weight)
+                    extra = n_ends if p0 == 0 and s0 == 0 else 0
+                    if extra:
+                        tail = points[m * z_features : (m + extra) * z_features].reshape(extra, -1)
+                        tail[: self.n] = self.z_x
+                        tail[self.n :] = self.z_b
+                        out = points[: (m + extra) * z_features].reshape(m + extra, *z_shape)
+                    grad, _ = self.tail.input_gradient(
+                        out, point_target, point_weight, extra, check=self._checked
+                    )
                 else:
                     grad = self._layers_gradient(out, point_target, point_weight)
                 # the sum over the block's steps of each path, as one product with ones

@@ -16,7 +16,7 @@ sum per pass. It is used only on the reference ``cpu`` backend.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -184,34 +184,53 @@ class FusedTail:
         self.backend._count_vector(*self._pending)
         return out
 
-    def input_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        """``sum`` of ``weight * d out[target] / d z`` per point, for points ``z`` of shape (m, z_features).
+    def input_gradient(
+        self,
+        z: np.ndarray,
+        target: np.ndarray,
+        weight: np.ndarray,
+        extra: int = 0,
+        check: Callable[[np.ndarray], object] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``weight * d out[target] / d z`` per point, for points ``z`` of shape (m + extra, z_features).
 
         Parameters
         ----------
-        z : ndarray of the backend's dtype, shape (m, z_features)
+        z : ndarray of the backend's dtype, shape (m + extra, z_features)
             The first layer's outputs at the path points; overwritten.
         target : ndarray of int of shape (m,)
-            The output explained at each point.
+            The output explained at each of the first ``m`` points.
         weight : ndarray of the backend's dtype, shape (m,)
             The quadrature weight of each point (the backward pass's seed).
+        extra : int, default=0
+            Points after the first ``m`` that only go forward: their outputs are returned
+            (the path's ends, computed in the same products as the first block).
+        check : callable, optional
+            Called with those outputs before the backward pass (it may raise).
 
         Returns
         -------
-        ndarray of the backend's dtype, shape (m, z_features)
+        grad : ndarray of the backend's dtype, shape (m, z_features)
             Valid until the next call (its memory is reused).
+        outputs : ndarray of float64 of shape (extra, n_outputs), or None without ``extra``
         """
         self._pending = [0, 0, 0]
         out, saved, free, transposed = self._forward(z)
         m = len(target)
+        ends = None
         if self.softmax:
             # p = softmax(out); the seed weight * e_target gives weight * p_t * (e_t - p),
             # computed on pt = p.T (classes, m): every reduction over the classes is an
             # elementwise pass over contiguous rows, far faster than along a short last axis
             pt = out if transposed else np.ascontiguousarray(out.T)
             self._softmax(pt)
-            at = target * m + np.arange(m)  # (target, point) in pt, flat
-            flat = pt.reshape(-1)
+            flat = pt.reshape(
+                -1
+            )  # pt is contiguous: (target, point) is target * (m + extra) + point
+            if extra:
+                ends = np.array(pt[:, m:].T, dtype=np.float64)
+                pt = pt[:, :m]
+            at = target * (m + extra) + np.arange(m)
             scaled = flat[at]
             scaled *= weight
             pt *= -scaled
@@ -219,18 +238,26 @@ class FusedTail:
             self._count(pt.size + m, pt.size, pt.size + m)
             grad = pt.T
         else:
-            grad = np.zeros_like(out)
+            if extra:
+                ends = np.array(out[m:].reshape(extra, -1), dtype=np.float64)
+            grad = np.zeros((m, *out.shape[1:]), dtype=out.dtype)
             grad[np.arange(m), target] = weight
+        if ends is not None and check is not None:
+            check(ends)
         for i in range(len(self.body) - 1, -1, -1):
             layer = self.body[i]
             kind = type(layer)
             if kind is Dense:
                 # into the memory of the layer's input where the forward pass is done with it
+                into = free.get(i)
                 grad = self._product(
-                    grad, self._weights[id(layer)][1], ("backward", i), free.get(i)
+                    grad,
+                    self._weights[id(layer)][1],
+                    ("backward", i),
+                    into if into is None else into[:m],
                 )
                 continue
-            y = saved.pop()
+            y = saved.pop()[:m]
             if kind is ReLU:  # y is the forward pass's mask [x > 0]
                 grad *= y
                 self._count(2 * grad.size, grad.size, 2 * grad.size)
@@ -243,4 +270,4 @@ class FusedTail:
                 grad *= y * (1 - y)
                 self._count(2 * grad.size, grad.size, 3 * grad.size)
         self.backend._count_vector(*self._pending)
-        return grad
+        return grad, ends

@@ -109,6 +109,7 @@ class IntegratedGradients(Explainer):
 
     name: ClassVar[str] = "ig"
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
+    picks_target: ClassVar[bool] = True  # f(x), which IG computes anyway, gives the class
     constraints: ClassVar[dict] = {
         "steps": Int(1, also=("auto",), maximum=MAX_STEPS, over=steps_note),
         "integration": Choice(RULES),
@@ -176,7 +177,7 @@ class IntegratedGradients(Explainer):
             return {"uniform_range": uniform_bounds(X, self.uniform_range)}
         return {}
 
-    def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
+    def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray | None) -> Explanation:
         """Integrated gradients of ``output[target]`` for each row of ``X``.
 
         Parameters
@@ -184,7 +185,10 @@ class IntegratedGradients(Explainer):
         runner : ModelRunner
             A model with gradients on a backend with gradients.
         X : ndarray of shape (n_samples, *input_shape)
-        target : ndarray of int64 of shape (n_samples,)
+        target : ndarray of int64 of shape (n_samples,), or None
+            None: each row's predicted class, from the outputs at ``X`` that IG computes
+            for completeness anyway (on the affine path, from the first layer's products
+            at the rows, with no second pass through it).
 
         Returns
         -------
@@ -211,33 +215,59 @@ class IntegratedGradients(Explainer):
         # on the cpu backend an affine first layer is computed once at the rows and the
         # baselines: the path integral and both ends of the path, f(x) and f(b), reuse it
         first = first_linear_layer(runner)
-        affine = AffinePath(runner, first, X, baselines) if first is not None else None
-        if affine is not None:
-            f_x, f_b = affine.outputs(target, self.name, self.rows(len(X)))
-        else:
-            f_x = np.asarray(runner.predict_validated(X), dtype=np.float64)[
-                np.arange(len(X)), target
-            ]
-            f_b = baseline_outputs(runner, baselines, target)
-        gap = f_x - f_b
+        rows = self.rows(len(X))
+        affine = (
+            AffinePath(runner, first, X, baselines, method=self.name, rows=rows)
+            if first is not None
+            else None
+        )
+        at_x = None
+        if target is None:  # the predicted class, from the outputs IG needs anyway
+            if affine is not None:
+                target = affine.predicted()
+            else:
+                at_x = np.asarray(runner.predict_validated(X), dtype=np.float64)
+                target = (
+                    at_x.argmax(axis=1).astype(np.int64)
+                    if at_x.shape[1] > 1
+                    else np.zeros(len(X), dtype=np.int64)
+                )
         eps = np.finfo(X.dtype if X.dtype.kind == "f" else np.float32).eps
-        scale = np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
 
-        def integrate(steps: int, which: np.ndarray | None) -> np.ndarray:
+        def ends() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            """f(x), f(b), their gap and the scale of the relative convergence delta."""
+            if affine is not None:
+                f_x, f_b = affine.outputs(target)
+            else:
+                out = runner.predict_validated(X) if at_x is None else at_x
+                f_x = np.asarray(out, dtype=np.float64)[np.arange(len(X)), target]
+                f_b = baseline_outputs(runner, baselines, target)
+            gap = f_x - f_b
+            return f_x, f_b, gap, np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
+
+        # with fixed steps on the affine path, f(x) and f(b) go forward with the first
+        # block of path points (its products); otherwise they are computed first
+        fold = affine is not None and self.steps != "auto"
+        if not fold:
+            f_x, f_b, gap, scale = ends()
+
+        def integrate(steps: int, which: np.ndarray | None, fold: bool = False) -> np.ndarray:
             """The integral for the rows ``which`` (None: all, in order)."""
             alphas, weights = integration_nodes(self.integration, steps)
             desc = f"ig ({steps} steps)"
-            rows, targets = (X, target) if which is None else (X[which], target[which])
+            xs, targets = (X, target) if which is None else (X[which], target[which])
             if affine is not None:
-                blocks = block_count(len(rows) * baselines.shape[1], steps, chunk)
+                blocks = block_count(len(xs) * baselines.shape[1], steps, chunk)
                 with batch_bar(blocks, self.progress, desc) as bar:
-                    return affine.integral(which, targets, alphas, weights, chunk=chunk, bar=bar)
+                    return affine.integral(
+                        which, targets, alphas, weights, chunk=chunk, bar=bar, ends=fold
+                    )
             per_row = (
                 baselines[which] if which is not None and baselines.shape[0] > 1 else baselines
             )
             return path_integral(
                 runner,
-                rows,
+                xs,
                 targets,
                 per_row,
                 alphas,
@@ -249,7 +279,6 @@ class IntegratedGradients(Explainer):
             )
 
         meta: dict[str, Any] = {
-            "output": f_x,
             "integration": self.integration,
             "baseline": described,
             "seed": seed,
@@ -261,7 +290,9 @@ class IntegratedGradients(Explainer):
             meta.update(steps=steps_used, converged=converged, steps_trace=trace)
             meta["gradient_points"] = int(sum(t["steps"] * t["rows"] for t in trace) * k)
         else:
-            values = integrate(int(self.steps), None)
+            values = integrate(int(self.steps), None, fold)
+            if fold:
+                f_x, f_b, gap, scale = ends()
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
         sums = values.reshape(len(X), -1).sum(axis=1, dtype=np.float64)
@@ -271,11 +302,12 @@ class IntegratedGradients(Explainer):
             check_outputs(
                 values.reshape(len(X), -1),
                 self.name,
-                rows=self.rows(len(X)),
+                rows=rows,
                 what="gradients",
                 label=f"method {self.name!r}",
             )
         delta = sums - gap
+        meta["output"] = f_x
         meta["convergence_delta"] = delta
         meta["relative_convergence_delta"] = delta / scale
         return Explanation(values=values, base_values=f_b, target=target, data=X, meta=meta)

@@ -76,10 +76,16 @@ class Explainer:
     row_index : ndarray of int64 of shape (n_samples,) or None
         Set by the core before :meth:`explain`: the global index, in the caller's data, of
         each row of ``X`` (chunks start past 0). Read it through :meth:`rows`.
+    picks_target : bool
+        Whether :meth:`explain` takes ``target=None`` for "the predicted class" and
+        finds it in the model outputs it computes anyway (its Explanation's ``target``
+        says which); :func:`explain` then makes no prediction of its own. Default False:
+        the core resolves the target first.
     """
 
     name: ClassVar[str] = ""
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    picks_target: ClassVar[bool] = False
     constraints: ClassVar[Mapping[str, Constraint]] = {}
     aliases: ClassVar[Mapping[str, Alias]] = {}
     row_index: np.ndarray | None = None
@@ -183,8 +189,9 @@ class Explainer:
             The model on its backend; use its ``predict``/``gradient`` in large batches.
         X : ndarray of shape (n_samples, *input_shape)
             Validated inputs, a read-only view of the caller's array.
-        target : ndarray of int64 of shape (n_samples,)
-            Output index per row.
+        target : ndarray of int64 of shape (n_samples,), or None
+            Output index per row; None (only when :attr:`picks_target`) for the predicted
+            class of each row, checked finite as :func:`resolve_target` checks it.
 
         Returns
         -------
@@ -329,7 +336,8 @@ def explain(
     if cost is not None:
         check_cost(cost, f"method {cls.name!r}")
     # -- the work ---------------------------------------------------------------------------
-    target = resolve_target(runner, X, target, method=cls.name)
+    if target is not None or chunked or not cls.picks_target:
+        target = resolve_target(runner, X, target, method=cls.name)
     names = None if feature_names is None else tuple(str(f) for f in feature_names)
     job = ExplainJob(cls, resolved, feature_names=names, blas_threads=blas)
     if chunked:
