@@ -253,6 +253,9 @@ class AffinePath:
         steps_per_block = min(chunk, steps)
         whole = steps_per_block == steps  # every path's steps in one block
         single = whole and k == 1  # and each row one path: its value is one product
+        # a Dense first layer then takes one backward product for all the paths
+        at_once = single and type(layer) is Dense and z_shape == (z_features,)
+        G_all = np.empty((n, z_features), dtype=dtype) if at_once else None
         total = np.empty if single else np.zeros
         values = total((n, self.n_features), dtype=dtype if single else np.float64)
         all_rows = n == self.n and k == 1
@@ -304,12 +307,16 @@ class AffinePath:
                     grad = self._layers_gradient(out, point_target, point_weight)
                 # the sum over the block's steps of each path, as one product with ones
                 ones = np.ones((1, s1 - s0), dtype=grad.dtype)
-                summed = np.matmul(ones, grad.reshape(n_paths, s1 - s0, z_features))[:, 0]
-                if whole:
-                    G = summed
+                steps_of = grad.reshape(n_paths, s1 - s0, z_features)
+                if at_once:
+                    np.matmul(ones, steps_of, out=G_all[p0:p1].reshape(n_paths, 1, z_features))
+                elif whole:
+                    G = np.matmul(ones, steps_of)[:, 0]
                 else:
-                    G += summed
+                    G += np.matmul(ones, steps_of)[:, 0]
                 bar.update(1)
+            if at_once:
+                continue
             if type(layer) is Dense:  # its input gradient reads nothing from the forward pass
                 record = {}
             elif all_rows and n_paths == self.n:  # one block of every row's single path
@@ -321,13 +328,7 @@ class AffinePath:
                 layer, G.astype(dtype, copy=False).reshape(n_paths, *z_shape), backend, record
             )
             acc = np.asarray(g_in, dtype=dtype).reshape(n_paths, self.n_features)
-            # times x - b (x itself from a zero baseline)
-            if zero_base:
-                diff = self.flat_x[row]
-            elif shared:
-                diff = self.flat_x[row] - self.flat_b[0]
-            else:
-                diff = self.flat_x[row] - self.flat_b[base]
+            diff = self._difference(row, base, zero_base, shared)
             if single:
                 np.multiply(acc, diff, out=values[p0:p1])
                 continue
@@ -337,7 +338,23 @@ class AffinePath:
             else:
                 rows, starts = np.unique(local, return_index=True)
                 values[rows] += np.add.reduceat(acc, starts, axis=0)
+        if at_once:  # one backward product through the Dense first layer for every path
+            g_in = _input_gradient(layer, G_all, backend, {})
+            row = slice(None) if in_order else which
+            diff = self._difference(row, which, zero_base, shared)  # k = 1: baseline r of row r
+            np.multiply(np.asarray(g_in, dtype=dtype), diff, out=values)
         return values.reshape(n, *self.shape)
+
+    def _difference(
+        self, row: slice | np.ndarray, base: np.ndarray | None, zero_base: bool, shared: bool
+    ) -> np.ndarray:
+        """``x - b`` of the rows ``row`` and their baselines ``base`` (x itself from a zero
+        baseline), by which the input gradients are multiplied."""
+        if zero_base:
+            return self.flat_x[row]
+        if shared:
+            return self.flat_x[row] - self.flat_b[0]
+        return self.flat_x[row] - self.flat_b[base]
 
     def _layers_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """The later layers' own forward and backward passes at points ``z`` (m, *z_shape).
