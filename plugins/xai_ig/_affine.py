@@ -31,7 +31,7 @@ from xai_core import ModelRunner
 from xai_core.attribution.guard import check_outputs
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
-from xai_ig._fused import FusedTail, fusable
+from xai_ig._fused import FusedTail, counted_matmul, fusable
 
 __all__ = ["AffinePath", "first_linear_layer"]
 
@@ -62,11 +62,23 @@ def first_linear_layer(runner: ModelRunner) -> int | None:
 def _prefix(
     net: Sequential, X: np.ndarray, stop: int, backend: CPUBackend, record: dict | None = None
 ) -> np.ndarray:
-    """Layers ``[0, stop]`` on ``X``: the first linear layer's output (its ``record`` filled when given)."""
+    """Layers ``[0, stop]`` on ``X``: the first linear layer's output (its ``record`` filled when given).
+
+    A Dense layer is computed here as its own ``apply`` computes it on the cpu backend
+    (``X @ weight + bias`` in the backend's dtype) and counted the same, without the
+    general layer machinery.
+    """
     out = X
     for layer in net.layers[:stop]:
         out = layer.apply(out, backend, None)
-    return net.layers[stop].apply(out, backend, record)
+    layer = net.layers[stop]
+    if type(layer) is not Dense:
+        return layer.apply(out, backend, record)
+    out = counted_matmul(backend, np.asarray(out, dtype=backend.dtype), layer.weight)
+    if layer.use_bias:
+        out += layer.bias
+        backend._count_vector(out.size + layer.bias.size, out.size, out.size)
+    return out
 
 
 def _input_gradient(
@@ -77,6 +89,8 @@ def _input_gradient(
     The layer is linear, so its input gradient needs no activations from the forward pass:
     ``record`` only has to come from a forward pass over as many rows as ``grad``.
     """
+    if type(layer) is Dense:  # as Dense.vjp computes it, counted the same
+        return counted_matmul(backend, grad, layer.weight.T)
     return layer.vjp(grad, backend, record, param_grads=False)[0]
 
 
@@ -233,10 +247,10 @@ class AffinePath:
 
         Returns
         -------
-        ndarray of shape (len(which), *input_shape)
-            In the backend's dtype when each row is one path whose steps fit one block (its
-            value is then one product, nothing is summed over blocks); else float64, the
-            sums over blocks and baselines accumulated in it.
+        ndarray of float64 of shape (len(which), *input_shape)
+            A new array. When each row is one path whose steps fit one block, its value is
+            one product in the backend's dtype (nothing summed), written as float64; else
+            the sums over blocks and baselines are accumulated in float64.
         """
         backend, dtype, k, per_row = self.backend, self.dtype, self.k, self.per_row
         in_order = which is None
@@ -256,8 +270,10 @@ class AffinePath:
         # a Dense first layer then takes one backward product for all the paths
         at_once = single and type(layer) is Dense and z_shape == (z_features,)
         G_all = np.empty((n, z_features), dtype=dtype) if at_once else None
-        total = np.empty if single else np.zeros
-        values = total((n, self.n_features), dtype=dtype if single else np.float64)
+        # float64, written by the last product of each row's value (its one rounding, to
+        # the backend's dtype, already made) or summed in float64 over blocks and baselines
+        result = (np.empty if single else np.zeros)((n, *self.shape), dtype=np.float64)
+        values = result.reshape(n, self.n_features)
         all_rows = n == self.n and k == 1
         in_order = in_order and k == 1
         shared = per_row == 1 and k == 1  # one baseline for every row
@@ -343,7 +359,7 @@ class AffinePath:
             row = slice(None) if in_order else which
             diff = self._difference(row, which, zero_base, shared)  # k = 1: baseline r of row r
             np.multiply(np.asarray(g_in, dtype=dtype), diff, out=values)
-        return values.reshape(n, *self.shape)
+        return result
 
     def _difference(
         self, row: slice | np.ndarray, base: np.ndarray | None, zero_base: bool, shared: bool

@@ -25,7 +25,7 @@ from scipy.special import expit
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Dense, Layer, Linear, ReLU, Sigmoid, Softmax, Tanh
 
-__all__ = ["FusedTail", "fusable"]
+__all__ = ["FusedTail", "counted_matmul", "fusable"]
 
 #: Layers the fused tail computes (a Softmax only as the last).
 _KINDS = (Dense, ReLU, Tanh, Sigmoid, Linear)
@@ -37,6 +37,23 @@ def fusable(layers: Sequence[Layer], z_shape: tuple[int, ...]) -> bool:
         return False
     body = layers[:-1] if type(layers[-1]) is Softmax else layers
     return all(type(layer) in _KINDS for layer in body)
+
+
+def counted_matmul(
+    backend: CPUBackend, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``a @ b`` (M, K) by (K, N) as :meth:`CPUBackend.matmul` computes it, counted as it counts it.
+
+    The operands are taken in the backend's dtype (as that method casts them) and the
+    product is written into ``out`` when given.
+    """
+    dtype = backend.dtype
+    a = a if a.dtype == dtype else a.astype(dtype)
+    b = b if b.dtype == dtype else b.astype(dtype)
+    (m, k), n = a.shape, b.shape[1]
+    out = np.matmul(a, b, out=out)
+    backend._count_products(1, m, k, n)
+    return out
 
 
 class FusedTail:
@@ -101,10 +118,9 @@ class FusedTail:
         self, a: np.ndarray, b: np.ndarray, key: tuple[str, int], out: np.ndarray | None = None
     ) -> np.ndarray:
         """``a @ b`` in the backend's dtype into ``out`` or a kept array, counted as the backend's matmul."""
-        (m, k), n = a.shape, b.shape[1]
-        out = np.matmul(a, b, out=self._buffer(key, (m, n)) if out is None else out)
-        self.backend._count_products(1, m, k, n)
-        return out
+        if out is None:
+            out = self._buffer(key, (a.shape[0], b.shape[1]))
+        return counted_matmul(self.backend, a, b, out)
 
     def _forward(
         self, z: np.ndarray

@@ -310,6 +310,8 @@ class IntegratedGradients(Explainer):
         meta["output"] = f_x
         meta["convergence_delta"] = delta
         meta["relative_convergence_delta"] = delta / scale
+        if values.flags.owndata:  # made here and handed over: the Explanation need not copy it
+            values.setflags(write=False)
         return Explanation(values=values, base_values=f_b, target=target, data=X, meta=meta)
 
     def _adaptive(
