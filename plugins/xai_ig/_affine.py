@@ -25,6 +25,8 @@ path, so their numerics and counters stay what that hardware would do.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from xai_core import ModelRunner
@@ -138,7 +140,7 @@ class AffinePath:
         self.layer = self.net.layers[first]
         self.rest = self.net.layers[first + 1 :]
         self.n, self.shape = len(X), X.shape[1:]
-        self.n_features = int(np.prod(self.shape, dtype=np.int64))
+        self.n_features = math.prod(self.shape)
         self.per_row, self.k = baselines.shape[0], baselines.shape[1]
         self.x_record: dict = {}
         X_d = np.asarray(X, dtype=self.dtype)
@@ -146,7 +148,7 @@ class AffinePath:
         z_x = _prefix(self.net, X_d, first, self.backend, self.x_record)
         z_b = _prefix(self.net, flat_b, first, self.backend)
         self.z_shape = z_x.shape[1:]
-        self.z_features = int(np.prod(self.z_shape, dtype=np.int64))
+        self.z_features = math.prod(self.z_shape)
         self.z_x = z_x.reshape(self.n, self.z_features)
         self.z_b = z_b.reshape(self.per_row * self.k, self.z_features)
         self.tail = (

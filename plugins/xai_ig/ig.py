@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, ClassVar
 
@@ -157,12 +158,14 @@ class IntegratedGradients(Explainer):
         self.progress = progress
 
     def _check_steps(self) -> None:
-        """The steps the chosen rule needs (the trapezoid rule needs two nodes)."""
-        least = 2 if self.integration == "riemann_trapezoid" else 1
+        """The steps the chosen rule needs: the trapezoid rule needs two nodes (one or more,
+        the other rules, is each option's own constraint, checked by the core)."""
+        if self.integration != "riemann_trapezoid":
+            return
         for name in ("steps", "max_steps"):
             value = getattr(self, name)
             if not (isinstance(value, str) and value == "auto"):
-                Int(least).check(value, name)
+                Int(2).check(value, name)
 
     def _random_baseline(self) -> bool:
         return isinstance(self.baseline, str) and self.baseline in ("uniform", "data")
@@ -209,7 +212,7 @@ class IntegratedGradients(Explainer):
             rngs=self.row_rngs(len(X)) if self._random_baseline() else [],
         )
         described["n_baselines"] = baselines.shape[1]
-        n_features = int(np.prod(X.shape[1:], dtype=np.int64))
+        n_features = math.prod(X.shape[1:])
         chunk = chunk_points(runner, self.internal_batch_size, n_features)
 
         # on the cpu backend an affine first layer is computed once at the rows and the

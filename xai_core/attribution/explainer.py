@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -325,7 +326,7 @@ def explain(
     if feature_names is None:
         feature_names = getattr(runner.model, "feature_names", None)
     X = runner.check_X(X)
-    n_features = int(np.prod(X.shape[1:]))
+    n_features = math.prod(X.shape[1:])
     if feature_names is not None and len(feature_names) != n_features:
         raise ValidationError(
             f"feature_names must have {n_features} names, one per feature; got {len(feature_names)}."

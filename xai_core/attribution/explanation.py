@@ -112,7 +112,7 @@ class Explanation:
             raise ShapeError(
                 f"data must have the shape of values {values.shape}; got shape {data.shape}."
             )
-        n_features = int(np.prod(values.shape[1:]))
+        n_features = math.prod(values.shape[1:])
         names = (
             tuple(str(f) for f in self.feature_names) if self.feature_names is not None else None
         )
