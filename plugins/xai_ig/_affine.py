@@ -53,16 +53,17 @@ def first_linear_layer(runner: ModelRunner) -> int | None:
         return None
     if model.is_quantized or not model.built:
         return None
-    for i, layer in enumerate(model.layers):
+    layers = model.layers
+    for i, layer in enumerate(layers):
         if type(layer) in (Dense, Conv2D):
-            return i if i + 1 < len(model.layers) else None
+            return i if i + 1 < len(layers) else None
         if type(layer) not in (Reshape, Flatten):
             return None
     return None
 
 
 def _prefix(
-    net: Sequential, X: np.ndarray, stop: int, backend: CPUBackend, record: dict | None = None
+    layers: list, X: np.ndarray, stop: int, backend: CPUBackend, record: dict | None = None
 ) -> np.ndarray:
     """Layers ``[0, stop]`` on ``X``: the first linear layer's output (its ``record`` filled when given).
 
@@ -71,9 +72,9 @@ def _prefix(
     general layer machinery.
     """
     out = X
-    for layer in net.layers[:stop]:
+    for layer in layers[:stop]:
         out = layer.apply(out, backend, None)
-    layer = net.layers[stop]
+    layer = layers[stop]
     if type(layer) is not Dense:
         return layer.apply(out, backend, record)
     out = counted_matmul(backend, np.asarray(out, dtype=backend.dtype), layer.weight)
@@ -137,16 +138,17 @@ class AffinePath:
         self.net: Sequential = runner.model  # type: ignore[assignment]
         self.backend = runner.backend
         self.dtype = self.backend.dtype
-        self.layer = self.net.layers[first]
-        self.rest = self.net.layers[first + 1 :]
+        layers = self.net.layers
+        self.layer = layers[first]
+        self.rest = layers[first + 1 :]
         self.n, self.shape = len(X), X.shape[1:]
         self.n_features = math.prod(self.shape)
         self.per_row, self.k = baselines.shape[0], baselines.shape[1]
         self.x_record: dict = {}
         X_d = np.asarray(X, dtype=self.dtype)
         flat_b = np.asarray(baselines, dtype=self.dtype).reshape(self.per_row * self.k, *self.shape)
-        z_x = _prefix(self.net, X_d, first, self.backend, self.x_record)
-        z_b = _prefix(self.net, flat_b, first, self.backend)
+        z_x = _prefix(layers, X_d, first, self.backend, self.x_record)
+        z_b = _prefix(layers, flat_b, first, self.backend)
         self.z_shape = z_x.shape[1:]
         self.z_features = math.prod(self.z_shape)
         self.z_x = z_x.reshape(self.n, self.z_features)
@@ -192,7 +194,7 @@ class AffinePath:
         """``out`` (the outputs at the ends) kept, once checked finite."""
         self._end_outputs = out
         if not self._ends_checked:
-            if not np.isfinite(out).all():
+            if not np.logical_and.reduce(np.isfinite(out), axis=None):
                 method = self.method
                 label = f"method {method!r}"
                 check_outputs(out[: self.n], method, rows=self.rows, label=label)
@@ -220,7 +222,9 @@ class AffinePath:
         out = self._ends()
         f_x = out[np.arange(self.n), target]
         at_b = out[self.n :].reshape(self.per_row, self.k, -1)
-        if self.per_row == 1:
+        if self.per_row == 1 and self.k == 1:
+            f_b = at_b[0, 0, target]
+        elif self.per_row == 1:
             f_b = at_b[0][:, target].mean(axis=0)
         else:
             f_b = np.take_along_axis(at_b, target[:, None, None], axis=2)[..., 0].mean(axis=1)
@@ -285,6 +289,13 @@ class AffinePath:
         fold = ends and self.tail is not None and self._end_outputs is None
         n_ends = self.n + len(self.z_b) if fold else 0
         points = np.empty((paths_per_block * steps_per_block + n_ends) * z_features, dtype=dtype)
+        all_ones = np.empty((1, steps_per_block), dtype=dtype)
+        all_ones.fill(1)
+        weights_of = None  # a block is then part of one path (paths_per_block is 1)
+        if whole:
+            weights_of = np.empty((paths_per_block, steps), dtype=dtype)
+            weights_of[:] = w
+            weights_of = weights_of.reshape(-1)
         ends = np.empty((paths_per_block, 2, z_features), dtype=dtype)
         for p0 in range(0, n * k, paths_per_block):
             p1 = min(p0 + paths_per_block, n * k)
@@ -310,7 +321,8 @@ class AffinePath:
                 np.matmul(nodes[None, s0:s1], part, out=out)
                 out = out.reshape(m, *z_shape)
                 point_target = target[local].repeat(s1 - s0)
-                point_weight = np.broadcast_to(w[s0:s1], (n_paths, s1 - s0)).reshape(m)
+                # the weights of the block's points: the steps' weights, path after path
+                point_weight = weights_of[:m] if whole else w[s0:s1]
                 if self.tail is not None:
                     extra = n_ends if p0 == 0 and s0 == 0 else 0
                     if extra:
@@ -324,7 +336,7 @@ class AffinePath:
                 else:
                     grad = self._layers_gradient(out, point_target, point_weight)
                 # the sum over the block's steps of each path, as one product with ones
-                ones = np.ones((1, s1 - s0), dtype=grad.dtype)
+                ones = all_ones[:, : s1 - s0]
                 steps_of = grad.reshape(n_paths, s1 - s0, z_features)
                 if at_once:
                     np.matmul(ones, steps_of, out=G_all[p0:p1].reshape(n_paths, 1, z_features))

@@ -176,12 +176,12 @@ class FusedTail:
     def _softmax(self, pt: np.ndarray) -> None:
         """The softmax over the classes of ``pt`` (classes, m), in place."""
         m = pt.shape[1]
-        pt -= pt.max(axis=0)
+        pt -= np.maximum.reduce(pt, axis=0)
         self._count(pt.size, m, pt.size)  # the row maxima
         self._count(pt.size + m, pt.size, pt.size)  # less the maxima
         np.exp(pt, out=pt)
         self._count(pt.size, pt.size, 4 * pt.size)
-        pt /= pt.sum(axis=0)
+        pt /= np.add.reduce(pt, axis=0)
         self._count(pt.size, m, pt.size)  # the row sums
         self._count(pt.size + m, pt.size, pt.size)  # divided by them
 

@@ -21,6 +21,8 @@ __all__ = ["IntegratedGradients", "AUTO_START_STEPS"]
 
 #: With ``steps="auto"``, the first number of steps tried.
 AUTO_START_STEPS = 8
+#: Machine epsilon of the float types, for the scale of the relative convergence delta.
+_EPS = {np.dtype(t): float(np.finfo(t).eps) for t in (np.float16, np.float32, np.float64)}
 
 
 class IntegratedGradients(Explainer):
@@ -235,7 +237,7 @@ class IntegratedGradients(Explainer):
                     if at_x.shape[1] > 1
                     else np.zeros(len(X), dtype=np.int64)
                 )
-        eps = np.finfo(X.dtype if X.dtype.kind == "f" else np.float32).eps
+        eps = _EPS.get(X.dtype, _EPS[np.dtype(np.float32)])
 
         def ends() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             """f(x), f(b), their gap and the scale of the relative convergence delta."""
@@ -298,10 +300,10 @@ class IntegratedGradients(Explainer):
                 f_x, f_b, gap, scale = ends()
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
-        sums = values.reshape(len(X), -1).sum(axis=1, dtype=np.float64)
+        sums = np.add.reduce(values.reshape(len(X), -1), axis=1, dtype=np.float64)
         # the affine path's gradients did not pass through the runner's check: a row holds a
         # NaN or an infinity only if its sum is not finite, and then the check names the rows
-        if affine is not None and not np.isfinite(sums).all():
+        if affine is not None and not np.logical_and.reduce(np.isfinite(sums)):
             check_outputs(
                 values.reshape(len(X), -1),
                 self.name,
