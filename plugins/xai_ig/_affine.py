@@ -79,7 +79,7 @@ def _prefix(
         return layer.apply(out, backend, record)
     out = counted_matmul(backend, np.asarray(out, dtype=backend.dtype), layer.weight)
     if layer.use_bias:
-        out += layer.bias
+        out += np.asarray(layer.bias, dtype=out.dtype)  # cast first, as the backend casts it
         backend._count_vector(out.size + layer.bias.size, out.size, out.size)
     return out
 
