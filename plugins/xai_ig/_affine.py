@@ -369,7 +369,10 @@ class AffinePath:
                 rows, starts = np.unique(local, return_index=True)
                 values[rows] += np.add.reduceat(acc, starts, axis=0)
         if at_once:  # one backward product through the Dense first layer for every path
-            g_in = _input_gradient(layer, G_all, backend, {})
+            # into the path points' memory, done with and still in cache, when it is large enough
+            size = n * self.n_features
+            into = points[:size].reshape(n, self.n_features) if points.size >= size else None
+            g_in = counted_matmul(backend, G_all, layer.weight.T, into)
             row = slice(None) if in_order else which
             diff = self._difference(row, which, zero_base, shared)  # k = 1: baseline r of row r
             np.multiply(np.asarray(g_in, dtype=dtype), diff, out=values)
