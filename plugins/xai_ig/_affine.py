@@ -296,14 +296,14 @@ class AffinePath:
             weights_of = np.empty((paths_per_block, steps), dtype=dtype)
             weights_of[:] = w
             weights_of = weights_of.reshape(-1)
-        ends = np.empty((paths_per_block, 2, z_features), dtype=dtype)
+        both_ends = np.empty((paths_per_block, 2, z_features), dtype=dtype)  # [z_b; z_x - z_b]
         for p0 in range(0, n * k, paths_per_block):
             p1 = min(p0 + paths_per_block, n * k)
             n_paths = p1 - p0
             path = np.arange(p0, p1)
             local = path // k
             row = slice(p0, p1) if in_order else which[local]
-            part = ends[:n_paths]
+            part = both_ends[:n_paths]
             if shared:
                 part[:, 0] = self.z_b[0]
                 np.subtract(self.z_x[row], self.z_b[0], out=part[:, 1])
@@ -326,9 +326,10 @@ class AffinePath:
                 if self.tail is not None:
                     extra = n_ends if p0 == 0 and s0 == 0 else 0
                     if extra:
-                        tail = points[m * z_features : (m + extra) * z_features].reshape(extra, -1)
-                        tail[: self.n] = self.z_x
-                        tail[self.n :] = self.z_b
+                        end_rows = points[m * z_features : (m + extra) * z_features]
+                        end_rows = end_rows.reshape(extra, z_features)
+                        end_rows[: self.n] = self.z_x
+                        end_rows[self.n :] = self.z_b
                         out = points[: (m + extra) * z_features].reshape(m + extra, *z_shape)
                     grad, _ = self.tail.input_gradient(
                         out, point_target, point_weight, extra, check=self._checked
