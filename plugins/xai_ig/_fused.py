@@ -129,8 +129,9 @@ class FusedTail:
 
         Returns its output; what the backward pass needs (per activation, popped last
         first); the input of each Dense layer (by index in the body) whose memory the
-        backward pass may overwrite (after ``z`` itself or a ReLU, whose mask is kept);
-        and whether the output is transposed.
+        backward pass may overwrite (``z`` itself, or a ReLU's output, whose mask is kept
+        apart; not a Tanh's or Sigmoid's output, which their derivatives read); and
+        whether the output is transposed.
         """
         saved: list[np.ndarray] = []
         free: dict[int, np.ndarray] = {}
@@ -142,7 +143,7 @@ class FusedTail:
         for i, layer in enumerate(self.body):
             kind = type(layer)
             if kind is Dense:
-                if i == 0 or type(self.body[i - 1]) is ReLU:
+                if not any(kept is out for kept in saved):  # no activation's output kept
                     free[i] = out
                 w, wt, b = self._weights[id(layer)]
                 if transposed and i == last:

@@ -192,6 +192,10 @@ def tail_nets(dtype):
     yield nn.Sequential(layers, input_shape=(12,), seed=6, dtype=dtype)
     layers = [nn.Dense(9, use_bias=False), nn.ReLU(), nn.Dense(3, use_bias=False), nn.Softmax()]
     yield nn.Sequential(layers, input_shape=(12,), seed=7, dtype=dtype)
+    # a ReLU on a Tanh's output: the Tanh's output, which its derivative needs, is the
+    # memory the next Dense layer reads, so the backward pass must not write into it
+    layers = [nn.Dense(9), nn.Tanh(), nn.ReLU(), nn.Dense(5), nn.Sigmoid(), nn.Dense(3)]
+    yield nn.Sequential(layers, input_shape=(12,), seed=8, dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
