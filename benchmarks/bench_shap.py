@@ -15,7 +15,8 @@ KMeans, seed 0), the same array for every contestant, each centre weighted equal
    alternation, printed as plugin / shap (goal: at most 1.05x), with the largest
    difference between the two results; once with the plugin's defaults (the runner
    casts a black box's inputs to float32 and calls it in 4096-row chunks) and once with
-   the direct call's arithmetic (a float64 CPU backend, 65536-row calls).
+   the direct call's arithmetic (a float64 CPU backend, 65536-row calls) and BLAS threads
+   (``blas_threads=None``: explain's default pins BLAS to one thread, shap uses what is set).
 2. ``[kernel]``: the plugin's vectorised Kernel SHAP against ``shap.KernelExplainer`` on
    ``--rows`` rows, at the same budget of coalitions per row (``nsamples``), with shap's
    unregularised estimator (``l1_reg=False``, the same estimator) and with its default
@@ -176,9 +177,15 @@ def plugin_cases(models, X, X_many, bg) -> tuple[list[tuple[str, Any, Any]], Cal
     many_rows = np.arange(len(X_many))
 
     # the direct call's arithmetic: float64 inputs, one runner call per shap model call (the
-    # defaults cast a black box's inputs to float32 and chunk them into 4096-row calls)
+    # defaults cast a black box's inputs to float32 and chunk them into 4096-row calls), and
+    # the BLAS threads the direct call has (explain's default pins BLAS to one thread, so at
+    # 2 threads the plugin would run on 1 while shap ran on 2)
     def same():
-        return {"batch_size": 1 << 16, "backend": xai.get_backend("cpu", dtype="float64")}
+        return {
+            "batch_size": 1 << 16,
+            "backend": xai.get_backend("cpu", dtype="float64"),
+            "blas_threads": None,
+        }
 
     def plugin(model, rows_, bg_, algorithm, tgt, **kw):
         def run(**extra):
@@ -223,8 +230,8 @@ def plugin_section(models, X, X_many, bg, repeats: int) -> None:
     print(
         f"\n[plugin vs shap] {len(X)} rows (tree, linear: {len(X_many)}), same model, rows, background ({len(bg)} k-means centres) "
         f"and settings; median of {repeats}, in alternation; 'plugin' with the defaults, 'plugin "
-        f"f64' with explain(..., backend=get_backend('cpu', dtype='float64'), batch_size=65536): "
-        f"the direct call's arithmetic"
+        f"f64' with explain(..., backend=get_backend('cpu', dtype='float64'), batch_size=65536, "
+        f"blas_threads=None): the direct call's arithmetic and BLAS threads"
     )
     print(
         f"  {'case':<34} {'plugin ms':>10} {'plugin f64 ms':>14} {'shap ms':>9} {'plugin/shap':>12} "
@@ -442,7 +449,8 @@ def headline_section(models, X, X_many, bg, repeats: int, n_ref: int) -> None:
     cases, same = plugin_cases(models, X, X_many, bg)
     print(
         "  (the overhead rows: the plugin with the direct call's arithmetic, a float64 cpu backend "
-        "and 65536-row calls; goal plugin/shap <= 1.05x)"
+        "and 65536-row calls, and its BLAS threads: blas_threads=None, so both run on the pinned "
+        "count; goal plugin/shap <= 1.05x)"
     )
     for name, plugin, direct in cases[:3]:
         for threads in THREADS:

@@ -74,9 +74,12 @@ def check_array(
     -------
     ndarray of shape (n_samples, *feature_shape), or (n_samples, n_features) with ``flatten``
     """
-    expected = shape_words(feature_shape).replace("n_samples", rows, 1)
+
+    def expected() -> str:  # for the messages only
+        return shape_words(feature_shape).replace("n_samples", rows, 1)
+
     if X is None:
-        raise ValidationError(f"{name} must be an array of shape {expected}; got None.")
+        raise ValidationError(f"{name} must be an array of shape {expected()}; got None.")
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # a pandas DataFrame
         bad = [str(c) for c, dt in zip(X.columns, X.dtypes) if dt.kind not in "biuf"]
         if bad:
@@ -89,14 +92,14 @@ def check_array(
     try:
         arr = np.asarray(X)
     except (ValueError, TypeError) as exc:
-        raise ValidationError(f"{name} must be an array of shape {expected}; {exc}.") from exc
+        raise ValidationError(f"{name} must be an array of shape {expected()}; {exc}.") from exc
     if arr.dtype.kind not in "biuf":
         raise ValidationError(
             f"{name} must be numeric; got an array of dtype {arr.dtype} (shape {arr.shape})."
         )
     if arr.ndim < 2:
         raise ShapeError(
-            f"{name} must have shape {expected}; got an array of shape {arr.shape}. "
+            f"{name} must have shape {expected()}; got an array of shape {arr.shape}. "
             "Pass a single sample as X[None] or X.reshape(1, -1)."
         )
     if feature_shape is not None and tuple(arr.shape[1:]) != tuple(feature_shape):
@@ -106,15 +109,16 @@ def check_array(
         else:
             flat = f" or flat rows ({rows}, {width})" if accept_flat or flatten else ""
             raise ShapeError(
-                f"{name} must have shape {expected}{flat}; got an array of shape {arr.shape}."
+                f"{name} must have shape {expected()}{flat}; got an array of shape {arr.shape}."
             )
     if arr.shape[0] < min_samples:
         raise ValidationError(
             f"{name} must contain at least {min_samples} sample(s); got an array of shape {arr.shape}."
         )
     given = arr
-    with np.errstate(over="ignore"):  # a value beyond the dtype's range is reported below
-        arr = np.asarray(arr, dtype=dtype)
+    if arr.dtype != dtype:
+        with np.errstate(over="ignore"):  # a value beyond the dtype's range is reported below
+            arr = np.asarray(arr, dtype=dtype)
     narrowed = given.dtype.kind == "f" and arr.dtype.kind == "f" and arr.dtype != given.dtype
     if narrowed and np.isinf(arr).any():
         overflow = np.isinf(arr) & np.isfinite(given)

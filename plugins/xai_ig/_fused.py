@@ -15,7 +15,9 @@ sum per pass. It is used only on the reference ``cpu`` backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import expit
@@ -23,7 +25,7 @@ from scipy.special import expit
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Dense, Layer, Linear, ReLU, Sigmoid, Softmax, Tanh
 
-__all__ = ["FusedTail", "fusable"]
+__all__ = ["FusedTail", "counted_matmul", "fusable"]
 
 #: Layers the fused tail computes (a Softmax only as the last).
 _KINDS = (Dense, ReLU, Tanh, Sigmoid, Linear)
@@ -37,6 +39,23 @@ def fusable(layers: Sequence[Layer], z_shape: tuple[int, ...]) -> bool:
     return all(type(layer) in _KINDS for layer in body)
 
 
+def counted_matmul(
+    backend: CPUBackend, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``a @ b`` (M, K) by (K, N) as :meth:`CPUBackend.matmul` computes it, counted as it counts it.
+
+    The operands are taken in the backend's dtype (as that method casts them) and the
+    product is written into ``out`` when given.
+    """
+    dtype = backend.dtype
+    a = a if a.dtype == dtype else a.astype(dtype)
+    b = b if b.dtype == dtype else b.astype(dtype)
+    (m, k), n = a.shape, b.shape[1]
+    out = np.matmul(a, b, out=out)
+    backend._count_products(1, m, k, n)
+    return out
+
+
 class FusedTail:
     """Dense layers and elementwise activations (optionally a final softmax), forward and back.
 
@@ -45,6 +64,13 @@ class FusedTail:
     layers : sequence of Layer
         Accepted by :func:`fusable`.
     backend : CPUBackend
+
+    Notes
+    -----
+    The products and activations of :meth:`input_gradient` are written into arrays kept
+    from one call to the next (one explanation walks its blocks of path points through
+    the same memory); each product is computed by numpy as :meth:`CPUBackend.matmul`
+    computes it and counted as it counts it.
     """
 
     def __init__(self, layers: Sequence[Layer], backend: CPUBackend) -> None:
@@ -65,6 +91,9 @@ class FusedTail:
             for layer in self.body
             if type(layer) is Dense
         }
+        self._buffers: dict[tuple[str, int], np.ndarray] = {}
+        self._reuse = True
+        self._pending = [0, 0, 0]
 
     def _count(self, n_in: int, n_out: int, ops: int) -> None:
         """Note elementwise work (elements read, written, operations), counted once per pass."""
@@ -72,25 +101,40 @@ class FusedTail:
         self._pending[1] += n_out
         self._pending[2] += ops
 
-    def input_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        """``sum`` of ``weight * d out[target] / d z`` per point, for points ``z`` of shape (m, z_features).
+    def _buffer(
+        self, key: tuple[str, int], shape: tuple[int, ...], dtype: Any = None
+    ) -> np.ndarray:
+        """An array of ``shape``: a view of the one kept under ``key`` (grown when too small)."""
+        dtype = self.backend.dtype if dtype is None else np.dtype(dtype)
+        if not self._reuse:
+            return np.empty(shape, dtype=dtype)
+        size = math.prod(shape)
+        buf = self._buffers.get(key)
+        if buf is None or buf.size < size or buf.dtype != dtype:
+            buf = self._buffers[key] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
 
-        Parameters
-        ----------
-        z : ndarray of the backend's dtype, shape (m, z_features)
-            The first layer's outputs at the path points; overwritten.
-        target : ndarray of int of shape (m,)
-            The output explained at each point.
-        weight : ndarray of the backend's dtype, shape (m,)
-            The quadrature weight of each point (the backward pass's seed).
+    def _product(
+        self, a: np.ndarray, b: np.ndarray, key: tuple[str, int], out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``a @ b`` in the backend's dtype into ``out`` or a kept array, counted as the backend's matmul."""
+        if out is None:
+            out = self._buffer(key, (a.shape[0], b.shape[1]))
+        return counted_matmul(self.backend, a, b, out)
 
-        Returns
-        -------
-        ndarray of the backend's dtype, shape (m, z_features)
+    def _forward(
+        self, z: np.ndarray
+    ) -> tuple[np.ndarray, list[np.ndarray], dict[int, np.ndarray], bool]:
+        """The body on points ``z`` (m, features), overwritten.
+
+        Returns its output; what the backward pass needs (per activation, popped last
+        first); the input of each Dense layer (by index in the body) whose memory the
+        backward pass may overwrite (``z`` itself, or a ReLU's output, whose mask is kept
+        apart; not a Tanh's or Sigmoid's output, which their derivatives read); and
+        whether the output is transposed.
         """
-        backend = self.backend
-        self._pending = [0, 0, 0]
-        saved: list[tuple[Layer, np.ndarray]] = []
+        saved: list[np.ndarray] = []
+        free: dict[int, np.ndarray] = {}
         out = z
         # with a softmax after a last Dense layer, its output is made transposed, (classes,
         # m): the softmax's reductions and updates then run along contiguous rows of m
@@ -99,13 +143,15 @@ class FusedTail:
         for i, layer in enumerate(self.body):
             kind = type(layer)
             if kind is Dense:
+                if not any(kept is out for kept in saved):  # no activation's output kept
+                    free[i] = out
                 w, wt, b = self._weights[id(layer)]
                 if transposed and i == last:
-                    out = backend.matmul(wt, out.T)  # (out @ w).T, the same products
+                    out = self._product(wt, out.T, ("forward", i))  # (out @ w).T, the same products
                     if b is not None:
                         out += b[:, None]
                 else:
-                    out = backend.matmul(out, w)
+                    out = self._product(out, w, ("forward", i))
                     if b is not None:
                         out += b
                 if b is not None:
@@ -114,10 +160,10 @@ class FusedTail:
             if kind is ReLU:
                 # out * [out > 0], the mask kept for the backward pass (faster than
                 # np.maximum here; equal to it for every finite value)
-                mask = out > 0
+                mask = np.greater(out, 0, out=self._buffer(("mask", i), out.shape, np.bool_))
                 out *= mask
                 self._count(out.size, out.size, out.size * layer.ops)
-                saved.append((layer, mask))
+                saved.append(mask)
                 continue
             if kind is Tanh:
                 np.tanh(out, out=out)
@@ -125,36 +171,110 @@ class FusedTail:
             else:  # Sigmoid
                 expit(out, out=out)
                 self._count(out.size, out.size, out.size * 4)
-            saved.append((layer, out))
+            saved.append(out)
+        return out, saved, free, transposed
+
+    def _softmax(self, pt: np.ndarray) -> None:
+        """The softmax over the classes of ``pt`` (classes, m), in place."""
+        m = pt.shape[1]
+        pt -= np.maximum.reduce(pt, axis=0)
+        self._count(pt.size, m, pt.size)  # the row maxima
+        self._count(pt.size + m, pt.size, pt.size)  # less the maxima
+        np.exp(pt, out=pt)
+        self._count(pt.size, pt.size, 4 * pt.size)
+        pt /= np.add.reduce(pt, axis=0)
+        self._count(pt.size, m, pt.size)  # the row sums
+        self._count(pt.size + m, pt.size, pt.size)  # divided by them
+
+    def outputs(self, z: np.ndarray) -> np.ndarray:
+        """The network's outputs at points ``z`` (m, z_features) (not overwritten), shape (m, n_outputs)."""
+        self._pending = [0, 0, 0]
+        self._reuse = False
+        try:
+            out, _, _, transposed = self._forward(np.array(z, dtype=self.backend.dtype))
+            if self.softmax:
+                pt = out if transposed else np.ascontiguousarray(out.T)
+                self._softmax(pt)
+                out = pt.T
+        finally:
+            self._reuse = True
+        self.backend._count_vector(*self._pending)
+        return out
+
+    def input_gradient(
+        self,
+        z: np.ndarray,
+        target: np.ndarray,
+        weight: np.ndarray,
+        extra: int = 0,
+        check: Callable[[np.ndarray], object] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``weight * d out[target] / d z`` per point, for points ``z`` of shape (m + extra, z_features).
+
+        Parameters
+        ----------
+        z : ndarray of the backend's dtype, shape (m + extra, z_features)
+            The first layer's outputs at the path points; overwritten.
+        target : ndarray of int of shape (m,)
+            The output explained at each of the first ``m`` points.
+        weight : ndarray of the backend's dtype, shape (m,)
+            The quadrature weight of each point (the backward pass's seed).
+        extra : int, default=0
+            Points after the first ``m`` that only go forward: their outputs are returned
+            (the path's ends, computed in the same products as the first block).
+        check : callable, optional
+            Called with those outputs before the backward pass (it may raise).
+
+        Returns
+        -------
+        grad : ndarray of the backend's dtype, shape (m, z_features)
+            Valid until the next call (its memory is reused).
+        outputs : ndarray of float64 of shape (extra, n_outputs), or None without ``extra``
+        """
+        self._pending = [0, 0, 0]
+        out, saved, free, transposed = self._forward(z)
         m = len(target)
-        rows = np.arange(m)
+        ends = None
         if self.softmax:
             # p = softmax(out); the seed weight * e_target gives weight * p_t * (e_t - p),
             # computed on pt = p.T (classes, m): every reduction over the classes is an
             # elementwise pass over contiguous rows, far faster than along a short last axis
             pt = out if transposed else np.ascontiguousarray(out.T)
-            pt -= pt.max(axis=0)
-            self._count(pt.size, m, pt.size)  # the row maxima
-            self._count(pt.size + m, pt.size, pt.size)  # less the maxima
-            np.exp(pt, out=pt)
-            self._count(pt.size, pt.size, 4 * pt.size)
-            pt /= pt.sum(axis=0)
-            self._count(pt.size, m, pt.size)  # the row sums
-            self._count(pt.size + m, pt.size, pt.size)  # divided by them
-            scaled = pt[target, rows] * weight
+            self._softmax(pt)
+            flat = pt.reshape(
+                -1
+            )  # pt is contiguous: (target, point) is target * (m + extra) + point
+            if extra:
+                ends = np.array(pt[:, m:].T, dtype=np.float64)
+                pt = pt[:, :m]
+            at = target * (m + extra) + np.arange(m)
+            scaled = flat[at]
+            scaled *= weight
             pt *= -scaled
-            pt[target, rows] += scaled
+            flat[at] += scaled
             self._count(pt.size + m, pt.size, pt.size + m)
             grad = pt.T
         else:
-            grad = np.zeros_like(out)
-            grad[rows, target] = weight
-        for layer in reversed(self.body):
+            if extra:
+                ends = np.array(out[m:].reshape(extra, -1), dtype=np.float64)
+            grad = np.zeros((m, *out.shape[1:]), dtype=out.dtype)
+            grad[np.arange(m), target] = weight
+        if ends is not None and check is not None:
+            check(ends)
+        for i in range(len(self.body) - 1, -1, -1):
+            layer = self.body[i]
             kind = type(layer)
             if kind is Dense:
-                grad = backend.matmul(grad, self._weights[id(layer)][1])
+                # into the memory of the layer's input where the forward pass is done with it
+                into = free.get(i)
+                grad = self._product(
+                    grad,
+                    self._weights[id(layer)][1],
+                    ("backward", i),
+                    into if into is None else into[:m],
+                )
                 continue
-            _, y = saved.pop()
+            y = saved.pop()[:m]
             if kind is ReLU:  # y is the forward pass's mask [x > 0]
                 grad *= y
                 self._count(2 * grad.size, grad.size, 2 * grad.size)
@@ -166,5 +286,5 @@ class FusedTail:
             else:  # Sigmoid
                 grad *= y * (1 - y)
                 self._count(2 * grad.size, grad.size, 3 * grad.size)
-        backend._count_vector(*self._pending)
-        return grad
+        self.backend._count_vector(*self._pending)
+        return grad, ends

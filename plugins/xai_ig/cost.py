@@ -17,6 +17,7 @@ in proportion.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,7 @@ def _baselines(explainer: Any, n: int, x_ndim: int) -> tuple[int, int]:
 def ig_cost(explainer: Any, runner: ModelRunner, X: np.ndarray) -> Cost:
     """The :class:`xai_core.Cost` of ``explainer`` (IntegratedGradients) on ``X``."""
     n = len(X)
-    d = int(np.prod(X.shape[1:], dtype=np.int64))
+    d = math.prod(X.shape[1:])
     k_out = runner.n_outputs or 1
     per_row, k = _baselines(explainer, n, X.ndim)
     if explainer.steps == "auto":
@@ -97,7 +98,7 @@ def ig_cost(explainer: Any, runner: ModelRunner, X: np.ndarray) -> Cost:
 def smoothgrad_cost(explainer: Any, base: Any, runner: ModelRunner, X: np.ndarray) -> Cost:
     """The :class:`xai_core.Cost` of ``explainer`` (SmoothGrad) over its ``base`` method."""
     n, m = len(X), int(explainer.n_samples)
-    d = int(np.prod(X.shape[1:], dtype=np.int64))
+    d = math.prod(X.shape[1:])
     group = min(n, max(1, CHUNK_ELEMENTS // (m * d)))
     copies = np.broadcast_to(X[:1], (group * m, *X.shape[1:]))  # no memory: shapes only
     inner = base.estimate_cost(runner, copies)
@@ -112,5 +113,5 @@ def smoothgrad_cost(explainer: Any, base: Any, runner: ModelRunner, X: np.ndarra
 def gradient_cost(runner: ModelRunner, X: np.ndarray) -> Cost:
     """Saliency and gradient x input: ``n`` outputs and ``n`` gradients."""
     n = len(X)
-    d = int(np.prod(X.shape[1:], dtype=np.int64))
+    d = math.prod(X.shape[1:])
     return Cost(2 * n, 3 * n * d * 8, f"{n} rows")

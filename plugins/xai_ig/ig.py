@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, ClassVar
 
@@ -20,6 +21,8 @@ __all__ = ["IntegratedGradients", "AUTO_START_STEPS"]
 
 #: With ``steps="auto"``, the first number of steps tried.
 AUTO_START_STEPS = 8
+#: Machine epsilon of the float types, for the scale of the relative convergence delta.
+_EPS = {np.dtype(t): float(np.finfo(t).eps) for t in (np.float16, np.float32, np.float64)}
 
 
 class IntegratedGradients(Explainer):
@@ -109,6 +112,7 @@ class IntegratedGradients(Explainer):
 
     name: ClassVar[str] = "ig"
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
+    picks_target: ClassVar[bool] = True  # f(x), which IG computes anyway, gives the class
     constraints: ClassVar[dict] = {
         "steps": Int(1, also=("auto",), maximum=MAX_STEPS, over=steps_note),
         "integration": Choice(RULES),
@@ -156,12 +160,14 @@ class IntegratedGradients(Explainer):
         self.progress = progress
 
     def _check_steps(self) -> None:
-        """The steps the chosen rule needs (the trapezoid rule needs two nodes)."""
-        least = 2 if self.integration == "riemann_trapezoid" else 1
+        """The steps the chosen rule needs: the trapezoid rule needs two nodes (one or more,
+        the other rules, is each option's own constraint, checked by the core)."""
+        if self.integration != "riemann_trapezoid":
+            return
         for name in ("steps", "max_steps"):
             value = getattr(self, name)
             if not (isinstance(value, str) and value == "auto"):
-                Int(least).check(value, name)
+                Int(2).check(value, name)
 
     def _random_baseline(self) -> bool:
         return isinstance(self.baseline, str) and self.baseline in ("uniform", "data")
@@ -176,7 +182,7 @@ class IntegratedGradients(Explainer):
             return {"uniform_range": uniform_bounds(X, self.uniform_range)}
         return {}
 
-    def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
+    def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray | None) -> Explanation:
         """Integrated gradients of ``output[target]`` for each row of ``X``.
 
         Parameters
@@ -184,7 +190,10 @@ class IntegratedGradients(Explainer):
         runner : ModelRunner
             A model with gradients on a backend with gradients.
         X : ndarray of shape (n_samples, *input_shape)
-        target : ndarray of int64 of shape (n_samples,)
+        target : ndarray of int64 of shape (n_samples,), or None
+            None: each row's predicted class, from the outputs at ``X`` that IG computes
+            for completeness anyway (on the affine path, from the first layer's products
+            at the rows, with no second pass through it).
 
         Returns
         -------
@@ -205,38 +214,66 @@ class IntegratedGradients(Explainer):
             rngs=self.row_rngs(len(X)) if self._random_baseline() else [],
         )
         described["n_baselines"] = baselines.shape[1]
-        n_features = int(np.prod(X.shape[1:], dtype=np.int64))
+        n_features = math.prod(X.shape[1:])
         chunk = chunk_points(runner, self.internal_batch_size, n_features)
 
         # on the cpu backend an affine first layer is computed once at the rows and the
         # baselines: the path integral and both ends of the path, f(x) and f(b), reuse it
         first = first_linear_layer(runner)
-        affine = AffinePath(runner, first, X, baselines) if first is not None else None
-        if affine is not None:
-            f_x, f_b = affine.outputs(target, self.name, self.rows(len(X)))
-        else:
-            f_x = np.asarray(runner.predict_validated(X), dtype=np.float64)[
-                np.arange(len(X)), target
-            ]
-            f_b = baseline_outputs(runner, baselines, target)
-        gap = f_x - f_b
-        eps = np.finfo(X.dtype if X.dtype.kind == "f" else np.float32).eps
-        scale = np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
+        rows = self.rows(len(X))
+        affine = (
+            AffinePath(runner, first, X, baselines, method=self.name, rows=rows)
+            if first is not None
+            else None
+        )
+        at_x = None
+        if target is None:  # the predicted class, from the outputs IG needs anyway
+            if affine is not None:
+                target = affine.predicted()
+            else:
+                at_x = np.asarray(runner.predict_validated(X), dtype=np.float64)
+                target = (
+                    at_x.argmax(axis=1).astype(np.int64)
+                    if at_x.shape[1] > 1
+                    else np.zeros(len(X), dtype=np.int64)
+                )
+        eps = _EPS.get(X.dtype, _EPS[np.dtype(np.float32)])
 
-        def integrate(steps: int, which: np.ndarray) -> np.ndarray:
+        def ends() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            """f(x), f(b), their gap and the scale of the relative convergence delta."""
+            if affine is not None:
+                f_x, f_b = affine.outputs(target)
+            else:
+                out = runner.predict_validated(X) if at_x is None else at_x
+                f_x = np.asarray(out, dtype=np.float64)[np.arange(len(X)), target]
+                f_b = baseline_outputs(runner, baselines, target)
+            gap = f_x - f_b
+            return f_x, f_b, gap, np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
+
+        # with fixed steps on the affine path, f(x) and f(b) go forward with the first
+        # block of path points (its products); otherwise they are computed first
+        fold = affine is not None and self.steps != "auto"
+        if not fold:
+            f_x, f_b, gap, scale = ends()
+
+        def integrate(steps: int, which: np.ndarray | None, fold: bool = False) -> np.ndarray:
+            """The integral for the rows ``which`` (None: all, in order)."""
             alphas, weights = integration_nodes(self.integration, steps)
             desc = f"ig ({steps} steps)"
+            xs, targets = (X, target) if which is None else (X[which], target[which])
             if affine is not None:
-                blocks = block_count(len(which) * baselines.shape[1], steps, chunk)
+                blocks = block_count(len(xs) * baselines.shape[1], steps, chunk)
                 with batch_bar(blocks, self.progress, desc) as bar:
                     return affine.integral(
-                        which, target[which], alphas, weights, chunk=chunk, bar=bar
+                        which, targets, alphas, weights, chunk=chunk, bar=bar, ends=fold
                     )
-            per_row = baselines[which] if baselines.shape[0] > 1 else baselines
+            per_row = (
+                baselines[which] if which is not None and baselines.shape[0] > 1 else baselines
+            )
             return path_integral(
                 runner,
-                X[which],
-                target[which],
+                xs,
+                targets,
                 per_row,
                 alphas,
                 weights,
@@ -247,7 +284,6 @@ class IntegratedGradients(Explainer):
             )
 
         meta: dict[str, Any] = {
-            "output": f_x,
             "integration": self.integration,
             "baseline": described,
             "seed": seed,
@@ -259,20 +295,28 @@ class IntegratedGradients(Explainer):
             meta.update(steps=steps_used, converged=converged, steps_trace=trace)
             meta["gradient_points"] = int(sum(t["steps"] * t["rows"] for t in trace) * k)
         else:
-            values = integrate(int(self.steps), np.arange(len(X)))
+            values = integrate(int(self.steps), None, fold)
+            if fold:
+                f_x, f_b, gap, scale = ends()
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
-        if affine is not None:  # its path gradients did not pass through the runner's check
+        sums = np.add.reduce(values.reshape(len(X), -1), axis=1, dtype=np.float64)
+        # the affine path's gradients did not pass through the runner's check: a row holds a
+        # NaN or an infinity only if its sum is not finite, and then the check names the rows
+        if affine is not None and not np.logical_and.reduce(np.isfinite(sums)):
             check_outputs(
                 values.reshape(len(X), -1),
                 self.name,
-                rows=self.rows(len(X)),
+                rows=rows,
                 what="gradients",
                 label=f"method {self.name!r}",
             )
-        delta = values.reshape(len(X), -1).sum(axis=1) - gap
+        delta = sums - gap
+        meta["output"] = f_x
         meta["convergence_delta"] = delta
         meta["relative_convergence_delta"] = delta / scale
+        if values.flags.owndata:  # made here and handed over: the Explanation need not copy it
+            values.setflags(write=False)
         return Explanation(values=values, base_values=f_b, target=target, data=X, meta=meta)
 
     def _adaptive(

@@ -192,6 +192,10 @@ def tail_nets(dtype):
     yield nn.Sequential(layers, input_shape=(12,), seed=6, dtype=dtype)
     layers = [nn.Dense(9, use_bias=False), nn.ReLU(), nn.Dense(3, use_bias=False), nn.Softmax()]
     yield nn.Sequential(layers, input_shape=(12,), seed=7, dtype=dtype)
+    # a ReLU on a Tanh's output: the Tanh's output, which its derivative needs, is the
+    # memory the next Dense layer reads, so the backward pass must not write into it
+    layers = [nn.Dense(9), nn.Tanh(), nn.ReLU(), nn.Dense(5), nn.Sigmoid(), nn.Dense(3)]
+    yield nn.Sequential(layers, input_shape=(12,), seed=8, dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -220,3 +224,43 @@ def test_fused_tail_equals_the_layers_own_passes(dtype):
         np.testing.assert_allclose(ends_fast, ends_slow, rtol=0, atol=tol)
         assert c_fast["macs"] == c_slow["macs"] and c_fast["matmuls"] == c_slow["matmuls"]
         assert c_fast["elementwise_ops"] > 0
+
+
+@pytest.mark.parametrize("make", [dense_net, conv_net], ids=["dense-first", "conv-first"])
+@pytest.mark.parametrize("steps", [16, "auto"])
+def test_path_ends_and_predicted_class_equal_torch(make, steps):
+    """f(x), f(baseline) and the default target (torch's argmax) come from the affine pass.
+
+    With fixed steps they go forward with the first block of path points; with
+    ``steps="auto"`` in a pass of their own. ``target=None`` costs no prediction of its
+    own: the same products are counted as with the target given.
+    """
+    net = make("float64")
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(7, *net.input_shape))
+    with torch.no_grad():
+        model = torch_copy(net)
+        at_x = model(torch.from_numpy(X)).numpy()
+        at_b = model(torch.zeros((1, *net.input_shape), dtype=torch.float64)).numpy()[0]
+    backend = xai.get_backend("cpu", dtype="float64")
+    runner = xai.ModelRunner(net, backend=backend)
+    e = xai.explain(runner, X, method="ig", steps=steps)
+    np.testing.assert_array_equal(e.target, at_x.argmax(axis=1))
+    rows = np.arange(len(X))
+    np.testing.assert_allclose(e.meta["output"], at_x[rows, e.target], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e.base_values, at_b[e.target], rtol=0, atol=1e-12)
+    given = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype="float64"))
+    again = xai.explain(given, X, method="ig", steps=steps, target=e.target)
+    np.testing.assert_array_equal(again.values, e.values)
+    assert runner.counters["macs"] == given.counters["macs"]
+
+
+def test_predicted_class_on_the_general_path_equals_the_resolved_one():
+    """Off the affine path (the tpu backend) target=None is the argmax of the model's outputs."""
+    net = dense_net()
+    X = np.random.default_rng(10).normal(size=(5, 12)).astype(np.float32)
+    e = xai.explain(net, X, method="ig", steps=8, backend="tpu")
+    expected = xai.ModelRunner(net, backend="tpu").predict(X).argmax(axis=1)
+    np.testing.assert_array_equal(e.target, expected)
+    again = xai.explain(net, X, method="ig", steps=8, backend="tpu", target=expected)
+    np.testing.assert_array_equal(again.values, e.values)

@@ -21,7 +21,7 @@ __all__ = ["blas_threads"]
 
 _lock = threading.Lock()
 _depth = 0
-_limiter: Any = None
+_restore: list[tuple[Any, int]] = []
 _controller: Any = None
 _modules_seen = -1
 
@@ -47,15 +47,25 @@ def blas_threads(n: int | None) -> Iterator[None]:
 
     The limit is process-wide (BLAS has no per-thread setting): nested and concurrent blocks
     (chunks on a thread pool) share the first block's limit, and the original settings come
-    back when the last block ends.
+    back when the last block ends. Each BLAS threadpoolctl found is asked its thread count
+    and set only when it differs (``threadpool_limits`` would also read every library's
+    version and configuration, on every call).
     """
-    global _depth, _limiter
+    global _depth, _restore
     if n is None:
         yield
         return
+    n = int(n)
     with _lock:
         if _depth == 0:
-            _limiter = _get_controller().limit(limits=int(n), user_api="blas")
+            _restore = []
+            for lib in _get_controller().lib_controllers:
+                if lib.user_api != "blas":
+                    continue
+                before = lib.get_num_threads()
+                if before != n:
+                    lib.set_num_threads(n)
+                    _restore.append((lib, before))
         _depth += 1
     try:
         yield
@@ -63,5 +73,7 @@ def blas_threads(n: int | None) -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0:
-                _limiter.restore_original_limits()
-                _limiter = None
+                for lib, before in _restore:
+                    if before is not None:
+                        lib.set_num_threads(before)
+                _restore = []

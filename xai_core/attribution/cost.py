@@ -48,6 +48,7 @@ __all__ = [
     "get_resource_limits",
     "resource_limits",
     "set_resource_limits",
+    "surely_fits",
 ]
 
 #: The default memory limit: this fraction of the memory available when the check runs.
@@ -176,6 +177,24 @@ def available_memory() -> tuple[int, str]:
         return FALLBACK_MEMORY, "assumed"
 
 
+def surely_fits(peak_bytes: int) -> bool:
+    """Whether ``peak_bytes`` is within the default memory limit by a figure cheaper than
+    :func:`available_memory` (one ``sysinfo`` call, no reading of ``/proc/meminfo``).
+
+    Linux's ``MemAvailable`` is the free memory less the kernel's reserve (watermarks and
+    lowmem reserves), plus what can be reclaimed; so it is at least ``free - reserve``,
+    and half the free memory is within :data:`DEFAULT_MEMORY_FRACTION` of it whenever the
+    reserve is under half the free memory. A request this test passes therefore fits
+    unless the machine is already down to its reserve; every other request is judged
+    on ``MemAvailable`` itself, as before.
+    """
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return False
+    return peak_bytes <= DEFAULT_MEMORY_FRACTION * free / 2
+
+
 def format_bytes(n: float) -> str:
     """``n`` bytes in binary units, three significant digits (``"1.5 GiB"``)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
@@ -218,29 +237,36 @@ def check_cost(cost: Cost, what: str, *, advice: str = "") -> None:
         What to change to make it fit (``"lower max_evals"``); default ``cost.advice``.
     """
     limits = _limits
-    advice = advice or cost.advice
-    counted = f" ({cost.detail})" if cost.detail else ""
-    rows = f"evaluate about {_count(cost.model_rows)} model rows and " if cost.model_rows else ""
-    estimate = (
-        f"{what} would {rows}hold about {format_bytes(cost.peak_bytes)} of working memory "
-        f"at its peak{counted}"
-    )
 
     def refuse(over: str, keyword: str) -> ResourceError:
+        advice_ = advice or cost.advice
+        counted = f" ({cost.detail})" if cost.detail else ""
+        rows = (
+            f"evaluate about {_count(cost.model_rows)} model rows and " if cost.model_rows else ""
+        )
+        estimate = (
+            f"{what} would {rows}hold about {format_bytes(cost.peak_bytes)} of working memory "
+            f"at its peak{counted}"
+        )
         raise_it = f"raise the limit with xai.set_resource_limits({keyword}=...)"
-        remedy = f"{advice[:1].upper()}{advice[1:]}, or {raise_it}" if advice else raise_it
+        remedy = f"{advice_[:1].upper()}{advice_[1:]}, or {raise_it}" if advice_ else raise_it
         return ResourceError(f"{estimate}: {over}; refused before any work. {remedy}.", cost)
 
     if limits.max_bytes is not None:
         if limits.max_bytes == "auto":
-            free, source = available_memory()
-            allowed = int(free * DEFAULT_MEMORY_FRACTION)
-            of = f"{DEFAULT_MEMORY_FRACTION:g} of the {format_bytes(free)} {source}"
-        else:
+            if not surely_fits(cost.peak_bytes):
+                free, source = available_memory()
+                allowed = int(free * DEFAULT_MEMORY_FRACTION)
+                if cost.peak_bytes > allowed:
+                    of = f"{DEFAULT_MEMORY_FRACTION:g} of the {format_bytes(free)} {source}"
+                    over = f"over the memory limit of {format_bytes(allowed)} ({of})"
+                    raise refuse(over, "max_bytes")
+        elif cost.peak_bytes > int(limits.max_bytes):
             allowed = int(limits.max_bytes)
-            of = "set by xai.set_resource_limits"
-        if cost.peak_bytes > allowed:
-            raise refuse(f"over the memory limit of {format_bytes(allowed)} ({of})", "max_bytes")
+            over = (
+                f"over the memory limit of {format_bytes(allowed)} (set by xai.set_resource_limits)"
+            )
+            raise refuse(over, "max_bytes")
     if limits.max_model_rows is not None and cost.model_rows > limits.max_model_rows:
         over = f"over the limit of {_count(limits.max_model_rows)} model rows"
         raise refuse(over, "max_model_rows")

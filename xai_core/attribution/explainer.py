@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -44,6 +45,14 @@ def _init_parameters(init: Any) -> tuple[inspect.Parameter, ...]:
     return tuple(inspect.signature(init).parameters.values())[1:]
 
 
+@functools.lru_cache(maxsize=256)
+def _init_options(init: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The option names of a constructor and the defaults of those that have one, read once."""
+    params = _init_parameters(init)
+    names = tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return names, {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+
 class Explainer:
     """Base class of attribution methods.
 
@@ -68,10 +77,16 @@ class Explainer:
     row_index : ndarray of int64 of shape (n_samples,) or None
         Set by the core before :meth:`explain`: the global index, in the caller's data, of
         each row of ``X`` (chunks start past 0). Read it through :meth:`rows`.
+    picks_target : bool
+        Whether :meth:`explain` takes ``target=None`` for "the predicted class" and
+        finds it in the model outputs it computes anyway (its Explanation's ``target``
+        says which); :func:`explain` then makes no prediction of its own. Default False:
+        the core resolves the target first.
     """
 
     name: ClassVar[str] = ""
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    picks_target: ClassVar[bool] = False
     constraints: ClassVar[Mapping[str, Constraint]] = {}
     aliases: ClassVar[Mapping[str, Alias]] = {}
     row_index: np.ndarray | None = None
@@ -82,18 +97,17 @@ class Explainer:
     @classmethod
     def option_names(cls) -> list[str]:
         """The keyword arguments the constructor accepts."""
-        params = _init_parameters(cls.__init__)
-        return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return list(_init_options(cls.__init__)[0])
 
     @classmethod
     def option_defaults(cls) -> dict[str, Any]:
         """The constructor's default of each option that has one."""
-        params = _init_parameters(cls.__init__)
-        return {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+        return dict(_init_options(cls.__init__)[1])
 
     def get_options(self) -> dict[str, Any]:
         """The options this explainer was built with (stored as attributes of the same name)."""
-        return {name: getattr(self, name) for name in self.option_names() if hasattr(self, name)}
+        names = _init_options(type(self).__init__)[0]
+        return {name: getattr(self, name) for name in names if hasattr(self, name)}
 
     # -- randomness per row ---------------------------------------------------------------
     def rows(self, n: int) -> np.ndarray:
@@ -176,8 +190,9 @@ class Explainer:
             The model on its backend; use its ``predict``/``gradient`` in large batches.
         X : ndarray of shape (n_samples, *input_shape)
             Validated inputs, a read-only view of the caller's array.
-        target : ndarray of int64 of shape (n_samples,)
-            Output index per row.
+        target : ndarray of int64 of shape (n_samples,), or None
+            Output index per row; None (only when :attr:`picks_target`) for the predicted
+            class of each row, checked finite as :func:`resolve_target` checks it.
 
         Returns
         -------
@@ -311,7 +326,7 @@ def explain(
     if feature_names is None:
         feature_names = getattr(runner.model, "feature_names", None)
     X = runner.check_X(X)
-    n_features = int(np.prod(X.shape[1:]))
+    n_features = math.prod(X.shape[1:])
     if feature_names is not None and len(feature_names) != n_features:
         raise ValidationError(
             f"feature_names must have {n_features} names, one per feature; got {len(feature_names)}."
@@ -322,7 +337,8 @@ def explain(
     if cost is not None:
         check_cost(cost, f"method {cls.name!r}")
     # -- the work ---------------------------------------------------------------------------
-    target = resolve_target(runner, X, target, method=cls.name)
+    if target is not None or chunked or not cls.picks_target:
+        target = resolve_target(runner, X, target, method=cls.name)
     names = None if feature_names is None else tuple(str(f) for f in feature_names)
     job = ExplainJob(cls, resolved, feature_names=names, blas_threads=blas)
     if chunked:

@@ -19,8 +19,22 @@ __all__ = ["Explanation"]
 
 
 def _frozen(a: Any, dtype: Any = None) -> np.ndarray | None:
+    """``a`` copied and made read-only; an array frozen already is shared, not copied.
+
+    Frozen already: read-only and owning its memory (no view of someone's writable
+    array), as the arrays of an Explanation are, so a result remade with
+    :func:`dataclasses.replace` or a row selection (the core fills in ``meta``,
+    ``data``...) costs no second copy of its values.
+    """
     if a is None:
         return None
+    if (
+        type(a) is np.ndarray
+        and not a.flags.writeable
+        and a.flags.owndata
+        and (dtype is None or a.dtype == dtype)
+    ):
+        return a
     arr = np.array(a, dtype=dtype, copy=True)
     arr.setflags(write=False)
     return arr
@@ -67,7 +81,8 @@ class Explanation:
 
     Notes
     -----
-    Arrays are copied and made read-only; ``meta`` is a read-only mapping.
+    Arrays are copied and made read-only (an array that is read-only and owns its memory,
+    as an Explanation's own are, is shared instead); ``meta`` is a read-only mapping.
     """
 
     values: np.ndarray
@@ -97,7 +112,7 @@ class Explanation:
             raise ShapeError(
                 f"data must have the shape of values {values.shape}; got shape {data.shape}."
             )
-        n_features = int(np.prod(values.shape[1:]))
+        n_features = math.prod(values.shape[1:])
         names = (
             tuple(str(f) for f in self.feature_names) if self.feature_names is not None else None
         )

@@ -67,7 +67,8 @@ def run_explainer(
     runner : ModelRunner
     X : ndarray of shape (n_samples, *input_shape)
         Validated rows.
-    target : ndarray of int64 of shape (n_samples,)
+    target : ndarray of int64 of shape (n_samples,), or None
+        None when the method picks the predicted class itself (``picks_target``).
     job : ExplainJob
     rows : ndarray of int64 of shape (n_samples,)
         Global index of each row in the caller's data.
@@ -87,7 +88,7 @@ def run_explainer(
         len(X), progress=options.get("progress"), desc=cls.name, unit="row", long=False
     )
     with limit_blas(job.blas_threads), bar, bar.part(len(X)):
-        result = explainer.explain(guarded, view, read_only(target))
+        result = explainer.explain(guarded, view, None if target is None else read_only(target))
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}
     if "seed" in options:
