@@ -242,6 +242,30 @@ def _probe(table, first, held, slot, w, n, a):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _memo_for(n_tiles, n_folds):  # pragma: no cover - compiled
+    """Empty walk memo: per tile a linked list of its walks by starting window.
+
+    Returns ``head (n_tiles,)`` (-1: none yet), ``memo (5, n_folds)`` (next, start window,
+    first and last event, end window) and the growing event buffers ``rel_r, rel_c``
+    (walks' events, rows relative to their fold) and ``out_r, out_c`` (the result).
+    """
+    head = np.full(n_tiles, -1, np.int64)
+    memo = np.empty((5, n_folds), np.int64)
+    rel_r, rel_c = np.empty(64, np.int64), np.empty(64, np.int64)
+    out_r, out_c = np.empty(64, np.int64), np.empty(64, np.int64)
+    return head, memo, rel_r, rel_c, out_r, out_c
+
+
+@njit(cache=True, nogil=True)
+def _recall(memo, head, u, w):  # pragma: no cover - compiled
+    """The memo of tile ``u``'s walk from window ``w``, or -1."""
+    m = head[u]
+    while m >= 0 and memo[1, m] != w:
+        m = memo[0, m]
+    return m
+
+
+@njit(cache=True, nogil=True)
 def _remember(memo, head, m, u, w0, w, ev_r, ev_c, n_ev, rel_r, rel_c, n_rel):  # pragma: no cover
     """Store tile ``u``'s walk from window ``w0`` (its ``n_ev`` events, ending at ``w``) as memo ``m``."""
     lo = n_rel
@@ -290,19 +314,12 @@ def walk(keys, rows, starts, fold_tile, per_fold, cnt, table, depth, n, a, p):  
     for u in range(n_tiles):
         longest = max(longest, starts[u + 1] - starts[u])
     ev_r, ev_c = np.empty(longest, np.int64), np.empty(longest, np.int64)
-    # a tile's walks, by starting window: a linked list per tile of (start, events, end)
-    head = np.full(n_tiles, -1, np.int64)
-    memo = np.empty((5, len(fold_tile)), np.int64)  # next, start w, first, last event, end w
-    n_memo = 0
-    rel_r, rel_c = np.empty(64, np.int64), np.empty(64, np.int64)
-    out_r, out_c = np.empty(64, np.int64), np.empty(64, np.int64)
-    n_rel, n_out = 0, 0
+    head, memo, rel_r, rel_c, out_r, out_c = _memo_for(n_tiles, len(fold_tile))
+    n_memo, n_rel, n_out = 0, 0, 0
     w = np.int64(0)
     for f in range(len(fold_tile)):
         u = fold_tile[f]
-        m = head[u]
-        while m >= 0 and memo[1, m] != w:
-            m = memo[0, m]
+        m = _recall(memo, head, u, w)
         if m < 0:
             m, w0 = n_memo, w
             n_ev = 0
@@ -364,19 +381,12 @@ def walk_skew(
     n_tiles = col.shape[0]
     # one walk's events (at most one per demand), appended to rel after it
     ev_r, ev_c = np.empty(h * col.shape[1] + 1, np.int64), np.empty(h * col.shape[1] + 1, np.int64)
-    # a tile's walks, by starting window: a linked list per tile of (start, events, end)
-    head = np.full(n_tiles, -1, np.int64)
-    memo = np.empty((5, len(fold_tile)), np.int64)  # next, start w, first, last event, end w
-    n_memo = 0
-    rel_r, rel_c = np.empty(64, np.int64), np.empty(64, np.int64)
-    out_r, out_c = np.empty(64, np.int64), np.empty(64, np.int64)
-    n_rel, n_out = 0, 0
+    head, memo, rel_r, rel_c, out_r, out_c = _memo_for(n_tiles, len(fold_tile))
+    n_memo, n_rel, n_out = 0, 0, 0
     w = np.int64(0)
     for f in range(len(fold_tile)):
         u = fold_tile[f]
-        m = head[u]
-        while m >= 0 and memo[1, m] != w:
-            m = memo[0, m]
+        m = _recall(memo, head, u, w)
         if m < 0:
             m, w0 = n_memo, w
             n_ev = 0
