@@ -34,6 +34,7 @@ from xai_core.attribution.guard import check_outputs
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
 from xai_ig._fused import FusedTail, counted_matmul, fusable
+from xai_ig._integration import add_to_rows
 
 __all__ = ["AffinePath", "first_linear_layer"]
 
@@ -364,11 +365,7 @@ class AffinePath:
                 np.multiply(acc, diff, out=values[p0:p1])
                 continue
             acc *= diff
-            if k == 1:
-                values[local] += acc
-            else:
-                rows, starts = np.unique(local, return_index=True)
-                values[rows] += np.add.reduceat(acc, starts, axis=0)
+            add_to_rows(values, local, acc, k)
         if at_once:  # one backward product through the Dense first layer for every path
             # into the path points' memory, done with and still in cache, when it is large enough
             size = n * self.n_features

@@ -17,6 +17,7 @@ from xai_core import ModelRunner
 from xai_core.progress import Bar, progress_bar
 from xai_core.validation import check_int
 from xai_ig._affine import AffinePath, first_linear_layer
+from xai_ig._integration import add_to_rows
 
 __all__ = [
     "MAX_CHUNK_ELEMENTS",
@@ -171,9 +172,5 @@ def path_integral(
                 acc += np.einsum("psf,s->pf", grads, scaled[s0:s1].astype(grads.dtype))
                 bar.update(1)
             acc *= diff
-            if k == 1:
-                total[row] += acc
-            else:
-                rows, starts = np.unique(row, return_index=True)
-                total[rows] += np.add.reduceat(acc, starts, axis=0)
+            add_to_rows(total, row, acc, k)
     return total.reshape(X.shape)
