@@ -7,6 +7,8 @@ last memory every term is one multiply-add of two contiguous runs of ``channels`
 so the compiled loop (:func:`_depthwise`) vectorises across channels and never builds a
 column matrix, a padded copy or a shifted copy: each input element is read once per tap
 that uses it, each output written once. Taps that fall in the zero padding are skipped.
+An activation that clamps (ReLU, ReLU6, Clip: ``bounds = (lo, hi)``) is applied as each
+output is stored, so a convolution followed by it is one pass over memory.
 
 Every finite output equals the im2col path's sum up to floating-point rounding (the order
 of the taps and fused multiply-adds). The padding's products are not computed, so the
@@ -27,13 +29,19 @@ __all__ = ["depthwise_channels_last"]
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy", boundscheck=False)
-def _depthwise(x, weight, bias, geometry, out):  # pragma: no cover - compiled
-    """``out (n, oh, ow, c)`` of ``x (n, h, w, c)``, ``weight (kh, kw, c)``, ``bias (c,)``."""
+def _depthwise(x, weight, bias, geometry, bounds, out):  # pragma: no cover - compiled
+    """``out (n, oh, ow, c)`` of ``x (n, h, w, c)``, ``weight (kh, kw, c)``, ``bias (c,)``.
+
+    Each sum is clamped to ``bounds = (lo, hi)`` as it is stored (a NaN stays NaN).
+    Returns whether every sum, before the clamp, was finite.
+    """
     n, h, w, c = x.shape
     kh, kw = weight.shape[0], weight.shape[1]
     oh, ow = out.shape[1], out.shape[2]
     sh, sw, dh, dw, top, left = geometry
+    lo, hi = bounds[0], bounds[1]
     acc = np.empty(c, x.dtype)
+    seen = np.zeros(c, x.dtype)  # stays 0 unless a sum is not finite (then NaN)
     for i in range(n):
         for oy in range(oh):
             for ox in range(ow):
@@ -52,13 +60,20 @@ def _depthwise(x, weight, bias, geometry, out):  # pragma: no cover - compiled
                             acc[k] += taps[k] * src[k]
                 dst = out[i, oy, ox]
                 for k in range(c):
-                    dst[k] = acc[k]
+                    v = acc[k]
+                    seen[k] += v * 0
+                    v = lo if v < lo else v
+                    dst[k] = hi if v > hi else v
+    for k in range(c):
+        if seen[k] != 0:
+            return False
+    return True
 
 
 def depthwise_channels_last(
-    x: np.ndarray, weight: np.ndarray, bias, geom: ConvGeometry
-) -> np.ndarray:
-    """The depthwise convolution of ``x`` in channels-last memory.
+    x: np.ndarray, weight: np.ndarray, bias, geom: ConvGeometry, bounds=None
+) -> np.ndarray | None:
+    """The depthwise convolution of ``x`` in channels-last memory, optionally clamped.
 
     Parameters
     ----------
@@ -68,12 +83,16 @@ def depthwise_channels_last(
     bias : ndarray of shape (channels,) or None
     geom : ConvGeometry
         ``groups == channels``.
+    bounds : tuple of (float, float), optional
+        ``(lo, hi)``: each output clamped to ``min(max(y, lo), hi)`` as it is stored
+        (``-inf`` / ``inf`` leave a side open); none by default.
 
     Returns
     -------
-    ndarray of shape (n, channels, out_height, out_width)
+    ndarray of shape (n, channels, out_height, out_width) or None
         An NCHW-shaped view of C-contiguous (n, out_height, out_width, channels) memory,
-        in ``x``'s dtype.
+        in ``x``'s dtype; None when a sum is not finite (a NaN or infinity the caller
+        must spread the im2col way).
     """
     n, c, h, w = x.shape
     oh, ow = geom.out_hw((h, w))
@@ -86,6 +105,8 @@ def depthwise_channels_last(
     shift = np.zeros(c, x.dtype) if bias is None else np.ascontiguousarray(bias, dtype=x.dtype)
     (sh, sw), (dh, dw), (top, _, left, _) = geom.strides, geom.dilation, geom.pads
     geometry = np.array([sh, sw, dh, dw, top, left], np.int64)
+    clamp = np.array((-np.inf, np.inf) if bounds is None else bounds, x.dtype)
     out = scratch.empty((n, oh, ow, c), x.dtype)
-    _depthwise(nhwc, taps, shift, geometry, out)
-    return out.transpose(0, 3, 1, 2)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = _depthwise(nhwc, taps, shift, geometry, clamp, out)
+    return out.transpose(0, 3, 1, 2) if finite else None
