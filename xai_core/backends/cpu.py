@@ -128,7 +128,7 @@ class CPUBackend(Backend):
         if done is None:
             return super().conv2d_activated(x, weight, bias, geometry, activation)
         y, clamped = done
-        if not clamped:  # a non-finite depthwise sum, recomputed unclamped: clamp apart
+        if not clamped:  # a non-finite depthwise weight: computed unclamped
             return activation.apply(y, self, None)
         self._count_vector(y.size, y.size, y.size * activation.ops)
         return y
@@ -137,7 +137,7 @@ class CPUBackend(Backend):
         """``(output, clamped)`` by the fast paths of :meth:`conv2d`, or None if none applies.
 
         With ``bounds`` only the inference kernels apply; ``clamped`` tells whether they
-        clamped the output to ``bounds`` (not when a depthwise sum was not finite).
+        clamped the output to ``bounds`` (not when a depthwise weight or bias was not finite).
         """
         from xai_core.nn.conv_forward import conv2d_forward, forward_kind
         from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input

@@ -18,9 +18,9 @@ no layer of a chain transposes:
 
 Each kernel can also clamp its outputs as it makes them (``bounds``): the activation
 (ReLU, ReLU6, Clip) that follows a convolution at inference, fused into its epilogue.
-Results equal the im2col path's to floating-point rounding. A depthwise output that is
-not finite is recomputed by :mod:`xai_core.nn.conv_taps`, so NaN and infinity spread
-exactly as there.
+Results equal the im2col path's to floating-point rounding, NaN and infinity of the input
+spreading as there; a depthwise convolution by a non-finite weight or bias is recomputed
+by :mod:`xai_core.nn.conv_taps`, where it spreads through the padding too.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry, bounds=None):
     order); ``bounds = (lo, hi)``, when given, clamps every output as it is made (the
     epilogue of a following ReLU, ReLU6 or Clip). Returns the (n, filters, out_height,
     out_width) output, an NCHW-shaped view of channels-last or channel-major memory, or
-    None when a depthwise sum is not finite (the caller then computes the convolution
-    another way, unclamped).
+    None when a depthwise weight or bias is not finite (the caller then computes the
+    convolution another way, unclamped).
     """
     if kind == "pointwise":
         return _pointwise(x, weight, bias, bounds)
