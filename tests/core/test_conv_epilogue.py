@@ -11,6 +11,7 @@ from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import executor
 from xai_core.nn.epilogue import bias_clamp
 
+# every backend that runs float networks (the edgetpu runs only int8-quantised models)
 BACKENDS = [("cpu", {}), ("cpu", {"dtype": "float64"}), ("gpu", {}), ("tpu", {}), ("tpu_pod", {})]
 
 
