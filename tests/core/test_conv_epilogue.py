@@ -129,6 +129,7 @@ def test_fused_network_equals_torch():
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("where", ["input", "weight"])
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
 def test_non_finite_values_spread_as_unfused(where, value, monkeypatch):
