@@ -165,3 +165,20 @@ def test_bias_clamp_equals_numpy(dtype, axis, bounds):
         got = bias_clamp(out.copy(), b, bounds, axis=axis)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_convolution_subclass_with_its_own_apply_keeps_it(monkeypatch):
+    """A Conv2D subclass that changes ``apply`` is run as itself, then the activation."""
+
+    class Doubled(nn.Conv2D):
+        def apply(self, x, backend, record):
+            return 2 * super().apply(x, backend, record)
+
+    g = nn.Graph((2, 6, 5), dtype="float64", seed=0)
+    g.add(Doubled(3, 1), "input", name="conv")
+    g.add(nn.ReLU6(), "conv")
+    g.add(nn.Flatten())
+    X = np.random.default_rng(6).standard_normal((3, 2, 6, 5)) * 4
+    layer = g.node("conv").layer
+    want = np.clip(2 * np.einsum("fc,nchw->nfhw", layer.weight[:, :, 0, 0], X), 0, 6)
+    np.testing.assert_allclose(g.predict(X, CPUBackend("float64")), want.reshape(3, -1))

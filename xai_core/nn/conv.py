@@ -165,8 +165,11 @@ class Conv2D(Layer):
         """``activation.apply(self.apply(x, backend, None), backend, None)``, in one backend call.
 
         Inference only (no record): the backend may fuse the clamping ``activation``
-        (ReLU, ReLU6, Clip) into the convolution (:meth:`Backend.conv2d_activated`).
+        (ReLU, ReLU6, Clip) into the convolution (:meth:`Backend.conv2d_activated`). A
+        subclass with its own :meth:`apply` runs it, then the activation.
         """
+        if type(self).apply is not Conv2D.apply:
+            return activation.apply(self.apply(x, backend, None), backend, None)
         _util.rows(x, self.input_shape, self)
         x = _util.to_nchw(x, self.layout)
         y = backend.conv2d_activated(x, self.weight, self.bias, self.geometry(), activation)
