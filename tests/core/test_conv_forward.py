@@ -41,6 +41,30 @@ CASES = {
         9,
         "depthwise",
     ),
+    "depthwise-3x3-dilated-asymmetric": (
+        4,
+        4,
+        (3, 3),
+        (2, 1),
+        (2, 0, 1, 3),
+        (2, 2),
+        4,
+        9,
+        8,
+        "depthwise",
+    ),
+    "depthwise-3x3-windows-in-padding": (
+        3,
+        3,
+        (3, 3),
+        (3, 2),
+        (4, 4, 3, 0),
+        (3, 2),
+        3,
+        7,
+        9,
+        "depthwise",
+    ),
     "depthwise-1x1": (4, 4, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 4, 5, 6, "depthwise"),
     "pointwise": (6, 7, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, 9, 8, "pointwise"),
     "depthwise-multiplier": (4, 8, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, 9, 8, None),
@@ -113,9 +137,14 @@ def test_a_non_finite_input_spreads_as_on_the_gradient_path():
     x[1, 2, 4, 3] = np.inf
     x[2, 0, 0, 0] = np.nan
     got = CPUBackend("float64").conv2d(x, w, b, geom)
-    want = CPUBackend("float64").conv2d(x, w, b, geom, {})
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_array_equal(got[np.isfinite(want)], want[np.isfinite(want)])
+    for want in (
+        CPUBackend("float64").conv2d(x, w, b, geom, {}),
+        Backend.conv2d(CPUBackend("float64"), x, w, b, geom, None),
+    ):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)])
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-12)
     assert np.isnan(got).sum() < got.size // 10  # neighbours only, not whole rows
 
 

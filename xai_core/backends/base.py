@@ -267,6 +267,35 @@ class Backend:
 
         return conv2d_im2col(self, x, weight, bias, geometry, record)
 
+    def conv2d_activated(
+        self,
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        geometry: Any,
+        activation: Any,
+    ) -> np.ndarray:
+        """:meth:`conv2d` (inference, no record) followed by the layer ``activation``.
+
+        The executor asks for it when a convolution's only consumer is an activation that
+        clamps (ReLU, ReLU6, Clip). The default runs :meth:`conv2d`, then
+        ``activation.apply`` on this backend, exactly as the two layers would separately;
+        a backend may fuse the activation into the convolution's epilogue (the ``cpu``
+        backend does) if it computes, and counts, the same.
+
+        Parameters
+        ----------
+        x, weight, bias, geometry
+            As for :meth:`conv2d`.
+        activation : xai_core.nn.activations.Activation
+            Its :meth:`~xai_core.nn.activations.Activation.clamp_bounds` are not None.
+
+        Returns
+        -------
+        ndarray of shape (n, filters, out_height, out_width)
+        """
+        return activation.apply(self.conv2d(x, weight, bias, geometry, None), self, None)
+
     def conv2d_vjp(
         self,
         grad: np.ndarray,

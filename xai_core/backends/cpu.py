@@ -112,19 +112,48 @@ class CPUBackend(Backend):
         convolutions run the channel-major kernels of :mod:`xai_core.nn.conv_forward`
         instead, counted the same.
         """
+        done = self._conv2d(x, weight, bias, geometry, record, None)
+        return super().conv2d(x, weight, bias, geometry, record) if done is None else done[0]
+
+    def conv2d_activated(self, x, weight, bias, geometry, activation):
+        """:meth:`conv2d` with a clamping ``activation`` fused into the kernel's epilogue.
+
+        The inference kernels of :mod:`xai_core.nn.conv_forward` clamp each output as they
+        make it (one pass over memory, not a bias pass and an activation pass); the
+        activation's elementwise work is counted exactly as ``activation.apply`` would
+        count it. Other convolutions take :meth:`Backend.conv2d_activated`.
+        """
+        bounds = activation.clamp_bounds()
+        done = self._conv2d(x, weight, bias, geometry, None, bounds) if bounds else None
+        if done is None:
+            return super().conv2d_activated(x, weight, bias, geometry, activation)
+        y, clamped = done
+        if not clamped:  # a non-finite depthwise weight: computed unclamped
+            return activation.apply(y, self, None)
+        self._count_vector(y.size, y.size, y.size * activation.ops)
+        return y
+
+    def _conv2d(self, x, weight, bias, geometry, record, bounds):
+        """``(output, clamped)`` by the fast paths of :meth:`conv2d`, or None if none applies.
+
+        With ``bounds`` only the inference kernels apply; ``clamped`` tells whether they
+        clamped the output to ``bounds`` (not when a depthwise weight or bias was not finite).
+        """
         from xai_core.nn.conv_forward import conv2d_forward, forward_kind
         from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input
 
         kind = fast_kind(x.shape, weight.shape, geometry) if self._reference() else None
         if kind is None:
-            return super().conv2d(x, weight, bias, geometry, record)
+            return None
         x = np.asarray(x, dtype=self.dtype)
         weight = np.asarray(weight, dtype=self.dtype)
         if bias is not None:
             bias = np.asarray(bias, dtype=self.dtype)
-        y, inference = None, record is None and forward_kind(x.shape, weight.shape, geometry)
-        if inference:  # the channel-major kernels; nothing kept for a backward pass
-            y = conv2d_forward(inference, x, weight, bias, geometry)
+        inference = record is None and forward_kind(x.shape, weight.shape, geometry)
+        if bounds is not None and not inference:
+            return None
+        y = conv2d_forward(inference, x, weight, bias, geometry, bounds) if inference else None
+        clamped = y is not None and bounds is not None
         if y is None:
             y, saved = conv2d_taps(kind, x, weight, bias, geometry)
         n, f, oh, ow = y.shape
@@ -136,7 +165,7 @@ class CPUBackend(Backend):
             record.update(fast=kind, saved=saved, x_hw=x.shape[2:])
             # the input, for the im2col path's backward (a view of the padded copy)
             record["x"] = taps_input(kind, saved, x, geometry)
-        return y
+        return y, clamped
 
     def conv2d_vjp(
         self, grad, weight, geometry, record, *, use_bias, param_grads=True, input_grad=True

@@ -34,6 +34,11 @@ __all__ = [
 class Activation(Layer):
     """A layer without parameters that keeps the shape of its input."""
 
+    def clamp_bounds(self) -> tuple[float, float] | None:
+        """``(lo, hi)`` if this activation is ``min(max(x, lo), hi)`` (a convolution may
+        fuse it into its epilogue), else None."""
+        return None
+
 
 class _OfInput(Activation):
     """An activation whose derivative is computed from its input ``x``."""
@@ -68,6 +73,9 @@ class ReLU(_OfInput):
 
     def dfn(self, g, x):
         return g * (x > 0)
+
+    def clamp_bounds(self):
+        return (0.0, np.inf)
 
 
 class Clip(_OfInput):
@@ -114,6 +122,9 @@ class Clip(_OfInput):
     def dfn(self, g, x):
         lo, hi = self._bounds()
         return g * ((x > lo) & (x < hi))
+
+    def clamp_bounds(self):
+        return self._bounds()
 
     def get_config(self):
         return {"min_value": self.min_value, "max_value": self.max_value}

@@ -161,6 +161,20 @@ class Conv2D(Layer):
         y = backend.conv2d(x, self.weight, self.bias, self.geometry(), record)
         return _util.from_nchw(y, self.layout)
 
+    def apply_activated(self, x, backend, activation):
+        """``activation.apply(self.apply(x, backend, None), backend, None)``, in one backend call.
+
+        Inference only (no record): the backend may fuse the clamping ``activation``
+        (ReLU, ReLU6, Clip) into the convolution (:meth:`Backend.conv2d_activated`). A
+        subclass with its own :meth:`apply` runs it, then the activation.
+        """
+        if type(self).apply is not Conv2D.apply:
+            return activation.apply(self.apply(x, backend, None), backend, None)
+        _util.rows(x, self.input_shape, self)
+        x = _util.to_nchw(x, self.layout)
+        y = backend.conv2d_activated(x, self.weight, self.bias, self.geometry(), activation)
+        return _util.from_nchw(y, self.layout)
+
     def _out_hw(self) -> tuple[int, int]:
         if self.layout == "NHWC":
             return tuple(self.output_shape[:2])

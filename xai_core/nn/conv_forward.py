@@ -16,9 +16,11 @@ no layer of a chain transposes:
   input's first layer) is one product ``im2col(x) @ weight.T``: its column matrix is
   small, and a tap's product over so few channels would run far below speed.
 
-Results equal the im2col path's to floating-point rounding. A depthwise output that is
-not finite is recomputed by :mod:`xai_core.nn.conv_taps`, so NaN and infinity spread
-exactly as there.
+Each kernel can also clamp its outputs as it makes them (``bounds``): the activation
+(ReLU, ReLU6, Clip) that follows a convolution at inference, fused into its epilogue.
+Results equal the im2col path's to floating-point rounding, NaN and infinity of the input
+spreading as there; a depthwise convolution by a non-finite weight or bias is recomputed
+by :mod:`xai_core.nn.conv_taps`, where it spreads through the padding too.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 from xai_core.nn import scratch
 from xai_core.nn.conv_ops import ConvGeometry
 from xai_core.nn.depthwise_kernel import depthwise_channels_last
+from xai_core.nn.epilogue import bias_clamp
 from xai_core.nn.im2col import im2col
 
 __all__ = ["forward_kind", "conv2d_forward", "channel_major"]
@@ -59,57 +62,44 @@ def channel_major(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pointwise(x, weight, bias):
+def _pointwise(x, weight, bias, bounds):
     n, c, h, w = x.shape
     f = weight.shape[0]
     w2 = weight.reshape(f, c)
     nhwc = x.transpose(0, 2, 3, 1)
     if nhwc.flags.c_contiguous and c > 1:  # channels-last stays so: rows (pixels, c) @ w.T
         out = np.matmul(nhwc.reshape(-1, c), w2.T, out=scratch.empty((n * h * w, f), x.dtype))
-        if bias is not None:
-            out += bias
+        bias_clamp(out, bias, bounds)
         return out.reshape(n, h, w, f).transpose(0, 3, 1, 2)
     cols = channel_major(x).reshape(c, -1)
     out = np.matmul(w2, cols, out=scratch.empty((f, n * h * w), x.dtype))
-    if bias is not None:  # (a gemm accumulating into the bias runs slower than this pass)
-        out += bias[:, None]
+    bias_clamp(out, bias, bounds, axis=0)  # (a gemm accumulating into the bias runs slower)
     return out.reshape(f, n, h, w).transpose(1, 0, 2, 3)
 
 
-def _columns(x, weight, bias, geom):
+def _columns(x, weight, bias, geom, bounds):
     """``weight (f, c * kh * kw) @ im2col(x).T``: the column matrix of few channels is small."""
     n, f = x.shape[0], weight.shape[0]
     oh, ow = geom.out_hw(x.shape[2:])
     (kh, kw), pads = geom.kernel, geom.pads
     cols = im2col(x, kh, kw, geom.strides, pads, dilation=geom.dilation)  # column-major
     out = np.matmul(cols, weight.reshape(f, -1).T, out=scratch.empty((cols.shape[0], f), x.dtype))
-    if bias is not None:
-        out += bias
+    bias_clamp(out, bias, bounds)
     return out.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
 
 
-def _finite(y: np.ndarray) -> bool:
-    """Whether every element of ``y`` (a view of contiguous memory) is finite.
-
-    One BLAS dot of its memory with itself: a NaN or infinity makes it non-finite (as
-    does a sum of squares beyond the float range, a false alarm that only costs time).
-    """
-    flat = np.ravel(y, order="K")  # its memory, in memory order (a view)
-    return bool(np.isfinite(np.dot(flat, flat)))
-
-
-def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry):
+def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry, bounds=None):
     """The convolution of ``x`` by the forward-only kernel ``kind`` (see :func:`forward_kind`).
 
     The arguments are :func:`xai_core.nn.conv_taps.conv2d_taps`' (``x`` in any memory
-    order). Returns the (n, filters, out_height, out_width) output, an NCHW-shaped view of
-    channels-last or channel-major memory, or None when a depthwise output is not finite
-    (the caller then computes the convolution another way).
+    order); ``bounds = (lo, hi)``, when given, clamps every output as it is made (the
+    epilogue of a following ReLU, ReLU6 or Clip). Returns the (n, filters, out_height,
+    out_width) output, an NCHW-shaped view of channels-last or channel-major memory, or
+    None when a depthwise weight or bias is not finite (the caller then computes the
+    convolution another way, unclamped).
     """
     if kind == "pointwise":
-        return _pointwise(x, weight, bias)
+        return _pointwise(x, weight, bias, bounds)
     if kind == "columns":
-        return _columns(x, weight, bias, geom)
-    with np.errstate(invalid="ignore", over="ignore"):  # a non-finite output is redone
-        y = depthwise_channels_last(x, weight, bias, geom)
-        return y if _finite(y) else None
+        return _columns(x, weight, bias, geom, bounds)
+    return depthwise_channels_last(x, weight, bias, geom, bounds)

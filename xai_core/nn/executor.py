@@ -5,6 +5,11 @@ last consumer has run; with a :class:`Record` it keeps, per node, what that node
 needs for its backward pass. :func:`run_backward` walks the same nodes in reverse,
 summing the gradients of values read by several nodes. Nothing is stored on the layers
 or the network, so calls from many threads never meet.
+
+At inference (no record) a convolution whose only reader is a clamping activation (ReLU,
+ReLU6, Clip) and whose own output is not the one asked for runs with that activation in
+its epilogue (:meth:`~xai_core.backends.base.Backend.conv2d_activated`); the activation's
+node then passes the value on. The backend computes and counts what the two nodes would.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import numpy as np
 
 from xai_core.errors import ValidationError
 from xai_core.nn.layer import Layer
+from xai_core.nn.shape import Identity
 
 __all__ = ["Node", "Record", "run_forward", "run_backward", "ancestors"]
 
@@ -65,6 +71,41 @@ def ancestors(nodes: Sequence[Node], target: str) -> list[int]:
     return sorted(need)
 
 
+def _identity(layer: Layer) -> bool:
+    """Whether ``layer`` passes its input on unchanged and uncounted at inference."""
+    return isinstance(layer, Identity) and type(layer).apply is Identity.apply
+
+
+def _epilogues(nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]) -> dict:
+    """``{convolution index: activation index}`` for the fusable pairs of ``order``.
+
+    A pair is a node whose layer has ``apply_activated`` (a convolution), read once and
+    only by a one-input activation whose ``clamp_bounds()`` are not None, directly or
+    through a chain of identities (a batch norm folded away, a dropout), each read once.
+    The target (the last of ``order``) is never fused away: nothing in ``order`` reads it.
+    """
+    reader: dict[str, int] = {}
+    for i in order:
+        for name in nodes[i].inputs:
+            reader[name] = i
+    fused = {}
+    for i in order:
+        node = nodes[i]
+        if not hasattr(node.layer, "apply_activated"):
+            continue
+        name, j = node.name, reader.get(node.name)
+        while j is not None and uses.get(name) == 1 and _identity(nodes[j].layer):
+            name = nodes[j].name
+            j = reader.get(name)
+        if j is None or uses.get(name) != 1:
+            continue
+        act = nodes[j].layer
+        bounds = getattr(act, "clamp_bounds", None)
+        if act.n_inputs == 1 and bounds is not None and bounds() is not None:
+            fused[i] = j
+    return fused
+
+
 def run_forward(
     nodes: Sequence[Node],
     input_name: str,
@@ -95,6 +136,8 @@ def run_forward(
         for name in nodes[i].inputs:
             uses[name] = uses.get(name, 0) + 1
     target = nodes[order[-1]].name
+    fused = _epilogues(nodes, order, uses) if record is None else {}
+    done = set(fused.values())
     values: dict[str, np.ndarray] = {input_name: X}
     for i in order:
         node = nodes[i]
@@ -105,7 +148,13 @@ def run_forward(
                 del values[name]
         rec = {} if record is not None else None
         x = args[0] if node.layer.n_inputs == 1 else args
-        values[node.name] = node.layer.apply(x, backend, rec)
+        if i in fused:
+            act = nodes[fused[i]].layer
+            values[node.name] = node.layer.apply_activated(x, backend, act)
+        elif i in done:  # applied in its convolution's epilogue
+            values[node.name] = x
+        else:
+            values[node.name] = node.layer.apply(x, backend, rec)
         if record is not None:
             record.layers[node.name] = rec
     out = np.ascontiguousarray(values[target])  # a layer may leave channels-last memory
