@@ -227,7 +227,14 @@ def test_chunks_use_the_callers_seed_and_match_one_call(data, serial, method):
 
 def test_order_kept_when_chunks_finish_in_reverse(data, serial):
     """Chunks that complete last-first are still put back in row order."""
-    pool = _FlakyExecutor(fail=lambda n, t: False, delay=lambda t: 0.1 * (3 - t.index))
+
+    def after_later_chunks(task):  # chunk i starts once chunks i+1.. have finished
+        deadline = time.monotonic() + 30
+        while len(pool.finished) < 2 - task.index and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return 0.0
+
+    pool = _FlakyExecutor(fail=lambda n, t: False, delay=after_later_chunks)
     e = run(data, "shap", executor=pool)
     pool.shutdown()
     assert pool.finished == [2, 1, 0]
