@@ -108,9 +108,9 @@ class CPUBackend(Backend):
         padded activation, in this backend's dtype, and are counted exactly as the im2col
         path's products (:meth:`Backend.conv2d`) would be; other convolutions, and
         subclasses with their own products, take that path. Without a ``record`` (inference,
-        no backward pass to prepare), stride-1 pointwise and one-kernel-per-channel depthwise
-        convolutions run the channel-major kernels of :mod:`xai_core.nn.conv_forward`
-        instead, counted the same.
+        no backward pass to prepare), stride-1 pointwise, one-kernel-per-channel depthwise
+        and few-channel convolutions run the channels-last kernels of
+        :mod:`xai_core.nn.conv_forward` instead, counted the same.
         """
         done = self._conv2d(x, weight, bias, geometry, record, None)
         return super().conv2d(x, weight, bias, geometry, record) if done is None else done[0]

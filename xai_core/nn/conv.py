@@ -6,7 +6,7 @@ multiplied by the kernels in one ``backend.matmul``, or for ``groups > 1`` (dept
 in one ``backend.batched_matmul`` of the groups' blocks (counted as one matmul per group);
 the bias is a ``backend.elementwise`` (:mod:`xai_core.nn.conv_ops`). The ``cpu`` backend
 computes pointwise, depthwise and stride-1 convolutions without im2col
-(:mod:`xai_core.nn.conv_taps`; for inference, in channel-major memory,
+(:mod:`xai_core.nn.conv_taps`; for inference, in channels-last memory,
 :mod:`xai_core.nn.conv_forward`), counted the same. Weights are ``(filters, in_channels / groups, kh, kw)``
 whatever the layout (ONNX's and PyTorch's order).
 """
