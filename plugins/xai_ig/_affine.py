@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from xai_core import ModelRunner
+from xai_core.attribution.explainer import predicted_class
 from xai_core.attribution.guard import check_outputs
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import Conv2D, Dense, Flatten, Reshape, Sequential
@@ -205,10 +206,7 @@ class AffinePath:
 
     def predicted(self) -> np.ndarray:
         """The predicted output of each row (the largest; 0 for one output), int64 of shape (n_samples,)."""
-        out = self._ends()[: self.n]
-        if out.shape[1] == 1:
-            return np.zeros(self.n, dtype=np.int64)
-        return out.argmax(axis=1).astype(np.int64)
+        return predicted_class(self._ends()[: self.n])
 
     def outputs(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``f(x)[target]`` per row and ``f(b)[target]`` averaged over each row's baselines.

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core import Cost, Explainer, Explanation, ModelRunner, XaiWarning
+from xai_core.attribution.explainer import predicted_class
 from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Choice, Float, ImageShape, Int
 from xai_ig._affine import AffinePath, first_linear_layer
@@ -232,11 +233,7 @@ class IntegratedGradients(Explainer):
                 target = affine.predicted()
             else:
                 at_x = np.asarray(runner.predict_validated(X), dtype=np.float64)
-                target = (
-                    at_x.argmax(axis=1).astype(np.int64)
-                    if at_x.shape[1] > 1
-                    else np.zeros(len(X), dtype=np.int64)
-                )
+                target = predicted_class(at_x)
         eps = _EPS.get(X.dtype, _EPS[np.dtype(np.float32)])
 
         def ends() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

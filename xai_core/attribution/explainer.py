@@ -28,7 +28,14 @@ from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, get_backend
 from xai_core.validation import check_int
 
-__all__ = ["Explainer", "explain", "list_explainers", "resolve_method", "CAPABILITIES"]
+__all__ = [
+    "Explainer",
+    "explain",
+    "list_explainers",
+    "predicted_class",
+    "resolve_method",
+    "CAPABILITIES",
+]
 
 #: What a model on a backend can offer; explainers declare the subset they need.
 CAPABILITIES = frozenset({"predict", "gradient", "activations"})
@@ -346,6 +353,23 @@ def explain(
     return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
 
 
+def predicted_class(outputs: np.ndarray) -> np.ndarray:
+    """The predicted output of each row: the largest, or 0 when there is one output.
+
+    Parameters
+    ----------
+    outputs : ndarray of shape (n_samples, n_outputs)
+        Finite model outputs (checked by the caller: ``argmax`` of a NaN row is 0).
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_samples,)
+    """
+    if outputs.shape[1] == 1:
+        return np.zeros(len(outputs), np.int64)
+    return np.argmax(outputs, axis=1).astype(np.int64)
+
+
 def resolve_target(
     runner: ModelRunner, X: np.ndarray, target: Any, *, method: str = "explain"
 ) -> np.ndarray:
@@ -361,12 +385,7 @@ def resolve_target(
     from xai_core.validation import check_target
 
     if target is None:
-        out = check_outputs(runner.predict(X), method, label=f"method {method!r}")
-        return (
-            np.argmax(out, axis=1).astype(np.int64)
-            if out.shape[1] > 1
-            else np.zeros(len(X), np.int64)
-        )
+        return predicted_class(check_outputs(runner.predict(X), method, label=f"method {method!r}"))
     n_outputs = runner.n_outputs
     if n_outputs is None:
         n_outputs = runner.predict(X[:1]).shape[1]
