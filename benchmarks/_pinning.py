@@ -2,8 +2,8 @@
 
 Every headline row is measured at 1 and at 2 threads in the same run: numpy's BLAS (and
 any other pool threadpoolctl knows) and torch are limited to that many threads around
-each measurement, the contestants run one after the other in every round (so a change
-of load touches them alike), and the medians are reported with the BLAS kernel and the
+each measurement, the contestants run one after the other in every round, in a shuffled order (so a change
+of load touches them alike, and none always follows the same other), and the medians are reported with the BLAS kernel and the
 load average.
 """
 
@@ -44,13 +44,23 @@ def _torch() -> Any:
 
 
 def interleaved(*fns: Callable[[], Any], repeats: int) -> list[tuple[float, Any]]:
-    """Median wall time of each function over ``repeats`` rounds (after one warm-up), and its last result."""
+    """Median wall time of each function over ``repeats`` rounds (after one warm-up), and its last result.
+
+    Every round runs each function once, in an order drawn afresh (seeded, so runs repeat):
+    a function finds the caches holding whatever ran just before it, and a fixed order
+    would always hand the same function the same predecessor.
+    """
+    import random
+
     results = [fn() for fn in fns]
     times: list[list[float]] = [[] for _ in fns]
+    order = list(range(len(fns)))
+    shuffle = random.Random(0).shuffle
     for _ in range(repeats):
-        for i, fn in enumerate(fns):
+        shuffle(order)
+        for i in order:
             start = time.perf_counter()
-            results[i] = fn()
+            results[i] = fns[i]()
             times[i].append(time.perf_counter() - start)
     return [(statistics.median(t), r) for t, r in zip(times, results)]
 

@@ -288,7 +288,8 @@ class Backend:
         x, weight, bias, geometry
             As for :meth:`conv2d`.
         activation : xai_core.nn.activations.Activation
-            Its :meth:`~xai_core.nn.activations.Activation.clamp_bounds` are not None.
+            Its :meth:`~xai_core.nn.activations.Activation.clamp_bounds` were not None
+            when the pass was planned; a backend reads them again on every call.
 
         Returns
         -------

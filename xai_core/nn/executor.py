@@ -1,7 +1,7 @@
 """The executor of every native network: forward and backward passes over a DAG of nodes.
 
-:func:`run_forward` evaluates nodes in topological order, freeing each value once its
-last consumer has run; with a :class:`Record` it keeps, per node, what that node's layer
+:func:`run_forward` evaluates nodes in topological order (a :class:`Plan`, made once per
+target by :func:`plan`), freeing each value once its last consumer has run; with a :class:`Record` it keeps, per node, what that node's layer
 needs for its backward pass. :func:`run_backward` walks the same nodes in reverse,
 summing the gradients of values read by several nodes. Nothing is stored on the layers
 or the network, so calls from many threads never meet.
@@ -24,7 +24,7 @@ from xai_core.errors import ValidationError
 from xai_core.nn.layer import Layer
 from xai_core.nn.shape import Identity
 
-__all__ = ["Node", "Record", "run_forward", "run_backward", "ancestors"]
+__all__ = ["Node", "Plan", "Record", "plan", "run_forward", "run_backward", "ancestors"]
 
 
 class Node(NamedTuple):
@@ -71,6 +71,39 @@ def ancestors(nodes: Sequence[Node], target: str) -> list[int]:
     return sorted(need)
 
 
+class Plan(NamedTuple):
+    """How :func:`run_forward` evaluates one target: made once per target by :func:`plan`.
+
+    Attributes
+    ----------
+    order : tuple of int
+        Indices of the nodes to run, in topological order; the last is the target.
+    uses : dict of str to int
+        How many nodes of ``order`` read each value (a value is freed after its last reader).
+    fused : dict of int to int
+        ``{convolution index: activation index}``: the pairs run as one at inference.
+    """
+
+    order: tuple[int, ...]
+    uses: dict[str, int]
+    fused: dict[int, int]
+
+    @property
+    def target(self) -> int:
+        """Index of the node whose output the pass returns."""
+        return self.order[-1]
+
+
+def plan(nodes: Sequence[Node], target: str) -> Plan:
+    """The :class:`Plan` of a forward pass from the input to the node called ``target``."""
+    order = tuple(ancestors(nodes, target))
+    uses: dict[str, int] = {}
+    for i in order:
+        for name in nodes[i].inputs:
+            uses[name] = uses.get(name, 0) + 1
+    return Plan(order, uses, _epilogues(nodes, order, uses))
+
+
 def _identity(layer: Layer) -> bool:
     """Whether ``layer`` passes its input on unchanged and uncounted at inference."""
     return isinstance(layer, Identity) and type(layer).apply is Identity.apply
@@ -83,6 +116,8 @@ def _epilogues(nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]
     only by a one-input activation whose ``clamp_bounds()`` are not None, directly or
     through a chain of identities (a batch norm folded away, a dropout), each read once.
     The target (the last of ``order``) is never fused away: nothing in ``order`` reads it.
+    An activation whose bounds change later is still applied exactly:
+    :meth:`~xai_core.backends.base.Backend.conv2d_activated` reads them on every call.
     """
     reader: dict[str, int] = {}
     for i in order:
@@ -111,10 +146,10 @@ def run_forward(
     input_name: str,
     X: np.ndarray,
     backend: Any,
-    order: Sequence[int],
+    how: Plan,
     record: Record | None = None,
 ) -> np.ndarray:
-    """Output of the last node of ``order`` for the batch ``X``.
+    """Output of the target node of ``how`` for the batch ``X``.
 
     Parameters
     ----------
@@ -122,24 +157,21 @@ def run_forward(
     input_name : str
     X : ndarray of shape (n_samples, *input_shape)
     backend : Backend
-    order : sequence of int
-        Indices of the nodes to run, in topological order; the last is the target.
+    how : Plan
+        Of the same nodes (:func:`plan`).
     record : Record, optional
-        Filled with what :func:`run_backward` needs.
+        Filled with what :func:`run_backward` needs; no pair is fused then.
 
     Returns
     -------
     ndarray of shape (n_samples, *target output shape)
     """
-    uses: dict[str, int] = {}
-    for i in order:
-        for name in nodes[i].inputs:
-            uses[name] = uses.get(name, 0) + 1
-    target = nodes[order[-1]].name
-    fused = _epilogues(nodes, order, uses) if record is None else {}
+    uses = dict(how.uses)
+    target = nodes[how.target].name
+    fused = how.fused if record is None else {}
     done = set(fused.values())
     values: dict[str, np.ndarray] = {input_name: X}
-    for i in order:
+    for i in how.order:
         node = nodes[i]
         args = [values[name] for name in node.inputs]
         for name in node.inputs:
@@ -159,7 +191,7 @@ def run_forward(
             record.layers[node.name] = rec
     out = np.ascontiguousarray(values[target])  # a layer may leave channels-last memory
     if record is not None:
-        record.target, record.ran, record.output_shape = target, list(order), out.shape
+        record.target, record.ran, record.output_shape = target, list(how.order), out.shape
     return out
 
 

@@ -20,7 +20,7 @@ from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, Valid
 from xai_core.model.base import Model
 from xai_core.nn._local import ThreadLocalRecord
 from xai_core.nn.activations import Sigmoid, Softmax
-from xai_core.nn.executor import Node, Record, ancestors, run_backward, run_forward
+from xai_core.nn.executor import Node, Plan, Record, plan, run_backward, run_forward
 from xai_core.nn.layer import Layer
 from xai_core.nn.summary import Summary
 from xai_core.validation import check_array, check_positive_int, check_target
@@ -73,7 +73,7 @@ class Network(Model, ThreadLocalRecord):
             tuple(str(n) for n in output_names) if output_names is not None else None
         )
         self._local = threading.local()
-        self._orders: dict[str, list[int]] = {}
+        self._plans: dict[str, Plan] = {}
 
     # -- structure --------------------------------------------------------------------
     @property
@@ -124,7 +124,7 @@ class Network(Model, ThreadLocalRecord):
         return shape
 
     def _invalidate(self) -> None:
-        self._orders = {}
+        self._plans = {}
 
     def _require_built(self) -> None:
         if not self.built:
@@ -168,12 +168,17 @@ class Network(Model, ThreadLocalRecord):
     def __iter__(self) -> Iterator[Layer]:
         return iter(self.layers)
 
+    def _plan(self, target: str) -> Plan:
+        """The forward pass to ``target`` (made once; the cache is replaced, never mutated)."""
+        how = self._plans.get(target)
+        if how is None:
+            how = plan(self.nodes, target)
+            self._plans = {**self._plans, target: how}
+        return how
+
     def _order(self, target: str) -> list[int]:
-        order = self._orders.get(target)
-        if order is None:
-            order = ancestors(self.nodes, target)
-            self._orders = {**self._orders, target: order}
-        return order
+        """Indices of the nodes ``target`` depends on, in topological order."""
+        return list(self._plan(target).order)
 
     def _target(self, stop: int | str | None) -> str:
         if stop is None:
@@ -234,8 +239,8 @@ class Network(Model, ThreadLocalRecord):
         backend = self._backend(backend)
         if record is None and cache:
             record = Record()
-        order = self._order(self._target(stop))
-        out = run_forward(self.nodes, self.input_name, X, backend, order, record)
+        how = self._plan(self._target(stop))
+        out = run_forward(self.nodes, self.input_name, X, backend, how, record)
         if cache:
             self._local.record = record
         return out
