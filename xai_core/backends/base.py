@@ -393,13 +393,12 @@ class Backend:
     def _count_vector(self, n_in: int, n_out: int, n_ops: int) -> None:
         """Count elementwise work; subclasses turn it into cycles in :meth:`vector_cycles`."""
         cycles = self.vector_cycles(n_ops)
-        self._add(
-            elementwise_ops=n_ops,
-            bytes_read=n_in * self.dtype.itemsize,
-            bytes_written=n_out * self.dtype.itemsize,
-            cycles=cycles,
-            est_seconds=cycles / self.clock_hz,
-        )
+        size, c = self.dtype.itemsize, self._counters  # (every common counter exists)
+        c["elementwise_ops"] += n_ops
+        c["bytes_read"] += n_in * size
+        c["bytes_written"] += n_out * size
+        c["cycles"] += cycles
+        c["est_seconds"] += cycles / self.clock_hz
 
     #: Clock in Hz for ``est_seconds``; subclasses and presets set it.
     clock_hz: float = 1e9

@@ -61,19 +61,17 @@ class CPUBackend(Backend):
 
     def _count_products(self, g: int, m: int, k: int, n: int) -> None:
         """Count ``g`` products of (m, k) by (k, n) matrices, as ``g`` calls of :meth:`matmul`."""
-        macs = m * k * n
-        cycles = g * -(-macs // self.simd_width)
-        self._add(
-            matmuls=g,
-            macs=g * macs,
-            reads_a=g * macs,
-            reads_b=g * macs,
-            writes_c=g * m * n,
-            bytes_read=2 * g * macs * self.dtype.itemsize,
-            bytes_written=g * m * n * self.dtype.itemsize,
-            cycles=cycles,
-            est_seconds=cycles / self.clock_hz,
-        )
+        macs, size, c = g * m * k * n, self.dtype.itemsize, self._counters
+        cycles = g * -(-(m * k * n) // self.simd_width)
+        c["matmuls"] += g
+        c["macs"] += macs
+        c["reads_a"] += macs
+        c["reads_b"] += macs
+        c["writes_c"] += g * m * n
+        c["bytes_read"] += 2 * macs * size
+        c["bytes_written"] += g * m * n * size
+        c["cycles"] += cycles
+        c["est_seconds"] += cycles / self.clock_hz
 
     def _reference(self) -> bool:
         """Whether this backend's products and vector work are the cpu's own (not a subclass's)."""

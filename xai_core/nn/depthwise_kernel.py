@@ -158,6 +158,5 @@ def depthwise_channels_last(
     clamp = np.array((-np.inf, np.inf) if bounds is None else bounds, x.dtype)
     out = scratch.empty((n, oh, ow, c), x.dtype)
     kernel = _depthwise3x3 if taps.shape[:2] == (3, 3) else _depthwise
-    with np.errstate(invalid="ignore", over="ignore"):
-        kernel(nhwc, taps, shift, geometry, clamp, out)
+    kernel(nhwc, taps, shift, geometry, clamp, out)
     return out.transpose(0, 3, 1, 2)

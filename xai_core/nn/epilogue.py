@@ -65,6 +65,5 @@ def bias_clamp(out: np.ndarray, bias, bounds, *, axis: int = 1) -> np.ndarray:
         bounds = (-np.inf, np.inf)
     shift = np.zeros(out.shape[axis], out.dtype) if bias is None else bias.astype(out.dtype)
     clamp = np.array(bounds, out.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        (_per_column if axis == 1 else _per_row)(out, shift, clamp)
+    (_per_column if axis == 1 else _per_row)(out, shift, clamp)
     return out

@@ -13,6 +13,7 @@ room); :func:`release` lets the calling thread's blocks go.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 from typing import Any
@@ -46,7 +47,7 @@ def empty(shape: Any, dtype: Any) -> np.ndarray:
     """An uninitialised C-contiguous array, from a reused block when one is idle."""
     shape = tuple(int(d) for d in shape) if isinstance(shape, (tuple, list)) else (int(shape),)
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN_BYTES:
         return np.empty(shape, dtype=dtype)
     blocks = _pool.blocks
