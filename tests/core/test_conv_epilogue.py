@@ -9,6 +9,7 @@ import xai_core as xai
 from xai_core import nn
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import executor
+from xai_core.nn.conv_ops import ConvGeometry
 from xai_core.nn.epilogue import bias_clamp
 
 # every backend that runs float networks (the edgetpu runs only int8-quantised models)
@@ -31,6 +32,10 @@ def _network(layout="NCHW", seed=3):
     c = g.add(nn.Clip(-0.5, 0.75), c, name="dw_act")
     d = g.add(nn.Conv2D(8, 1, layout=layout), c, name="project")
     d = g.add(nn.Clip(min_value=0.1), d, name="project_act")
+    # a residual connection: the Add (after a folded batch norm) sums in the epilogue
+    r = g.add(nn.Conv2D(8, 1, layout=layout), d, name="residual")
+    r = g.add(nn.BatchNormalization(axis=axis), r)
+    d = g.add(nn.Add(), [a, r], name="sum")
     # read twice: the convolution's own output is needed, so it is not fused
     e = g.add(nn.Conv2D(8, 1, layout=layout), d, name="twice")
     f = g.add(nn.ReLU(), e, name="twice_act")
@@ -52,7 +57,7 @@ def _network(layout="NCHW", seed=3):
 
 
 def _unfused(monkeypatch):
-    monkeypatch.setattr(executor, "_epilogues", lambda *args: {})
+    monkeypatch.setattr(executor, "_epilogues", lambda *args: ({}, {}))
 
 
 def _run(net, X, name, settings, stop=None):
@@ -93,7 +98,52 @@ def test_the_cpu_backend_fuses_every_clamped_convolution_and_no_other(monkeypatc
     assert seen == ["stem_act", "expand_act", "dw_act", "project_act"]
 
 
-@pytest.mark.parametrize("node", ["stem", "stem_bn", "expand", "dw", "project", "dw_act"])
+def test_the_cpu_backend_sums_the_residual_in_the_epilogue(monkeypatch):
+    """The convolution read only by an Add meets it in the epilogue; the Adds of other inputs do not."""
+    net = _network()
+    seen = []
+    summed = CPUBackend.conv2d_added
+
+    def spy(self, x, weight, bias, geometry, residual, add):
+        seen.append(add.name)
+        return summed(self, x, weight, bias, geometry, residual, add)
+
+    monkeypatch.setattr(CPUBackend, "conv2d_added", spy)
+    net.predict(np.ones((2, *net.input_shape)), CPUBackend("float64"))
+    assert seen == ["sum"]
+
+
+def _in_memory(a, order):
+    """The NCHW-shaped ``a`` with its values in ``order`` memory (NCHW, channels-last or channel-major)."""
+    if order == "channels-last":
+        return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    if order == "channel-major":
+        return np.ascontiguousarray(a.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    return np.ascontiguousarray(a)
+
+
+@pytest.mark.parametrize("x_memory", ["NCHW", "channels-last", "channel-major"])
+@pytest.mark.parametrize("residual_memory", ["NCHW", "channels-last", "channel-major"])
+def test_a_residual_is_added_exactly_in_any_memory_order(x_memory, residual_memory):
+    """The fused sum and its counters equal the convolution's, then the Add's, for any memory orders."""
+    rng = np.random.default_rng(8)
+    x = _in_memory(rng.standard_normal((3, 5, 4, 6)).astype(np.float32), x_memory)
+    weight = rng.standard_normal((7, 5, 1, 1)).astype(np.float32)
+    bias = rng.standard_normal(7).astype(np.float32)
+    residual = _in_memory(rng.standard_normal((3, 7, 4, 6)).astype(np.float32), residual_memory)
+    add = nn.Add()
+    add.build([(7, 4, 6), (7, 4, 6)], np.random.default_rng(0), np.float32)
+    geom = ConvGeometry((1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    plain, fused = CPUBackend(), CPUBackend()
+    want = add.apply([plain.conv2d(x, weight, bias, geom), residual], plain, None)
+    got = fused.conv2d_added(x, weight, bias, geom, residual, add)
+    np.testing.assert_array_equal(got, want)
+    assert fused.counters == plain.counters
+
+
+@pytest.mark.parametrize(
+    "node", ["stem", "stem_bn", "expand", "dw", "project", "dw_act", "residual"]
+)
 def test_a_requested_node_keeps_its_own_output(node, monkeypatch):
     """``activations`` of a convolution (or an identity after it) is its value before the activation."""
     net = _network()
@@ -105,6 +155,22 @@ def test_a_requested_node_keeps_its_own_output(node, monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     if node != "dw_act":
         assert got.min() < -0.5 and got.max() > 0.75  # not clamped by the activation after it
+
+
+def test_bounds_changed_after_the_pass_was_planned_are_applied(monkeypatch):
+    """The pass is planned once per target; a Clip's new bounds still reach the fused kernel."""
+    net, fresh = _network(), _network()
+    X = np.random.default_rng(4).standard_normal((4, *net.input_shape)) * 3
+    before = net.predict(X, CPUBackend("float64"))  # plans (and caches) the fused pass
+    for model in (net, fresh):
+        model.node("dw_act").layer.min_value = -0.25
+        model.node("dw_act").layer.max_value = 0.5
+    got = net.predict(X, CPUBackend("float64"))
+    with monkeypatch.context() as m:
+        _unfused(m)
+        want = fresh.predict(X, CPUBackend("float64"))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(got, before)
 
 
 def test_fused_network_equals_torch():
@@ -123,7 +189,7 @@ def test_fused_network_equals_torch():
     a = conv(t, "stem").clamp(0, 6)
     c = conv(conv(a, "expand").clamp(min=0), "dw").clamp(-0.5, 0.75)
     d = conv(c, "project").clamp(min=0.1)
-    e = conv(d, "twice")
+    e = conv(a + conv(d, "residual"), "twice")
     want = (e + e.clamp(min=0) + a).numpy()
     got = net.activations(X, -5, CPUBackend("float64"))  # the second Add
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)

@@ -297,6 +297,37 @@ class Backend:
         """
         return activation.apply(self.conv2d(x, weight, bias, geometry, None), self, None)
 
+    def conv2d_added(
+        self,
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        geometry: Any,
+        residual: np.ndarray,
+        add: Any,
+    ) -> np.ndarray:
+        """:meth:`conv2d` (inference, no record) plus ``residual``, as the layer ``add`` sums them.
+
+        The executor asks for it when a convolution's only consumer is the ``Add`` of a
+        residual connection. The default runs :meth:`conv2d`, then ``add.apply`` on this
+        backend, exactly as the two layers would separately; a backend may add the
+        residual in the convolution's epilogue (the ``cpu`` backend does) if it computes,
+        and counts, the same.
+
+        Parameters
+        ----------
+        x, weight, bias, geometry
+            As for :meth:`conv2d`.
+        residual : ndarray of shape (n, filters, out_height, out_width)
+            The ``Add``'s other input.
+        add : xai_core.nn.merge.Add
+
+        Returns
+        -------
+        ndarray of shape (n, filters, out_height, out_width)
+        """
+        return add.apply([self.conv2d(x, weight, bias, geometry, None), residual], self, None)
+
     def conv2d_vjp(
         self,
         grad: np.ndarray,

@@ -110,7 +110,7 @@ class CPUBackend(Backend):
         and few-channel convolutions run the channels-last kernels of
         :mod:`xai_core.nn.conv_forward` instead, counted the same.
         """
-        done = self._conv2d(x, weight, bias, geometry, record, None)
+        done = self._conv2d(x, weight, bias, geometry, record)
         return super().conv2d(x, weight, bias, geometry, record) if done is None else done[0]
 
     def conv2d_activated(self, x, weight, bias, geometry, activation):
@@ -122,20 +122,39 @@ class CPUBackend(Backend):
         count it. Other convolutions take :meth:`Backend.conv2d_activated`.
         """
         bounds = activation.clamp_bounds()
-        done = self._conv2d(x, weight, bias, geometry, None, bounds) if bounds else None
+        done = self._conv2d(x, weight, bias, geometry, None, bounds=bounds) if bounds else None
         if done is None:
             return super().conv2d_activated(x, weight, bias, geometry, activation)
-        y, clamped = done
-        if not clamped:  # a non-finite depthwise weight: computed unclamped
+        y, finished = done
+        if not finished:  # a non-finite depthwise weight: computed unclamped
             return activation.apply(y, self, None)
         self._count_vector(y.size, y.size, y.size * activation.ops)
         return y
 
-    def _conv2d(self, x, weight, bias, geometry, record, bounds):
-        """``(output, clamped)`` by the fast paths of :meth:`conv2d`, or None if none applies.
+    def conv2d_added(self, x, weight, bias, geometry, residual, add):
+        """:meth:`conv2d` plus ``residual`` added in the kernel's epilogue.
 
-        With ``bounds`` only the inference kernels apply; ``clamped`` tells whether they
-        clamped the output to ``bounds`` (not when a depthwise weight or bias was not finite).
+        The inference kernels of :mod:`xai_core.nn.conv_forward` add the bias and the
+        residual in one pass after the product (the same sums, in the same order, as the
+        ``Add`` layer's); the addition is counted exactly as ``add.apply`` would count it.
+        Other convolutions take :meth:`Backend.conv2d_added`.
+        """
+        residual = np.asarray(residual, dtype=self.dtype)
+        done = self._conv2d(x, weight, bias, geometry, None, residual=residual)
+        if done is None:
+            return super().conv2d_added(x, weight, bias, geometry, residual, add)
+        y, finished = done
+        if not finished:  # a non-finite depthwise weight: computed without the residual
+            return add.apply([y, residual], self, None)
+        self._count_vector(y.size + residual.size, y.size, y.size)
+        return y
+
+    def _conv2d(self, x, weight, bias, geometry, record, bounds=None, residual=None):
+        """``(output, finished)`` by the fast paths of :meth:`conv2d`, or None if none applies.
+
+        With ``bounds`` or a ``residual`` only the inference kernels apply; ``finished``
+        tells whether they clamped the output to ``bounds`` or added the residual (not
+        when a depthwise weight or bias was not finite).
         """
         from xai_core.nn.conv_forward import conv2d_forward, forward_kind
         from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input
@@ -148,10 +167,13 @@ class CPUBackend(Backend):
         if bias is not None:
             bias = np.asarray(bias, dtype=self.dtype)
         inference = record is None and forward_kind(x.shape, weight.shape, geometry)
-        if bounds is not None and not inference:
+        epilogue = bounds is not None or residual is not None
+        if epilogue and not inference:
             return None
-        y = conv2d_forward(inference, x, weight, bias, geometry, bounds) if inference else None
-        clamped = y is not None and bounds is not None
+        y = None
+        if inference:
+            y = conv2d_forward(inference, x, weight, bias, geometry, bounds, residual)
+        finished = y is not None and epilogue
         if y is None:
             y, saved = conv2d_taps(kind, x, weight, bias, geometry)
         n, f, oh, ow = y.shape
@@ -163,7 +185,7 @@ class CPUBackend(Backend):
             record.update(fast=kind, saved=saved, x_hw=x.shape[2:])
             # the input, for the im2col path's backward (a view of the padded copy)
             record["x"] = taps_input(kind, saved, x, geometry)
-        return y, clamped
+        return y, finished
 
     def conv2d_vjp(
         self, grad, weight, geometry, record, *, use_bias, param_grads=True, input_grad=True

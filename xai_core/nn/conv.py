@@ -175,6 +175,21 @@ class Conv2D(Layer):
         y = backend.conv2d_activated(x, self.weight, self.bias, self.geometry(), activation)
         return _util.from_nchw(y, self.layout)
 
+    def apply_added(self, x, backend, add, residual):
+        """``add.apply([self.apply(x, backend, None), residual], backend, None)``, in one backend call.
+
+        Inference only (no record): the backend may add the ``residual`` (the other input
+        of the ``Add`` layer ``add``, of this layer's output shape) in the convolution's
+        epilogue (:meth:`Backend.conv2d_added`). A subclass with its own :meth:`apply`, or a
+        residual that broadcasts, runs the convolution, then the ``Add``.
+        """
+        if type(self).apply is not Conv2D.apply or residual.shape[1:] != self.output_shape:
+            return add.apply([self.apply(x, backend, None), residual], backend, None)
+        _util.rows(x, self.input_shape, self)
+        x, residual = _util.to_nchw(x, self.layout), _util.to_nchw(residual, self.layout)
+        y = backend.conv2d_added(x, self.weight, self.bias, self.geometry(), residual, add)
+        return _util.from_nchw(y, self.layout)
+
     def _out_hw(self) -> tuple[int, int]:
         if self.layout == "NHWC":
             return tuple(self.output_shape[:2])

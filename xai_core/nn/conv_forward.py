@@ -17,7 +17,9 @@ no layer of a chain transposes:
   small, and a tap's product over so few channels would run far below speed.
 
 Each kernel can also clamp its outputs as it makes them (``bounds``): the activation
-(ReLU, ReLU6, Clip) that follows a convolution at inference, fused into its epilogue.
+(ReLU, ReLU6, Clip) that follows a convolution at inference, fused into its epilogue; or
+add the other input of a residual connection's ``Add`` (``residual``), in the same pass as
+the bias after a product.
 Results equal the im2col path's to floating-point rounding, NaN and infinity of the input
 spreading as there; a depthwise convolution by a non-finite weight or bias is recomputed
 by :mod:`xai_core.nn.conv_taps`, where it spreads through the padding too.
@@ -62,44 +64,70 @@ def channel_major(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pointwise(x, weight, bias, bounds):
+def _rows(residual, n_rows, channels_last: bool):
+    """``residual`` (NCHW-shaped) as the (pixels, f) or (f, pixels) matrix of the output, or None.
+
+    None when its memory is not in that order (it is then added by numpy afterwards).
+    """
+    if residual is None:
+        return None
+    order = (0, 2, 3, 1) if channels_last else (1, 0, 2, 3)
+    view = residual.transpose(order)
+    return view.reshape(n_rows, -1) if view.flags.c_contiguous else None
+
+
+def _finish(out, bias, bounds, residual, nchw, channels_last: bool):
+    """The epilogue of a product ``out``: bias, residual and clamp; returns the NCHW view ``nchw``."""
+    rows = _rows(residual, out.shape[0], channels_last)
+    bias_clamp(out, bias, bounds, axis=1 if channels_last else 0, residual=rows)
+    if residual is not None and rows is None:  # another memory order: the same sums by numpy
+        np.add(nchw, residual, out=nchw)
+    return nchw
+
+
+def _pointwise(x, weight, bias, bounds, residual):
     n, c, h, w = x.shape
     f = weight.shape[0]
     w2 = weight.reshape(f, c)
     nhwc = x.transpose(0, 2, 3, 1)
     if nhwc.flags.c_contiguous and c > 1:  # channels-last stays so: rows (pixels, c) @ w.T
         out = np.matmul(nhwc.reshape(-1, c), w2.T, out=scratch.empty((n * h * w, f), x.dtype))
-        bias_clamp(out, bias, bounds)
-        return out.reshape(n, h, w, f).transpose(0, 3, 1, 2)
+        nchw = out.reshape(n, h, w, f).transpose(0, 3, 1, 2)
+        return _finish(out, bias, bounds, residual, nchw, channels_last=True)
     cols = channel_major(x).reshape(c, -1)
     out = np.matmul(w2, cols, out=scratch.empty((f, n * h * w), x.dtype))
-    bias_clamp(out, bias, bounds, axis=0)  # (a gemm accumulating into the bias runs slower)
-    return out.reshape(f, n, h, w).transpose(1, 0, 2, 3)
+    # (a gemm accumulating into the bias runs slower)
+    nchw = out.reshape(f, n, h, w).transpose(1, 0, 2, 3)
+    return _finish(out, bias, bounds, residual, nchw, channels_last=False)
 
 
-def _columns(x, weight, bias, geom, bounds):
-    """``weight (f, c * kh * kw) @ im2col(x).T``: the column matrix of few channels is small."""
+def _columns(x, weight, bias, geom, bounds, residual):
+    """``im2col(x) @ weight (f, c * kh * kw).T``: the column matrix of few channels is small."""
     n, f = x.shape[0], weight.shape[0]
     oh, ow = geom.out_hw(x.shape[2:])
     (kh, kw), pads = geom.kernel, geom.pads
     cols = im2col(x, kh, kw, geom.strides, pads, dilation=geom.dilation)  # column-major
     out = np.matmul(cols, weight.reshape(f, -1).T, out=scratch.empty((cols.shape[0], f), x.dtype))
-    bias_clamp(out, bias, bounds)
-    return out.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
+    nchw = out.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
+    return _finish(out, bias, bounds, residual, nchw, channels_last=True)
 
 
-def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry, bounds=None):
+def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry, bounds=None, residual=None):
     """The convolution of ``x`` by the forward-only kernel ``kind`` (see :func:`forward_kind`).
 
     The arguments are :func:`xai_core.nn.conv_taps.conv2d_taps`' (``x`` in any memory
     order); ``bounds = (lo, hi)``, when given, clamps every output as it is made (the
-    epilogue of a following ReLU, ReLU6 or Clip). Returns the (n, filters, out_height,
-    out_width) output, an NCHW-shaped view of channels-last or channel-major memory, or
-    None when a depthwise weight or bias is not finite (the caller then computes the
-    convolution another way, unclamped).
+    epilogue of a following ReLU, ReLU6 or Clip); ``residual``, an array of the output's
+    shape, is added after the bias (the epilogue of a following ``Add``; not with
+    ``bounds``). Returns the (n, filters, out_height, out_width) output, an NCHW-shaped
+    view of channels-last or channel-major memory, or None when a depthwise weight or bias
+    is not finite (the caller then computes the convolution another way, with neither).
     """
     if kind == "pointwise":
-        return _pointwise(x, weight, bias, bounds)
+        return _pointwise(x, weight, bias, bounds, residual)
     if kind == "columns":
-        return _columns(x, weight, bias, geom, bounds)
-    return depthwise_channels_last(x, weight, bias, geom, bounds)
+        return _columns(x, weight, bias, geom, bounds, residual)
+    y = depthwise_channels_last(x, weight, bias, geom, bounds)
+    if y is not None and residual is not None:  # after the compiled loop, by numpy
+        np.add(y, residual, out=y)
+    return y

@@ -7,9 +7,11 @@ summing the gradients of values read by several nodes. Nothing is stored on the 
 or the network, so calls from many threads never meet.
 
 At inference (no record) a convolution whose only reader is a clamping activation (ReLU,
-ReLU6, Clip) and whose own output is not the one asked for runs with that activation in
-its epilogue (:meth:`~xai_core.backends.base.Backend.conv2d_activated`); the activation's
-node then passes the value on. The backend computes and counts what the two nodes would.
+ReLU6, Clip), or the ``Add`` of a residual connection, and whose own output is not the
+one asked for runs with that node in its epilogue
+(:meth:`~xai_core.backends.base.Backend.conv2d_activated`,
+:meth:`~xai_core.backends.base.Backend.conv2d_added`); that node then passes the value
+on. The backend computes and counts what the two nodes would.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import numpy as np
 
 from xai_core.errors import ValidationError
 from xai_core.nn.layer import Layer
+from xai_core.nn.merge import Add
 from xai_core.nn.shape import Identity
 
-__all__ = ["Node", "Plan", "Record", "plan", "run_forward", "run_backward", "ancestors"]
+__all__ = ["Node", "Epilogue", "Plan", "Record", "plan", "run_forward", "run_backward", "ancestors"]
 
 
 class Node(NamedTuple):
@@ -71,6 +74,21 @@ def ancestors(nodes: Sequence[Node], target: str) -> list[int]:
     return sorted(need)
 
 
+class Epilogue(NamedTuple):
+    """A node run inside the convolution that is its only input, at inference.
+
+    Attributes
+    ----------
+    node : int
+        Index of the clamping activation, or of the ``Add`` of a residual connection.
+    residual : str or None
+        The ``Add``'s other input (None for an activation).
+    """
+
+    node: int
+    residual: str | None = None
+
+
 class Plan(NamedTuple):
     """How :func:`run_forward` evaluates one target: made once per target by :func:`plan`.
 
@@ -80,13 +98,17 @@ class Plan(NamedTuple):
         Indices of the nodes to run, in topological order; the last is the target.
     uses : dict of str to int
         How many nodes of ``order`` read each value (a value is freed after its last reader).
-    fused : dict of int to int
-        ``{convolution index: activation index}``: the pairs run as one at inference.
+    fused : dict of int to Epilogue
+        Per convolution index, the node its backend call computes too, at inference.
+    passes : dict of int to int
+        Per node computed in a convolution's call, which of its inputs (by position) it
+        passes on: that convolution's output, already activated or summed.
     """
 
     order: tuple[int, ...]
     uses: dict[str, int]
-    fused: dict[int, int]
+    fused: dict[int, Epilogue]
+    passes: dict[int, int]
 
     @property
     def target(self) -> int:
@@ -101,7 +123,8 @@ def plan(nodes: Sequence[Node], target: str) -> Plan:
     for i in order:
         for name in nodes[i].inputs:
             uses[name] = uses.get(name, 0) + 1
-    return Plan(order, uses, _epilogues(nodes, order, uses))
+    fused, passes = _epilogues(nodes, order, uses)
+    return Plan(order, uses, fused, passes)
 
 
 def _identity(layer: Layer) -> bool:
@@ -109,12 +132,25 @@ def _identity(layer: Layer) -> bool:
     return isinstance(layer, Identity) and type(layer).apply is Identity.apply
 
 
-def _epilogues(nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]) -> dict:
-    """``{convolution index: activation index}`` for the fusable pairs of ``order``.
+def _sum_of_two(node: Node) -> bool:
+    """Whether ``node`` adds exactly two inputs with :class:`~xai_core.nn.merge.Add`'s own apply."""
+    layer = node.layer
+    return isinstance(layer, Add) and type(layer).apply is Add.apply and len(node.inputs) == 2
 
-    A pair is a node whose layer has ``apply_activated`` (a convolution), read once and
-    only by a one-input activation whose ``clamp_bounds()`` are not None, directly or
-    through a chain of identities (a batch norm folded away, a dropout), each read once.
+
+def _epilogues(
+    nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]
+) -> tuple[dict[int, Epilogue], dict[int, int]]:
+    """The fusable convolutions of ``order``: :attr:`Plan.fused` and :attr:`Plan.passes`.
+
+    A convolution (a layer with ``apply_activated`` and ``apply_added``) is fused with its
+    only reader, directly or through a chain of identities (a batch norm folded away, a
+    dropout) each read once, when that reader is
+
+    - a one-input activation whose ``clamp_bounds()`` are not None (ReLU, ReLU6, Clip), or
+    - an ``Add`` of two inputs with the convolution's output shape (a residual connection)
+      whose other input is computed before the convolution (or is the network's input).
+
     The target (the last of ``order``) is never fused away: nothing in ``order`` reads it.
     An activation whose bounds change later is still applied exactly:
     :meth:`~xai_core.backends.base.Backend.conv2d_activated` reads them on every call.
@@ -123,7 +159,9 @@ def _epilogues(nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]
     for i in order:
         for name in nodes[i].inputs:
             reader[name] = i
-    fused = {}
+    made = {nodes[i].name: i for i in order}
+    fused: dict[int, Epilogue] = {}
+    passes: dict[int, int] = {}
     for i in order:
         node = nodes[i]
         if not hasattr(node.layer, "apply_activated"):
@@ -134,11 +172,16 @@ def _epilogues(nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]
             j = reader.get(name)
         if j is None or uses.get(name) != 1:
             continue
-        act = nodes[j].layer
-        bounds = getattr(act, "clamp_bounds", None)
-        if act.n_inputs == 1 and bounds is not None and bounds() is not None:
-            fused[i] = j
-    return fused
+        after = nodes[j]
+        bounds = getattr(after.layer, "clamp_bounds", None)
+        if after.layer.n_inputs == 1 and bounds is not None and bounds() is not None:
+            fused[i], passes[j] = Epilogue(j), 0
+        elif _sum_of_two(after) and after.layer.output_shape == node.layer.output_shape:
+            position = after.inputs.index(name)
+            other = after.inputs[1 - position]
+            if made.get(other, -1) < i:  # computed already (or the network's input)
+                fused[i], passes[j] = Epilogue(j, other), position
+    return fused, passes
 
 
 def run_forward(
@@ -168,12 +211,15 @@ def run_forward(
     """
     uses = dict(how.uses)
     target = nodes[how.target].name
-    fused = how.fused if record is None else {}
-    done = set(fused.values())
+    fused, passes = (how.fused, how.passes) if record is None else ({}, {})
     values: dict[str, np.ndarray] = {input_name: X}
     for i in how.order:
         node = nodes[i]
         args = [values[name] for name in node.inputs]
+        if i in fused:  # its epilogue node's operands, before any is freed
+            epilogue = fused[i]
+            after = nodes[epilogue.node].layer
+            residual = None if epilogue.residual is None else values[epilogue.residual]
         for name in node.inputs:
             uses[name] -= 1
             if not uses[name] and name != target:
@@ -181,10 +227,12 @@ def run_forward(
         rec = {} if record is not None else None
         x = args[0] if node.layer.n_inputs == 1 else args
         if i in fused:
-            act = nodes[fused[i]].layer
-            values[node.name] = node.layer.apply_activated(x, backend, act)
-        elif i in done:  # applied in its convolution's epilogue
-            values[node.name] = x
+            if residual is None:
+                values[node.name] = node.layer.apply_activated(x, backend, after)
+            else:
+                values[node.name] = node.layer.apply_added(x, backend, after, residual)
+        elif i in passes:  # computed in its convolution's call
+            values[node.name] = args[passes[i]]
         else:
             values[node.name] = node.layer.apply(x, backend, rec)
         if record is not None:

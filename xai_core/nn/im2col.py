@@ -93,7 +93,7 @@ def conv_output_size(size: int, kernel: int, stride: int, padding, dilation: int
         ``(size + before + after - dilation * (kernel - 1) - 1) // stride + 1``; at least
         1, or a :class:`ShapeError`.
     """
-    before, after = (padding, padding) if np.ndim(padding) == 0 else padding
+    before, after = (padding, padding) if isinstance(padding, (int, np.integer)) else padding
     span = dilation * (kernel - 1) + 1
     out = (size + before + after - span) // stride + 1
     if size + before + after < span or out < 1:

@@ -45,7 +45,7 @@ def _idle(blocks: list[np.ndarray], i: int) -> bool:
 
 def empty(shape: Any, dtype: Any) -> np.ndarray:
     """An uninitialised C-contiguous array, from a reused block when one is idle."""
-    shape = tuple(int(d) for d in shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+    shape = tuple(map(int, shape)) if isinstance(shape, (tuple, list)) else (int(shape),)
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN_BYTES:
