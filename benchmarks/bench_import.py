@@ -16,7 +16,7 @@ Run from the repository root::
 
 Both at 1 and 2 threads: torch (``torch.set_num_threads``), onnxruntime
 (``intra_op_num_threads``) and numpy's BLAS (threadpoolctl) are pinned alike. Each time
-is the median of ``--repeats`` interleaved rounds (every contender once per round), so a
+is the median of ``--repeats`` interleaved rounds (every contender once per round, in a shuffled order), so a
 change of machine load touches all alike; idle threads wait passively (``OMP_WAIT_POLICY``,
 onnxruntime's ``allow_spinning=0``) so that no library's spinning workers slow the next. Ratios are ours / theirs (below 1: faster).
 

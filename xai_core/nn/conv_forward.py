@@ -96,8 +96,8 @@ def _pointwise(x, weight, bias, bounds, residual):
         return _finish(out, bias, bounds, residual, nchw, channels_last=True)
     cols = channel_major(x).reshape(c, -1)
     out = np.matmul(w2, cols, out=scratch.empty((f, n * h * w), x.dtype))
-    # (a gemm accumulating into the bias runs slower)
     nchw = out.reshape(f, n, h, w).transpose(1, 0, 2, 3)
+    # the bias after the product: a gemm accumulating into it runs slower
     return _finish(out, bias, bounds, residual, nchw, channels_last=False)
 
 

@@ -1,11 +1,11 @@
-"""The ``cpu`` backend's convolution epilogue: bias added and activation clamped in one pass.
+"""The ``cpu`` backend's convolution epilogue: bias, residual and activation in one pass.
 
 A matrix product leaves a convolution's sums in a (pixels, filters) or (filters, pixels)
 matrix; :func:`bias_clamp` adds the bias (and the residual of an ``Add`` that follows) and
 clamps each element to ``(lo, hi)`` (ReLU: ``(0, inf)``, ReLU6: ``(0, 6)``) in place, in
 one compiled pass over that memory instead of a bias pass and an activation or addition
-pass. A NaN stays NaN (it compares false with both
-bounds), as ``np.clip`` keeps it. Compiled by numba on first use and cached on disk.
+pass. A NaN stays NaN (it compares false with both bounds), as ``np.clip`` keeps it.
+Compiled by numba on first use and cached on disk.
 """
 
 from __future__ import annotations

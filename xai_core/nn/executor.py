@@ -1,8 +1,8 @@
 """The executor of every native network: forward and backward passes over a DAG of nodes.
 
 :func:`run_forward` evaluates nodes in topological order (a :class:`Plan`, made once per
-target by :func:`plan`), freeing each value once its last consumer has run; with a :class:`Record` it keeps, per node, what that node's layer
-needs for its backward pass. :func:`run_backward` walks the same nodes in reverse,
+target by :func:`plan`), freeing each value once its last consumer has run; with a
+:class:`Record` it keeps, per node, what that node's layer needs for its backward pass. :func:`run_backward` walks the same nodes in reverse,
 summing the gradients of values read by several nodes. Nothing is stored on the layers
 or the network, so calls from many threads never meet.
 
@@ -216,10 +216,6 @@ def run_forward(
     for i in how.order:
         node = nodes[i]
         args = [values[name] for name in node.inputs]
-        if i in fused:  # its epilogue node's operands, before any is freed
-            epilogue = fused[i]
-            after = nodes[epilogue.node].layer
-            residual = None if epilogue.residual is None else values[epilogue.residual]
         for name in node.inputs:
             uses[name] -= 1
             if not uses[name] and name != target:
@@ -227,9 +223,13 @@ def run_forward(
         rec = {} if record is not None else None
         x = args[0] if node.layer.n_inputs == 1 else args
         if i in fused:
-            if residual is None:
+            # (a residual's last reader is the Add still to come: it is not freed yet)
+            epilogue = fused[i]
+            after = nodes[epilogue.node].layer
+            if epilogue.residual is None:
                 values[node.name] = node.layer.apply_activated(x, backend, after)
             else:
+                residual = values[epilogue.residual]
                 values[node.name] = node.layer.apply_added(x, backend, after, residual)
         elif i in passes:  # computed in its convolution's call
             values[node.name] = args[passes[i]]
