@@ -47,13 +47,15 @@ def open_page(browser):
 
     Returns ``(context, page, events)``; ``events`` collects console errors and warnings,
     page errors, dialogs (dismissed) and every request that is not ``file:`` or ``data:``
-    (aborted). Close the context when done.
+    (aborted). Every context it opened is closed when the test ends, passed or failed.
     """
+    opened = []
 
     def open_(url: str, *, javascript: bool = True):
         context = browser.new_context(
             java_script_enabled=javascript, viewport={"width": 1000, "height": 900}
         )
+        opened.append(context)
         events = {"console": [], "dialogs": [], "network": [], "page_errors": []}
 
         def route(r):
@@ -74,7 +76,9 @@ def open_page(browser):
         page.wait_for_timeout(200)
         return context, page, events
 
-    return open_
+    yield open_
+    for context in opened:
+        context.close()
 
 
 #: WCAG contrast of every visible text against what is behind it (the lowest five).

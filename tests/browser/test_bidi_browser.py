@@ -69,12 +69,9 @@ def test_a_class_name_with_an_override_keeps_the_rest_of_its_cell_in_order(open_
     """The row table's ``<name> (1)``: the index stays to the right of the name."""
     path = tmp_path / "r.html"
     xai.Report("bidi", seed=0).add(_explanation()).save(path)
-    context, page, events = open_page(path.as_uri())
-    try:
-        _check(page.evaluate(_POSITIONS, ["td", "(1)"]))
-        assert events["page_errors"] == []
-    finally:
-        context.close()
+    _, page, events = open_page(path.as_uri())
+    _check(page.evaluate(_POSITIONS, ["td", "(1)"]))
+    assert events["page_errors"] == []
 
 
 def test_without_the_isolate_the_override_would_reorder_the_cell(open_page, tmp_path):
@@ -84,12 +81,9 @@ def test_without_the_isolate_the_override_would_reorder_the_cell(open_page, tmp_
         f'<!DOCTYPE html><meta charset="utf-8"><table><tr><td>{LABEL} (1)</td></tr></table>',
         encoding="utf-8",
     )
-    context, page, _ = open_page(path.as_uri())
-    try:
-        found = page.evaluate(_POSITIONS, ["td", "(1)"])
-        assert found and found[0]["markerLeft"] < found[0]["labelRight"]
-    finally:
-        context.close()
+    _, page, _ = open_page(path.as_uri())
+    found = page.evaluate(_POSITIONS, ["td", "(1)"])
+    assert found and found[0]["markerLeft"] < found[0]["labelRight"]
 
 
 def test_the_projectors_script_isolates_labels_it_writes(open_page, tmp_path):
@@ -98,10 +92,7 @@ def test_the_projectors_script_isolates_labels_it_writes(open_page, tmp_path):
     p = xai.project(rng.normal(size=(20, 4)), labels=[LABEL] * 20, metadata={"note": ["x"] * 20})
     path = tmp_path / "p.html"
     p.save_html(path)
-    context, page, events = open_page(path.as_uri())
-    try:
-        page.evaluate("document.querySelector('div.xai-projector').xaiProjector.select(3)")
-        _check(page.evaluate(_POSITIONS, [".xai-projector-selected", "note"]))
-        assert events["page_errors"] == []
-    finally:
-        context.close()
+    _, page, events = open_page(path.as_uri())
+    page.evaluate("document.querySelector('div.xai-projector').xaiProjector.select(3)")
+    _check(page.evaluate(_POSITIONS, [".xai-projector-selected", "note"]))
+    assert events["page_errors"] == []

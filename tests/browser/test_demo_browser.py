@@ -7,9 +7,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def test_demo_report_opens_cleanly(open_page, demo_report):
     """Opening the demo report logs no errors, opens no dialogs and requests nothing beyond the file."""
-    context, page, events = open_page(demo_report.as_uri())
-    try:
-        assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
-        assert page.locator("section").count() >= 12
-    finally:
-        context.close()
+    _, page, events = open_page(demo_report.as_uri())
+    assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
+    assert page.locator("section").count() >= 12

@@ -78,24 +78,21 @@ def test_sanitised_fragment_still_shows_its_figures(open_page, tmp_path, kind):
     )
     clean = _sanitise(html)
     assert "<style" not in clean and "<script" not in clean and "<svg" not in clean
-    context, page, events = _open_html(open_page, tmp_path, "clean.html", f"<body>{clean}</body>")
-    try:
-        images = page.eval_on_selector_all("img", _IMAGES)
-        assert images and all(i["complete"] and i["natural"] > 0 for i in images)
-        assert all(i["visible"] for i in images)  # drawn, not folded away in a closed <details>
-        heat = [i for i in images if i["alt"].startswith("Attribution heatmap")]
-        bars = [i for i in images if i["alt"].startswith("Top ")]
-        n_rows = {"image": 3, "tabular": 4, "report": 6}[kind]
-        n_heat = {"image": 3, "tabular": 0, "report": 2}[kind]
-        assert len(bars) == n_rows and len(heat) == n_heat
-        # drawn at their intended size from the width/height attributes, not at 28 px
-        assert all(i["width"] >= 150 and i["height"] >= 150 for i in heat)
-        assert all(i["width"] >= 300 and i["height"] >= 100 for i in bars)
-        text = page.inner_text("body")
-        assert "feature 0" in text or "pixel_" in text  # names stay readable as text
-        assert events["network"] == [] and events["page_errors"] == []
-    finally:
-        context.close()
+    _, page, events = _open_html(open_page, tmp_path, "clean.html", f"<body>{clean}</body>")
+    images = page.eval_on_selector_all("img", _IMAGES)
+    assert images and all(i["complete"] and i["natural"] > 0 for i in images)
+    assert all(i["visible"] for i in images)  # drawn, not folded away in a closed <details>
+    heat = [i for i in images if i["alt"].startswith("Attribution heatmap")]
+    bars = [i for i in images if i["alt"].startswith("Top ")]
+    n_rows = {"image": 3, "tabular": 4, "report": 6}[kind]
+    n_heat = {"image": 3, "tabular": 0, "report": 2}[kind]
+    assert len(bars) == n_rows and len(heat) == n_heat
+    # drawn at their intended size from the width/height attributes, not at 28 px
+    assert all(i["width"] >= 150 and i["height"] >= 150 for i in heat)
+    assert all(i["width"] >= 300 and i["height"] >= 100 for i in bars)
+    text = page.inner_text("body")
+    assert "feature 0" in text or "pixel_" in text  # names stay readable as text
+    assert events["network"] == [] and events["page_errors"] == []
 
 
 # -- dark themes ---------------------------------------------------------------------------
@@ -140,15 +137,12 @@ def test_fragment_text_is_readable_in_light_and_dark_hosts(
 ):
     """Every piece of text has WCAG AA contrast (4.5:1) against what is behind it, whatever the host says."""
     html = host.replace("FRAGMENT", _fragments())
-    context, page, _ = _open_html(open_page, tmp_path, "host.html", html, scheme=scheme)
-    try:
-        worst = lowest_contrast(page)
-        assert worst and worst[0][0] >= 4.5, worst
-        dark = host is _DARK_HOST
-        bg = page.eval_on_selector(".xai-root", "e => getComputedStyle(e).backgroundColor")
-        assert (bg == "rgb(17, 17, 17)") if dark else (bg == "rgb(255, 255, 255)")
-    finally:
-        context.close()
+    _, page, _ = _open_html(open_page, tmp_path, "host.html", html, scheme=scheme)
+    worst = lowest_contrast(page)
+    assert worst and worst[0][0] >= 4.5, worst
+    dark = host is _DARK_HOST
+    bg = page.eval_on_selector(".xai-root", "e => getComputedStyle(e).backgroundColor")
+    assert (bg == "rgb(17, 17, 17)") if dark else (bg == "rgb(255, 255, 255)")
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -156,14 +150,11 @@ def test_report_page_follows_the_colour_scheme(open_page, lowest_contrast, tmp_p
     """The saved report reads well in light and dark (prefers-color-scheme), with good contrast."""
     report = xai.Report("Dark and light", seed=0).add(_image_explanation(2))
     report.add(_tabular_explanation(2))
-    context, page, _ = _open_html(open_page, tmp_path, "r.html", report.to_html(), scheme=scheme)
-    try:
-        worst = lowest_contrast(page)
-        assert worst[0][0] >= 4.5, worst
-        bg = page.eval_on_selector("body", "e => getComputedStyle(e).backgroundColor")
-        assert bg == ("rgb(30, 30, 30)" if scheme == "dark" else "rgb(255, 255, 255)")
-    finally:
-        context.close()
+    _, page, _ = _open_html(open_page, tmp_path, "r.html", report.to_html(), scheme=scheme)
+    worst = lowest_contrast(page)
+    assert worst[0][0] >= 4.5, worst
+    bg = page.eval_on_selector("body", "e => getComputedStyle(e).backgroundColor")
+    assert bg == ("rgb(30, 30, 30)" if scheme == "dark" else "rgb(255, 255, 255)")
 
 
 def test_sanitised_projector_still_shows_its_scatter(open_page, tmp_path):
@@ -172,11 +163,8 @@ def test_sanitised_projector_still_shows_its_scatter(open_page, tmp_path):
     p = xai.project(rng.normal(size=(60, 5)), labels=[f"c{i % 3}" for i in range(60)])
     clean = _sanitise(p._repr_html_())
     assert "<svg" not in clean and "<script" not in clean
-    context, page, events = _open_html(open_page, tmp_path, "proj.html", f"<body>{clean}</body>")
-    try:
-        images = page.eval_on_selector_all("img", _IMAGES)
-        (scatter,) = [i for i in images if i["width"] >= 300]
-        assert scatter["complete"] and scatter["natural"] > 0 and scatter["height"] >= 200
-        assert events["network"] == [] and events["page_errors"] == []
-    finally:
-        context.close()
+    _, page, events = _open_html(open_page, tmp_path, "proj.html", f"<body>{clean}</body>")
+    images = page.eval_on_selector_all("img", _IMAGES)
+    (scatter,) = [i for i in images if i["width"] >= 300]
+    assert scatter["complete"] and scatter["natural"] > 0 and scatter["height"] >= 200
+    assert events["network"] == [] and events["page_errors"] == []

@@ -63,56 +63,48 @@ def test_search_and_click_for_neighbors(open_page, projection, tmp_path, kind):
             + "</body></html>",
             encoding="utf-8",
         )
-    context, page, events = open_page(path.resolve().as_uri())
-    try:
-        assert page.locator("canvas.xai-projector-canvas").is_visible()
-        assert not page.locator("img.xai-projector-svg").is_visible()
-        page.fill("input.xai-projector-search", "SEVEN")
-        expected = projection.search("seven")
-        assert len(expected) == 60
-        status = page.locator(".xai-projector-status").text_content()
-        assert status == f"{len(expected)} of {len(projection)} points match"
-        listed = page.locator(".xai-projector-results button").evaluate_all(
-            "bs => bs.map(b => +b.dataset.index)"
-        )
-        assert listed == expected.indices[:20].tolist()
-        page.check("input.xai-projector-regex")
-        page.fill("input.xai-projector-search", r"^pt1\d$")
-        assert page.locator(".xai-projector-status").text_content().startswith("10 of")
+    _, page, events = open_page(path.resolve().as_uri())
+    assert page.locator("canvas.xai-projector-canvas").is_visible()
+    assert not page.locator("img.xai-projector-svg").is_visible()
+    page.fill("input.xai-projector-search", "SEVEN")
+    expected = projection.search("seven")
+    assert len(expected) == 60
+    status = page.locator(".xai-projector-status").text_content()
+    assert status == f"{len(expected)} of {len(projection)} points match"
+    listed = page.locator(".xai-projector-results button").evaluate_all(
+        "bs => bs.map(b => +b.dataset.index)"
+    )
+    assert listed == expected.indices[:20].tolist()
+    page.check("input.xai-projector-regex")
+    page.fill("input.xai-projector-search", r"^pt1\d$")
+    assert page.locator(".xai-projector-status").text_content().startswith("10 of")
 
-        i = 17
-        _click_point(page, i)
-        neighbours = page.locator(".xai-projector-neighbors button").evaluate_all(
-            "bs => bs.map(b => +b.dataset.index)"
-        )
-        picked = int(
-            page.locator(".xai-projector-selected").text_content().split("#")[1].split()[0]
-        )
-        assert picked == i or np.allclose(projection.coordinates[picked], projection.coordinates[i])
-        assert neighbours == projection.neighbors(8, "cosine").indices[picked].tolist()
-        assert page.locator(".xai-projector-detail img").count() == 2  # thumbnail, attributions
-        assert page.locator(".xai-projector-heatmap img").get_attribute("alt") == (
-            f"attributions of point {picked}"
-        )
-        page.locator(".xai-projector-neighbors button").first.click()  # follow a neighbour
-        assert (
-            page.locator(".xai-projector-selected")
-            .text_content()
-            .startswith(f"Selected: #{neighbours[0]}")
-        )
-        assert events == NO_EVENTS
-    finally:
-        context.close()
+    i = 17
+    _click_point(page, i)
+    neighbours = page.locator(".xai-projector-neighbors button").evaluate_all(
+        "bs => bs.map(b => +b.dataset.index)"
+    )
+    picked = int(page.locator(".xai-projector-selected").text_content().split("#")[1].split()[0])
+    assert picked == i or np.allclose(projection.coordinates[picked], projection.coordinates[i])
+    assert neighbours == projection.neighbors(8, "cosine").indices[picked].tolist()
+    assert page.locator(".xai-projector-detail img").count() == 2  # thumbnail, attributions
+    assert page.locator(".xai-projector-heatmap img").get_attribute("alt") == (
+        f"attributions of point {picked}"
+    )
+    page.locator(".xai-projector-neighbors button").first.click()  # follow a neighbour
+    assert (
+        page.locator(".xai-projector-selected")
+        .text_content()
+        .startswith(f"Selected: #{neighbours[0]}")
+    )
+    assert events == NO_EVENTS
 
 
 def test_view_is_readable_without_javascript(open_page, projection, tmp_path):
     """With JavaScript off the standalone page shows the SVG scatter, legend and summary."""
     path = projection.save_html(tmp_path / "nojs.html")
-    context, page, events = open_page(path.resolve().as_uri(), javascript=False)
-    try:
-        assert events == NO_EVENTS
-        assert page.locator("img.xai-projector-svg").is_visible()
-        assert not page.locator("canvas.xai-projector-canvas").is_visible()
-        assert "variance explained" in page.locator("table.xai-kv").text_content()
-    finally:
-        context.close()
+    _, page, events = open_page(path.resolve().as_uri(), javascript=False)
+    assert events == NO_EVENTS
+    assert page.locator("img.xai-projector-svg").is_visible()
+    assert not page.locator("canvas.xai-projector-canvas").is_visible()
+    assert "variance explained" in page.locator("table.xai-kv").text_content()

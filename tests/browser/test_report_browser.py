@@ -127,60 +127,54 @@ SECTIONS = ["explanation", "explanation", "dataset", "table", "counters", "prove
 def test_hostile_report_opens_cleanly(open_page, tmp_path):
     """No console error, dialog or request; every section shown; the script sorts; the picture is not blank."""
     path = _hostile_report(tmp_path / "hostile.html")
-    context, page, events = open_page(path.resolve().as_uri())
-    try:
-        assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
-        kinds = page.eval_on_selector_all(
-            "section[data-xai-section]", "els => els.map(e => e.dataset.xaiSection)"
-        )
-        assert kinds == SECTIONS
-        assert page.title() == HOSTILE[0]
-        assert page.locator("img.xai-heatmap").count() == 2
-        assert page.locator("img.xai-colorbar").count() == 2
-        assert page.locator("img.xai-bars").count() == 5  # one per row, drawn as SVG images
-        assert page.eval_on_selector_all("img", "els => els.every(i => i.naturalWidth > 0)")
-        assert page.locator(".xai-controls").first.is_visible()  # the script ran
-        # sort the tabular explanation's rows by base + sum, ascending then descending
-        table = page.locator("table.xai-rows").nth(1)
-        table.locator("thead th").nth(3).locator("button").click()
-        cells = table.locator("tbody tr td:nth-child(4)").evaluate_all(
-            "tds => tds.map(t => parseFloat(t.dataset.sort))"
-        )
-        assert cells == sorted(cells)
-        table.locator("thead th").nth(3).locator("button").click()
-        cells = table.locator("tbody tr td:nth-child(4)").evaluate_all(
-            "tds => tds.map(t => parseFloat(t.dataset.sort))"
-        )
-        assert cells == sorted(cells, reverse=True)
-        shot = _decode_screenshot(page.screenshot())
-        grey = shot[:, :, :3].astype(np.float64).mean(axis=2)
-        assert (
-            shot.shape[:2] == (page.viewport_size["height"], page.viewport_size["width"])
-            and grey.std() > 10
-        )
-        assert (np.abs(shot[:, :, :3].astype(int) - [178, 24, 43]).sum(axis=2) < 30).any() or (
-            np.abs(shot[:, :, :3].astype(int) - [33, 102, 172]).sum(axis=2) < 30
-        ).any()  # the diverging colours made it to the screen
-        page.emulate_media(media="print")
-        assert not page.locator(".xai-controls").first.is_visible()
-        assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
-    finally:
-        context.close()
+    _, page, events = open_page(path.resolve().as_uri())
+    assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
+    kinds = page.eval_on_selector_all(
+        "section[data-xai-section]", "els => els.map(e => e.dataset.xaiSection)"
+    )
+    assert kinds == SECTIONS
+    assert page.title() == HOSTILE[0]
+    assert page.locator("img.xai-heatmap").count() == 2
+    assert page.locator("img.xai-colorbar").count() == 2
+    assert page.locator("img.xai-bars").count() == 5  # one per row, drawn as SVG images
+    assert page.eval_on_selector_all("img", "els => els.every(i => i.naturalWidth > 0)")
+    assert page.locator(".xai-controls").first.is_visible()  # the script ran
+    # sort the tabular explanation's rows by base + sum, ascending then descending
+    table = page.locator("table.xai-rows").nth(1)
+    table.locator("thead th").nth(3).locator("button").click()
+    cells = table.locator("tbody tr td:nth-child(4)").evaluate_all(
+        "tds => tds.map(t => parseFloat(t.dataset.sort))"
+    )
+    assert cells == sorted(cells)
+    table.locator("thead th").nth(3).locator("button").click()
+    cells = table.locator("tbody tr td:nth-child(4)").evaluate_all(
+        "tds => tds.map(t => parseFloat(t.dataset.sort))"
+    )
+    assert cells == sorted(cells, reverse=True)
+    shot = _decode_screenshot(page.screenshot())
+    grey = shot[:, :, :3].astype(np.float64).mean(axis=2)
+    assert (
+        shot.shape[:2] == (page.viewport_size["height"], page.viewport_size["width"])
+        and grey.std() > 10
+    )
+    assert (np.abs(shot[:, :, :3].astype(int) - [178, 24, 43]).sum(axis=2) < 30).any() or (
+        np.abs(shot[:, :, :3].astype(int) - [33, 102, 172]).sum(axis=2) < 30
+    ).any()  # the diverging colours made it to the screen
+    page.emulate_media(media="print")
+    assert not page.locator(".xai-controls").first.is_visible()
+    assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
 
 
 def test_report_is_readable_without_javascript(open_page, tmp_path):
     """With JavaScript off every section, image and name is still there."""
     path = _hostile_report(tmp_path / "nojs.html")
-    context, page, events = open_page(path.resolve().as_uri(), javascript=False)
-    try:
-        assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
-        kinds = page.eval_on_selector_all(
-            "section[data-xai-section]", "els => els.map(e => e.dataset.xaiSection)"
-        )
-        assert kinds == SECTIONS
-        assert page.eval_on_selector_all("img", "els => els.every(i => i.naturalWidth > 0)")
-        text = page.inner_text("body")
-        assert HOSTILE[0] in text and "DROP TABLE" in text
-        assert not page.locator(".xai-controls").first.is_visible()  # enhancement only
-    finally:
-        context.close()
+    _, page, events = open_page(path.resolve().as_uri(), javascript=False)
+    assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
+    kinds = page.eval_on_selector_all(
+        "section[data-xai-section]", "els => els.map(e => e.dataset.xaiSection)"
+    )
+    assert kinds == SECTIONS
+    assert page.eval_on_selector_all("img", "els => els.every(i => i.naturalWidth > 0)")
+    text = page.inner_text("body")
+    assert HOSTILE[0] in text and "DROP TABLE" in text
+    assert not page.locator(".xai-controls").first.is_visible()  # enhancement only

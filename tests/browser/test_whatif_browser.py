@@ -31,7 +31,7 @@ def _report(tmp_path, w):
 
 def test_edited_value_rescores_like_the_python_model(session, tmp_path, open_page):
     """Pick row 7, set a feature; the page's outputs equal net.predict on that edited row."""
-    context, page, events = open_page(_report(tmp_path, session).as_uri())
+    _, page, events = open_page(_report(tmp_path, session).as_uri())
     root = page.locator(".xai-whatif-offline")
     root.locator("select.xai-whatif-offline-row").select_option("7")
     box = root.locator("input[data-feature='5']")
@@ -46,18 +46,16 @@ def test_edited_value_rescores_like_the_python_model(session, tmp_path, open_pag
     assert label.endswith(f"({int(np.argmax(expected))})")
     assert "Re-scored in the page" in root.locator(".xai-whatif-offline-status").text_content()
     assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
-    context.close()
 
 
 def test_without_javascript_the_panel_shows_python_values(session, tmp_path, open_page):
     """JavaScript off: row 0's outputs as Python computed them, the inputs disabled."""
-    context, page, events = open_page(_report(tmp_path, session).as_uri(), javascript=False)
+    _, page, events = open_page(_report(tmp_path, session).as_uri(), javascript=False)
     root = page.locator(".xai-whatif-offline")
     shown = [float(t) for t in root.locator("[data-output]").all_text_contents()]
     np.testing.assert_allclose(shown, session.outputs[0], rtol=1e-5)
     assert root.locator("input[data-feature='0']").is_disabled()
     assert not events["dialogs"] and not events["network"]
-    context.close()
 
 
 def test_black_boxes_get_the_static_section(tmp_path):
