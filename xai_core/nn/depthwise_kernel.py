@@ -18,6 +18,11 @@ An activation that clamps (ReLU, ReLU6, Clip: ``bounds = (lo, hi)``) is applied 
 output is stored, so a convolution followed by it is one pass over memory (a NaN stays
 NaN, as ``np.clip`` keeps it).
 
+Both read the taps (kh, kw, channels) and the bias from copies they make on cache-line
+boundaries, as the activations of :func:`xai_core.nn.scratch.empty` are: a 512-bit load
+from an address that is not crosses two cache lines, and a misaligned taps array alone
+made the 3x3 loop 1.6x slower.
+
 Outputs equal the im2col path's sums up to floating-point rounding (the order of the
 taps and fused multiply-adds). With finite weights and bias a padding tap contributes
 ``0 * weight = 0`` there too, so a NaN or infinity of the input spreads exactly as on the
@@ -36,6 +41,8 @@ from xai_core.nn.conv_ops import ConvGeometry
 
 __all__ = ["depthwise_channels_last"]
 
+_NO_BIAS = np.zeros(0)
+
 _JIT = {
     "cache": True,
     "nogil": True,
@@ -45,12 +52,48 @@ _JIT = {
 }
 
 
+#: Bytes the taps and the bias are aligned to: a cache line, one 512-bit vector.
+_ALIGNMENT = 64
+
+
+@njit(**_JIT)
+def _aligned(size, like):  # pragma: no cover - compiled
+    """An uninitialised array of ``size`` elements of ``like``'s dtype on an :data:`_ALIGNMENT` boundary."""
+    slack = _ALIGNMENT // like.itemsize
+    buf = np.empty(size + slack, like.dtype)
+    start = (-buf.ctypes.data % _ALIGNMENT) // like.itemsize
+    return buf[start : start + size]
+
+
+@njit(**_JIT)
+def _taps(weight, bias, like):  # pragma: no cover - compiled
+    """Aligned ``(taps (kh, kw, c), shift (c,))`` of ``weight (c, kh, kw)`` and ``bias``
+    (``(c,)``, or empty for none) in ``like``'s dtype, and whether every one is finite."""
+    c, kh, kw = weight.shape
+    taps = _aligned(kh * kw * c, like)
+    shift = _aligned(c, like)
+    finite = True
+    for k in range(c):
+        shift[k] = bias[k] if bias.size else 0
+        finite &= np.isfinite(shift[k])
+        for i in range(kh):
+            for j in range(kw):
+                t = (i * kw + j) * c + k
+                taps[t] = weight[k, i, j]
+                finite &= np.isfinite(taps[t])
+    return taps.reshape((kh, kw, c)), shift, finite
+
+
 @njit(**_JIT)
 def _depthwise(x, weight, bias, geometry, bounds, out):  # pragma: no cover - compiled
-    """``out (n, oh, ow, c)`` of ``x (n, h, w, c)``, ``weight (kh, kw, c)``, ``bias (c,)``.
+    """``out (n, oh, ow, c)`` of ``x (n, h, w, c)``, ``weight (c, kh, kw)``, ``bias (c,)``
+    (or empty); False, computing nothing, when a weight or the bias is not finite.
 
     Each sum is clamped to ``bounds = (lo, hi)`` as it is stored.
     """
+    weight, bias, finite = _taps(weight, bias, x)
+    if not finite:
+        return False
     n, h, w, c = x.shape
     kh, kw = weight.shape[0], weight.shape[1]
     oh, ow = out.shape[1], out.shape[2]
@@ -78,11 +121,15 @@ def _depthwise(x, weight, bias, geometry, bounds, out):  # pragma: no cover - co
                     v = acc[k]
                     v = lo if v < lo else v
                     dst[k] = hi if v > hi else v
+    return True
 
 
 @njit(**_JIT)
 def _depthwise3x3(x, weight, bias, geometry, bounds, out):  # pragma: no cover - compiled
-    """:func:`_depthwise` for ``weight (3, 3, c)``: a pixel's nine taps in one expression."""
+    """:func:`_depthwise` for ``weight (c, 3, 3)``: a pixel's nine taps in one expression."""
+    weight, bias, finite = _taps(weight, bias, x)
+    if not finite:
+        return False
     n, h, w, c = x.shape
     oh, ow = out.shape[1], out.shape[2]
     sh, sw, dh, dw, top, left = geometry
@@ -116,6 +163,7 @@ def _depthwise3x3(x, weight, bias, geometry, bounds, out):  # pragma: no cover -
                     v += w20[k] * a20[k] + w21[k] * a21[k] + w22[k] * a22[k]
                     v = lo if v < lo else v
                     dst[k] = hi if v > hi else v
+    return True
 
 
 def depthwise_channels_last(
@@ -144,10 +192,6 @@ def depthwise_channels_last(
     """
     n, c, h, w = x.shape
     oh, ow = geom.out_hw((h, w))
-    taps = np.ascontiguousarray(weight[:, 0].transpose(1, 2, 0), dtype=x.dtype)
-    shift = np.zeros(c, x.dtype) if bias is None else np.ascontiguousarray(bias, dtype=x.dtype)
-    if not (np.isfinite(taps).all() and np.isfinite(shift).all()):
-        return None
     nhwc = x.transpose(0, 2, 3, 1)
     if not nhwc.flags.c_contiguous:
         copy = scratch.empty(nhwc.shape, x.dtype)
@@ -157,6 +201,8 @@ def depthwise_channels_last(
     geometry = np.array([sh, sw, dh, dw, top, left], np.int64)
     clamp = np.array((-np.inf, np.inf) if bounds is None else bounds, x.dtype)
     out = scratch.empty((n, oh, ow, c), x.dtype)
-    kernel = _depthwise3x3 if taps.shape[:2] == (3, 3) else _depthwise
-    kernel(nhwc, taps, shift, geometry, clamp, out)
+    kernel = _depthwise3x3 if weight.shape[2:] == (3, 3) else _depthwise
+    shift = _NO_BIAS if bias is None else bias
+    if not kernel(nhwc, weight[:, 0], shift.astype(x.dtype, copy=False), geometry, clamp, out):
+        return None
     return out.transpose(0, 3, 1, 2)

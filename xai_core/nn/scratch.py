@@ -9,6 +9,11 @@ reference count shows only the pool's own reference), so an array returned to a 
 or kept in a forward pass's record, is never overwritten. Each thread keeps at most
 :data:`MAX_BLOCKS` blocks of :data:`MAX_BYTES` together (idle ones are dropped to make
 room); :func:`release` lets the calling thread's blocks go.
+
+Every pooled array starts on a cache-line boundary (:data:`ALIGNMENT` bytes): a 512-bit
+vector load from an address that is not crosses two cache lines, and the compiled
+depthwise loop ran 1.6x slower on activations 16 bytes past a boundary, where numpy's own
+allocations start.
 """
 
 from __future__ import annotations
@@ -20,19 +25,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["empty", "zeros", "release", "MAX_BLOCKS", "MAX_BYTES"]
+__all__ = ["empty", "zeros", "release", "ALIGNMENT", "MAX_BLOCKS", "MAX_BYTES"]
 
 #: Blocks kept per thread, and the bytes they may hold together.
 MAX_BLOCKS = 16
 MAX_BYTES = 256 << 20
 
-#: Arrays smaller than this come from numpy directly (its own small-block cache serves them).
+#: Arrays smaller than this are not pooled (numpy's own small-block cache serves them).
 _MIN_BYTES = 1 << 18
+
+#: Bytes every pooled array is aligned to: a cache line, one 512-bit vector.
+ALIGNMENT = 64
 
 
 class _Pool(threading.local):
     def __init__(self) -> None:
-        self.blocks: list[np.ndarray] = []
+        self.blocks: list[np.ndarray] = []  # each owns its memory (views of it count on it)
+        self.starts: list[int] = []  # the offset of each block's first aligned byte
 
 
 _pool = _Pool()
@@ -43,30 +52,47 @@ def _idle(blocks: list[np.ndarray], i: int) -> bool:
     return sys.getrefcount(blocks[i]) <= 2
 
 
+def _block(nbytes: int) -> tuple[np.ndarray, int]:
+    """A new byte array of at least ``nbytes`` aligned bytes, and the offset where they start."""
+    block = np.empty(nbytes + ALIGNMENT - 1, dtype=np.uint8)
+    return block, -block.ctypes.data % ALIGNMENT
+
+
+def _carve(block: np.ndarray, start: int, nbytes: int, shape, dtype) -> np.ndarray:
+    return block[start : start + nbytes].view(dtype).reshape(shape)
+
+
 def empty(shape: Any, dtype: Any) -> np.ndarray:
-    """An uninitialised C-contiguous array, from a reused block when one is idle."""
+    """An uninitialised C-contiguous array, from a reused block when one is idle.
+
+    Arrays of 256 KiB or more start on an :data:`ALIGNMENT` boundary; smaller ones are
+    numpy's.
+    """
     shape = tuple(map(int, shape)) if isinstance(shape, (tuple, list)) else (int(shape),)
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN_BYTES:
         return np.empty(shape, dtype=dtype)
-    blocks = _pool.blocks
+    blocks, starts = _pool.blocks, _pool.starts
     best = None
     for i in range(len(blocks)):
-        if blocks[i].nbytes >= nbytes and _idle(blocks, i):
+        if blocks[i].nbytes - starts[i] >= nbytes and _idle(blocks, i):
             if best is None or blocks[i].nbytes < blocks[best].nbytes:
                 best = i
     if best is None:
         idle = [i for i in range(len(blocks)) if _idle(blocks, i)]
         total = sum(b.nbytes for b in blocks)
         while idle and (len(blocks) >= MAX_BLOCKS or total + nbytes > MAX_BYTES):
-            total -= blocks[idle[-1]].nbytes
-            del blocks[idle.pop()]  # drop idle blocks (the last found first) to make room
+            i = idle.pop()  # drop idle blocks (the last found first) to make room
+            total -= blocks[i].nbytes
+            del blocks[i], starts[i]
         if len(blocks) >= MAX_BLOCKS or total + nbytes > MAX_BYTES:
-            return np.empty(shape, dtype=dtype)
-        blocks.append(np.empty(nbytes, dtype=np.uint8))
+            return _carve(*_block(nbytes), nbytes, shape, dtype)
+        block, start = _block(nbytes)
+        blocks.append(block)
+        starts.append(start)
         best = len(blocks) - 1
-    return blocks[best][:nbytes].view(dtype).reshape(shape)
+    return _carve(blocks[best], starts[best], nbytes, shape, dtype)
 
 
 def zeros(shape: Any, dtype: Any) -> np.ndarray:
@@ -78,4 +104,4 @@ def zeros(shape: Any, dtype: Any) -> np.ndarray:
 
 def release() -> None:
     """Let this thread's idle blocks go (arrays still alive keep theirs until they die)."""
-    _pool.blocks = []
+    _pool.blocks, _pool.starts = [], []
