@@ -27,7 +27,17 @@ from xai_core.nn.layer import Layer
 from xai_core.nn.merge import Add
 from xai_core.nn.shape import Identity
 
-__all__ = ["Node", "Epilogue", "Plan", "Record", "plan", "run_forward", "run_backward", "ancestors"]
+__all__ = [
+    "Node",
+    "Epilogue",
+    "Step",
+    "Plan",
+    "Record",
+    "plan",
+    "run_forward",
+    "run_backward",
+    "ancestors",
+]
 
 
 class Node(NamedTuple):
@@ -89,6 +99,28 @@ class Epilogue(NamedTuple):
     residual: str | None = None
 
 
+class Step(NamedTuple):
+    """One layer call of an inference pass (:attr:`Plan.steps`).
+
+    Attributes
+    ----------
+    node : int
+        Index of the node run.
+    inputs : tuple of str
+        The values it reads, by the name of the node that computes them (or the input's).
+    epilogue : Epilogue or None
+        The node the convolution computes in its backend call too, its residual by the
+        name of the node that computes it.
+    frees : tuple of str
+        The values no later step reads (never the result): dropped after this one.
+    """
+
+    node: int
+    inputs: tuple[str, ...]
+    epilogue: Epilogue | None
+    frees: tuple[str, ...]
+
+
 class Plan(NamedTuple):
     """How :func:`run_forward` evaluates one target: made once per target by :func:`plan`.
 
@@ -103,12 +135,20 @@ class Plan(NamedTuple):
     passes : dict of int to int
         Per node computed in a convolution's call, which of its inputs (by position) it
         passes on: that convolution's output, already activated or summed.
+    steps : tuple of Step
+        The layer calls of an inference pass: ``order`` without the nodes computed in a
+        convolution's call and the identities (a folded batch norm, a dropout), whose
+        readers read what they pass on.
+    result : str
+        The name of the value an inference pass returns (the target's, or what it passes on).
     """
 
     order: tuple[int, ...]
     uses: dict[str, int]
     fused: dict[int, Epilogue]
     passes: dict[int, int]
+    steps: tuple[Step, ...]
+    result: str
 
     @property
     def target(self) -> int:
@@ -124,7 +164,45 @@ def plan(nodes: Sequence[Node], target: str) -> Plan:
         for name in nodes[i].inputs:
             uses[name] = uses.get(name, 0) + 1
     fused, passes = _epilogues(nodes, order, uses)
-    return Plan(order, uses, fused, passes)
+    steps, result = _steps(nodes, order, fused, passes)
+    return Plan(order, uses, fused, passes, steps, result)
+
+
+def _steps(
+    nodes: Sequence[Node], order: Sequence[int], fused: dict[int, Epilogue], passes: dict[int, int]
+) -> tuple[tuple[Step, ...], str]:
+    """:attr:`Plan.steps` and :attr:`Plan.result` of a plan's ``order``, ``fused`` and ``passes``."""
+    source: dict[str, str] = {}  # a passed-on value's name -> the name of the node computing it
+
+    def computed(name: str) -> str:
+        return source.get(name, name)
+
+    runs = []
+    for i in order:
+        node = nodes[i]
+        inputs = tuple(computed(name) for name in node.inputs)
+        if i in passes:
+            source[node.name] = inputs[passes[i]]
+        elif _identity(node.layer) and len(inputs) == 1:
+            source[node.name] = inputs[0]
+        else:
+            epilogue = fused.get(i)
+            if epilogue is not None and epilogue.residual is not None:
+                epilogue = epilogue._replace(residual=computed(epilogue.residual))
+                inputs += (epilogue.residual,)  # read by this step too
+            runs.append((i, inputs, epilogue))
+    result = computed(nodes[order[-1]].name)
+    last = {name: k for k, (_, inputs, _) in enumerate(runs) for name in inputs}
+    steps = tuple(
+        Step(
+            i,
+            inputs[: len(nodes[i].inputs)],
+            epilogue,
+            tuple(name for name in dict.fromkeys(inputs) if last[name] == k and name != result),
+        )
+        for k, (i, inputs, epilogue) in enumerate(runs)
+    )
+    return steps, result
 
 
 def _identity(layer: Layer) -> bool:
@@ -209,10 +287,11 @@ def run_forward(
     -------
     ndarray of shape (n_samples, *target output shape)
     """
+    values: dict[str, np.ndarray] = {input_name: X}
+    if record is None:
+        return np.ascontiguousarray(_infer(nodes, values, backend, how))
     uses = dict(how.uses)
     target = nodes[how.target].name
-    fused, passes = (how.fused, how.passes) if record is None else ({}, {})
-    values: dict[str, np.ndarray] = {input_name: X}
     for i in how.order:
         node = nodes[i]
         args = [values[name] for name in node.inputs]
@@ -220,27 +299,31 @@ def run_forward(
             uses[name] -= 1
             if not uses[name] and name != target:
                 del values[name]
-        rec = {} if record is not None else None
+        rec: dict = {}
         x = args[0] if node.layer.n_inputs == 1 else args
-        if i in fused:
-            # (a residual's last reader is the Add still to come: it is not freed yet)
-            epilogue = fused[i]
-            after = nodes[epilogue.node].layer
-            if epilogue.residual is None:
-                values[node.name] = node.layer.apply_activated(x, backend, after)
-            else:
-                residual = values[epilogue.residual]
-                values[node.name] = node.layer.apply_added(x, backend, after, residual)
-        elif i in passes:  # computed in its convolution's call
-            values[node.name] = args[passes[i]]
-        else:
-            values[node.name] = node.layer.apply(x, backend, rec)
-        if record is not None:
-            record.layers[node.name] = rec
+        values[node.name] = node.layer.apply(x, backend, rec)
+        record.layers[node.name] = rec
     out = np.ascontiguousarray(values[target])  # a layer may leave channels-last memory
-    if record is not None:
-        record.target, record.ran, record.output_shape = target, list(how.order), out.shape
+    record.target, record.ran, record.output_shape = target, list(how.order), out.shape
     return out
+
+
+def _infer(nodes: Sequence[Node], values: dict[str, np.ndarray], backend: Any, how: Plan):
+    """The value :attr:`Plan.result` after running the steps of ``how`` on ``values``."""
+    for i, inputs, epilogue, frees in how.steps:
+        layer = nodes[i].layer
+        x = values[inputs[0]] if layer.n_inputs == 1 else [values[name] for name in inputs]
+        if epilogue is None:
+            y = layer.apply(x, backend, None)
+        elif epilogue.residual is None:
+            y = layer.apply_activated(x, backend, nodes[epilogue.node].layer)
+        else:
+            residual = values[epilogue.residual]
+            y = layer.apply_added(x, backend, nodes[epilogue.node].layer, residual)
+        for name in frees:
+            del values[name]
+        values[nodes[i].name] = y
+    return values[how.result]
 
 
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
