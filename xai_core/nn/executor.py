@@ -129,24 +129,18 @@ class Plan(NamedTuple):
     order : tuple of int
         Indices of the nodes to run, in topological order; the last is the target.
     uses : dict of str to int
-        How many nodes of ``order`` read each value (a value is freed after its last reader).
-    fused : dict of int to Epilogue
-        Per convolution index, the node its backend call computes too, at inference.
-    passes : dict of int to int
-        Per node computed in a convolution's call, which of its inputs (by position) it
-        passes on: that convolution's output, already activated or summed.
+        How many nodes of ``order`` read each value (a value is freed after its last
+        reader), for a pass with a record, which runs every node of ``order``.
     steps : tuple of Step
         The layer calls of an inference pass: ``order`` without the nodes computed in a
-        convolution's call and the identities (a folded batch norm, a dropout), whose
-        readers read what they pass on.
+        convolution's call (its activation or residual ``Add``, :func:`_epilogues`) and the
+        identities (a folded batch norm, a dropout), whose readers read what they pass on.
     result : str
         The name of the value an inference pass returns (the target's, or what it passes on).
     """
 
     order: tuple[int, ...]
     uses: dict[str, int]
-    fused: dict[int, Epilogue]
-    passes: dict[int, int]
     steps: tuple[Step, ...]
     result: str
 
@@ -163,15 +157,15 @@ def plan(nodes: Sequence[Node], target: str) -> Plan:
     for i in order:
         for name in nodes[i].inputs:
             uses[name] = uses.get(name, 0) + 1
-    fused, passes = _epilogues(nodes, order, uses)
-    steps, result = _steps(nodes, order, fused, passes)
-    return Plan(order, uses, fused, passes, steps, result)
+    steps, result = _steps(nodes, order, *_epilogues(nodes, order, uses))
+    return Plan(order, uses, steps, result)
 
 
 def _steps(
     nodes: Sequence[Node], order: Sequence[int], fused: dict[int, Epilogue], passes: dict[int, int]
 ) -> tuple[tuple[Step, ...], str]:
-    """:attr:`Plan.steps` and :attr:`Plan.result` of a plan's ``order``, ``fused`` and ``passes``."""
+    """:attr:`Plan.steps` and :attr:`Plan.result` of a plan's ``order``, with the ``fused``
+    convolutions and the nodes they compute (``passes``) of :func:`_epilogues`."""
     source: dict[str, str] = {}  # a passed-on value's name -> the name of the node computing it
 
     def computed(name: str) -> str:
@@ -219,7 +213,9 @@ def _sum_of_two(node: Node) -> bool:
 def _epilogues(
     nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]
 ) -> tuple[dict[int, Epilogue], dict[int, int]]:
-    """The fusable convolutions of ``order``: :attr:`Plan.fused` and :attr:`Plan.passes`.
+    """The fusable convolutions of ``order``: per convolution index, the :class:`Epilogue` its
+    backend call computes too (``fused``), and per node so computed, which of its inputs (by
+    position) it passes on: that convolution's output, already activated or summed (``passes``).
 
     A convolution (a layer with ``apply_activated`` and ``apply_added``) is fused with its
     only reader, directly or through a chain of identities (a batch norm folded away, a
