@@ -7,6 +7,7 @@ import pytest
 
 import xai_core as xai
 from xai_core import nn
+from xai_core.backends.base import Backend
 from xai_core.backends.cpu import CPUBackend
 from xai_core.nn import executor
 from xai_core.nn.conv_ops import ConvGeometry
@@ -248,3 +249,21 @@ def test_a_convolution_subclass_with_its_own_apply_keeps_it(monkeypatch):
     layer = g.node("conv").layer
     want = np.clip(2 * np.einsum("fc,nchw->nfhw", layer.weight[:, :, 0, 0], X), 0, 6)
     np.testing.assert_allclose(g.predict(X, CPUBackend("float64")), want.reshape(3, -1))
+
+
+def test_a_backend_subclass_with_its_own_conv2d_keeps_it():
+    """A cpu subclass that changes ``conv2d`` runs it for every convolution, fused or not."""
+    net = _network()
+    X = np.random.default_rng(7).standard_normal((2, 3, 11, 10))
+    convolutions = sum(isinstance(node.layer, nn.Conv2D) for node in net.nodes)
+
+    class Logged(CPUBackend):
+        def conv2d(self, x, weight, bias, geometry, record=None):
+            self.calls += 1
+            return Backend.conv2d(self, x, weight, bias, geometry, record)
+
+    backend = Logged("float64")
+    backend.calls = 0
+    got = net.predict(X, backend)
+    assert backend.calls == convolutions
+    np.testing.assert_allclose(got, net.predict(X, CPUBackend("float64")), rtol=0, atol=1e-10)

@@ -152,9 +152,10 @@ class CPUBackend(Backend):
     def _conv2d(self, x, weight, bias, geometry, record, bounds=None, residual=None):
         """``(output, finished)`` by the fast paths of :meth:`conv2d`, or None if none applies.
 
-        With ``bounds`` or a ``residual`` only the inference kernels apply; ``finished``
-        tells whether they clamped the output to ``bounds`` or added the residual (not
-        when a depthwise weight or bias was not finite).
+        With ``bounds`` or a ``residual`` only the inference kernels apply, and only when
+        :meth:`conv2d` is the cpu's own (a subclass's convolution is never bypassed);
+        ``finished`` tells whether they clamped the output to ``bounds`` or added the
+        residual (not when a depthwise weight or bias was not finite).
         """
         from xai_core.nn.conv_forward import conv2d_forward, forward_kind
         from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input
@@ -162,14 +163,14 @@ class CPUBackend(Backend):
         kind = fast_kind(x.shape, weight.shape, geometry) if self._reference() else None
         if kind is None:
             return None
+        inference = record is None and forward_kind(x.shape, weight.shape, geometry)
+        epilogue = bounds is not None or residual is not None
+        if epilogue and not (inference and type(self).conv2d is CPUBackend.conv2d):
+            return None
         x = np.asarray(x, dtype=self.dtype)
         weight = np.asarray(weight, dtype=self.dtype)
         if bias is not None:
             bias = np.asarray(bias, dtype=self.dtype)
-        inference = record is None and forward_kind(x.shape, weight.shape, geometry)
-        epilogue = bounds is not None or residual is not None
-        if epilogue and not inference:
-            return None
         y = None
         if inference:
             y = conv2d_forward(inference, x, weight, bias, geometry, bounds, residual)
