@@ -1,6 +1,7 @@
 """Explanation is immutable, checks its shapes, slices by row and renders safely."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -42,6 +43,20 @@ def test_input_arrays_are_copied():
     e = xai.Explanation(values=values, base_values=[0.0], target=[0])
     values[0, 0] = 5
     assert e.values[0, 0] == 1
+
+
+def test_a_read_only_input_is_copied_and_own_arrays_are_shared():
+    """A caller's read-only array is copied (it can be made writable again); a result made
+    from an explanation shares its arrays."""
+    values = np.ones((2, 2))
+    values.setflags(write=False)
+    e = xai.Explanation(values=values, base_values=[0.0, 0.0], target=[0, 1])
+    assert not np.shares_memory(e.values, values)
+    values.setflags(write=True)
+    values[0, 0] = 5
+    assert e.values[0, 0] == 1
+    remade = replace(e, method="other")
+    assert remade.values is e.values and remade.base_values is e.base_values
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,25 +19,28 @@ from xai_core.errors import ShapeError, ValidationError
 __all__ = ["Explanation"]
 
 
-def _frozen(a: Any, dtype: Any = None) -> np.ndarray | None:
-    """``a`` copied and made read-only; an array frozen already is shared, not copied.
+#: The read-only arrays :func:`_frozen` made, by id: only these are shared, never a
+#: caller's read-only array (its owner could make it writable again).
+_MADE: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
-    Frozen already: read-only and owning its memory (no view of someone's writable
-    array), as the arrays of an Explanation are, so a result remade with
-    :func:`dataclasses.replace` or a row selection (the core fills in ``meta``,
-    ``data``...) costs no second copy of its values.
+
+def _frozen(a: Any, dtype: Any = None, *, flat: bool = False) -> np.ndarray | None:
+    """``a`` copied and made read-only (and 1-D if ``flat``); an array this function made
+    already is shared, not copied.
+
+    So a result remade with :func:`dataclasses.replace` or a row selection (the core fills
+    in ``meta``, ``data``...) costs no second copy of its values, while an array the
+    caller passes in is always copied.
     """
     if a is None:
         return None
-    if (
-        type(a) is np.ndarray
-        and not a.flags.writeable
-        and a.flags.owndata
-        and (dtype is None or a.dtype == dtype)
-    ):
+    if _MADE.get(id(a)) is a and (dtype is None or a.dtype == dtype) and (not flat or a.ndim == 1):
         return a
     arr = np.array(a, dtype=dtype, copy=True)
     arr.setflags(write=False)
+    if flat:
+        arr = arr.reshape(-1)  # a read-only view of the copy
+    _MADE[id(arr)] = arr
     return arr
 
 
@@ -81,8 +85,8 @@ class Explanation:
 
     Notes
     -----
-    Arrays are copied and made read-only (an array that is read-only and owns its memory,
-    as an Explanation's own are, is shared instead); ``meta`` is a read-only mapping.
+    Arrays are copied and made read-only (an Explanation's own arrays are shared by the
+    results made from it); ``meta`` is a read-only mapping.
     """
 
     values: np.ndarray
@@ -102,8 +106,8 @@ class Explanation:
                 f"values must have shape (n_samples, *input_shape); got shape {values.shape}."
             )
         n = values.shape[0]
-        base = _frozen(self.base_values, np.float64).reshape(-1)
-        target = _frozen(self.target, np.int64).reshape(-1)
+        base = _frozen(self.base_values, np.float64, flat=True)
+        target = _frozen(self.target, np.int64, flat=True)
         for name, arr in (("base_values", base), ("target", target)):
             if arr.shape != (n,):
                 raise ShapeError(f"{name} must have shape ({n},); got shape {arr.shape}.")
