@@ -248,6 +248,24 @@ def test_default_limit_is_the_available_memory(models: Models) -> None:
     assert models.calls() == 0
 
 
+def test_a_small_request_skips_reading_the_available_memory(monkeypatch) -> None:
+    """Under the default limit a request far below the free memory is let through without
+    reading the available memory; a large one still reads it and is refused."""
+    cost_module = xai.attribution.cost
+    reads = []
+
+    def available_memory():
+        reads.append(1)
+        return 1 << 30, "available"
+
+    monkeypatch.setattr(cost_module, "available_memory", available_memory)
+    cost_module.check_cost(cost_module.Cost(peak_bytes=1 << 10, model_rows=1), "a small request")
+    assert reads == []
+    with pytest.raises(ResourceError, match=r"0\.5 of the 1 GiB available"):
+        cost_module.check_cost(cost_module.Cost(peak_bytes=1 << 62, model_rows=1), "a huge one")
+    assert reads == [1]
+
+
 def test_limits_can_be_lowered_and_lifted(models: Models) -> None:
     """A lowered row limit refuses a small request; lifting it lets the same request run."""
     kwargs = {"method": "lime", "n_samples": 100, "stability_seeds": 9, "background": ROWS}

@@ -48,7 +48,6 @@ __all__ = [
     "get_resource_limits",
     "resource_limits",
     "set_resource_limits",
-    "surely_fits",
 ]
 
 #: The default memory limit: this fraction of the memory available when the check runs.
@@ -177,7 +176,7 @@ def available_memory() -> tuple[int, str]:
         return FALLBACK_MEMORY, "assumed"
 
 
-def surely_fits(peak_bytes: int) -> bool:
+def _surely_fits(peak_bytes: int) -> bool:
     """Whether ``peak_bytes`` is within the default memory limit by a figure cheaper than
     :func:`available_memory` (one ``sysinfo`` call, no reading of ``/proc/meminfo``).
 
@@ -252,21 +251,17 @@ def check_cost(cost: Cost, what: str, *, advice: str = "") -> None:
         remedy = f"{advice_[:1].upper()}{advice_[1:]}, or {raise_it}" if advice_ else raise_it
         return ResourceError(f"{estimate}: {over}; refused before any work. {remedy}.", cost)
 
-    if limits.max_bytes is not None:
-        if limits.max_bytes == "auto":
-            if not surely_fits(cost.peak_bytes):
-                free, source = available_memory()
-                allowed = int(free * DEFAULT_MEMORY_FRACTION)
-                if cost.peak_bytes > allowed:
-                    of = f"{DEFAULT_MEMORY_FRACTION:g} of the {format_bytes(free)} {source}"
-                    over = f"over the memory limit of {format_bytes(allowed)} ({of})"
-                    raise refuse(over, "max_bytes")
-        elif cost.peak_bytes > int(limits.max_bytes):
+    auto = limits.max_bytes == "auto"
+    if limits.max_bytes is not None and not (auto and _surely_fits(cost.peak_bytes)):
+        if auto:
+            free, source = available_memory()
+            allowed = int(free * DEFAULT_MEMORY_FRACTION)
+            of = f"{DEFAULT_MEMORY_FRACTION:g} of the {format_bytes(free)} {source}"
+        else:
             allowed = int(limits.max_bytes)
-            over = (
-                f"over the memory limit of {format_bytes(allowed)} (set by xai.set_resource_limits)"
-            )
-            raise refuse(over, "max_bytes")
+            of = "set by xai.set_resource_limits"
+        if cost.peak_bytes > allowed:
+            raise refuse(f"over the memory limit of {format_bytes(allowed)} ({of})", "max_bytes")
     if limits.max_model_rows is not None and cost.model_rows > limits.max_model_rows:
         over = f"over the limit of {_count(limits.max_model_rows)} model rows"
         raise refuse(over, "max_model_rows")
