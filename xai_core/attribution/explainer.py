@@ -47,15 +47,9 @@ AUTO_BLACK_BOX_METHOD = "shap"
 
 
 @functools.lru_cache(maxsize=256)
-def _init_parameters(init: Any) -> tuple[inspect.Parameter, ...]:
-    """The parameters of a constructor after ``self``, read once per constructor."""
-    return tuple(inspect.signature(init).parameters.values())[1:]
-
-
-@functools.lru_cache(maxsize=256)
 def _init_options(init: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
     """The option names of a constructor and the defaults of those that have one, read once."""
-    params = _init_parameters(init)
+    params = tuple(inspect.signature(init).parameters.values())[1:]  # after ``self``
     names = tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
     return names, {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
 
@@ -359,7 +353,7 @@ def predicted_class(outputs: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     outputs : ndarray of shape (n_samples, n_outputs)
-        Finite model outputs (checked by the caller: ``argmax`` of a NaN row is 0).
+        Finite model outputs (checked by the caller: ``argmax`` of a row with a NaN is the NaN's index).
 
     Returns
     -------
