@@ -38,6 +38,7 @@ from numba import njit
 
 from xai_core.nn import scratch
 from xai_core.nn.conv_ops import ConvGeometry
+from xai_core.nn.scratch import ALIGNMENT
 
 __all__ = ["depthwise_channels_last"]
 
@@ -52,16 +53,13 @@ _JIT = {
 }
 
 
-#: Bytes the taps and the bias are aligned to: a cache line, one 512-bit vector.
-_ALIGNMENT = 64
-
-
 @njit(**_JIT)
 def _aligned(size, like):  # pragma: no cover - compiled
-    """An uninitialised array of ``size`` elements of ``like``'s dtype on an :data:`_ALIGNMENT` boundary."""
-    slack = _ALIGNMENT // like.itemsize
+    """An uninitialised array of ``size`` elements of ``like``'s dtype on an
+    :data:`~xai_core.nn.scratch.ALIGNMENT` boundary, as the pooled activations are."""
+    slack = ALIGNMENT // like.itemsize
     buf = np.empty(size + slack, like.dtype)
-    start = (-buf.ctypes.data % _ALIGNMENT) // like.itemsize
+    start = (-buf.ctypes.data % ALIGNMENT) // like.itemsize
     return buf[start : start + size]
 
 

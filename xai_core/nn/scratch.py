@@ -40,16 +40,16 @@ ALIGNMENT = 64
 
 class _Pool(threading.local):
     def __init__(self) -> None:
-        self.blocks: list[np.ndarray] = []  # each owns its memory (views of it count on it)
-        self.starts: list[int] = []  # the offset of each block's first aligned byte
+        # (a byte array owning its memory, so that views count on it; its first aligned byte)
+        self.blocks: list[tuple[np.ndarray, int]] = []
 
 
 _pool = _Pool()
 
 
-def _idle(blocks: list[np.ndarray], i: int) -> bool:
-    """Whether no array made from ``blocks[i]`` is alive (the list's and the call's references)."""
-    return sys.getrefcount(blocks[i]) <= 2
+def _idle(blocks: list[tuple[np.ndarray, int]], i: int) -> bool:
+    """Whether no array made from ``blocks[i]`` is alive (the pair's and the call's references)."""
+    return sys.getrefcount(blocks[i][0]) <= 2
 
 
 def _block(nbytes: int) -> tuple[np.ndarray, int]:
@@ -73,26 +73,24 @@ def empty(shape: Any, dtype: Any) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN_BYTES:
         return np.empty(shape, dtype=dtype)
-    blocks, starts = _pool.blocks, _pool.starts
+    blocks = _pool.blocks
     best = None
-    for i in range(len(blocks)):
-        if blocks[i].nbytes - starts[i] >= nbytes and _idle(blocks, i):
-            if best is None or blocks[i].nbytes < blocks[best].nbytes:
+    for i in range(len(blocks)):  # (no name may hold a block: it would count as a user)
+        if blocks[i][0].nbytes - blocks[i][1] >= nbytes and _idle(blocks, i):
+            if best is None or blocks[i][0].nbytes < blocks[best][0].nbytes:
                 best = i
     if best is None:
         idle = [i for i in range(len(blocks)) if _idle(blocks, i)]
-        total = sum(b.nbytes for b in blocks)
+        total = sum(pair[0].nbytes for pair in blocks)
         while idle and (len(blocks) >= MAX_BLOCKS or total + nbytes > MAX_BYTES):
             i = idle.pop()  # drop idle blocks (the last found first) to make room
-            total -= blocks[i].nbytes
-            del blocks[i], starts[i]
+            total -= blocks[i][0].nbytes
+            del blocks[i]
         if len(blocks) >= MAX_BLOCKS or total + nbytes > MAX_BYTES:
             return _carve(*_block(nbytes), nbytes, shape, dtype)
-        block, start = _block(nbytes)
-        blocks.append(block)
-        starts.append(start)
+        blocks.append(_block(nbytes))
         best = len(blocks) - 1
-    return _carve(blocks[best], starts[best], nbytes, shape, dtype)
+    return _carve(*blocks[best], nbytes, shape, dtype)
 
 
 def zeros(shape: Any, dtype: Any) -> np.ndarray:
@@ -104,4 +102,4 @@ def zeros(shape: Any, dtype: Any) -> np.ndarray:
 
 def release() -> None:
     """Let this thread's idle blocks go (arrays still alive keep theirs until they die)."""
-    _pool.blocks, _pool.starts = [], []
+    _pool.blocks = []
