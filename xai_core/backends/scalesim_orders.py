@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-__all__ = ["FILTER_OFFSET", "ReadOperand", "orders"]
+__all__ = ["FILTER_OFFSET", "ReadOperand", "orders", "ofmap_hw"]
 
 
 @njit(cache=True, nogil=True)
@@ -59,7 +59,7 @@ class ReadOperand(NamedTuple):
     window offset plus a pixel base), every block whole but the last, which has its first
     ``last_cols`` columns; ``mat`` and ``tiles`` are then not built. Otherwise ``mat``
     (B, H, W) holds the prefetch order's addresses (``-1``: padding), stacked as
-    (B * H, W), read row by row or by anti-diagonals if ``diagonal``, and ``tiles``
+    (B * H, W), read row by row, or by anti-diagonals if skewed, and ``tiles``
     (U, h, w) the demand tiles.
     """
 
@@ -70,12 +70,18 @@ class ReadOperand(NamedTuple):
     size: int
     parts: tuple[np.ndarray, np.ndarray, int] | None = None
     mat: np.ndarray | None = None
-    diagonal: bool = False
     tiles: np.ndarray | None = None
 
 
 #: SCALE-Sim's filter address offset.
 FILTER_OFFSET = 10_000_000
+
+
+def ofmap_hw(conv: tuple[int, ...]) -> tuple[int, int]:
+    """SCALE-Sim's ofmap height and width of ``conv`` (rounded up: a last window may reach
+    past the ifmap's edge)."""
+    h, w, fh, fw, _, _, stride = conv
+    return -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
 
 
 def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int, bool]:
@@ -86,7 +92,7 @@ def _operands(conv: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, int, bool]
     missing (:func:`_ifmap` marks them ``-1``).
     """
     h, w, fh, fw, ch, nf, stride = conv
-    oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
+    oh, ow = ofmap_hw(conv)
     if fh == ch == stride == 1 and fw == w:  # a GEMM: pixel i, window j at i * K + j
         return np.arange(oh, dtype=np.int32) * fw, np.arange(fw, dtype=np.int32), nf, True
     o_row, o_col = np.divmod(np.arange(oh * ow, dtype=np.int32), ow)
@@ -103,8 +109,7 @@ def _ifmap(conv, pix: np.ndarray, win: np.ndarray, whole: bool) -> np.ndarray:
     if whole:
         return pix[:, None] + win[None, :]
     h, w, fh, fw, ch, _, stride = conv
-    oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
-    return _conv_ifmap(h, w, fh, fw, ch, stride, oh, ow)
+    return _conv_ifmap(h, w, fh, fw, ch, stride, *ofmap_hw(conv))
 
 
 def _filter(win: int, nf: int) -> np.ndarray:
@@ -139,9 +144,9 @@ def _skewed(row, col, n_valid, fold_tile, prefix) -> ReadOperand:
     return ReadOperand(fold_tile, "skew", prefix, q, size, parts=(row, col, last_cols))
 
 
-def _materialised(mat, diagonal, tiles, fold_tile, kind, prefix) -> ReadOperand:
+def _materialised(mat, tiles, fold_tile, kind, prefix) -> ReadOperand:
     q = int(np.count_nonzero(mat >= 0))
-    return ReadOperand(fold_tile, kind, prefix, q, mat.size, None, mat, diagonal, tiles)
+    return ReadOperand(fold_tile, kind, prefix, q, mat.size, None, mat, tiles)
 
 
 def orders(conv, dataflow: str, rows: int, cols: int):
@@ -168,11 +173,11 @@ def orders(conv, dataflow: str, rows: int, cols: int):
             a_op = _skewed(pix, _padded(woff, rf, rows), win, folds, rows)
         else:
             a_t = _blocks(_ifmap(conv, pix, woff, whole), px, rows, 1, rf)[0]  # (rf, T, R)
-            a_op = _materialised(a_t, True, a_t, folds, "skew", rows)
+            a_op = _materialised(a_t, a_t, folds, "skew", rows)
         filt = _filter(win, nf)
         f_t = _blocks(filt, win, cols, 1, cf)[0]  # (cf, K, C)
         b_tiles = _blocks(filt, rows, cols, rf, cf).transpose(1, 0, 2, 3).reshape(-1, rows, cols)
-        ops = (a_op, _materialised(f_t, False, b_tiles, np.arange(cf * rf), "flip", 0))
+        ops = (a_op, _materialised(f_t, b_tiles, np.arange(cf * rf), "flip", 0))
         o_cols = np.repeat(np.minimum(cols, nf - np.arange(cf) * cols), rf)
         o_rows, o_prefix = np.full(cf * rf, t), 2 * rows - 1
     elif dataflow == "is":  # Sr = window, Sc = pixels, T = filters
@@ -183,7 +188,7 @@ def orders(conv, dataflow: str, rows: int, cols: int):
         a_mat = _blocks(at, win, cols, 1, cf)[0]
         w_idx = _padded(np.arange(win, dtype=np.int32), rf, rows)
         ops = (
-            _materialised(a_mat, False, a_tiles, np.arange(cf * rf), "flip", 0),
+            _materialised(a_mat, a_tiles, np.arange(cf * rf), "flip", 0),
             _skewed(f_cols, w_idx, win, np.tile(np.arange(rf), cf), rows),
         )
         o_cols = np.repeat(np.minimum(cols, px - np.arange(cf) * cols), rf)
@@ -196,7 +201,7 @@ def orders(conv, dataflow: str, rows: int, cols: int):
             a_op = _skewed(woff, _padded(pix, rf, rows), px, folds, 0)
         else:
             a_t = _blocks(_ifmap(conv, pix, woff, whole).T, win, rows, 1, rf)[0]  # (rf, T, R)
-            a_op = _materialised(a_t, True, a_t, folds, "skew", 0)
+            a_op = _materialised(a_t, a_t, folds, "skew", 0)
         w_idx = np.arange(win, dtype=np.int32)
         b_op = _skewed(w_idx, _padded(f_cols, cf, cols), nf, np.repeat(np.arange(cf), rf), 0)
         ops = (a_op, b_op)

@@ -50,7 +50,7 @@ from xai_core.backends.scalesim_kernels import (
     walk,
     walk_skew,
 )
-from xai_core.backends.scalesim_orders import FILTER_OFFSET, ReadOperand, orders
+from xai_core.backends.scalesim_orders import FILTER_OFFSET, ReadOperand, ofmap_hw, orders
 from xai_core.backends.scalesim_stalls import stalls
 from xai_core.errors import ValidationError
 
@@ -154,7 +154,7 @@ def replay(
     # an ifmap address is in at most one window per filter position, a filter address in one
     # and the operands' address ranges (SCALE-Sim's ifmap and filter offsets)
     h, w, fh, fw, _, _, stride = conv
-    oh, ow = -(-(h - fh + stride) // stride), -(-(w - fw + stride) // stride)
+    oh, ow = ofmap_hw(conv)
     depths = (min(-(-fh // stride), oh) * min(-(-fw // stride), ow), 1)
     spaces = ((0, h * w * conv[4]), (FILTER_OFFSET, fh * fw * conv[4] * conv[5]))
     for op, size, bw, depth, space in zip(ops, sram_words, bandwidth, depths, spaces):
@@ -197,6 +197,6 @@ def _prefetch_rows(op: ReadOperand, per_fold, size, depth, space):
         cnt, table, own = set_table_parts(row, col, last_cols, eps, depth, base, span)
         args = (row, col, own, last_cols, int(op.prefix), folds, int(per_fold), base, cnt)
         return walk_skew(*args, table, depth, *sizes)
-    cnt, table = set_table(op.mat, op.diagonal, eps, depth, base, span)
+    cnt, table = set_table(op.mat, op.kind == "skew", eps, depth, base, span)
     keys, rows, starts = tile_runs(op.tiles, op.kind == "skew", op.prefix, base, cnt, table, depth)
     return walk(keys, rows, starts, folds, int(per_fold), cnt, table, depth, *sizes)
