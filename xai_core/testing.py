@@ -181,7 +181,9 @@ def check_backend(backend: Backend | type) -> None:
     ``matmul`` gives shape (M, N) and agrees with float64 within the class attribute
     ``matmul_rtol`` (exactly for int8 backends, which get int8 operands) on shapes that
     do not divide any tile; results are deterministic; ``batched_matmul`` equals a loop of ``matmul`` and counts
-    like it; ``elementwise`` and ``reduce`` work.
+    like it; ``matmul_into`` writes ``matmul``'s product and counts like it; a backend whose
+    ``exact_operands`` is True multiplies within its dtype's rounding; ``elementwise`` and
+    ``reduce`` work.
 
     A native model runs on it through a :class:`~xai_core.ModelRunner` given the
     instance (no registration needed) and predicts what float64 does.
@@ -271,10 +273,42 @@ def check_backend(backend: Backend | type) -> None:
         ):
             _fail(subject, "reduce(np.sum, x, axis=1) must sum the rows")
         _check_batched(subject, backend, rng, rtol)
+        _check_matmul_into(subject, backend, rng)
         _check_runner(subject, backend, rng, rtol)
     backend.reset_counters()
     if any(v != 0 for v in backend.counters.values()):
         _fail(subject, "reset_counters() must zero every counter after work")
+
+
+def _check_matmul_into(subject: str, backend: Backend, rng: np.random.Generator) -> None:
+    """``matmul_into`` writes ``matmul``'s product into ``out`` and counts like it; a backend
+    that says ``exact_operands`` multiplies within its dtype's rounding."""
+    if not isinstance(backend.exact_operands, bool):
+        _fail(subject, f"exact_operands must be a bool; got {backend.exact_operands!r}")
+    a = rng.normal(size=(9, 40)).astype(backend.dtype)
+    b = rng.normal(size=(40, 11)).astype(backend.dtype)
+    before = backend.counters
+    want = np.asarray(backend.matmul(a, b))
+    mid = backend.counters
+    out = np.empty((9, 11), dtype=backend.dtype)
+    got = backend.matmul_into(a, b, out)
+    after = backend.counters
+    if got is not out or not np.array_equal(out, want):
+        _fail(subject, "matmul_into(a, b, out) must write matmul(a, b) into out and return out")
+    for key in ("macs", "matmuls"):
+        if after[key] - mid[key] != mid[key] - before[key]:
+            _fail(subject, f"matmul_into must count {key!r} as matmul does")
+    if backend.exact_operands:
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        err = np.max(np.abs(want - exact) / scale)
+        bound = 40 * float(np.finfo(backend.dtype).eps)
+        if not err <= bound:
+            _fail(
+                subject,
+                f"exact_operands is True, but matmul differs from float64 by {err:.3g} "
+                f"(relative), over {bound:.3g}: its operands are rounded",
+            )
 
 
 def _check_batched(subject: str, backend: Backend, rng: np.random.Generator, rtol: float) -> None:

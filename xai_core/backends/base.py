@@ -211,6 +211,32 @@ class Backend:
         """
         raise NotImplementedError
 
+    def matmul_into(
+        self, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:meth:`matmul`, written into ``out`` when given: the same numerics and counters.
+
+        For passes that keep their buffers from one call to the next (the fused gradient
+        passes of :mod:`xai_core.nn.fused`). The default copies :meth:`matmul`'s product; a
+        backend may compute it in place, counting the same.
+
+        Parameters
+        ----------
+        a : ndarray of shape (M, K)
+        b : ndarray of shape (K, N)
+        out : ndarray of shape (M, N) of :attr:`dtype`, optional
+
+        Returns
+        -------
+        ndarray of shape (M, N)
+            ``out`` when given.
+        """
+        product = self.matmul(a, b)
+        if out is None:
+            return product
+        np.copyto(out, product)
+        return out
+
     def batched_matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """A stack of independent matrix products ``a[i] @ b[i]`` (a grouped convolution's).
 
@@ -416,6 +442,31 @@ class Backend:
     def extra_counters(self) -> tuple[str, ...]:
         """Names of backend-specific counters, zeroed by :meth:`reset_counters`."""
         return ()
+
+    def count_elementwise(self, n_in: int, n_out: int, n_ops: int) -> None:
+        """Count elementwise work a caller did itself in this backend's numerics.
+
+        As :meth:`elementwise` counts a call: ``n_in`` elements read, ``n_out`` written,
+        ``n_ops`` operations (turned into cycles by :meth:`vector_cycles`). For passes that
+        apply activations in place on the backend's products (:mod:`xai_core.nn.fused`),
+        which only backends with :attr:`exact_operands` allow.
+        """
+        self._count_vector(int(n_in), int(n_out), int(n_ops))
+
+    @property
+    def exact_operands(self) -> bool:
+        """Whether this backend's numerics are plain numpy arithmetic in :attr:`dtype`.
+
+        True when :meth:`matmul` multiplies its operands as given in :attr:`dtype` (no
+        rounding to a narrower type first, in any order of summation) and
+        :meth:`elementwise` and :meth:`reduce` are numpy's in :attr:`dtype`. Products may
+        then be regrouped (``W (b + a (x - b)) = W b + a (W x - W b)``) and activations
+        applied in place on them with no change beyond :attr:`dtype`'s rounding: the
+        condition of the runner's gradient fast paths (:mod:`xai_core.model.paths`,
+        :mod:`xai_core.nn.fused`). False by default; ``cpu`` and ``gpu`` at fp32 say True,
+        backends that round operands (bf16, int8, tf32, fp16) say False.
+        """
+        return False
 
     def _add(self, **amounts: float) -> None:
         for key, value in amounts.items():

@@ -59,6 +59,27 @@ class CPUBackend(Backend):
         self._count_products(1, m, k, n)
         return out
 
+    def matmul_into(
+        self, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:meth:`matmul` computed into ``out`` (see :meth:`Backend.matmul_into`), counted the same."""
+        if type(self).matmul is not CPUBackend.matmul:
+            return super().matmul_into(a, b, out)
+        dtype = self.dtype
+        a = a if a.dtype == dtype else a.astype(dtype)
+        b = b if b.dtype == dtype else b.astype(dtype)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+            matmul_operands(a, b)  # raises the backend's ShapeError
+        (m, k), n = a.shape, b.shape[1]
+        out = np.matmul(a, b, out=out)
+        self._count_products(1, m, k, n)
+        return out
+
+    @property
+    def exact_operands(self) -> bool:
+        """True: plain numpy in :attr:`dtype` (a subclass with its own products says False)."""
+        return self._reference()
+
     def _count_products(self, g: int, m: int, k: int, n: int) -> None:
         """Count ``g`` products of (m, k) by (k, n) matrices, as ``g`` calls of :meth:`matmul`."""
         macs, size, c = g * m * k * n, self.dtype.itemsize, self._counters

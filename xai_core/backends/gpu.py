@@ -194,6 +194,11 @@ class GPUBackend(Backend):
         self._count_gemm(m, k, n)
         return out
 
+    @property
+    def exact_operands(self) -> bool:
+        """True at fp32 precision (operands multiplied as given); False for tf32 and fp16."""
+        return self.precision == "fp32"
+
     # -- counters ---------------------------------------------------------------------
     def _count_gemm(self, m: int, k: int, n: int) -> None:
         bm, bn, bk = self.tile
