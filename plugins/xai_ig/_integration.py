@@ -15,7 +15,7 @@ import numpy as np
 from xai_core.validation import check_choice, check_int
 from xai_ig._gauss_legendre import gauss_legendre
 
-__all__ = ["RULES", "add_to_rows", "integration_nodes"]
+__all__ = ["RULES", "integration_nodes"]
 
 #: Integration rules, the default first.
 RULES: tuple[str, ...] = (
@@ -70,23 +70,3 @@ def _nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
     weights = np.full(steps, 1.0 / (steps - 1))
     weights[[0, -1]] = 0.5 / (steps - 1)
     return np.linspace(0.0, 1.0, steps), weights
-
-
-def add_to_rows(total: np.ndarray, rows: np.ndarray, acc: np.ndarray, paths_per_row: int) -> None:
-    """``total[rows] += acc``, the ``paths_per_row`` consecutive paths of a row summed first.
-
-    Parameters
-    ----------
-    total : ndarray of shape (n_rows, n_features)
-    rows : ndarray of int of shape (n_paths,)
-        The row of each path, ascending; a row's paths are consecutive.
-    acc : ndarray of shape (n_paths, n_features)
-        Each path's integral.
-    paths_per_row : int
-        Paths per row (baselines); with 1, ``rows`` holds each row once.
-    """
-    if paths_per_row == 1:
-        total[rows] += acc
-    else:
-        first, starts = np.unique(rows, return_index=True)
-        total[first] += np.add.reduceat(acc, starts, axis=0)

@@ -9,12 +9,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core import Cost, Explainer, Explanation, ModelRunner, XaiWarning
-from xai_core.attribution.explainer import predicted_class
-from xai_core.attribution.guard import check_outputs
 from xai_core.attribution.options import Alias, Choice, Float, ImageShape, Int
-from xai_ig._affine import AffinePath, first_linear_layer
+from xai_core.model.paths import block_count
 from xai_ig._baselines import make_baselines, uniform_bounds
-from xai_ig._batching import batch_bar, block_count, chunk_points, path_integral
+from xai_ig._batching import batch_bar, chunk_points
 from xai_ig._integration import RULES, integration_nodes
 from xai_ig.cost import MAX_STEPS, ig_cost, steps_note
 
@@ -218,67 +216,35 @@ class IntegratedGradients(Explainer):
         n_features = math.prod(X.shape[1:])
         chunk = chunk_points(runner, self.internal_batch_size, n_features)
 
-        # on the cpu backend an affine first layer is computed once at the rows and the
-        # baselines: the path integral and both ends of the path, f(x) and f(b), reuse it
-        first = first_linear_layer(runner)
-        rows = self.rows(len(X))
-        affine = (
-            AffinePath(runner, first, X, baselines, method=self.name, rows=rows)
-            if first is not None
-            else None
-        )
-        at_x = None
+        # the runner plans the straight paths once: on a network whose first linear layer
+        # comes before any nonlinearity, that layer's products are made once per row and
+        # baseline, and the path integral and both ends of the path, f(x) and f(b), reuse them
+        paths = runner.straight_paths(X, baselines)
         if target is None:  # the predicted class, from the outputs IG needs anyway
-            if affine is not None:
-                target = affine.predicted()
-            else:
-                at_x = np.asarray(runner.predict_validated(X), dtype=np.float64)
-                target = predicted_class(at_x)
+            target = paths.predicted()
         eps = _EPS.get(X.dtype, _EPS[np.dtype(np.float32)])
 
         def ends() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             """f(x), f(b), their gap and the scale of the relative convergence delta."""
-            if affine is not None:
-                f_x, f_b = affine.outputs(target)
-            else:
-                out = runner.predict_validated(X) if at_x is None else at_x
-                f_x = np.asarray(out, dtype=np.float64)[np.arange(len(X)), target]
-                f_b = baseline_outputs(runner, baselines, target)
+            f_x, f_b = paths.outputs(target)
             gap = f_x - f_b
             return f_x, f_b, gap, np.maximum(np.abs(gap), np.sqrt(eps) * (1.0 + np.abs(f_x)))
 
-        # with fixed steps on the affine path, f(x) and f(b) go forward with the first
+        # with fixed steps on the affine plan, f(x) and f(b) go forward with the first
         # block of path points (its products); otherwise they are computed first
-        fold = affine is not None and self.steps != "auto"
+        fold = paths.affine and self.steps != "auto"
         if not fold:
             f_x, f_b, gap, scale = ends()
 
         def integrate(steps: int, which: np.ndarray | None, fold: bool = False) -> np.ndarray:
             """The integral for the rows ``which`` (None: all, in order)."""
             alphas, weights = integration_nodes(self.integration, steps)
-            desc = f"ig ({steps} steps)"
-            xs, targets = (X, target) if which is None else (X[which], target[which])
-            if affine is not None:
-                blocks = block_count(len(xs) * baselines.shape[1], steps, chunk)
-                with batch_bar(blocks, self.progress, desc) as bar:
-                    return affine.integral(
-                        which, targets, alphas, weights, chunk=chunk, bar=bar, ends=fold
-                    )
-            per_row = (
-                baselines[which] if which is not None and baselines.shape[0] > 1 else baselines
-            )
-            return path_integral(
-                runner,
-                xs,
-                targets,
-                per_row,
-                alphas,
-                weights,
-                chunk=chunk,
-                progress=self.progress,
-                desc=desc,
-                affine=False,
-            )
+            targets = target if which is None else target[which]
+            blocks = block_count(len(targets) * baselines.shape[1], steps, chunk)
+            with batch_bar(blocks, self.progress, f"ig ({steps} steps)") as bar:
+                return paths.integral(
+                    which, targets, alphas, weights, chunk=chunk, bar=bar, ends=fold
+                )
 
         meta: dict[str, Any] = {
             "integration": self.integration,
@@ -298,16 +264,10 @@ class IntegratedGradients(Explainer):
             meta["steps"] = int(self.steps)
             meta["gradient_points"] = len(X) * k * int(self.steps)
         sums = np.add.reduce(values.reshape(len(X), -1), axis=1, dtype=np.float64)
-        # the affine path's gradients did not pass through the runner's check: a row holds a
+        # the affine plan's gradients did not pass through the runner's check: a row holds a
         # NaN or an infinity only if its sum is not finite, and then the check names the rows
-        if affine is not None and not np.logical_and.reduce(np.isfinite(sums)):
-            check_outputs(
-                values.reshape(len(X), -1),
-                self.name,
-                rows=rows,
-                what="gradients",
-                label=f"method {self.name!r}",
-            )
+        if paths.affine and not np.logical_and.reduce(np.isfinite(sums)):
+            runner.check_finite(values.reshape(len(X), -1), what="gradients")
         delta = sums - gap
         meta["output"] = f_x
         meta["convergence_delta"] = delta
@@ -359,24 +319,3 @@ class IntegratedGradients(Explainer):
                 stacklevel=5,
             )
         return values, steps_used, converged, trace
-
-
-def baseline_outputs(runner: ModelRunner, baselines: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """``output[target]`` at the baselines, averaged over each row's baselines.
-
-    Parameters
-    ----------
-    baselines : ndarray of shape (1 or n_samples, k, *input_shape)
-    target : ndarray of int64 of shape (n_samples,)
-
-    Returns
-    -------
-    ndarray of float64 of shape (n_samples,)
-    """
-    per_row, k = baselines.shape[:2]
-    flat = baselines.reshape(per_row * k, *baselines.shape[2:])
-    preds = np.asarray(runner.predict_validated(flat), dtype=np.float64)
-    preds = preds.reshape(per_row, k, -1)
-    if per_row == 1:
-        return preds[0][:, target].mean(axis=0)
-    return np.take_along_axis(preds, target[:, None, None], axis=2)[..., 0].mean(axis=1)

@@ -25,7 +25,7 @@ from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import as_model
-from xai_core.model.runner import ModelRunner, get_backend
+from xai_core.model.runner import ModelRunner, get_backend, predicted_class
 from xai_core.validation import check_int
 
 __all__ = [
@@ -345,23 +345,6 @@ def explain(
     if chunked:
         return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
     return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
-
-
-def predicted_class(outputs: np.ndarray) -> np.ndarray:
-    """The predicted output of each row: the largest, or 0 when there is one output.
-
-    Parameters
-    ----------
-    outputs : ndarray of shape (n_samples, n_outputs)
-        Finite model outputs (checked by the caller: ``argmax`` of a row with a NaN is the NaN's index).
-
-    Returns
-    -------
-    ndarray of int64 of shape (n_samples,)
-    """
-    if outputs.shape[1] == 1:
-        return np.zeros(len(outputs), np.int64)
-    return np.argmax(outputs, axis=1).astype(np.int64)
 
 
 def resolve_target(

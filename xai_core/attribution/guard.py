@@ -167,6 +167,16 @@ class GuardedRunner(ModelRunner):
         """:meth:`ModelRunner.gradient_validated`, checked finite."""
         return self._check(self.inner.gradient_validated(X, target), X, "gradients", None)
 
+    def check_finite(self, values: np.ndarray, *, what: str = "outputs", of: str = "X") -> None:
+        """:meth:`ModelRunner.check_finite`: NaN or infinity raises, naming the rows of ``of``."""
+        arr = np.asarray(values)
+        if arr.dtype.kind not in "fc" or np.logical_and.reduce(np.isfinite(arr), axis=None):
+            return
+        rows = self.explained_rows if of == "X" and len(arr) == len(self.explained_rows) else None
+        check_outputs(
+            arr, self.method, rows=rows, what=what, of=of, label=f"method {self.method!r}"
+        )
+
     def activations(self, X: Any, layer: int | str) -> np.ndarray:
         """:meth:`ModelRunner.activations` of the wrapped runner."""
         return self.inner.activations(X, layer)

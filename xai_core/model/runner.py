@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,7 +11,27 @@ from xai_core.errors import CapabilityError
 from xai_core.model.base import Model, as_model
 from xai_core.validation import check_array, check_positive_int, check_target
 
-__all__ = ["ModelRunner", "get_backend"]
+if TYPE_CHECKING:
+    from xai_core.model.paths import StraightPaths
+
+__all__ = ["ModelRunner", "get_backend", "predicted_class"]
+
+
+def predicted_class(outputs: np.ndarray) -> np.ndarray:
+    """The predicted output of each row: the largest, or 0 when there is one output.
+
+    Parameters
+    ----------
+    outputs : ndarray of shape (n_samples, n_outputs)
+        Finite model outputs (checked by the caller: ``argmax`` of a row with a NaN is the NaN's index).
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_samples,)
+    """
+    if outputs.shape[1] == 1:
+        return np.zeros(len(outputs), np.int64)
+    return np.argmax(outputs, axis=1).astype(np.int64)
 
 
 def get_backend(backend: str | Backend = "cpu", **settings: Any) -> Backend:
@@ -195,11 +215,9 @@ class ModelRunner:
         target = check_target(
             target, len(X), n_out if n_out is not None else np.iinfo(np.int64).max
         )
+        gradient = self._gradient_pass()
         parts = [
-            self._batch(
-                lambda x, t=target[s]: self.model.gradient(x, t, backend=self.backend), X[s]
-            )
-            for s in self._chunks(len(X))
+            self._batch(lambda x, t=target[s]: gradient(x, t), X[s]) for s in self._chunks(len(X))
         ]
         return np.concatenate(parts, axis=0)
 
@@ -220,13 +238,82 @@ class ModelRunner:
         """
         self.require("gradient")
         X = np.asarray(X, dtype=self.input_dtype)
+        gradient = self._gradient_pass()
         parts = [
-            self._batch(
-                lambda x, t=target[s]: self.model.gradient(x, t, backend=self.backend), X[s]
-            )
-            for s in self._chunks(len(X))
+            self._batch(lambda x, t=target[s]: gradient(x, t), X[s]) for s in self._chunks(len(X))
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+    def _gradient_pass(self) -> Any:
+        """``(x, target) -> gradient`` for one batch: fused for a multilayer perceptron on a
+        backend with :attr:`~xai_core.Backend.exact_operands` (:func:`xai_core.nn.fused.
+        network_gradient`), else the model's own backward pass."""
+        from xai_core.nn.fused import network_gradient
+
+        fused = network_gradient(self.model, self.backend)
+        if fused is not None:
+            return fused
+        return lambda x, t: self.model.gradient(x, t, backend=self.backend)
+
+    def straight_paths(
+        self, X: np.ndarray, baselines: np.ndarray, *, fast: bool = True
+    ) -> StraightPaths:
+        """Straight paths from ``baselines`` to the rows ``X``, planned once: IG's fast path.
+
+        The outputs at the paths' ends and weighted integrals of the gradient along them,
+        for integrated gradients and the methods built on it. On a float
+        :class:`~xai_core.nn.Sequential` whose first linear layer comes before any
+        nonlinearity, on a backend with :attr:`~xai_core.Backend.exact_operands`, that
+        layer's products are made once per row and baseline instead of once per path point
+        (:class:`~xai_core.model.paths.AffinePaths`); otherwise every path point goes
+        through :meth:`gradient_validated` (:class:`~xai_core.model.paths.StraightPaths`).
+        Both compute the same quantity, to the backend dtype's rounding, with every product
+        on the backend and counted by it.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+            Rows this runner has checked (:meth:`check_X`).
+        baselines : ndarray of shape (1 or n_samples, n_baselines, *input_shape)
+            Shared by every row (first axis 1) or one set per row, checked as ``X``.
+        fast : bool, default=True
+            False always takes the general plan (to compare the two).
+
+        Returns
+        -------
+        StraightPaths
+            With ``outputs(target)``, ``predicted()`` and ``integral(which, target,
+            alphas, weights, chunk=..., bar=...)``; see :mod:`xai_core.model.paths`.
+
+        Examples
+        --------
+        >>> paths = runner.straight_paths(X, np.zeros((1, 1, *X.shape[1:]), X.dtype))
+        >>> alphas, weights = np.linspace(0, 1, 33)[1:], np.full(32, 1 / 32)
+        >>> values = paths.integral(None, target, alphas, weights, chunk=1024)
+        >>> f_x, f_b = paths.outputs(target)   # values.sum(axis=1) ~ f_x - f_b
+        """
+        from xai_core.model.paths import plan_paths
+
+        self.require("gradient")
+        return plan_paths(self, X, baselines, fast=fast)
+
+    def check_finite(self, values: np.ndarray, *, what: str = "outputs", of: str = "X") -> None:
+        """Check values computed outside :meth:`predict` and :meth:`gradient` as their outputs are.
+
+        For planned passes (:meth:`straight_paths`) that compute outputs or gradients
+        themselves. A plain runner checks nothing, as its :meth:`predict` checks nothing;
+        the runner :func:`xai_core.explain` hands a method raises
+        :class:`~xai_core.errors.ModelOutputError` naming the rows.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n, ...)
+            One row per row of ``of``.
+        what : {"outputs", "gradients"}, default="outputs"
+        of : str, default="X"
+            What the rows are rows of: ``"X"`` (the explained rows) or another name
+            (``"the baselines"``).
+        """
 
     def activations(self, X: Any, layer: int | str) -> np.ndarray:
         """Outputs of one layer (index or name), of shape (n_samples, *layer_output_shape)."""

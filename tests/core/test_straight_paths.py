@@ -1,4 +1,4 @@
-"""Integrated gradients through an affine first layer: equal to the general path and to Captum."""
+"""The runner's straight paths (IG's fast path): the affine plan equals the general one and Captum."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import torch
 
 import xai_core as xai
 from xai_core import nn
-from xai_ig._affine import first_linear_layer
-from xai_ig._batching import path_integral
-from xai_ig._integration import integration_nodes
+from xai_core.model.paths import AffinePaths, first_linear_layer
+from xai_ig import integration_nodes
 
 
 def dense_net(dtype="float32") -> nn.Sequential:
@@ -53,10 +52,11 @@ def both_paths(net, X, target, baselines, steps=24, rule="gausslegendre", chunk=
     """The fast and the general path on the same runner, rows and nodes."""
     runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=net.dtype))
     alphas, weights = integration_nodes(rule, steps)
-    kw = dict(chunk=chunk, progress=False, desc="ig")
-    fast = path_integral(runner, X, target, baselines, alphas, weights, **kw)
-    general = path_integral(runner, X, target, baselines, alphas, weights, affine=False, **kw)
-    return fast, general
+    fast = runner.straight_paths(X, baselines)
+    general = runner.straight_paths(X, baselines, fast=False)
+    assert fast.affine and not general.affine
+    args = (None, target, alphas, weights)
+    return fast.integral(*args, chunk=chunk), general.integral(*args, chunk=chunk)
 
 
 @pytest.mark.parametrize(
@@ -202,8 +202,6 @@ def tail_nets(dtype):
 def test_fused_tail_equals_the_layers_own_passes(dtype):
     """The fused later layers give the layers' own forward and backward passes to rounding,
     and make the same matrix products (the same macs counted)."""
-    from xai_ig._affine import AffinePath
-
     rng = np.random.default_rng(8)
     alphas, weights = integration_nodes("gausslegendre", 16)
     tol = 2e-6 if dtype == "float32" else 1e-13
@@ -214,10 +212,9 @@ def test_fused_tail_equals_the_layers_own_passes(dtype):
         out = []
         for fuse in (True, False):
             runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=dtype))
-            path = AffinePath(runner, 0, X, b, fuse=fuse)
+            path = AffinePaths(runner, 0, X, b, fuse=fuse)
             assert (path.tail is not None) == fuse
-            bar = type("Bar", (), {"update": lambda self, n=1: None})()
-            values = path.integral(np.arange(5), target, alphas, weights, chunk=24, bar=bar)
+            values = path.integral(np.arange(5), target, alphas, weights, chunk=24)
             out.append((values, path.outputs(target), runner.counters))
         (fast, ends_fast, c_fast), (slow, ends_slow, c_slow) = out
         np.testing.assert_allclose(fast, slow, rtol=0, atol=tol * np.abs(slow).max())

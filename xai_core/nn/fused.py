@@ -1,16 +1,20 @@
-"""The later layers of a multilayer perceptron at many path points: forward and backward, fused.
+"""Dense layers and elementwise activations at many points: forward and backward, fused.
 
-After an affine first layer (:mod:`xai_ig._affine`) what is left of integrated gradients
-is, per block of path points, the later layers forward and the gradient of one weighted
-output back to the first layer's output. For the common tail of Dense layers and
+A gradient method asks, per block of points, for the layers forward and the gradient of
+one weighted output back to their input: for a whole multilayer perceptron (saliency,
+SmoothGrad) or for what follows an affine first layer (integrated gradients along straight
+paths, :mod:`xai_core.model.paths`). For the common run of Dense layers and
 elementwise activations, ending in a softmax or not, :class:`FusedTail` does that with
 each activation applied in place on the product that feeds it, the derivative taken from
 the activation's output (``relu'(x) = [y > 0]``, ``tanh' = 1 - y**2``, ``sigmoid' = y (1 -
 y)``), and the softmax's vector-Jacobian product for a one-hot seed in closed form, ``w
 p_t (e_t - p)``. It computes the same quantities as the layers' own ``apply`` and ``vjp``
 to floating-point rounding, in the backend's dtype; every matrix product goes through the
-backend (computed and counted by it) and the elementwise work it does is counted, in one
-sum per pass. It is used only on the reference ``cpu`` backend.
+backend (:meth:`~xai_core.Backend.matmul_into`: computed and counted by it) and the
+elementwise work it does in numpy is counted through
+:meth:`~xai_core.Backend.count_elementwise`, in one sum per pass. It runs on backends whose
+:attr:`~xai_core.Backend.exact_operands` is true: their elementwise work is numpy's in their
+dtype, so doing it here in place changes nothing.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from xai_core.backends.cpu import CPUBackend
-from xai_core.nn import Dense, Layer, Linear, ReLU, Sigmoid, Softmax, Tanh
+from xai_core.backends.base import Backend
+from xai_core.nn.activations import Linear, ReLU, Sigmoid, Softmax, Tanh
+from xai_core.nn.dense import Dense
+from xai_core.nn.layer import Layer
 
-__all__ = ["FusedTail", "counted_matmul", "fusable"]
+__all__ = ["FusedTail", "fusable"]
 
 #: Layers the fused tail computes (a Softmax only as the last).
 _KINDS = (Dense, ReLU, Tanh, Sigmoid, Linear)
@@ -39,23 +45,6 @@ def fusable(layers: Sequence[Layer], z_shape: tuple[int, ...]) -> bool:
     return all(type(layer) in _KINDS for layer in body)
 
 
-def counted_matmul(
-    backend: CPUBackend, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
-    """``a @ b`` (M, K) by (K, N) as :meth:`CPUBackend.matmul` computes it, counted as it counts it.
-
-    The operands are taken in the backend's dtype (as that method casts them) and the
-    product is written into ``out`` when given.
-    """
-    dtype = backend.dtype
-    a = a if a.dtype == dtype else a.astype(dtype)
-    b = b if b.dtype == dtype else b.astype(dtype)
-    (m, k), n = a.shape, b.shape[1]
-    out = np.matmul(a, b, out=out)
-    backend._count_products(1, m, k, n)
-    return out
-
-
 class FusedTail:
     """Dense layers and elementwise activations (optionally a final softmax), forward and back.
 
@@ -63,17 +52,17 @@ class FusedTail:
     ----------
     layers : sequence of Layer
         Accepted by :func:`fusable`.
-    backend : CPUBackend
+    backend : Backend
+        With :attr:`~xai_core.Backend.exact_operands`.
 
     Notes
     -----
     The products and activations of :meth:`input_gradient` are written into arrays kept
     from one call to the next (one explanation walks its blocks of path points through
-    the same memory); each product is computed by numpy as :meth:`CPUBackend.matmul`
-    computes it and counted as it counts it.
+    the same memory); each product is the backend's, written into them.
     """
 
-    def __init__(self, layers: Sequence[Layer], backend: CPUBackend) -> None:
+    def __init__(self, layers: Sequence[Layer], backend: Backend) -> None:
         self.backend = backend
         self.softmax = type(layers[-1]) is Softmax
         self.body = [
@@ -117,10 +106,10 @@ class FusedTail:
     def _product(
         self, a: np.ndarray, b: np.ndarray, key: tuple[str, int], out: np.ndarray | None = None
     ) -> np.ndarray:
-        """``a @ b`` in the backend's dtype into ``out`` or a kept array, counted as the backend's matmul."""
+        """``a @ b`` on the backend, into ``out`` or a kept array."""
         if out is None:
             out = self._buffer(key, (a.shape[0], b.shape[1]))
-        return counted_matmul(self.backend, a, b, out)
+        return self.backend.matmul_into(a, b, out)
 
     def _forward(
         self, z: np.ndarray
@@ -198,7 +187,7 @@ class FusedTail:
                 out = pt.T
         finally:
             self._reuse = True
-        self.backend._count_vector(*self._pending)
+        self.backend.count_elementwise(*self._pending)
         return out
 
     def input_gradient(
@@ -286,5 +275,50 @@ class FusedTail:
             else:  # Sigmoid
                 grad *= y * (1 - y)
                 self._count(2 * grad.size, grad.size, 3 * grad.size)
-        self.backend._count_vector(*self._pending)
+        self.backend.count_elementwise(*self._pending)
         return grad, ends
+
+
+def network_gradient(
+    model: Any, backend: Backend
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """The gradient of a whole multilayer perceptron through :class:`FusedTail`, or None.
+
+    For a float :class:`~xai_core.nn.Sequential` that is, after Reshape or Flatten layers
+    only, a run of layers :func:`fusable` accepts on flat inputs, on a backend with
+    :attr:`~xai_core.Backend.exact_operands` and gradients: the function ``(X, target) ->
+    d output[target] / d X`` for one batch, equal to the network's own
+    :meth:`~xai_core.nn.Network.gradient` to the rounding of the backend's dtype, with the
+    same products counted. A new :class:`FusedTail` is made per call, so the network may
+    change between calls and many threads may call at once.
+
+    Returns
+    -------
+    callable or None
+        Taking X of shape (m, *input_shape) and target int64 of shape (m,), returning an
+        ndarray of the backend's dtype of shape (m, *input_shape).
+    """
+    from xai_core.nn.sequential import Sequential
+    from xai_core.nn.shape import Flatten, Reshape
+
+    if type(model) is not Sequential or not backend.supports_gradients:
+        return None
+    if not backend.exact_operands or model.is_quantized or not model.built:
+        return None
+    layers = list(model.layers)
+    start = 0
+    while start < len(layers) and type(layers[start]) in (Reshape, Flatten):
+        start += 1
+    body = layers[start:]
+    flat = layers[start - 1].output_shape if start else model.input_shape
+    if not body or type(body[0]) is not Dense or not fusable(body, tuple(flat)):
+        return None
+
+    def gradient(X: np.ndarray, target: np.ndarray) -> np.ndarray:
+        m = len(X)
+        z = np.array(X, dtype=backend.dtype).reshape(m, -1)  # a copy: the pass overwrites it
+        seed = np.ones(m, dtype=backend.dtype)
+        grad, _ = FusedTail(body, backend).input_gradient(z, np.asarray(target), seed)
+        return grad.reshape(X.shape)
+
+    return gradient
