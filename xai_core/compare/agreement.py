@@ -96,7 +96,7 @@ def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Ba
 def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str | None:
     if "gradient" in requires and not backend.supports_gradients:
         return f"the method needs gradients and {backend.name} is inference only"
-    if not model.runs_on_backend and backend.name != "cpu":
+    if not model.runs_on_backend and not backend.runs_black_boxes:
         return "a black-box model runs on the host; only native networks run on simulated hardware"
     return None
 

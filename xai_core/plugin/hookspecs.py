@@ -67,7 +67,9 @@ def xai_register_backends():
         implements ``matmul`` and may override ``batched_matmul``, ``conv2d`` /
         ``conv2d_vjp`` (defaults: the im2col products through ``matmul``), ``elementwise``
         and ``reduce``; an override computes the same function and counts what the
-        default would.
+        default would. Class data states what it can do, for the core to test instead of
+        its name: ``supports_gradients``, ``requires_quantized`` and ``runs_black_boxes``
+        (true only for a host CPU, where a black-box model's numbers mean something).
     """
 
 
