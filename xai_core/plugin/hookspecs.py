@@ -42,7 +42,10 @@ def xai_register_explainers():
         Optionally ``estimate_cost(runner, X) -> Cost | None`` states the model rows and
         peak memory before any work, checked against the session's limits (default
         ``None``: no check; see docs/limits.md); every model output the explainer receives
-        is checked finite by the core.
+        is checked finite by the core. A class may declare itself the core's default in
+        ``default_for`` (role to rank: ``"gradient"`` and ``"black_box"`` for
+        ``method="auto"``, ``"compare"`` for :func:`xai_core.compare_methods`), so the
+        core names no method of its own.
 
     Examples
     --------
