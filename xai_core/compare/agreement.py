@@ -92,6 +92,43 @@ def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Ba
     return pairs
 
 
+def _compared_backends(
+    backends: Sequence[Any] | None, reference: Any
+) -> tuple[list[tuple[str, Backend]], dict[str, str]]:
+    """(label, backend) pairs, the reference first, and the registered backends left out (why)."""
+    skipped: dict[str, str] = {}
+    if backends is None:
+        backends, skipped = _registered_backends(reference)
+    elif isinstance(backends, (str, Backend)) or not len(backends):
+        raise ValidationError(
+            "backends must be a non-empty sequence of backend names or instances, or None for "
+            f"every registered backend; got {backends!r}."
+        )
+    return _backend_list(backends, reference), skipped
+
+
+def _check_quantized(quantized: Any, model: Any) -> Any:
+    """``quantized`` as an int8 model of ``model``'s input shape, or None when not given."""
+    if quantized is None:
+        return None
+    quantized = as_model(quantized)
+    if not quantized.is_quantized:
+        raise ValidationError(f"quantized must be an int8 model; got {quantized!r}.")
+    if tuple(quantized.input_shape or ()) != tuple(model.input_shape or ()):
+        raise ShapeError(
+            f"quantized takes inputs of shape {quantized.input_shape}, model of shape "
+            f"{model.input_shape}; they must be the same network's."
+        )
+    return quantized
+
+
+def _quantize(model: Any, calibration: Any) -> Any:
+    """``model`` quantised to int8 on ``calibration``, for the int8-only backends."""
+    from xai_core.nn.quantize import quantize
+
+    return quantize(model, calibration, progress=False)
+
+
 def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str | None:
     if "gradient" in requires and not backend.supports_gradients:
         return f"the method needs gradients and {backend.name} is inference only"
@@ -278,15 +315,7 @@ def compare_backends(
     k = check_positive_int(k, "k")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     model = as_model(model)
-    skipped: dict[str, str] = {}
-    if backends is None:
-        backends, skipped = _registered_backends(reference)
-    elif isinstance(backends, (str, Backend)) or not len(backends):
-        raise ValidationError(
-            "backends must be a non-empty sequence of backend names or instances, or None for "
-            f"every registered backend; got {backends!r}."
-        )
-    pairs = _backend_list(backends, reference)
+    pairs, skipped = _compared_backends(backends, reference)
     ref_runner = ModelRunner(model, pairs[0][1])
     if cls is None:
         cls = resolve_method(method, ref_runner.capabilities)
@@ -297,15 +326,7 @@ def compare_backends(
     parallel = {"executor": executor, "chunk_size": chunk_size}
 
     runs: dict[str, _Run] = {}
-    if quantized is not None:
-        quantized = as_model(quantized)
-        if not quantized.is_quantized:
-            raise ValidationError(f"quantized must be an int8 model; got {quantized!r}.")
-        if tuple(quantized.input_shape or ()) != tuple(model.input_shape or ()):
-            raise ShapeError(
-                f"quantized takes inputs of shape {quantized.input_shape}, model of shape "
-                f"{model.input_shape}; they must be the same network's."
-            )
+    quantized = _check_quantized(quantized, model)
     noisy = n_seeds > 1 and "seed" in cls.option_names()
     # one bar over every row explained: rows x backends, and x seeds on the reference
     bar = progress_bar(
@@ -324,11 +345,8 @@ def compare_backends(
                 continue
             run_model = model
             if backend.requires_quantized and not model.is_quantized:
-                from xai_core.nn.quantize import quantize
-
                 if quantized is None:  # a native network, quantised here
-                    calibrate = X if calibration is None else calibration
-                    quantized = quantize(model, calibrate, progress=False)
+                    quantized = _quantize(model, X if calibration is None else calibration)
                 run_model = quantized
             with bar.part(len(X), desc=f"{cls.name} on {label}"):
                 runs[label] = _run_on(run_model, backend, X, cls, target, **parallel, **options)
