@@ -21,12 +21,13 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Mapping
 from html.parser import HTMLParser
 from typing import Any, ClassVar
 
 import numpy as np
 
-from xai_core.attribution.explainer import CAPABILITIES, Explainer
+from xai_core.attribution.explainer import CAPABILITIES, DEFAULT_ROLES, Explainer
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.errors import ContractError, ShapeError
@@ -85,11 +86,25 @@ def _fail(subject: str, message: str) -> None:
     raise ContractError(f"{subject}: {message}")
 
 
+def _check_default_for(subject: str, default_for: Any) -> None:
+    """``default_for`` maps roles of :data:`DEFAULT_ROLES` to integer ranks."""
+    roles = sorted(DEFAULT_ROLES)
+    if not isinstance(default_for, Mapping) or any(
+        role not in DEFAULT_ROLES or isinstance(rank, bool) or not isinstance(rank, int)
+        for role, rank in default_for.items()
+    ):
+        _fail(
+            subject,
+            f"'default_for' must map roles within {roles} to integer ranks; got {default_for!r}",
+        )
+
+
 def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None:
     """Check that ``cls`` keeps the explainer contract.
 
     Checks: it subclasses :class:`xai_core.Explainer`; ``name`` is a non-empty string;
-    ``requires`` is a subset of the known capabilities; the constructor takes keyword
+    ``requires`` is a subset of the known capabilities; ``default_for`` maps known roles
+    to integer ranks; the constructor takes keyword
     options only, does no work and stores each as an attribute; on a 3-output
     :class:`LinearModel` it returns an :class:`Explanation` of the right shapes, for the
     requested targets, with finite values and base values; a single row works; two
@@ -114,6 +129,7 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
             subject,
             f"'requires' must be a frozenset within {sorted(CAPABILITIES)}; got {cls.requires!r}",
         )
+    _check_default_for(subject, cls.default_for)
     for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             _fail(subject, f"__init__ must list its options explicitly; got *{p.name}")
@@ -129,9 +145,10 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
     model = LinearModel(rng.normal(size=(4, 3)), rng.normal(size=3))
     X = rng.normal(size=(5, 4))
     target = np.array([0, 1, 2, 0, 1])
-    from xai_core.model.runner import ModelRunner, get_backend
+    from xai_core.backends.cpu import CPUBackend
+    from xai_core.model.runner import ModelRunner
 
-    runner = ModelRunner(model, get_backend("cpu", dtype="float64"))
+    runner = ModelRunner(model, CPUBackend(dtype="float64"))
     for capability in sorted(cls.requires):
         runner.require(capability)
 

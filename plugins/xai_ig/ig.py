@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -112,6 +113,8 @@ class IntegratedGradients(Explainer):
     name: ClassVar[str] = "ig"
     requires: ClassVar[frozenset[str]] = frozenset({"predict", "gradient"})
     picks_target: ClassVar[bool] = True  # f(x), which IG computes anyway, gives the class
+    #: method="auto" for models with gradients; compared by compare_methods, after SHAP and LIME
+    default_for: ClassVar[Mapping[str, int]] = {"gradient": 0, "compare": 2}
     constraints: ClassVar[dict] = {
         "steps": Int(1, also=("auto",), maximum=MAX_STEPS, over=steps_note),
         "integration": Choice(RULES),

@@ -148,6 +148,7 @@ class LimeExplainer(Explainer):
 
     name: ClassVar[str] = "lime"
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    default_for: ClassVar[Mapping[str, int]] = {"compare": 1}  # compare_methods, after SHAP
     constraints: ClassVar[dict] = {
         "mode": Choice(MODES),
         "n_samples": Int(2, allow_none=True),

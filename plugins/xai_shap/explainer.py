@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -82,6 +83,8 @@ class ShapExplainer(Explainer):
 
     name: ClassVar[str] = "shap"
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    #: method="auto" for black boxes; the first method compare_methods compares
+    default_for: ClassVar[Mapping[str, int]] = {"black_box": 0, "compare": 0}
     constraints: ClassVar[dict] = {
         "algorithm": Choice(alg.ALGORITHMS),
         "n_background": Int(1, allow_none=True),

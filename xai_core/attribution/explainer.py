@@ -25,7 +25,14 @@ from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import as_model
-from xai_core.model.runner import ModelRunner, get_backend, predicted_class
+from xai_core.model.runner import ModelRunner, predicted_class
+from xai_core.plugin.resolve import (
+    backends_with,
+    default_explainer,
+    explainer_class,
+    explainer_classes,
+    get_backend,
+)
 from xai_core.validation import check_int
 
 __all__ = [
@@ -35,15 +42,16 @@ __all__ = [
     "predicted_class",
     "resolve_method",
     "CAPABILITIES",
+    "DEFAULT_ROLES",
 ]
 
 #: What a model on a backend can offer; explainers declare the subset they need.
 CAPABILITIES = frozenset({"predict", "gradient", "activations"})
 
-#: ``method="auto"``: this method for models with gradients (on a backend with them) ...
-AUTO_GRADIENT_METHOD = "ig"
-#: ... and this one for black boxes.
-AUTO_BLACK_BOX_METHOD = "shap"
+#: What an explainer can declare itself the default for, in :attr:`Explainer.default_for`:
+#: ``method="auto"`` on a model with gradients (on a backend that has them), ``method="auto"``
+#: on anything else, and the methods :func:`~xai_core.compare_methods` compares by default.
+DEFAULT_ROLES = frozenset({"gradient", "black_box", "compare"})
 
 
 @functools.lru_cache(maxsize=256)
@@ -83,6 +91,14 @@ class Explainer:
         finds it in the model outputs it computes anyway (its Explanation's ``target``
         says which); :func:`explain` then makes no prediction of its own. Default False:
         the core resolves the target first.
+    default_for : mapping of str to int
+        Where the core picks this method when the user names none, each role with a rank
+        (the lowest rank wins; equal ranks go to the first registered): ``"gradient"``,
+        ``method="auto"`` for a model with gradients on a backend that has them;
+        ``"black_box"``, ``method="auto"`` otherwise; ``"compare"``, the methods
+        :func:`~xai_core.compare_methods` compares when given none, in rank order.
+        Default: no role. The core names no method itself
+        (:func:`~xai_core.plugin.resolve.default_explainer`).
     """
 
     name: ClassVar[str] = ""
@@ -90,6 +106,7 @@ class Explainer:
     picks_target: ClassVar[bool] = False
     constraints: ClassVar[Mapping[str, Constraint]] = {}
     aliases: ClassVar[Mapping[str, Alias]] = {}
+    default_for: ClassVar[Mapping[str, int]] = {}
     row_index: np.ndarray | None = None
 
     def __init__(self) -> None:
@@ -208,25 +225,30 @@ class Explainer:
 
 def list_explainers() -> list[str]:
     """Names of the registered explainers, sorted."""
-    from xai_core.plugin.manager import get_registry
-
-    return sorted(get_registry().explainers)
+    return sorted(explainer_classes())
 
 
 def resolve_method(method: Any, capabilities: frozenset[str]) -> type[Explainer]:
-    """The registered explainer class of ``method``; ``"auto"`` picks by the model's capabilities.
+    """The explainer class of ``method``; ``"auto"`` picks by the model's capabilities.
 
-    ``"auto"`` is integrated gradients for a model with gradients on a backend that has
-    them, SHAP otherwise (black boxes, int8 models, inference-only backends).
+    Parameters
+    ----------
+    method : str or Explainer subclass
+        A registered name, ``"auto"`` or a class (returned as it is).
+    capabilities : frozenset of str
+        What the model on its backend offers.
+
+    Returns
+    -------
+    type
+        ``"auto"``: the registered default for a model with gradients on a backend that
+        has them, else the default for black boxes (int8 models, inference-only backends),
+        as the explainers declare in :attr:`Explainer.default_for`
+        (:func:`~xai_core.plugin.resolve.default_explainer`).
     """
-    from xai_core.plugin.manager import get_registry
-
-    registry = get_registry()
     if isinstance(method, str) and method == "auto":
-        method = AUTO_GRADIENT_METHOD if "gradient" in capabilities else AUTO_BLACK_BOX_METHOD
-    if isinstance(method, type) and issubclass(method, Explainer):
-        return method
-    return registry.explainer(method)
+        return default_explainer(capabilities)
+    return explainer_class(method)
 
 
 def explain(
@@ -253,8 +275,10 @@ def explain(
     X : array-like of shape (n_samples, *input_shape)
         Rows to explain. Explainers see a read-only view: they cannot change it.
     method : str, default="auto"
-        A registered explainer (:func:`list_explainers`). ``"auto"``: integrated
-        gradients (``"ig"``) for models with gradients, SHAP for black boxes.
+        A registered explainer (:func:`list_explainers`) or an Explainer subclass.
+        ``"auto"``: the registered default for models with gradients (integrated
+        gradients, once installed), else the default for black boxes (SHAP); see
+        :attr:`Explainer.default_for`.
     backend : str or Backend, default="cpu"
         Where the model runs: a registered name or a Backend instance.
     target : int or array-like of shape (n_samples,), optional
@@ -317,7 +341,7 @@ def explain(
         if "gradient" in cls.requires and not the_backend.supports_gradients:
             raise CapabilityError(
                 f"method {cls.name!r} needs gradients, and the {the_backend.name!r} backend is "
-                f"inference only; use one of: {', '.join(ModelRunner.backends_with('gradient'))}."
+                f"inference only; use one of: {', '.join(backends_with('gradient'))}."
             )
         runner = ModelRunner(the_model, the_backend, batch_size=batch_size)
     for capability in sorted(cls.requires):

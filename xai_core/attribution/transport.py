@@ -2,9 +2,11 @@
 
 A native network or a quantised model travels as its saved form (the ``.npz`` bytes of
 its ``save``: weights plus JSON, never pickle), a ``.tflite`` model as its flatbuffer
-bytes, a registered backend as its registry name and constructor settings
-(:meth:`Backend.config`), a black-box model by pickle when it can be pickled. Serial runs
-and thread pools share objects as they are (native networks keep no state between calls).
+bytes, a backend as its class and constructor settings (:meth:`Backend.config`), built
+afresh for each chunk, a black-box model by pickle when it can be pickled. Serial runs and
+thread pools share models as they are (native networks keep no state between calls).
+Nothing here looks a name up: the class travels as pickle names any class, by its module
+and qualified name, so a worker rebuilds the very backend the caller resolved.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from typing import Any
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError
 from xai_core.model.base import Model
-from xai_core.model.runner import get_backend
 
 __all__ = ["backend_spec", "model_spec"]
 
@@ -61,14 +62,23 @@ class _Shared:
 
 
 @dataclass(frozen=True)
-class _BackendByName:
-    """A backend as its registry name and constructor settings."""
+class _BackendByClass:
+    """A backend as its class and constructor settings, built afresh where it runs."""
 
-    name: str
+    cls: type[Backend]
     settings: dict[str, Any]
 
     def build(self) -> Backend:
-        return get_backend(self.name, **self.settings)
+        return self.cls(**self.settings)
+
+
+def _importable(cls: type) -> bool:
+    """Whether pickle can name ``cls`` (by module and qualified name), as it names any class."""
+    try:
+        pickle.dumps(cls, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - pickle raises many types for a local class
+        return False
+    return True
 
 
 def _native_bytes(net: Any) -> _NativeBytes:
@@ -109,11 +119,21 @@ def model_spec(model: Model, shared: bool) -> Any:
 
 
 def backend_spec(backend: Backend) -> Any:
-    from xai_core.plugin.manager import get_registry
+    """How a chunk's worker gets ``backend``: rebuilt from its class and settings.
 
-    config = backend.config()
-    registered = get_registry().backends.get(config["name"])
-    if registered is type(backend):
-        return _BackendByName(config["name"], config["settings"])
-    # An unregistered backend class: a copy of the instance itself.
+    Parameters
+    ----------
+    backend : Backend
+        The instance the caller resolved.
+
+    Returns
+    -------
+    object
+        With a ``build()`` that returns a fresh backend of the same class and settings;
+        for a class pickle cannot name (one defined inside a function), the instance itself,
+        once it is known to pickle.
+    """
+    cls = type(backend)
+    if _importable(cls):
+        return _BackendByClass(cls, backend.config()["settings"])
     return _picklable(backend, f"backend {backend!r}")

@@ -150,6 +150,11 @@ class Backend:
         Whether backward passes may run on this backend.
     requires_quantized : bool
         Whether the backend runs only int8-quantised models (the Edge TPU).
+    runs_black_boxes : bool
+        Whether a black-box model (one that runs on the host and never calls the backend)
+        is explained here as it is: true for the CPU, which is the host; on simulated
+        hardware a black box would only repeat the host's numbers, so
+        :func:`~xai_core.compare_backends` skips it there.
     dtype : numpy.dtype
         The floating-point dtype of activations and elementwise work.
     """
@@ -157,6 +162,7 @@ class Backend:
     name: ClassVar[str] = "abstract"
     supports_gradients: ClassVar[bool] = True
     requires_quantized: ClassVar[bool] = False
+    runs_black_boxes: ClassVar[bool] = False
 
     #: Counters every backend reports; backends add their own.
     COMMON_COUNTERS: ClassVar[tuple[str, ...]] = (

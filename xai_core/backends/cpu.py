@@ -33,6 +33,7 @@ class CPUBackend(Backend):
     """
 
     name: ClassVar[str] = "cpu"
+    runs_black_boxes: ClassVar[bool] = True  # the host itself
     matmul_rtol: ClassVar[float] = 1e-5
 
     def __init__(self, dtype: Any = "float32", clock_ghz: float = 3.0, simd_width: int = 8) -> None:

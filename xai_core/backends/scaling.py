@@ -17,12 +17,12 @@ __all__ = ["one_device", "training_scaling"]
 
 def one_device(preset: str):
     """The single data-parallel device of a pod preset, as a ``tpu`` backend."""
-    from xai_core.model.runner import get_backend
+    from xai_core.backends.tpu import TPUBackend
 
     if preset not in TPU_POD_PRESETS:
         raise UnknownNameError("tpu_pod preset", preset, list(TPU_POD_PRESETS))
     spec = TPU_POD_PRESETS[preset]
-    return get_backend("tpu", preset=spec["chip"], mxus=spec["mxus_per_core"] * spec["cores"])
+    return TPUBackend(preset=spec["chip"], mxus=spec["mxus_per_core"] * spec["cores"])
 
 
 def _step(net: Any, X: np.ndarray, y: np.ndarray, backend: Any, problem: str) -> dict:
@@ -82,7 +82,7 @@ def training_scaling(
     presets = list(presets)
     if not presets:
         raise ValidationError("presets must name at least one pod preset.")
-    from xai_core.model.runner import get_backend
+    from xai_core.backends.pod import TPUPodBackend
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(batch_size, *net.input_shape)).astype(np.float32)
@@ -94,7 +94,7 @@ def training_scaling(
     singles: dict[str, dict] = {}  # one device's step, per chip
     rows = []
     for preset in presets:
-        pod = get_backend("tpu_pod", preset=preset)  # raises on an unknown preset
+        pod = TPUPodBackend(preset=preset)  # raises on an unknown preset
         chip = pod.spec["chip"]
         if chip not in singles:
             singles[chip] = _step(net, X, y, one_device(preset), problem)

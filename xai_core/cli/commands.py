@@ -6,8 +6,8 @@ import argparse
 import json
 
 from xai_core.plugin.hookspecs import hookimpl
-from xai_core.plugin.manager import get_registry
 from xai_core.plugin.records import CliCommand
+from xai_core.plugin.resolve import backend_classes, owner, plugin_records
 
 
 def _plugins_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +15,7 @@ def _plugins_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    records = get_registry().plugins()
+    records = plugin_records()
     if args.json:
         print(json.dumps(records, indent=2))
         return 0
@@ -33,14 +33,13 @@ def _plugins(args: argparse.Namespace) -> int:
 
 
 def _backends(args: argparse.Namespace) -> int:
-    registry = get_registry()
     rows = []
-    for name, cls in sorted(registry.backends.items()):
+    for name, cls in sorted(backend_classes().items()):
         try:
             info = cls().describe()
         except Exception as exc:  # noqa: BLE001 - a backend that cannot start with defaults is shown as such
             info = {"numerics": f"(cannot build with defaults: {exc})"}
-        info["plugin"] = registry.owners.get(("backend", name))
+        info["plugin"] = owner("backend", name)
         rows.append({"name": name, **{k: v for k, v in info.items() if k != "name"}})
     if args.json:
         print(json.dumps(rows, indent=2, default=str))

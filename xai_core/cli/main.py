@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from xai_core.errors import XaiError
-from xai_core.plugin.manager import get_registry
+from xai_core.plugin.resolve import cli_commands, owner
 
 __all__ = ["main", "build_parser"]
 
@@ -22,14 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"xai-core {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    registry = get_registry()
-    for name, command in sorted(registry.cli_commands.items()):
+    for name, command in sorted(cli_commands().items()):
         p = sub.add_parser(name, help=command.help, description=command.help)
         try:
             command.add_arguments(p)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - one plugin never breaks the rest
-            owner = registry.owners.get(("command", name), "?")
-            p.set_defaults(_run=_broken(name, owner, exc))
+            p.set_defaults(_run=_broken(name, owner("command", name) or "?", exc))
             continue
         p.set_defaults(_run=command.run)
     return parser

@@ -15,14 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.attribution.explainer import explain, resolve_target
+from xai_core.attribution.explainer import Explainer, explain, resolve_method, resolve_target
 from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.compare import metrics
 from xai_core.compare.results import BackendComparison, MethodComparison
 from xai_core.errors import ShapeError, ValidationError
 from xai_core.model.base import as_model
-from xai_core.model.runner import ModelRunner, get_backend
+from xai_core.model.runner import ModelRunner
+from xai_core.plugin.resolve import backend_classes, default_methods, explainer_class, get_backend
 from xai_core.progress import Bar, progress_bar
 from xai_core.validation import check_bool, check_positive_int
 
@@ -63,15 +64,13 @@ def _power_watts(backend: Backend) -> float | None:
 
 def _registered_backends(reference: Any) -> tuple[list[Any], dict[str, str]]:
     """Every registered backend that builds with its defaults, and why the others do not."""
-    from xai_core.plugin.manager import get_registry
-
     chosen: list[Any] = []
     skipped: dict[str, str] = {}
-    for name in get_registry().backends:
+    for name, cls in backend_classes().items():
         if isinstance(reference, str) and name == reference:
             continue
         try:
-            chosen.append(get_backend(name))
+            chosen.append(cls())
         except Exception as exc:  # noqa: BLE001 - a third party's backend may need settings
             skipped[name] = f"cannot build with its defaults: {type(exc).__name__}: {exc}"
     return chosen, skipped
@@ -93,10 +92,47 @@ def _backend_list(backends: Sequence[Any], reference: Any) -> list[tuple[str, Ba
     return pairs
 
 
+def _compared_backends(
+    backends: Sequence[Any] | None, reference: Any
+) -> tuple[list[tuple[str, Backend]], dict[str, str]]:
+    """(label, backend) pairs, the reference first, and the registered backends left out (why)."""
+    skipped: dict[str, str] = {}
+    if backends is None:
+        backends, skipped = _registered_backends(reference)
+    elif isinstance(backends, (str, Backend)) or not len(backends):
+        raise ValidationError(
+            "backends must be a non-empty sequence of backend names or instances, or None for "
+            f"every registered backend; got {backends!r}."
+        )
+    return _backend_list(backends, reference), skipped
+
+
+def _check_quantized(quantized: Any, model: Any) -> Any:
+    """``quantized`` as an int8 model of ``model``'s input shape, or None when not given."""
+    if quantized is None:
+        return None
+    quantized = as_model(quantized)
+    if not quantized.is_quantized:
+        raise ValidationError(f"quantized must be an int8 model; got {quantized!r}.")
+    if tuple(quantized.input_shape or ()) != tuple(model.input_shape or ()):
+        raise ShapeError(
+            f"quantized takes inputs of shape {quantized.input_shape}, model of shape "
+            f"{model.input_shape}; they must be the same network's."
+        )
+    return quantized
+
+
+def _quantize(model: Any, calibration: Any) -> Any:
+    """``model`` quantised to int8 on ``calibration``, for the int8-only backends."""
+    from xai_core.nn.quantize import quantize
+
+    return quantize(model, calibration, progress=False)
+
+
 def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str | None:
     if "gradient" in requires and not backend.supports_gradients:
         return f"the method needs gradients and {backend.name} is inference only"
-    if not model.runs_on_backend and backend.name != "cpu":
+    if not model.runs_on_backend and not backend.runs_black_boxes:
         return "a black-box model runs on the host; only native networks run on simulated hardware"
     return None
 
@@ -111,7 +147,12 @@ class _Run:
 
 
 def _run_on(
-    model: Any, backend: Backend, X: np.ndarray, method: str, target: np.ndarray, **explain_options
+    model: Any,
+    backend: Backend,
+    X: np.ndarray,
+    method: type[Explainer],
+    target: np.ndarray,
+    **explain_options: Any,
 ) -> _Run:
     """Predict and explain ``X`` on ``backend``, counting inference and explanation apart."""
     runner = ModelRunner(model, backend)
@@ -133,7 +174,7 @@ def _seed_noise(
     backend: Backend,
     X: np.ndarray,
     reference: Explanation,
-    method: str,
+    method: type[Explainer],
     target: np.ndarray,
     k: int,
     n_seeds: int,
@@ -147,7 +188,7 @@ def _seed_noise(
     seed0 = options.get("seed", 0)
     tables = []
     for j in range(1, n_seeds):
-        with bar.part(len(X), desc=f"{method} on {backend.name}, seed {seed0 + j}"):
+        with bar.part(len(X), desc=f"{method.name} on {backend.name}, seed {seed0 + j}"):
             rerun = explain(
                 ModelRunner(model, backend),
                 X,
@@ -214,7 +255,7 @@ def _summary(rows: Any, runs: dict[str, _Run]) -> Any:
 def compare_backends(
     model: Any,
     X: Any,
-    method: str = "ig",
+    method: str = "auto",
     backends: Sequence[Any] | None = None,
     *,
     reference: Any = "cpu",
@@ -235,7 +276,10 @@ def compare_backends(
         A native network runs on every backend; on ``edgetpu`` its int8 quantisation
         (``xai.quantize(model, calibration)``) runs. A black box runs on the host only.
     X : array-like of shape (n_samples, *input_shape)
-    method : str, default="ig"
+    method : str or Explainer subclass, default="auto"
+        A registered explainer; ``"auto"`` picks as :func:`xai_core.explain` does, for the
+        model on the reference backend (integrated gradients for a native network, once
+        installed). The name is resolved once, here; every backend runs the same class.
     backends : sequence of str or Backend, optional
         By default every registered backend (``xai.list_backends()``, in registration
         order: a newly installed backend is compared too); one that cannot be built with
@@ -267,22 +311,14 @@ def compare_backends(
     -------
     BackendComparison
     """
-    from xai_core.plugin.manager import get_registry
-
-    cls = get_registry().explainer(method)
+    cls = None if isinstance(method, str) and method == "auto" else explainer_class(method)
     k = check_positive_int(k, "k")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     model = as_model(model)
-    skipped: dict[str, str] = {}
-    if backends is None:
-        backends, skipped = _registered_backends(reference)
-    elif isinstance(backends, (str, Backend)) or not len(backends):
-        raise ValidationError(
-            "backends must be a non-empty sequence of backend names or instances, or None for "
-            f"every registered backend; got {backends!r}."
-        )
-    pairs = _backend_list(backends, reference)
+    pairs, skipped = _compared_backends(backends, reference)
     ref_runner = ModelRunner(model, pairs[0][1])
+    if cls is None:
+        cls = resolve_method(method, ref_runner.capabilities)
     for capability in sorted(cls.requires):
         ref_runner.require(capability)
     X = ref_runner.check_X(X)
@@ -290,21 +326,13 @@ def compare_backends(
     parallel = {"executor": executor, "chunk_size": chunk_size}
 
     runs: dict[str, _Run] = {}
-    if quantized is not None:
-        quantized = as_model(quantized)
-        if not quantized.is_quantized:
-            raise ValidationError(f"quantized must be an int8 model; got {quantized!r}.")
-        if tuple(quantized.input_shape or ()) != tuple(model.input_shape or ()):
-            raise ShapeError(
-                f"quantized takes inputs of shape {quantized.input_shape}, model of shape "
-                f"{model.input_shape}; they must be the same network's."
-            )
+    quantized = _check_quantized(quantized, model)
     noisy = n_seeds > 1 and "seed" in cls.option_names()
     # one bar over every row explained: rows x backends, and x seeds on the reference
     bar = progress_bar(
         len(X) * (len(pairs) + (n_seeds - 1 if noisy else 0)),
         progress=options.get("progress"),
-        desc=f"{method} on {pairs[0][0]}",
+        desc=f"{cls.name} on {pairs[0][0]}",
         unit="row",
         long=False,
     )
@@ -317,26 +345,23 @@ def compare_backends(
                 continue
             run_model = model
             if backend.requires_quantized and not model.is_quantized:
-                from xai_core.nn.quantize import quantize
-
                 if quantized is None:  # a native network, quantised here
-                    calibrate = X if calibration is None else calibration
-                    quantized = quantize(model, calibrate, progress=False)
+                    quantized = _quantize(model, X if calibration is None else calibration)
                 run_model = quantized
-            with bar.part(len(X), desc=f"{method} on {label}"):
-                runs[label] = _run_on(run_model, backend, X, method, target, **parallel, **options)
+            with bar.part(len(X), desc=f"{cls.name} on {label}"):
+                runs[label] = _run_on(run_model, backend, X, cls, target, **parallel, **options)
 
         ref_name = pairs[0][0]
         noise = noise_floor = None
         if noisy:
             ref = runs[ref_name].explanation
             noise = _seed_noise(
-                model, pairs[0][1], X, ref, method, target, k, n_seeds, options, bar, **parallel
+                model, pairs[0][1], X, ref, cls, target, k, n_seeds, options, bar, **parallel
             )
             noise_floor = noise.groupby("row")["cosine"].min().to_numpy()
     rows = _agreement_rows(runs, ref_name, k, noise_floor)
     return BackendComparison(
-        method=method,
+        method=cls.name,
         reference=ref_name,
         explanations={label: run.explanation for label, run in runs.items()},
         rows=rows,
@@ -350,7 +375,7 @@ def compare_backends(
 def compare_methods(
     model: Any,
     X: Any,
-    methods: Sequence[str] = ("shap", "lime", "ig"),
+    methods: Sequence[str] | None = None,
     *,
     backend: Any = "cpu",
     target: Any = None,
@@ -370,9 +395,11 @@ def compare_methods(
     ----------
     model : Model, estimator or callable
     X : array-like of shape (n_samples, *input_shape)
-    methods : sequence of str, default=("shap", "lime", "ig")
-        Methods that the model cannot run (gradients on a black box) are skipped, with the
-        reason in ``skipped``.
+    methods : sequence of str, optional
+        Registered explainers, each resolved once, here. By default the explainers that
+        declare the ``"compare"`` role (:attr:`xai_core.Explainer.default_for`), in rank
+        order: SHAP, LIME and integrated gradients once installed. Methods that the model
+        cannot run (gradients on a black box) are skipped, with the reason in ``skipped``.
     backend : str or Backend, default="cpu"
     target : int or array-like of shape (n_samples,), optional
         By default the predicted class, the same for every method.
@@ -388,12 +415,11 @@ def compare_methods(
     """
     import pandas as pd
 
-    from xai_core.plugin.manager import get_registry
-
+    if methods is None:
+        methods = tuple(default_methods("compare"))
     if isinstance(methods, str) or len(methods) < 2:
         raise ValidationError(f"methods must name at least two methods; got {methods!r}.")
-    registry = get_registry()
-    classes = {m: registry.explainer(m) for m in methods}
+    classes = {m: explainer_class(m) for m in methods}
     k = check_positive_int(k, "k")
     progress = check_bool(progress, "progress", allow_none=True)
     method_options = dict(method_options or {})
@@ -421,7 +447,7 @@ def compare_methods(
             if "progress" in cls.option_names():
                 opts.setdefault("progress", progress)
             with bar.part(len(X), desc=f"{name} on {runner.backend.name}"):
-                explanations[name] = explain(runner, X, method=name, target=target, **opts)
+                explanations[name] = explain(runner, X, method=cls, target=target, **opts)
     if len(explanations) < 2:
         raise ValidationError(f"fewer than two methods could run; skipped: {skipped}.")
     tables = []

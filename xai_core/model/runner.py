@@ -9,6 +9,7 @@ import numpy as np
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError
 from xai_core.model.base import Model, as_model
+from xai_core.plugin.resolve import backends_with, get_backend, methods_within
 from xai_core.validation import check_array, check_positive_int, check_target
 
 if TYPE_CHECKING:
@@ -34,33 +35,6 @@ def predicted_class(outputs: np.ndarray) -> np.ndarray:
     return np.argmax(outputs, axis=1).astype(np.int64)
 
 
-def get_backend(backend: str | Backend = "cpu", **settings: Any) -> Backend:
-    """Return a backend instance.
-
-    Parameters
-    ----------
-    backend : str or Backend, default="cpu"
-        A registered name (``"cpu"``, ``"gpu"``, ``"tpu"``, ``"edgetpu"``, or a plugin's)
-        or an instance, returned as it is.
-    **settings
-        Keyword arguments of the backend's constructor (``dtype=``, ``preset=``, ``array=``...).
-
-    Returns
-    -------
-    Backend
-    """
-    if isinstance(backend, Backend):
-        if settings:
-            raise CapabilityError(
-                f"settings {sorted(settings)} apply to a backend name; got an instance {backend!r}."
-            )
-        return backend
-    from xai_core.plugin.manager import get_registry
-
-    cls = get_registry().backend(backend)
-    return cls(**settings)
-
-
 class ModelRunner:
     """A model on a backend.
 
@@ -69,7 +43,8 @@ class ModelRunner:
     model : Model, estimator or callable
         Anything :func:`xai_core.as_model` accepts.
     backend : str or Backend, default="cpu"
-        Where the model runs; see :func:`get_backend`.
+        Where the model runs: a Backend, or a registered name resolved here, once, by
+        :func:`get_backend`; the runner then holds the instance.
     batch_size : int, default=4096
         Rows per chunk, so memory stays bounded however many rows are passed.
 
@@ -342,11 +317,7 @@ class ModelRunner:
                 "them on the float network it was quantised from, on one of: "
                 f"{', '.join(self.backends_with(capability))}."
             )
-        from xai_core.plugin.manager import get_registry
-
-        black_box_methods = sorted(
-            name for name, cls in get_registry().explainers.items() if cls.requires <= {"predict"}
-        )
+        black_box_methods = methods_within(frozenset({"predict"}))
         raise CapabilityError(
             f"{self.model!r} cannot compute {what}: it is a black box. Use a native network "
             "(xai.nn.Sequential, xai.from_sklearn) or a method that needs only predictions: "
@@ -355,12 +326,8 @@ class ModelRunner:
 
     @staticmethod
     def backends_with(capability: str) -> list[str]:
-        """Names of the registered backends that can compute ``capability``."""
-        from xai_core.plugin.manager import get_registry
-
-        if capability != "gradient":
-            return sorted(get_registry().backends)
-        return sorted(n for n, cls in get_registry().backends.items() if cls.supports_gradients)
+        """Names of the registered backends that can compute ``capability`` (:func:`~xai_core.plugin.resolve.backends_with`)."""
+        return backends_with(capability)
 
     def __repr__(self) -> str:
         return f"ModelRunner({self.model!r}, backend={self.backend!r})"

@@ -193,7 +193,7 @@ class Network(Model, ThreadLocalRecord):
     def _backend(self, backend: Any) -> Backend:
         if backend is None:
             return CPUBackend(dtype=self.dtype)
-        from xai_core.model.runner import get_backend
+        from xai_core.plugin.resolve import get_backend
 
         be = get_backend(backend)
         if be.requires_quantized:

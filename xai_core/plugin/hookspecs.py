@@ -42,7 +42,10 @@ def xai_register_explainers():
         Optionally ``estimate_cost(runner, X) -> Cost | None`` states the model rows and
         peak memory before any work, checked against the session's limits (default
         ``None``: no check; see docs/limits.md); every model output the explainer receives
-        is checked finite by the core.
+        is checked finite by the core. A class may declare itself the core's default in
+        ``default_for`` (role to rank: ``"gradient"`` and ``"black_box"`` for
+        ``method="auto"``, ``"compare"`` for :func:`xai_core.compare_methods`), so the
+        core names no method of its own.
 
     Examples
     --------
@@ -67,7 +70,9 @@ def xai_register_backends():
         implements ``matmul`` and may override ``batched_matmul``, ``conv2d`` /
         ``conv2d_vjp`` (defaults: the im2col products through ``matmul``), ``elementwise``
         and ``reduce``; an override computes the same function and counts what the
-        default would.
+        default would. Class data states what it can do, for the core to test instead of
+        its name: ``supports_gradients``, ``requires_quantized`` and ``runs_black_boxes``
+        (true only for a host CPU, where a black-box model's numbers mean something).
     """
 
 

@@ -1,4 +1,4 @@
-"""The registry: what the plugins registered, by name, and the one place names are resolved.
+"""The registry: what the plugins registered, by name (calls resolve names through :mod:`~xai_core.plugin.resolve`).
 
 A :class:`Registry` wraps a plugin manager and calls each registering hook the first time
 what it registers is asked for, one plugin at a time: ``xai --help`` calls only the CLI

@@ -76,9 +76,9 @@ def backend_numerics(backend: str, meta: Mapping[str, Any]) -> str | None:
     if not backend:
         return None
     try:
-        from xai_core.plugin.manager import get_registry
+        from xai_core.plugin.resolve import backend_class
 
-        describe = get_registry().backends[backend]().describe()
+        describe = backend_class(backend)().describe()
         return str(describe.get("numerics")) if describe.get("numerics") else None
     except Exception:  # noqa: BLE001 - unknown or unbuildable backend: numerics unknown
         return None

@@ -44,9 +44,9 @@ def find_section(result: Any) -> ReportSection:
     UnknownNameError
         No section renders ``result``'s type; the message lists the types that have one.
     """
-    from xai_core.plugin.manager import get_registry
+    from xai_core.plugin.resolve import report_sections
 
-    sections = get_registry().report_sections
+    sections = report_sections()
     for section in sections:
         if section.handles(result):
             return section
@@ -54,20 +54,24 @@ def find_section(result: Any) -> ReportSection:
     raise UnknownNameError("report section for result type", type(result).__qualname__, known)
 
 
-def _render_section(section: ReportSection, result: Any) -> Markup:
-    from xai_core.plugin.manager import get_registry
+def _owner(section: ReportSection) -> str:
+    """The plugin that registered ``section`` (its own name for an unregistered one)."""
+    from xai_core.plugin.resolve import owner
 
+    return owner("report section", section.name) or section.name
+
+
+def _render_section(section: ReportSection, result: Any) -> Markup:
     try:
         html = section.render(result)
     except Exception as exc:
-        owner = get_registry().owners.get(("report section", section.name), section.name)
         raise PluginError(
-            owner, f"report section {section.name!r} failed on a {type(result).__qualname__}: {exc}"
+            _owner(section),
+            f"report section {section.name!r} failed on a {type(result).__qualname__}: {exc}",
         ) from exc
     if not isinstance(html, str):
-        owner = get_registry().owners.get(("report section", section.name), section.name)
         raise PluginError(
-            owner,
+            _owner(section),
             f"report section {section.name!r} must return an HTML string; got {type(html).__name__}.",
         )
     return Markup(html)  # the section's contract: every user-supplied string already escaped

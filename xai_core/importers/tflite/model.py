@@ -119,7 +119,7 @@ class TFLiteModel(Model):
             from xai_core.backends.cpu import CPUBackend
 
             return CPUBackend()
-        from xai_core.model.runner import get_backend
+        from xai_core.plugin.resolve import get_backend
 
         return get_backend(backend)
 
