@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from xai_core.attribution.explanation import Explanation
+from xai_core.attribution.views import explanation_layout
 from xai_core.backends.base import Backend
 from xai_core.images import sample_layout
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import colorbar_rgb
-from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
+from xai_core.report._figures import bar_chart, heatmaps, shorten
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
 from xai_core.report._outcomes import row_outcomes
