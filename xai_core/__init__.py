@@ -128,24 +128,72 @@ def tool(name: str):
     return get_registry().tool(name)
 
 
-def what_if(*args, **kwargs):
-    """Edit datapoints, find counterfactuals, probe the model: the ``what_if`` tool's entry point."""
-    return tool("what_if")(*args, **kwargs)
+class _ToolEntry:
+    """A facade name for a registered tool: calls it, and shows its signature and docstring.
+
+    ``xai.what_if(...)`` is ``xai.tool("what_if")(...)``. The tool is looked up when it is
+    called or inspected (``inspect.signature``, ``help()``, ``?`` in a notebook), never at
+    import; when no plugin registers it, the signature is ``(*args, **kwargs)`` and the
+    docstring the one line below.
+    """
+
+    def __init__(self, name: str, summary: str) -> None:
+        self.__name__ = self.__qualname__ = name
+        self._summary = summary
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return tool(self.__name__)(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: Any = None) -> _ToolEntry:
+        """Stays itself as a class attribute; it also makes pydoc document it as a function."""
+        return self
+
+    def _function(self) -> Any:
+        """The registered tool's function, or None when no plugin registers it."""
+        try:
+            entry = tool(self.__name__)
+        except XaiError:
+            return None
+        return getattr(entry, "function", entry)
+
+    @property
+    def __signature__(self) -> Any:
+        import inspect
+
+        function = self._function()
+        try:
+            if function is not None:
+                return inspect.signature(function)
+        except (TypeError, ValueError):  # a callable without a signature
+            pass
+        return inspect.signature(self.__call__)  # (*args, **kwargs)
+
+    @property
+    def __doc__(self) -> str:  # type: ignore[override]
+        function = self._function()
+        doc = getattr(function, "__doc__", None)
+        return doc if isinstance(doc, str) and doc.strip() else self._summary
+
+    def __repr__(self) -> str:
+        return f"<xai_core tool {self.__name__!r}>"
 
 
-def project(*args, **kwargs):
-    """Project embeddings (PCA, t-SNE, UMAP), search and export them: the ``project`` tool's entry point."""
-    return tool("project")(*args, **kwargs)
-
-
-def playground_view(*args, **kwargs):
-    """A 2-D network's decision surface, neuron surfaces, links and losses: the ``playground_view`` tool."""
-    return tool("playground_view")(*args, **kwargs)
-
-
-def playground_app(*args, **kwargs):
-    """The Playground's knobs as notebook widgets that retrain on change: the ``playground_app`` tool."""
-    return tool("playground_app")(*args, **kwargs)
+what_if = _ToolEntry(
+    "what_if",
+    "Edit datapoints, find counterfactuals, probe the model: the ``what_if`` tool's entry point.",
+)
+project = _ToolEntry(
+    "project",
+    "Project embeddings (PCA, t-SNE, UMAP), search and export them: the ``project`` tool's entry point.",
+)
+playground_view = _ToolEntry(
+    "playground_view",
+    "A 2-D network's decision surface, neuron surfaces, links and losses: the ``playground_view`` tool.",
+)
+playground_app = _ToolEntry(
+    "playground_app",
+    "The Playground's knobs as notebook widgets that retrain on change: the ``playground_app`` tool.",
+)
 
 
 def list_backends() -> list[str]:

@@ -1,7 +1,8 @@
-"""Modules that moved when the core was grouped by concern; the old paths keep working for now.
+"""Modules that moved when the core was grouped by concern; the old paths work until 0.3.
 
-``import xai_core.runner`` still gives the module now at ``xai_core.model.runner``, with a
-:class:`DeprecationWarning` naming the new path. One finder serves every old name.
+``import xai_core.runner`` still gives the module now at ``xai_core.model.runner`` (the same
+module object), with a :class:`DeprecationWarning` naming the new path and the version that
+removes the old one (:data:`REMOVAL_VERSION`). One finder serves every old name.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+
+#: The release in which the old paths stop working.
+REMOVAL_VERSION = "0.3"
 
 #: Old module path -> new module path.
 MOVED: dict[str, str] = {
@@ -39,14 +43,20 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         new = MOVED[spec.name]
         warnings.warn(
-            f"{spec.name} moved to {new}; import it from there (or from xai_core).",
+            f"{spec.name} moved to {new}; import it from there (or from xai_core). "
+            f"The old path goes in xai-core {REMOVAL_VERSION}.",
             DeprecationWarning,
             stacklevel=2,
         )
-        return importlib.import_module(new)
+        module = importlib.import_module(new)
+        spec.loader_state = module.__spec__  # the import system sets __spec__ to this spec
+        return module
 
     def exec_module(self, module):
-        """The module is already executed at its new path."""
+        """The module is already executed at its new path: it only gets its own spec back."""
+        alias = module.__spec__
+        if alias is not None and alias.loader is self:
+            module.__spec__ = alias.loader_state
 
 
 def install() -> None:

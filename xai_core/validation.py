@@ -16,6 +16,7 @@ __all__ = [
     "check_choice",
     "check_float",
     "check_int",
+    "check_number",
     "check_positive_int",
     "check_seed",
     "check_target",
@@ -252,6 +253,48 @@ def check_float(
         extra = " or None" if allow_none else ""
         raise ValidationError(f"{name} must be a finite number {bound}{extra}; got {value!r}.")
     return number
+
+
+def check_number(
+    value: Any,
+    name: str,
+    *,
+    low: float = -np.inf,
+    high: float = np.inf,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> float:
+    """Return ``value`` as a finite float in the interval from ``low`` to ``high``; otherwise raise.
+
+    Parameters
+    ----------
+    value : int or float
+        Booleans are refused.
+    name : str
+        The argument's name, used in messages.
+    low, high : float, default=-inf, inf
+        The bounds; an infinite bound only asks for a finite value.
+    open_low, open_high : bool, default=False
+        Exclude the bound: ``low=0, high=10, open_low=True`` is the interval (0, 10].
+
+    Raises
+    ------
+    ValidationError
+        "learning_rate must be a number; got 'x'.", "alpha must be finite; got inf.",
+        "learning_rate must be in (0, 10]; got 0.".
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValidationError(f"{name} must be a number; got {value!r}.")
+    number = float(value)
+    above = number > low if open_low else number >= low
+    below = number < high if open_high else number <= high
+    if np.isfinite(number) and above and below:
+        return number
+    if np.isinf(low) and np.isinf(high):
+        raise ValidationError(f"{name} must be finite; got {value!r}.")
+    opening = "(" if open_low or np.isinf(low) else "["
+    closing = ")" if open_high or np.isinf(high) else "]"
+    raise ValidationError(f"{name} must be in {opening}{low:g}, {high:g}{closing}; got {value!r}.")
 
 
 def check_bool(value: Any, name: str, *, allow_none: bool = False) -> bool | None:

@@ -6,6 +6,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -203,114 +204,17 @@ def load_csv(
     ValidationError
         If no feature column remains, or a regression target is not numeric.
     """
-    import pandas as pd
-
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    try:
-        frame = pd.read_csv(path, sep=sep)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot be read as CSV: {exc}") from exc
-    frame.columns = [str(c) for c in frame.columns]
-    columns = list(frame.columns)
-    if task is not None and task not in _TASKS:
-        raise UnknownNameError("task", task, _TASKS)
-    for col in [target, *categorical, *drop]:
-        if col not in columns:
-            raise UnknownNameError("column", col, columns)
-    if target in drop or target in categorical:
-        raise ValidationError(f"target {target!r} must not be listed in drop or categorical")
-    frame = frame.drop(columns=list(drop))
-    if len(frame) == 0:
-        raise DataError(f"{path}: the file has a header but no data rows")
-    features = [c for c in frame.columns if c != target]
-    if not features:
-        raise ValidationError(
-            f"the table must keep at least one feature column besides target {target!r}; "
-            f"got columns {columns} with drop={list(drop)}"
-        )
-
-    notes: list[str] = []
-    missing: dict[str, int] = {}
-    target_col = frame[target]
-    lost = int(target_col.isna().sum())
-    if lost:
-        missing[target] = lost
-        frame = frame.loc[target_col.notna().to_numpy()]
-        target_col = frame[target]
-        if len(frame) == 0:
-            raise DataError(f"{path}: target {target!r} has no values")
-    n = len(frame)
-
-    X = np.empty((n, len(features)), dtype=np.float32)
-    categories: dict[str, tuple[str, ...]] = {}
-    for j, col in enumerate(features):
-        series = frame[col]
-        isna = series.isna().to_numpy()
-        if isna.any():
-            missing[col] = int(isna.sum())
-        numeric = pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
-        if not numeric and col not in categorical:
-            _check_not_mixed(path, col, series, isna)
-        if numeric and col not in categorical:
-            values = series.to_numpy(dtype=np.float64, na_value=np.nan)
-            if not allow_infinite:
-                _check_finite(path, col, values, frame.index)
-            with np.errstate(over="ignore"):  # only when allowed: 1e39 -> inf
-                X[:, j] = values
-            continue
-        raw = series.to_numpy(dtype=object)[~isna]
-        if numeric:
-            raw = raw.astype(np.float64)
-        names, codes = _encode(raw)
-        categories[col] = names
-        X[:, j] = np.nan
-        X[~isna, j] = codes
-        if len(names) > 20 and len(names) > 0.5 * n:
-            notes.append(f"{col} ({len(names)} categories in {n} rows)")
-
-    if missing:
-        feats = [f"{c} {k}" for c, k in missing.items() if c != target]
-        parts = []
-        if feats:
-            parts.append(f"kept as NaN in X: {', '.join(feats)}")
-        if lost:
-            parts.append(f"{lost} rows without a target {target!r} dropped")
-        warnings.warn(XaiWarning(f"{path.name}: missing values: {'; '.join(parts)}"), stacklevel=2)
-    if notes:
-        warnings.warn(
-            XaiWarning(
-                f"{path.name}: nearly one category per row in {', '.join(notes)}; "
-                "identifiers and free text explain little, consider drop=[...]"
-            ),
-            stacklevel=2,
-        )
-
-    numeric_target = pd.api.types.is_numeric_dtype(target_col) and not (
-        pd.api.types.is_bool_dtype(target_col)
+    frame = _read_table(path, sep)
+    frame, features = _check_columns(path, frame, target, task, categorical, drop)
+    frame, missing, lost = _drop_rows_without_target(path, frame, target)
+    X, categories, notes = _feature_matrix(
+        path, frame, features, categorical, allow_infinite, missing
     )
-    values = target_col.to_numpy(dtype=object)
-    if task is None:
-        task = "classification"
-        if numeric_target:
-            floats = values.astype(np.float64)
-            integral = bool(np.all(floats == np.round(floats)))
-            if not integral or len(np.unique(floats)) > MAX_INTEGER_CLASSES:
-                task = "regression"
-    if task == "classification":
-        class_names, y = _encode(values.astype(np.float64) if numeric_target else values)
-    else:
-        if not numeric_target:
-            raise ValidationError(
-                f"target {target!r} must be numeric for regression; got dtype {target_col.dtype}"
-            )
-        floats = values.astype(np.float64)
-        if not allow_infinite:
-            _check_finite(path, target, floats, frame.index)
-        with np.errstate(over="ignore"):
-            class_names, y = (), floats.astype(np.float32)
+    _warn_about(path, target, missing, lost, notes)
+    task, class_names, y = _target_values(path, frame, target, task, allow_infinite)
 
+    n = len(frame)
     cat_cols = tuple(c for c in features if c in categories)
     summary = f"{len(class_names)} classes" if task == "classification" else "regression"
     return Dataset(
@@ -333,3 +237,186 @@ def load_csv(
         categories=categories,
         missing=missing,
     )
+
+
+# -- the steps of load_csv -------------------------------------------------------------------
+def _read_table(path: Path, sep: str) -> Any:
+    """The file as a DataFrame with text column names, or a DataError."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path, sep=sep)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be read as CSV: {exc}") from exc
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def _check_columns(
+    path: Path,
+    frame: Any,
+    target: str,
+    task: str | None,
+    categorical: Sequence[str],
+    drop: Sequence[str],
+) -> tuple[Any, list[str]]:
+    """The frame without the ``drop`` columns, and its feature columns; every name checked."""
+    columns = list(frame.columns)
+    if task is not None and task not in _TASKS:
+        raise UnknownNameError("task", task, _TASKS)
+    for col in [target, *categorical, *drop]:
+        if col not in columns:
+            raise UnknownNameError("column", col, columns)
+    if target in drop or target in categorical:
+        raise ValidationError(f"target {target!r} must not be listed in drop or categorical")
+    frame = frame.drop(columns=list(drop))
+    if len(frame) == 0:
+        raise DataError(f"{path}: the file has a header but no data rows")
+    features = [c for c in frame.columns if c != target]
+    if not features:
+        raise ValidationError(
+            f"the table must keep at least one feature column besides target {target!r}; "
+            f"got columns {columns} with drop={list(drop)}"
+        )
+    return frame, features
+
+
+def _drop_rows_without_target(
+    path: Path, frame: Any, target: str
+) -> tuple[Any, dict[str, int], int]:
+    """The rows with a target; the missing counts so far (the target's) and how many rows went."""
+    missing: dict[str, int] = {}
+    target_col = frame[target]
+    lost = int(target_col.isna().sum())
+    if lost:
+        missing[target] = lost
+        frame = frame.loc[target_col.notna().to_numpy()]
+        if len(frame) == 0:
+            raise DataError(f"{path}: target {target!r} has no values")
+    return frame, missing, lost
+
+
+def _feature_matrix(
+    path: Path,
+    frame: Any,
+    features: list[str],
+    categorical: Sequence[str],
+    allow_infinite: bool,
+    missing: dict[str, int],
+) -> tuple[np.ndarray, dict[str, tuple[str, ...]], list[str]]:
+    """``X`` float32 of shape (n_rows, n_features), the categories of the coded columns and notes.
+
+    Adds each feature's count of missing values to ``missing``; a note names each
+    categorical column with nearly one category per row.
+    """
+    n = len(frame)
+    X = np.empty((n, len(features)), dtype=np.float32)
+    categories: dict[str, tuple[str, ...]] = {}
+    notes: list[str] = []
+    for j, col in enumerate(features):
+        series = frame[col]
+        isna = series.isna().to_numpy()
+        if isna.any():
+            missing[col] = int(isna.sum())
+        names = _fill_column(path, X, j, col, series, isna, col in categorical, allow_infinite)
+        if names is None:
+            continue
+        categories[col] = names
+        if len(names) > 20 and len(names) > 0.5 * n:
+            notes.append(f"{col} ({len(names)} categories in {n} rows)")
+    return X, categories, notes
+
+
+def _fill_column(
+    path: Path,
+    X: np.ndarray,
+    j: int,
+    col: str,
+    series: Any,
+    isna: np.ndarray,
+    listed: bool,
+    allow_infinite: bool,
+) -> tuple[str, ...] | None:
+    """Write column ``col`` into ``X[:, j]``: numbers as they are, categories as codes (NaN missing).
+
+    Returns the sorted category names of a categorical column (text, boolean or
+    ``listed`` in ``categorical``), None for a numeric one.
+    """
+    import pandas as pd
+
+    numeric = pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)
+    if not numeric and not listed:
+        _check_not_mixed(path, col, series, isna)
+    if numeric and not listed:
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        if not allow_infinite:
+            _check_finite(path, col, values, series.index)
+        with np.errstate(over="ignore"):  # only when allowed: 1e39 -> inf
+            X[:, j] = values
+        return None
+    raw = series.to_numpy(dtype=object)[~isna]
+    if numeric:
+        raw = raw.astype(np.float64)
+    names, codes = _encode(raw)
+    X[:, j] = np.nan
+    X[~isna, j] = codes
+    return names
+
+
+def _warn_about(
+    path: Path, target: str, missing: dict[str, int], lost: int, notes: list[str]
+) -> None:
+    """Warn, from the caller of :func:`load_csv`, of missing values and near-identifier columns."""
+    if missing:
+        feats = [f"{c} {k}" for c, k in missing.items() if c != target]
+        parts = []
+        if feats:
+            parts.append(f"kept as NaN in X: {', '.join(feats)}")
+        if lost:
+            parts.append(f"{lost} rows without a target {target!r} dropped")
+        warnings.warn(XaiWarning(f"{path.name}: missing values: {'; '.join(parts)}"), stacklevel=3)
+    if notes:
+        warnings.warn(
+            XaiWarning(
+                f"{path.name}: nearly one category per row in {', '.join(notes)}; "
+                "identifiers and free text explain little, consider drop=[...]"
+            ),
+            stacklevel=3,
+        )
+
+
+def _target_values(
+    path: Path, frame: Any, target: str, task: str | None, allow_infinite: bool
+) -> tuple[str, tuple[str, ...], np.ndarray]:
+    """The task (inferred when None), the class names and ``y`` of shape (n_rows,).
+
+    Classification: int64 codes of the sorted target values; regression: float32 values.
+    """
+    import pandas as pd
+
+    target_col = frame[target]
+    numeric_target = pd.api.types.is_numeric_dtype(target_col) and not (
+        pd.api.types.is_bool_dtype(target_col)
+    )
+    values = target_col.to_numpy(dtype=object)
+    if task is None:
+        task = "classification"
+        if numeric_target:
+            floats = values.astype(np.float64)
+            integral = bool(np.all(floats == np.round(floats)))
+            if not integral or len(np.unique(floats)) > MAX_INTEGER_CLASSES:
+                task = "regression"
+    if task == "classification":
+        class_names, y = _encode(values.astype(np.float64) if numeric_target else values)
+        return task, class_names, y
+    if not numeric_target:
+        raise ValidationError(
+            f"target {target!r} must be numeric for regression; got dtype {target_col.dtype}"
+        )
+    floats = values.astype(np.float64)
+    if not allow_infinite:
+        _check_finite(path, target, floats, frame.index)
+    with np.errstate(over="ignore"):
+        return task, (), floats.astype(np.float32)

@@ -9,10 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.attribution.explainer import explain
-from xai_core.attribution.explanation import Explanation
-from xai_core.errors import ValidationError
-from xai_core.report._report import Report
+from xai_core import Explanation, Report, ValidationError, explain
 from xai_demo._args import existing_file, parse_rows, select_rows
 
 __all__ = ["build_report", "load_data"]

@@ -14,6 +14,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,19 +71,51 @@ def run_demo(
     output: str = "report.html", dataset: str = "mnist", quick: bool = False, progress: bool = True
 ) -> int:
     """Run the demo and write the report to ``output``; print a short summary. Returns 0."""
-    from xai_datasets import load_breast_cancer, load_fashion_mnist, load_mnist
+    from xai_datasets import load_fashion_mnist, load_mnist
 
     loaders = {"mnist": load_mnist, "fashion-mnist": load_fashion_mnist}
     if dataset not in loaders:
         raise xai.UnknownNameError("dataset", dataset, list(loaders))
     s = DemoSettings.make(quick)
     start = time.perf_counter()
-    say = print
+    images = _images(loaders[dataset], dataset, s, progress)
+    tabular = _tabular(s, progress)
+    print("Projecting the CNN's hidden layer...")
+    Xp, yp = images.test.X[: s.projector_rows], images.test.y[: s.projector_rows]
+    projection = xai.project(
+        images.net,
+        Xp,
+        layer="embedding",
+        method="pca",
+        labels=[images.test.class_names[i] for i in yp],
+        progress=progress,
+    )
+    path = _report(dataset, images, tabular, projection).save(output)
+    _print_summary(dataset, images, tabular, path, start)
+    return 0
 
-    # -- images -------------------------------------------------------------------------
-    train, test = loaders[dataset]("train"), loaders[dataset]("test")
+
+# -- images ---------------------------------------------------------------------------------
+@dataclass
+class _Images:
+    """The image half of the demo: the data, the CNN and what was found about it."""
+
+    train: Any
+    test: Any
+    net: Any
+    backends: pd.DataFrame
+    ig: Any
+    ig_backends: Any
+    shap_backends: Any
+    methods: Any
+    faith: list
+
+
+def _images(load: Any, dataset: str, s: DemoSettings, progress: bool) -> _Images:
+    """Train the CNN, run it on every backend, explain a few test images and compare."""
+    train, test = load("train"), load("test")
     train = train.take(np.arange(min(s.train_rows, len(train))))
-    say(f"Training a CNN on {len(train)} {dataset} images ({s.epochs} epoch(s))...")
+    print(f"Training a CNN on {len(train)} {dataset} images ({s.epochs} epoch(s))...")
     net = nn.cnn(hidden=32)
     net.output_names = train.class_names
     net.fit(
@@ -112,7 +145,7 @@ def run_demo(
         "stability_seeds": 0,
         "progress": progress,
     }
-    say("Explaining images on every backend...")
+    print("Explaining images on every backend...")
     ig_backends = xai.compare_backends(
         net, X_img, method="ig", calibration=train.X[:500], steps=s.ig_steps
     )
@@ -128,9 +161,27 @@ def run_demo(
     faith = [
         xai.faithfulness(net, methods.explanations[m], steps=10, n_random=2) for m in ("ig", "shap")
     ]
+    return _Images(train, test, net, backends, ig, ig_backends, shap_backends, methods, faith)
 
-    # -- tabular ------------------------------------------------------------------------
-    say("Training an MLP on breast cancer and probing it...")
+
+# -- tabular --------------------------------------------------------------------------------
+@dataclass
+class _Tabular:
+    """The tabular half: the breast-cancer MLP, its explanations and the what-if probes."""
+
+    test: Any
+    accuracy: float
+    methods: Any
+    shap: Any
+    counterfactual: Any
+    dependence: Any
+
+
+def _tabular(s: DemoSettings, progress: bool) -> _Tabular:
+    """Train an MLP on standardised breast-cancer rows, explain a few and probe the model."""
+    from xai_datasets import load_breast_cancer
+
+    print("Training an MLP on breast cancer and probing it...")
     cancer_train, cancer_test = load_breast_cancer().train_test_split(test_size=0.3, seed=0)
     mean, std = cancer_train.X.mean(axis=0), cancer_train.X.std(axis=0)
     Xc_train, Xc_test = (cancer_train.X - mean) / std, (cancer_test.X - mean) / std
@@ -151,8 +202,36 @@ def run_demo(
         epochs=30,
         progress=progress,
     )
-    tab_accuracy = float((mlp.predict(Xc_test).argmax(1) == cancer_test.y).mean())
+    accuracy = float((mlp.predict(Xc_test).argmax(1) == cancer_test.y).mean())
     rows = Xc_test[: s.explain_rows]
+    methods, shap = _explain_rows(mlp, rows, Xc_train, cancer_test, s, progress)
+    standardised = xai.BlackBoxModel(
+        lambda X: mlp.predict((np.asarray(X, dtype=np.float64) - mean) / std),
+        input_shape=(Xc_test.shape[1],),
+        output_names=cancer_test.class_names,
+    )
+    w = xai.what_if(
+        standardised,
+        cancer_test.X,
+        cancer_test.y,
+        feature_names=cancer_test.feature_names,
+        output_names=cancer_test.class_names,
+        progress=progress,
+    )
+    counterfactual = w.nearest_counterfactual(0)
+    dependence = w.partial_dependence(cancer_test.feature_names[0], progress=progress)
+    return _Tabular(cancer_test, accuracy, methods, shap, counterfactual, dependence)
+
+
+def _explain_rows(
+    mlp: Any,
+    rows: np.ndarray,
+    Xc_train: np.ndarray,
+    cancer_test: Any,
+    s: DemoSettings,
+    progress: bool,
+) -> tuple[Any, Any]:
+    """IG, SHAP and LIME on the standardised ``rows``; SHAP's also in the features' own units."""
     tab_methods = xai.compare_methods(
         mlp,
         rows,
@@ -176,67 +255,52 @@ def run_demo(
         data=cancer_test.X[:n_rows],
         feature_names=tuple(cancer_test.feature_names),
     ).with_outcomes(cancer_test.y[:n_rows], mlp.predict(rows))
-    standardised = xai.BlackBoxModel(
-        lambda X: mlp.predict((np.asarray(X, dtype=np.float64) - mean) / std),
-        input_shape=(Xc_test.shape[1],),
-        output_names=cancer_test.class_names,
-    )
-    w = xai.what_if(
-        standardised,
-        cancer_test.X,
-        cancer_test.y,
-        feature_names=cancer_test.feature_names,
-        output_names=cancer_test.class_names,
-        progress=progress,
-    )
-    counterfactual = w.nearest_counterfactual(0)
-    dependence = w.partial_dependence(cancer_test.feature_names[0], progress=progress)
+    return tab_methods, shap_tab
 
-    # -- embeddings ---------------------------------------------------------------------
-    say("Projecting the CNN's hidden layer...")
-    Xp, yp = test.X[: s.projector_rows], test.y[: s.projector_rows]
-    projection = xai.project(
-        net,
-        Xp,
-        layer="embedding",
-        method="pca",
-        labels=[test.class_names[i] for i in yp],
-        progress=progress,
-    )
 
+# -- the report and the summary ---------------------------------------------------------------
+def _report(dataset: str, images: _Images, tabular: _Tabular, projection: Any) -> xai.Report:
+    """Every result of the demo in one report, in the order of the story."""
     report = xai.Report(f"xai-core demo: {dataset}", seed=0)
-    report.add(train, "The training sample")
-    report.add(backends, "Accuracy and simulated cost per backend (test set)")
-    report.add(ig, "Integrated gradients on cpu")
-    report.add(ig_backends, "Integrated gradients across backends")
-    report.add(shap_backends, "SHAP across backends (int8 Edge TPU included)")
-    report.add(methods, "IG, SHAP and LIME on the same images")
-    for f in faith:
+    report.add(images.train, "The training sample")
+    report.add(images.backends, "Accuracy and simulated cost per backend (test set)")
+    report.add(images.ig, "Integrated gradients on cpu")
+    report.add(images.ig_backends, "Integrated gradients across backends")
+    report.add(images.shap_backends, "SHAP across backends (int8 Edge TPU included)")
+    report.add(images.methods, "IG, SHAP and LIME on the same images")
+    for f in images.faith:
         report.add(f, f"Faithfulness of {f.method}")
-    report.add(shap_tab, "SHAP on breast cancer")
-    report.add(tab_methods, "Methods on breast cancer")
-    report.add(counterfactual, "Nearest counterfactual of the first test row")
-    report.add(dependence, f"Partial dependence of {cancer_test.feature_names[0]}")
+    report.add(tabular.shap, "SHAP on breast cancer")
+    report.add(tabular.methods, "Methods on breast cancer")
+    report.add(tabular.counterfactual, "Nearest counterfactual of the first test row")
+    report.add(tabular.dependence, f"Partial dependence of {tabular.test.feature_names[0]}")
     report.add(projection, "The CNN's hidden layer (PCA)")
-    path = report.save(output)
+    return report
 
-    say("")
-    say(f"{dataset} CNN, test accuracy and cycles to predict {len(test)} images:")
-    for name, row in backends.iterrows():
-        say(
+
+def _print_summary(
+    dataset: str, images: _Images, tabular: _Tabular, path: Any, start: float
+) -> None:
+    """Accuracy and cycles per backend, agreement across backends, where the report went.
+
+    ``start`` is the :func:`time.perf_counter` reading at which the demo began.
+    """
+    print("")
+    print(f"{dataset} CNN, test accuracy and cycles to predict {len(images.test)} images:")
+    for name, row in images.backends.iterrows():
+        print(
             f"  {name:<8} accuracy {row.accuracy:.3f}   cycles {row.cycles:>14,.0f}   {row.numerics}"
         )
-    ig_tpu = ig_backends.summary.loc["tpu"]
-    say(
+    ig_tpu = images.ig_backends.summary.loc["tpu"]
+    print(
         f"IG on tpu vs cpu: mean cosine {ig_tpu.mean_cosine:.4f}, top-10 overlap {ig_tpu.mean_top_k_overlap:.2f}"
     )
-    shap_edge = shap_backends.summary.loc["edgetpu"]
-    say(
+    shap_edge = images.shap_backends.summary.loc["edgetpu"]
+    print(
         f"SHAP on edgetpu vs cpu: mean cosine {shap_edge.mean_cosine:.4f}, flipped predictions {int(shap_edge.flipped)}"
     )
-    say(f"breast-cancer MLP test accuracy {tab_accuracy:.3f}")
-    say(
+    print(f"breast-cancer MLP test accuracy {tabular.accuracy:.3f}")
+    print(
         f"Report: {Path(path).resolve()} ({Path(path).stat().st_size / 1e6:.1f} MB, "
         f"{time.perf_counter() - start:.0f} s)"
     )
-    return 0

@@ -363,17 +363,7 @@ def project(
     -------
     Projection
     """
-    source_info: dict[str, Any] = {}
-    if hasattr(vectors, "activations") or isinstance(vectors, xai.Model):
-        if X is None:
-            raise ValidationError("X is required when projecting a model's activations.")
-        vectors, source_info = _inputs.vectors_from(vectors, X, layer)
-    elif X is not None or layer is not None:
-        raise ValidationError(
-            "X and layer apply only when the first argument is a ModelRunner or a model; "
-            f"got {type(vectors).__name__}."
-        )
-    V = _inputs.check_vectors(vectors)
+    V, source_info = _vectors(vectors, X, layer)
     n = V.shape[0]
     if method not in _methods.METHODS:
         raise UnknownNameError("projection method", method, _methods.METHODS)
@@ -385,9 +375,6 @@ def project(
     image_arr = _inputs.check_images(images, n)
     explanation = _inputs.check_explanation(explanation, n)
     pairs = _inputs.check_groups(groups, method, n_components, label_arr, n)
-
-    data = _methods.spherize(V) if spherize else V
-    start = time.perf_counter()
     settings = {
         "perplexity": perplexity,
         "learning_rate": learning_rate,
@@ -396,6 +383,41 @@ def project(
         "n_neighbors": n_neighbors,
         "min_dist": min_dist,
     }
+    coords, meta = _projected(
+        V, method, n_components, seed, pairs, settings, spherize, progress, source_info
+    )
+    return Projection(V, coords, method, label_arr, meta_cols, meta, image_arr, explanation)
+
+
+def _vectors(vectors: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """The vectors to project, checked, and where they came from (a layer's activations of ``X``)."""
+    source_info: dict[str, Any] = {}
+    if hasattr(vectors, "activations") or isinstance(vectors, xai.Model):
+        if X is None:
+            raise ValidationError("X is required when projecting a model's activations.")
+        vectors, source_info = _inputs.vectors_from(vectors, X, layer)
+    elif X is not None or layer is not None:
+        raise ValidationError(
+            "X and layer apply only when the first argument is a ModelRunner or a model; "
+            f"got {type(vectors).__name__}."
+        )
+    return _inputs.check_vectors(vectors), source_info
+
+
+def _projected(
+    V: np.ndarray,
+    method: str,
+    n_components: int,
+    seed: int,
+    pairs: Any,
+    settings: dict[str, Any],
+    spherize: bool,
+    progress: bool | None,
+    source_info: dict[str, Any],
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Run ``method`` on ``V`` (spherized first if asked): float64 coordinates and the meta."""
+    data = _methods.spherize(V) if spherize else V
+    start = time.perf_counter()
     coords, extra, options = _methods.run(
         method, data, n_components, seed=seed, groups=pairs, settings=settings
     )
@@ -408,13 +430,4 @@ def project(
         **source_info,
         **extra,
     }
-    return Projection(
-        V,
-        np.asarray(coords, dtype=np.float64),
-        method,
-        label_arr,
-        meta_cols,
-        meta,
-        image_arr,
-        explanation,
-    )
+    return np.asarray(coords, dtype=np.float64), meta

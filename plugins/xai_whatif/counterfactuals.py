@@ -166,10 +166,7 @@ def counterfactual(
     seed = resolve_seed(seed)
     target = w._check_target(target)
     dist = Distance(w.table, distance)
-    mutable = np.ones(w.table.n_features, dtype=bool)
-    mutable[w.table.features(immutable, "immutable") if len(immutable) else []] = False
-    if not mutable.any():
-        raise ValidationError("immutable lists every feature; nothing is left to change.")
+    mutable = _mutable(w, immutable)
     k = (
         int(mutable.sum())
         if max_features is None
@@ -186,30 +183,7 @@ def counterfactual(
         ),
         "counterfactual",
     )
-    lo, hi = w.table.ranges(ranges)
-    x = w.table.X[i].copy()
-    reference = w.predicted[i]
-    if target is not None and w.task != "regression" and target == reference:
-        raise ValidationError(f"row {i} is already predicted as target class {target}.")
-    eligible = w._prediction_differs(w.outputs, reference, target)
-    eligible[i] = False
-    donors = w.table.X[eligible]
-    if len(donors):
-        order = np.argsort(dist(x, donors), kind="stable")[:n_donors]
-        donors = donors[order]
-    problem = SearchProblem(
-        x=x,
-        evaluate=lambda C: w._prediction_differs(w._predict(C), reference, target),
-        distance=dist,
-        contributions=dist.contributions,
-        mutable=mutable,
-        categorical=w.table.is_categorical,
-        category_codes={j: np.unique(w.table.X[:, j]) for j in w.table.categories if mutable[j]},
-        lo=lo,
-        hi=hi,
-        donors=donors,
-        max_features=k,
-    )
+    problem = _search_problem(w, i, target, dist, mutable, k, ranges, n_donors)
     C, d, evaluations = search(
         problem,
         n=n,
@@ -228,3 +202,53 @@ def counterfactual(
         )
     meta = {"seed": int(seed), "evaluations": evaluations, "max_features": k}
     return _result(w, "search", i, C, d, np.full(len(C), -1, dtype=np.int64), dist, meta)
+
+
+def _mutable(w: WhatIf, immutable: Sequence[Any]) -> np.ndarray:
+    """Boolean mask of shape (n_features,): the features the search may change."""
+    mutable = np.ones(w.table.n_features, dtype=bool)
+    mutable[w.table.features(immutable, "immutable") if len(immutable) else []] = False
+    if not mutable.any():
+        raise ValidationError("immutable lists every feature; nothing is left to change.")
+    return mutable
+
+
+def _search_problem(
+    w: WhatIf,
+    i: int,
+    target: Any,
+    dist: Distance,
+    mutable: np.ndarray,
+    k: int,
+    ranges: Mapping[Any, Any] | None,
+    n_donors: int,
+) -> SearchProblem:
+    """Row ``i``'s search: its bounds, the mutable features and the nearest donors.
+
+    Donors are the ``n_donors`` examples closest to the row whose prediction already
+    differs (reaches ``target`` when one is given).
+    """
+    lo, hi = w.table.ranges(ranges)
+    x = w.table.X[i].copy()
+    reference = w.predicted[i]
+    if target is not None and w.task != "regression" and target == reference:
+        raise ValidationError(f"row {i} is already predicted as target class {target}.")
+    eligible = w._prediction_differs(w.outputs, reference, target)
+    eligible[i] = False
+    donors = w.table.X[eligible]
+    if len(donors):
+        order = np.argsort(dist(x, donors), kind="stable")[:n_donors]
+        donors = donors[order]
+    return SearchProblem(
+        x=x,
+        evaluate=lambda C: w._prediction_differs(w._predict(C), reference, target),
+        distance=dist,
+        contributions=dist.contributions,
+        mutable=mutable,
+        categorical=w.table.is_categorical,
+        category_codes={j: np.unique(w.table.X[:, j]) for j in w.table.categories if mutable[j]},
+        lo=lo,
+        hi=hi,
+        donors=donors,
+        max_features=k,
+    )

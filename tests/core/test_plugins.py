@@ -219,7 +219,7 @@ def test_unknown_names_list_the_known_ones():
         xai.get_backend("tpu9")
 
 
-def test_report_section_and_cli_hooks_register(fresh_registry, monkeypatch):
+def test_report_section_and_cli_hooks_register(fresh_registry, monkeypatch, capsys):
     """Report sections and CLI commands from a plugin reach the registry and the CLI."""
     section = xai.ReportSection("dummy_section", Dummy, lambda r: "<p>dummy</p>")
     command = xai.CliCommand("hello", "say hello", lambda args: print("hello from a plugin") or 0)
@@ -238,7 +238,7 @@ def test_report_section_and_cli_hooks_register(fresh_registry, monkeypatch):
     from xai_core.cli.main import main
 
     assert main(["hello"]) == 0
-    assert sys.modules["xai_core.cli.main"] is not None
+    assert capsys.readouterr().out == "hello from a plugin\n"  # the plugin's command ran
 
 
 def test_tools_reach_the_facade(fresh_registry, monkeypatch):
@@ -251,6 +251,68 @@ def test_tools_reach_the_facade(fresh_registry, monkeypatch):
     assert xai.tool("what_if") is tool
     with pytest.raises(xai.UnknownNameError, match=r"Unknown tool 'project'\. Available: what_if"):
         xai.project([[0.0]])
+
+
+FACADE_TOOLS = ("what_if", "project", "playground_view", "playground_app")
+
+
+@pytest.mark.parametrize("name", FACADE_TOOLS)
+def test_facade_tools_show_the_tools_signature_and_docstring(name):
+    """inspect.signature, help() and ? see the registered tool's parameters and docstring."""
+    import inspect
+    import pydoc
+
+    function = xai.tool(name).function
+    facade = getattr(xai, name)
+    assert inspect.signature(facade) == inspect.signature(function)
+    assert "*args" not in str(inspect.signature(facade))
+    assert facade.__doc__ == function.__doc__ and inspect.getdoc(facade) == inspect.getdoc(function)
+    page = pydoc.render_doc(facade, renderer=pydoc.plaintext)
+    assert f"{name}{inspect.signature(function)}" in page
+    assert inspect.getdoc(function).splitlines()[0] in page
+
+
+def test_facade_tool_parameters_by_name():
+    """The parameters notebooks complete are the tools' own."""
+    import inspect
+
+    assert {"model", "X", "y", "feature_names"} <= set(inspect.signature(xai.what_if).parameters)
+    assert {"vectors", "method", "n_components"} <= set(inspect.signature(xai.project).parameters)
+
+
+def test_facade_tools_follow_the_registry(fresh_registry, monkeypatch):
+    """The facade inspects whichever tool is registered now; with none, it shows its own line."""
+    import inspect
+
+    def edit(model, X, *, rows=3):
+        """Edit some rows."""
+
+    pm = get_plugin_manager(autoload=False)
+    pm.register(_module("tools", xai_register_tools=lambda: [xai.Tool("what_if", edit)]))
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", Registry.from_plugin_manager(pm))
+    assert str(inspect.signature(xai.what_if)) == "(model, X, *, rows=3)"
+    assert xai.what_if.__doc__ == "Edit some rows."
+    empty = get_plugin_manager(autoload=False)
+    monkeypatch.setattr("xai_core.plugin.manager._DEFAULT", Registry.from_plugin_manager(empty))
+    assert list(inspect.signature(xai.what_if).parameters) == ["args", "kwargs"]
+    assert "the ``what_if`` tool's entry point" in xai.what_if.__doc__
+    with pytest.raises(xai.UnknownNameError, match="Unknown tool 'what_if'"):
+        xai.what_if(None, [1])
+
+
+def test_facade_tools_load_no_plugin_until_used():
+    """Importing xai_core and reading a tool's name looks nothing up; inspecting it does."""
+    import subprocess
+
+    code = (
+        "import sys, inspect\n"
+        "import xai_core as xai\n"
+        "assert xai.what_if.__name__ == 'what_if' and callable(xai.project)\n"
+        "assert 'xai_core.plugin.manager' not in sys.modules, 'looked up at import'\n"
+        "assert 'feature_names' in inspect.signature(xai.what_if).parameters\n"
+        "assert 'xai_whatif' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
 class Doubler(xai.Explainer):

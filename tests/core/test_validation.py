@@ -1,5 +1,7 @@
 """Boundary checks name the argument, the expected shape and what arrived."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -126,3 +128,36 @@ def test_progress_rule():
         show_progress("yes", 1)
     with progress_bar(3, progress=None, desc="x") as bar:
         assert bar.disable
+
+
+@pytest.mark.parametrize(
+    ("value", "bounds", "words"),
+    [
+        ("0.1", {}, "lr must be a number; got '0.1'."),
+        (True, {}, "lr must be a number; got True."),
+        (float("inf"), {}, "lr must be finite; got inf."),
+        (float("nan"), {}, "lr must be finite; got nan."),
+        (0, {"low": 0, "high": 10, "open_low": True}, "lr must be in (0, 10]; got 0."),
+        (11, {"low": 0, "high": 10, "open_low": True}, "lr must be in (0, 10]; got 11."),
+        (float("nan"), {"low": 0, "high": 1}, "lr must be in [0, 1]; got nan."),
+        (1.0, {"low": 0, "high": 1, "open_high": True}, "lr must be in [0, 1); got 1.0."),
+        (-1, {"low": 0}, "lr must be in [0, inf); got -1."),
+        (float("inf"), {"low": 0}, "lr must be in [0, inf); got inf."),
+    ],
+    ids=["text", "bool", "inf", "nan", "low", "high", "nan-in", "open-high", "below", "inf-in"],
+)
+def test_check_number_names_the_interval(value, bounds, words):
+    """A number outside its interval, infinite or not a number at all is refused, the interval named."""
+    from xai_core.validation import check_number
+
+    with pytest.raises(xai.ValidationError, match=re.escape(words)):
+        check_number(value, "lr", **bounds)
+
+
+def test_check_number_returns_floats_inside_the_interval():
+    """The bounds are included unless opened; numpy scalars and ints come back as float."""
+    from xai_core.validation import check_number
+
+    assert check_number(np.float32(0.5), "x") == 0.5 and type(check_number(3, "x")) is float
+    assert check_number(0, "x", low=0, high=1) == 0.0 and check_number(1, "x", low=0, high=1) == 1.0
+    assert check_number(-1e300, "x") == -1e300

@@ -164,7 +164,7 @@ class Explanation:
                 raise ValidationError(
                     f"an explanation is indexed as e[rows] or e[rows, features]; got {len(key)} indices."
                 )
-            from xai_core.attribution._views import select_features
+            from xai_core.attribution.views import select_features
 
             return select_features(self, key[0], key[1])
         rows = key
@@ -253,7 +253,7 @@ class Explanation:
         """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""
         flat = self.values[row].reshape(-1)
         order = np.argsort(-np.abs(flat), kind="stable")[:k]
-        from xai_core.attribution._views import feature_names_of
+        from xai_core.attribution.views import feature_names_of
 
         names = feature_names_of(self)  # pixels by position, pixel_<row>_<col>
         return [(names[i], float(flat[i])) for i in order]
@@ -288,14 +288,14 @@ class Explanation:
         return replace(self, meta=meta)
 
     def to_shap(self) -> Any:
-        """A ``shap.Explanation`` of the same values, base values, data and names (see ``_views``)."""
-        from xai_core.attribution._views import to_shap
+        """A ``shap.Explanation`` of the same values, base values, data and names (see ``views``)."""
+        from xai_core.attribution.views import to_shap
 
         return to_shap(self)
 
     def to_frame(self) -> Any:
         """Attributions as a ``pandas.DataFrame``, one column per feature (pixels by position)."""
-        from xai_core.attribution._views import to_frame
+        from xai_core.attribution.views import to_frame
 
         return to_frame(self)
 
@@ -309,7 +309,7 @@ class Explanation:
     # -- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
         """The shape, then the first rows' target, base value, output and top features, in numbers."""
-        from xai_core.attribution._views import summary_text
+        from xai_core.attribution.views import summary_text
 
         return summary_text(self)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from xai_core.errors import ValidationError
 from xai_core.optional import require
-from xai_core.report._colormap import NEGATIVE, POSITIVE
+from xai_core.report import NEGATIVE, POSITIVE, swarm_offsets
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -66,7 +66,7 @@ class ExplanationPlots:
 
     # -- helpers ------------------------------------------------------------------------
     def _flat(self) -> tuple[np.ndarray, np.ndarray | None, tuple[str, ...]]:
-        from xai_core.attribution._views import feature_names_of
+        from xai_core.attribution.views import feature_names_of
 
         e = self._e
         n = len(e)
@@ -183,7 +183,7 @@ class ExplanationPlots:
         for pos, j in enumerate(order):
             y = len(order) - 1 - pos
             v = values[:, j]
-            jitter = _swarm_offsets(v) * 0.35
+            jitter = swarm_offsets(v) * 0.35
             if data is not None:
                 lo, hi = np.nanpercentile(data[:, j], [5, 95])
                 c = np.clip((data[:, j] - lo) / (hi - lo if hi > lo else 1.0), 0, 1)
@@ -226,7 +226,7 @@ class ExplanationPlots:
         -------
         matplotlib.figure.Figure
         """
-        from xai_core.report._figures import explanation_layout
+        from xai_core.attribution.views import explanation_layout
 
         if mode not in IMAGE_MODES:
             raise ValidationError(f"mode must be one of {IMAGE_MODES}; got {mode!r}.")
@@ -296,25 +296,6 @@ class ExplanationPlots:
         return fig
 
 
-def _swarm_offsets(v: np.ndarray, bins: int = 60) -> np.ndarray:
-    """Vertical offsets in [-1, 1] that spread points sharing a bin of ``v`` (vectorised)."""
-    n = v.size
-    if n < 2:
-        return np.zeros(n)
-    lo, hi = float(v.min()), float(v.max())
-    b = np.floor((v - lo) / ((hi - lo) or 1.0) * (bins - 1)).astype(int)
-    order = np.lexsort((np.arange(n), b))
-    sorted_b = b[order]
-    starts = np.searchsorted(sorted_b, sorted_b, side="left")
-    rank = np.arange(n) - starts  # rank within the bin
-    counts = np.bincount(b, minlength=bins)[sorted_b]
-    # alternate above and below the line: 0, +1, -1, +2, -2, ...
-    signed = np.where(rank % 2 == 1, (rank + 1) // 2, -(rank // 2))
-    offsets = np.empty(n)
-    offsets[order] = signed / np.maximum(counts.max() // 2, 1)
-    return np.clip(offsets, -1, 1)
-
-
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     """A static PNG of the explanation for viewers that show no HTML; None without matplotlib.
 
@@ -326,7 +307,7 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    from xai_core.report._figures import explanation_layout
+    from xai_core.attribution.views import explanation_layout
 
     if len(e) == 0:
         return None

@@ -7,15 +7,20 @@ from typing import Any
 import numpy as np
 from markupsafe import Markup
 
+from xai_core.attribution.views import explanation_layout
 from xai_core.compare.agreement import BackendComparison, MethodComparison
 from xai_core.compare.faithfulness import Faithfulness, _auc
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
-from xai_core.report._colormap import colorbar_rgb, heatmap_rgb
-from xai_core.report._figures import explanation_layout
-from xai_core.report._html import environment, format_number, new_id
-from xai_core.report._png import png_data_uri
-from xai_core.report._summary import summarize
+from xai_core.report import (
+    colorbar_rgb,
+    environment,
+    format_number,
+    heatmap_rgb,
+    new_id,
+    png_data_uri,
+    summarize,
+)
 from xai_core.report.sections import render_frame
 
 __all__ = ["render_backend_comparison", "render_method_comparison", "render_faithfulness"]

@@ -1,4 +1,7 @@
-"""Small helpers the layers share: argument checks, initialisation, channel layouts."""
+"""Small helpers the layers share: layouts, shape checks, initialisation.
+
+Argument checks are :mod:`xai_core.validation`'s (``check_int``, ``check_number`` ...).
+"""
 
 from __future__ import annotations
 
@@ -9,22 +12,6 @@ import numpy as np
 from xai_core.errors import ShapeError, ValidationError
 
 LAYOUTS = ("NCHW", "NHWC")
-
-
-def positive_int(value: Any, name: str, low: int = 1) -> int:
-    """``value`` as an int ``>= low``, or a ValidationError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValidationError(f"{name} must be an integer >= {low}; got {value!r}.")
-    return int(value)
-
-
-def number(value: Any, name: str) -> float:
-    """``value`` as a finite float, or a ValidationError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValidationError(f"{name} must be a number; got {value!r}.")
-    if not np.isfinite(value):
-        raise ValidationError(f"{name} must be finite; got {value!r}.")
-    return float(value)
 
 
 def check_layout(layout: Any) -> str:

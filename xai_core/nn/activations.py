@@ -12,8 +12,8 @@ import numpy as np
 from scipy.special import expit
 
 from xai_core.errors import ValidationError
-from xai_core.nn._util import number
 from xai_core.nn.layer import Layer
+from xai_core.validation import check_number
 
 __all__ = [
     "Activation",
@@ -99,8 +99,8 @@ class Clip(_OfInput):
         name: str | None = None,
     ) -> None:
         super().__init__(name)
-        self.min_value = None if min_value is None else number(min_value, "min_value")
-        self.max_value = None if max_value is None else number(max_value, "max_value")
+        self.min_value = None if min_value is None else check_number(min_value, "min_value")
+        self.max_value = None if max_value is None else check_number(max_value, "max_value")
         if (
             self.min_value is not None
             and self.max_value is not None
@@ -158,7 +158,7 @@ class LeakyReLU(_OfInput):
 
     def __init__(self, alpha: float = 0.01, name: str | None = None) -> None:
         super().__init__(name)
-        self.alpha = number(alpha, "alpha")
+        self.alpha = check_number(alpha, "alpha")
 
     def fn(self, x):
         return np.where(x > 0, x, x * x.dtype.type(self.alpha))

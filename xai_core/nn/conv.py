@@ -22,6 +22,7 @@ from xai_core.nn import _util
 from xai_core.nn.conv_ops import ConvGeometry
 from xai_core.nn.im2col import as_pads, as_pair, conv_output_size, same_pads
 from xai_core.nn.layer import Layer
+from xai_core.validation import check_int
 
 __all__ = ["Conv2D", "DepthwiseConv2D", "resolve_padding"]
 
@@ -94,11 +95,11 @@ class Conv2D(Layer):
         name: str | None = None,
     ) -> None:
         super().__init__(name)
-        self.filters = _util.positive_int(filters, "filters") if filters is not None else None
+        self.filters = check_int(filters, "filters") if filters is not None else None
         self.kernel_size = as_pair(kernel_size, "kernel_size")
         self.strides = as_pair(stride, "stride")
         self.dilation = as_pair(dilation, "dilation")
-        self.groups = _util.positive_int(groups, "groups")
+        self.groups = check_int(groups, "groups")
         self.padding = check_padding(padding)
         self.use_bias = bool(use_bias)
         self.layout = _util.check_layout(layout)
@@ -272,7 +273,7 @@ class DepthwiseConv2D(Conv2D):
         name: str | None = None,
     ) -> None:
         super().__init__(None, kernel_size, stride, padding, dilation, 1, use_bias, layout, name)
-        self.depth_multiplier = _util.positive_int(depth_multiplier, "depth_multiplier")
+        self.depth_multiplier = check_int(depth_multiplier, "depth_multiplier")
 
     def compute_output_shape(self, input_shape):
         c = _util.image(input_shape, self)[0]

@@ -7,8 +7,9 @@ from typing import ClassVar
 import numpy as np
 
 from xai_core.errors import ShapeError
-from xai_core.nn._util import glorot, positive_int
+from xai_core.nn._util import glorot
 from xai_core.nn.layer import Layer
+from xai_core.validation import check_int
 
 __all__ = ["Dense"]
 
@@ -48,7 +49,7 @@ class Dense(Layer):
 
     def __init__(self, units: int, use_bias: bool = True, name: str | None = None) -> None:
         super().__init__(name)
-        self.units = positive_int(units, "units")
+        self.units = check_int(units, "units")
         self.use_bias = bool(use_bias)
 
     weight = property(

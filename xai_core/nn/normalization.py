@@ -7,8 +7,8 @@ from typing import ClassVar
 import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.nn._util import number
 from xai_core.nn.layer import Layer
+from xai_core.validation import check_number
 
 __all__ = ["BatchNormalization"]
 
@@ -58,7 +58,7 @@ class BatchNormalization(Layer):
 
     def __init__(self, epsilon: float = 1e-5, axis: int = 0, name: str | None = None) -> None:
         super().__init__(name)
-        self.epsilon = number(epsilon, "epsilon")
+        self.epsilon = check_number(epsilon, "epsilon")
         if self.epsilon < 0:
             raise ValidationError(f"epsilon must be >= 0; got {epsilon}.")
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):

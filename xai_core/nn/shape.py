@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.nn._util import number
 from xai_core.nn.layer import Layer
+from xai_core.validation import check_number
 
 __all__ = ["Flatten", "Reshape", "Transpose", "Identity", "Dropout", "Constant"]
 
@@ -167,7 +167,7 @@ class Dropout(Identity):
 
     def __init__(self, rate: float = 0.5, name: str | None = None) -> None:
         super().__init__(name)
-        rate = number(rate, "rate")
+        rate = check_number(rate, "rate")
         if not 0 <= rate < 1:
             raise ValidationError(f"rate must be in [0, 1); got {rate}.")
         self.rate = rate

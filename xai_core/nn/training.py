@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,24 +12,11 @@ from xai_core.errors import CapabilityError, ShapeError, ValidationError, XaiWar
 from xai_core.nn.activations import Sigmoid, Softmax
 from xai_core.nn.losses import half_mean_squared_error, sigmoid_cross_entropy, softmax_cross_entropy
 from xai_core.nn.optimizers import OPTIMIZERS
-from xai_core.validation import check_array, check_choice, check_positive_int
+from xai_core.validation import check_array, check_choice, check_number, check_positive_int
 
 __all__ = ["fit"]
 
 _EVAL_BATCH = 4096
-
-
-def _check_number(
-    value: Any, name: str, low: float, high: float, *, open_low: bool = False
-) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValidationError(f"{name} must be a number; got {value!r}.")
-    value = float(value)
-    ok = (value > low if open_low else value >= low) and value <= high
-    if not ok or not np.isfinite(value):
-        bracket = "(" if open_low else "["
-        raise ValidationError(f"{name} must be in {bracket}{low:g}, {high:g}]; got {value!r}.")
-    return value
 
 
 def _check_regularization(value: Any) -> str | None:
@@ -207,50 +195,181 @@ def fit(
         ``self``, with :attr:`history` (a DataFrame: epoch, loss, accuracy, val_loss,
         val_accuracy) and, for classification, :attr:`classes_`.
     """
-    import pandas as pd
+    from xai_core.progress import progress_bar
 
-    # hyper-parameters first, before any work
+    knobs = _check_knobs(
+        problem=problem,
+        learning_rate=learning_rate,
+        regularization=regularization,
+        regularization_rate=regularization_rate,
+        batch_size=batch_size,
+        epochs=epochs,
+        optimizer=optimizer,
+        momentum=momentum,
+        validation_split=validation_split,
+        has_validation_data=validation_data is not None,
+        early_stopping=early_stopping,
+        patience=patience,
+        seed=seed,
+        progress=progress,
+        callbacks=callbacks,
+    )
+    backend = net._backend(backend)
+    if not backend.supports_gradients:
+        raise CapabilityError(f"the {backend.name!r} backend cannot train: it has no gradients.")
+    make = OPTIMIZERS[knobs.optimizer]
+    opt = (
+        make(knobs.learning_rate, momentum)
+        if knobs.optimizer == "sgd"
+        else make(knobs.learning_rate)
+    )
+    rng = np.random.default_rng(int(knobs.seed))
+    head, data = _training_data(net, X, y, validation_data, knobs, backend, rng)
+
+    stopper = _EarlyStopping(knobs.patience) if early_stopping else None
+    bar = progress_bar(knobs.epochs, progress=progress, desc="fit", unit="epoch", leave=True)
+    try:
+        records = _run_epochs(net, head, data, backend, opt, knobs, rng, bar, stopper)
+    finally:
+        bar.close()
+        net.clear_cache()
+    if stopper is not None and stopper.best_weights is not None:
+        net.set_weights(stopper.best_weights)
+    net.history = _history(records, knobs.epochs, stopper)
+    return net
+
+
+# -- the steps of fit -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Knobs:
+    """The hyper-parameters of one :func:`fit`, checked."""
+
+    problem: str
+    learning_rate: float
+    regularization: str | None
+    rate: float
+    batch_size: int
+    epochs: int
+    patience: int
+    optimizer: str
+    split: float
+    seed: int
+    callbacks: tuple
+
+    @property
+    def penalised(self) -> bool:
+        """Whether the weights carry an L1 or L2 penalty."""
+        return self.regularization is not None and self.rate > 0
+
+
+def _check_knobs(
+    *,
+    problem: Any,
+    learning_rate: Any,
+    regularization: Any,
+    regularization_rate: Any,
+    batch_size: Any,
+    epochs: Any,
+    optimizer: Any,
+    momentum: Any,
+    validation_split: Any,
+    has_validation_data: bool,
+    early_stopping: Any,
+    patience: Any,
+    seed: Any,
+    progress: Any,
+    callbacks: Any,
+) -> _Knobs:
+    """Check every hyper-parameter of :func:`fit` before any work, in the order of its signature.
+
+    ``momentum`` is checked by the optimiser, which is built next.
+    """
+    from xai_core.attribution.seeds import resolve_seed
+    from xai_core.progress import show_progress
+
     problem = check_choice(problem, "problem", ("classification", "regression"))
-    lr = _check_number(learning_rate, "learning_rate", 0.0, 10.0, open_low=True)
+    lr = check_number(learning_rate, "learning_rate", low=0.0, high=10.0, open_low=True)
     regularization = _check_regularization(regularization)
-    rate = _check_number(regularization_rate, "regularization_rate", 0.0, 10.0)
+    rate = check_number(regularization_rate, "regularization_rate", low=0.0, high=10.0)
     batch_size = check_positive_int(batch_size, "batch_size")
     epochs = check_positive_int(epochs, "epochs")
     patience = check_positive_int(patience, "patience")
     optimizer = check_choice(
         optimizer.lower() if isinstance(optimizer, str) else optimizer, "optimizer", OPTIMIZERS
     )
-    from xai_core.attribution.seeds import resolve_seed
-    from xai_core.progress import progress_bar, show_progress
-
     seed = resolve_seed(seed)
     show_progress(progress, epochs)  # checks progress= before any work
     if validation_split is None:
-        validation_split = 0.1 if early_stopping and validation_data is None else 0.0
-    split = _check_number(validation_split, "validation_split", 0.0, 0.9)
-    if early_stopping and split == 0 and validation_data is None:
+        validation_split = 0.1 if early_stopping and not has_validation_data else 0.0
+    split = check_number(validation_split, "validation_split", low=0.0, high=0.9)
+    if early_stopping and split == 0 and not has_validation_data:
         raise ValidationError("early_stopping needs validation_split > 0 or validation_data.")
-    callbacks = _check_callbacks(callbacks)
-    backend = net._backend(backend)
-    if not backend.supports_gradients:
-        raise CapabilityError(f"the {backend.name!r} backend cannot train: it has no gradients.")
-    opt = OPTIMIZERS[optimizer](lr, momentum) if optimizer == "sgd" else OPTIMIZERS[optimizer](lr)
+    return _Knobs(
+        problem=problem,
+        learning_rate=lr,
+        regularization=regularization,
+        rate=rate,
+        batch_size=batch_size,
+        epochs=epochs,
+        patience=patience,
+        optimizer=optimizer,
+        split=split,
+        seed=seed,
+        callbacks=_check_callbacks(callbacks),
+    )
 
-    # data
+
+@dataclass
+class _Data:
+    """Training rows ``X`` with the loss's targets ``t``, and the held-out ones (or None)."""
+
+    X: np.ndarray
+    t: np.ndarray
+    X_val: np.ndarray | None
+    t_val: np.ndarray | None
+
+
+def _training_data(
+    net: Any, X: Any, y: Any, validation_data: Any, knobs: _Knobs, backend: Any, rng: Any
+) -> tuple[_Head, _Data]:
+    """Check the data, build the network if needed, encode the targets and hold rows out.
+
+    For classification, ``net.classes_`` (and ``output_names`` when unset) are the classes.
+    """
     dtype = backend.dtype if backend.dtype in (np.float32, np.float64) else np.float32
     X = check_array(X, "X", feature_shape=net.input_shape, dtype=dtype)
     if not net.built:
         net.build(X.shape[1:])
-    head = _Head(net, problem)
+    head = _Head(net, knobs.problem)
     if np.ndim(y) == 0 or len(y) != len(X):
         raise ShapeError(f"y must have {len(X)} rows like X; got shape {np.shape(y)}.")
+    classes = None
     if head.classification:
         t, classes = _encode_labels(y, head.n_classes, net.classes_)
         if head.loss is sigmoid_cross_entropy:
             t = t.astype(dtype)
     else:
         t = _regression_targets(y, len(X), net.n_outputs, dtype)
-    rng = np.random.default_rng(int(seed))
+    data = _held_out(net, head, X, t, classes, validation_data, knobs.split, dtype, rng)
+    if head.classification:
+        net.classes_ = classes
+        if net.output_names is None and head.n_classes == net.n_outputs:
+            net.output_names = tuple(str(c) for c in classes)
+    return head, data
+
+
+def _held_out(
+    net: Any,
+    head: _Head,
+    X: np.ndarray,
+    t: np.ndarray,
+    classes: np.ndarray | None,
+    validation_data: Any,
+    split: float,
+    dtype: Any,
+    rng: np.random.Generator,
+) -> _Data:
+    """The rows of ``validation_data``, or a random ``split`` of ``X``, or none, held out."""
     if validation_data is not None:
         if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
             raise ValidationError("validation_data must be a tuple (X_val, y_val).")
@@ -266,96 +385,129 @@ def fit(
             tv = _regression_targets(
                 validation_data[1], len(Xv), net.n_outputs, dtype, "validation_data[1]"
             )
-    elif split > 0:
+        return _Data(X, t, Xv, tv)
+    if split > 0:
         n_val = int(round(split * len(X)))
         if n_val < 1 or n_val >= len(X):
             raise ValidationError(
                 f"validation_split={split} of {len(X)} rows leaves no validation or no training rows."
             )
         order = rng.permutation(len(X))
-        Xv, tv = X[order[:n_val]], t[order[:n_val]]
-        X, t = X[order[n_val:]], t[order[n_val:]]
-    else:
-        Xv = tv = None
-    if head.classification:
-        net.classes_ = classes
-        if net.output_names is None and head.n_classes == net.n_outputs:
-            net.output_names = tuple(str(c) for c in classes)
+        return _Data(X[order[n_val:]], t[order[n_val:]], X[order[:n_val]], t[order[:n_val]])
+    return _Data(X, t, None, None)
 
-    # training
-    trained = [net.nodes[i].layer for i in net._order(head.stop)]
-    slots = [(layer, key) for layer in trained for key in layer.params]
-    params = [layer.params[key] for layer, key in slots]
-    regularized = [key in layer.regularized for layer, key in slots]
-    n = len(X)
-    records, best, best_weights, best_epoch, waited = [], np.inf, None, 0, 0
-    bar = progress_bar(epochs, progress=progress, desc="fit", unit="epoch", leave=True)
-    try:
-        for epoch in range(1, epochs + 1):
-            order = rng.permutation(n)
-            total, correct = 0.0, 0
-            for start in range(0, n, batch_size):
-                idx = order[start : start + batch_size]
-                backend.begin_batch(X[idx])  # data-parallel backends shard the batch
-                out = net.forward(X[idx], backend, cache=True, stop=head.stop).reshape(len(idx), -1)
-                loss, grad, proba = head.loss(out, t[idx], backend)
-                total += loss * len(idx)
-                if head.classification:
-                    correct += head.correct(proba, t[idx])
-                net.backward(
-                    grad.reshape((len(idx), *net.node(head.stop).layer.output_shape)),
-                    backend,
-                    start=head.stop,
-                    input_grad=False,
-                )
-                grads = backend.all_reduce([layer.grads[key] for layer, key in slots])
-                if regularization is not None and rate > 0:
-                    grads = _add_penalty(grads, params, regularized, regularization, rate, backend)
-                    before = [p.copy() if r else None for p, r in zip(params, regularized)]
-                opt.step(params, grads)
-                if regularization == "L1" and rate > 0:
-                    for p, old in zip(params, before):
-                        if old is not None:
-                            p[(old * p) < 0] = 0
-            record = {"epoch": epoch, "loss": total / n}
-            if head.classification:
-                record["accuracy"] = correct / n
-            if Xv is not None:
-                val_loss, val_acc = _evaluate(net, Xv, tv, head, backend)
-                record["val_loss"] = val_loss
-                if head.classification:
-                    record["val_accuracy"] = val_acc
-            records.append(record)
-            bar.set_postfix({k: round(v, 4) for k, v in record.items() if k != "epoch"})
-            bar.update(1)
-            if _call_back(callbacks, net, record):
-                break
-            if not np.isfinite(record["loss"]):
-                warnings.warn(
-                    f"training diverged: the loss is {record['loss']} at epoch {epoch}; "
-                    f"try a learning_rate below {lr:g}.",
-                    XaiWarning,
-                    stacklevel=3,
-                )
-                break
-            if early_stopping:
-                if record["val_loss"] < best:
-                    best, best_epoch, waited = record["val_loss"], epoch, 0
-                    best_weights = net.get_weights()
-                else:
-                    waited += 1
-                    if waited >= patience:
-                        break
-    finally:
-        bar.close()
-        net.clear_cache()
-    if early_stopping and best_weights is not None:
-        net.set_weights(best_weights)
+
+class _Parameters:
+    """The parameters the loss depends on, in one order: arrays, whether each is regularised."""
+
+    def __init__(self, net: Any, head: _Head) -> None:
+        trained = [net.nodes[i].layer for i in net._order(head.stop)]
+        self.slots = [(layer, key) for layer in trained for key in layer.params]
+        self.arrays = [layer.params[key] for layer, key in self.slots]
+        self.regularized = [key in layer.regularized for layer, key in self.slots]
+
+    def grads(self) -> list[np.ndarray]:
+        """The gradients of the last backward pass, in the same order."""
+        return [layer.grads[key] for layer, key in self.slots]
+
+
+def _step(net, head, backend, opt, params: _Parameters, knobs: _Knobs, x, t) -> tuple[Any, int]:
+    """One mini-batch: forward, loss, backward, penalty, update; its summed loss and hits."""
+    backend.begin_batch(x)  # data-parallel backends shard the batch
+    out = net.forward(x, backend, cache=True, stop=head.stop).reshape(len(x), -1)
+    loss, grad, proba = head.loss(out, t, backend)
+    correct = head.correct(proba, t) if head.classification else 0
+    net.backward(
+        grad.reshape((len(x), *net.node(head.stop).layer.output_shape)),
+        backend,
+        start=head.stop,
+        input_grad=False,
+    )
+    grads = backend.all_reduce(params.grads())
+    arrays = params.arrays
+    if knobs.penalised:
+        grads = _add_penalty(
+            grads, arrays, params.regularized, knobs.regularization, knobs.rate, backend
+        )
+        before = [p.copy() if r else None for p, r in zip(arrays, params.regularized)]
+    opt.step(arrays, grads)
+    if knobs.regularization == "L1" and knobs.rate > 0:  # a step across zero stops at zero
+        for p, old in zip(arrays, before):
+            if old is not None:
+                p[(old * p) < 0] = 0
+    return loss * len(x), correct
+
+
+def _epoch(net, head, data: _Data, backend, opt, params, knobs: _Knobs, rng, epoch: int) -> dict:
+    """One pass over the training rows in a random order; the epoch's row of the history."""
+    n = len(data.X)
+    order = rng.permutation(n)
+    total, correct = 0.0, 0
+    for start in range(0, n, knobs.batch_size):
+        idx = order[start : start + knobs.batch_size]
+        loss, hits = _step(net, head, backend, opt, params, knobs, data.X[idx], data.t[idx])
+        total += loss
+        correct += hits
+    record = {"epoch": epoch, "loss": total / n}
+    if head.classification:
+        record["accuracy"] = correct / n
+    if data.X_val is not None:
+        val_loss, val_acc = _evaluate(net, data.X_val, data.t_val, head, backend)
+        record["val_loss"] = val_loss
+        if head.classification:
+            record["val_accuracy"] = val_acc
+    return record
+
+
+class _EarlyStopping:
+    """Keeps the weights of the best epoch by ``val_loss``; stops after ``patience`` worse ones."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience = patience
+        self.best, self.best_weights, self.best_epoch, self.waited = np.inf, None, 0, 0
+
+    def stop(self, net: Any, record: dict) -> bool:
+        """Record the epoch; True when training should stop."""
+        if record["val_loss"] < self.best:
+            self.best, self.best_epoch, self.waited = record["val_loss"], record["epoch"], 0
+            self.best_weights = net.get_weights()
+            return False
+        self.waited += 1
+        return self.waited >= self.patience
+
+
+def _run_epochs(net, head, data, backend, opt, knobs: _Knobs, rng, bar, stopper) -> list[dict]:
+    """Epoch after epoch until the last, a callback's stop, divergence or early stopping."""
+    params = _Parameters(net, head)
+    records = []
+    for epoch in range(1, knobs.epochs + 1):
+        record = _epoch(net, head, data, backend, opt, params, knobs, rng, epoch)
+        records.append(record)
+        bar.set_postfix({k: round(v, 4) for k, v in record.items() if k != "epoch"})
+        bar.update(1)
+        if _call_back(knobs.callbacks, net, record):
+            break
+        if not np.isfinite(record["loss"]):
+            warnings.warn(
+                f"training diverged: the loss is {record['loss']} at epoch {epoch}; "
+                f"try a learning_rate below {knobs.learning_rate:g}.",
+                XaiWarning,
+                stacklevel=4,  # the frame stacklevel=3 names from fit itself
+            )
+            break
+        if stopper is not None and stopper.stop(net, record):
+            break
+    return records
+
+
+def _history(records: list[dict], epochs: int, stopper: _EarlyStopping | None) -> Any:
+    """The DataFrame of :attr:`history`, with ``best_epoch`` and ``stopped_early`` in its attrs."""
+    import pandas as pd
+
     history = pd.DataFrame.from_records(records)
-    history.attrs["best_epoch"] = best_epoch if early_stopping else len(records)
+    history.attrs["best_epoch"] = stopper.best_epoch if stopper is not None else len(records)
     history.attrs["stopped_early"] = len(records) < epochs
-    net.history = history
-    return net
+    return history
 
 
 # -- the epoch callback hook ------------------------------------------------------------------

@@ -17,12 +17,16 @@ The rendering toolkit every section uses, built-in or a plugin's (see ``docs/rep
 - :func:`encode_png`, :func:`png_data_uri`, :func:`to_pixels`: images (Pillow);
 - :func:`heatmap_rgb`, :func:`diverging`, :func:`colorbar_rgb`, :data:`POSITIVE`,
   :data:`NEGATIVE`: the diverging colours of attributions;
+- :func:`summarize`: options and metadata as JSON-ready values, every array of more than
+  one value by its shape, dtype and a few values;
+- :func:`swarm_offsets`: where the points of a beeswarm sit, spread across their line;
 - :func:`script_hash`: the Content-Security-Policy source of a section's script;
 - :func:`scoped_css`: the report's style sheet (light and dark themes) under one scope
   class, for a page of a plugin's own.
 """
 
 from xai_core.report._colormap import NEGATIVE, POSITIVE, colorbar_rgb, diverging, heatmap_rgb
+from xai_core.report._figures import swarm_offsets
 from xai_core.report._html import (
     environment,
     format_number,
@@ -36,6 +40,7 @@ from xai_core.report._html import (
 )
 from xai_core.report._png import encode_png, png_data_uri, to_pixels
 from xai_core.report._report import Report, find_section, render_fragment
+from xai_core.report._summary import summarize
 
 __all__ = [
     "NEGATIVE",
@@ -57,5 +62,7 @@ __all__ = [
     "render_fragment",
     "scoped_css",
     "script_hash",
+    "summarize",
+    "swarm_offsets",
     "to_pixels",
 ]

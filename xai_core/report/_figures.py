@@ -1,4 +1,4 @@
-"""Figures shared by the built-in sections: attribution heatmaps of image rows, signed bar charts."""
+"""Figures shared by the sections: heatmaps of image rows, signed bar charts, beeswarm offsets."""
 
 from __future__ import annotations
 
@@ -7,15 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.images import ImageLayout, sample_layout
+from xai_core.images import ImageLayout
 from xai_core.report._colormap import NEGATIVE, POSITIVE, heatmap_rgb
 from xai_core.report._html import format_number, isolate
 from xai_core.report._png import png_data_uri
 
-__all__ = ["bar_chart", "explanation_layout", "heatmaps", "shorten"]
+__all__ = ["bar_chart", "heatmaps", "shorten", "swarm_offsets"]
 
 _LABEL_CHARS = 30
-_MIN_PIXEL_SIDE = 8
 
 
 def shorten(text: str, limit: int = _LABEL_CHARS) -> str:
@@ -28,30 +27,6 @@ def shorten(text: str, limit: int = _LABEL_CHARS) -> str:
     cut = text[: limit - 1] + "…"
     opened = sum(cut.count(c) for c in "\u2066\u2067\u2068") - cut.count("\u2069")
     return cut + "\u2069" * max(opened, 0)
-
-
-def explanation_layout(e: Any) -> ImageLayout | None:
-    """The image layout of an explanation's rows (:mod:`xai_core.images`), or None.
-
-    From ``meta["image_shape"]`` when it holds a row's values; else the rows' own shape
-    when it is an image shape; else a square grey image when every feature is named
-    ``pixel_...`` (at least 8 x 8).
-    """
-    sample = tuple(e.values.shape[1:])
-    declared = e.meta.get("image_shape")
-    if declared is not None and np.asarray(declared).dtype.kind not in "iu":
-        declared = None  # not a shape: draw what the values show
-    layout = sample_layout(
-        sample, None if declared is None else tuple(np.ravel(declared)), strict=False
-    )
-    if layout is not None:
-        return layout
-    names = e.feature_names
-    if names and all(n.startswith("pixel_") for n in names):
-        layout = sample_layout(sample, square=True)
-        if layout is not None and layout.height >= _MIN_PIXEL_SIDE:
-            return layout
-    return None
 
 
 def heatmaps(
@@ -131,3 +106,37 @@ def bar_chart(
         "bar_height": 12,
         "bars": bars,
     }
+
+
+def swarm_offsets(v: np.ndarray, bins: int = 60) -> np.ndarray:
+    """Vertical offsets in [-1, 1] that spread the points of a beeswarm sharing a bin of ``v``.
+
+    Points alternate above and below their line (0, +1, -1, +2, ...), in the order given,
+    scaled by the fullest bin; vectorised.
+
+    Parameters
+    ----------
+    v : ndarray of shape (n,)
+        The points' positions along the line (finite).
+    bins : int, default=60
+        Bins across the range of ``v``.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n,)
+    """
+    n = v.size
+    if n < 2:
+        return np.zeros(n)
+    lo, hi = float(v.min()), float(v.max())
+    b = np.floor((v - lo) / ((hi - lo) or 1.0) * (bins - 1)).astype(int)
+    order = np.lexsort((np.arange(n), b))
+    sorted_b = b[order]
+    starts = np.searchsorted(sorted_b, sorted_b, side="left")
+    rank = np.arange(n) - starts  # rank within the bin
+    counts = np.bincount(b, minlength=bins)[sorted_b]
+    # alternate above and below the line: 0, +1, -1, +2, -2, ...
+    signed = np.where(rank % 2 == 1, (rank + 1) // 2, -(rank // 2))
+    offsets = np.empty(n)
+    offsets[order] = signed / np.maximum(counts.max() // 2, 1)
+    return np.clip(offsets, -1, 1)

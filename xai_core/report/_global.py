@@ -13,7 +13,7 @@ import numpy as np
 from markupsafe import escape
 
 from xai_core.report._colormap import NEGATIVE, POSITIVE
-from xai_core.report._figures import bar_chart, shorten
+from xai_core.report._figures import bar_chart, shorten, swarm_offsets
 from xai_core.report._html import format_number, isolate, svg_data_uri
 
 __all__ = ["MIN_ROWS", "MAX_POINTS", "beeswarm_svg", "global_summary"]
@@ -42,8 +42,6 @@ def beeswarm_svg(
 
     Returns the SVG document, its width and its height.
     """
-    from xai_core.attribution.plot import _swarm_offsets
-
     label_w, plot_w, line_h, top = 190, 300, 26, 8
     n, k = values.shape
     height = top + k * line_h + 34
@@ -64,7 +62,7 @@ def beeswarm_svg(
             f"{escape(isolate(shorten(str(name))))}</text>"
         )
         xs = centre + finite[:, j] / scale * (plot_w / 2 - 4)
-        ys = y + _swarm_offsets(finite[:, j]) * (line_h / 2 - 3)
+        ys = y + swarm_offsets(finite[:, j]) * (line_h / 2 - 3)
         if data is not None:
             d = data[:, j].astype(np.float64)
             ok = np.isfinite(d)

@@ -8,20 +8,22 @@ counter names to numbers) and pandas DataFrames.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from xai_core.attribution.explanation import Explanation
+from xai_core.attribution.views import explanation_layout
 from xai_core.backends.base import Backend
 from xai_core.images import sample_layout
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import colorbar_rgb
-from xai_core.report._figures import bar_chart, explanation_layout, heatmaps, shorten
+from xai_core.report._figures import bar_chart, heatmaps, shorten
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
 from xai_core.report._outcomes import row_outcomes
@@ -150,89 +152,13 @@ def render_explanation(e: Explanation) -> str:
     n = len(e)
     shown = min(n, MAX_ROWS)
     n_features = int(np.prod(e.values.shape[1:]))
-    flat = e.values[:shown].reshape(shown, n_features)
-    k = min(TOP_K, n_features)
-    absv = np.abs(np.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0))
-    order = np.argsort(-absv, axis=1, kind="stable")[:, :k]
-    top_values = np.take_along_axis(flat, order, axis=1)
-    data_flat = None if e.data is None else e.data[:shown].reshape(shown, -1)
-    top_data = None if data_flat is None else np.take_along_axis(data_flat, order, axis=1)
-    base = e.base_values[:shown]
-    output = base + np.nansum(flat, axis=1)
-    total_abs = absv.sum(axis=1)
-
     layout = explanation_layout(e)
     image_shape = None if layout is None else layout.shape
     names = e.feature_names or (
         layout.pixel_names() if layout is not None else tuple(f"x{i}" for i in range(n_features))
     )
-    pictures: list[str | None] = [None] * shown
-    vmax = np.zeros(shown)
-    finite = np.isfinite(flat)
-    vmin_seen = np.where(finite, flat, np.inf).min(axis=1, initial=np.inf)
-    vmax_seen = np.where(finite, flat, -np.inf).max(axis=1, initial=-np.inf)
-    height = width = 0
-    if layout is not None:
-        data_rows = None if e.data is None else e.data[:shown]
-        pictures, vmax = heatmaps(e.values[:shown], data_rows, layout)
-        zoom = max(1, round(HEATMAP_SIDE / max(layout.height, layout.width)))
-        height, width = layout.height * zoom, layout.width * zoom
-        top_data = None  # pixel intensities add nothing to the bar labels
-
-    def target_label(t: int) -> str:
-        if e.output_names is not None and 0 <= t < len(e.output_names):
-            return f"{isolate(e.output_names[t])} ({t})"
-        return str(t)
-
-    rows = []
-    top_json = []
-    outcomes = row_outcomes(e, shown)
-    for i in range(shown):
-        top_names = [names[j] for j in order[i]]
-        rows.append(
-            {
-                "heading": outcomes[i]["heading"],
-                "misclassified": outcomes[i]["misclassified"],
-                "index": i,
-                "target_label": target_label(int(e.target[i])),
-                "base_value": float(base[i]),
-                "output": float(output[i]),
-                "total_abs": float(total_abs[i]),
-                "top_name": top_names[0] if top_names else "",
-                "heatmap": pictures[i],
-                "image_width": width,
-                "image_height": height,
-                "vmax": float(vmax[i]),
-                "vmin_seen": float(vmin_seen[i]),
-                "vmax_seen": float(vmax_seen[i]),
-                "chart": bar_chart(
-                    top_names, top_values[i], None if top_data is None else top_data[i]
-                ),
-            }
-        )
-        top_json.append(
-            {
-                "row": i,
-                "target": int(e.target[i]),
-                "target_name": None if e.output_names is None else target_label(int(e.target[i])),
-                "base_value": float(base[i]),
-                "outcome": outcomes[i]["data"],
-                "top_features": [[nm, float(v)] for nm, v in zip(top_names, top_values[i])],
-            }
-        )
-
+    rows, top_json = _explanation_rows(e, _RowFigures.of(e, shown, n_features, layout), names)
     prov = explanation_provenance(e)
-    provenance = [
-        ("method", prov["method"] or "–"),
-        ("backend", prov["backend"] or "–"),
-        ("backend numerics", prov["numerics"] or "unknown"),
-        ("seed", "none" if prov["seed"] is None else str(prov["seed"])),
-        (
-            "time taken",
-            "unknown" if prov["seconds"] is None else f"{format_number(prov['seconds'])} s",
-        ),
-        *_meta_summary(e.meta),
-    ]
     all_flat = e.values.reshape(n, n_features)
     summary = global_summary(
         all_flat, None if e.data is None or layout is not None else e.data.reshape(n, -1), names
@@ -262,7 +188,7 @@ def render_explanation(e: Explanation) -> str:
             n_rows=n,
             n_shown=shown,
             shape=tuple(e.values.shape),
-            provenance=provenance,
+            provenance=_provenance_rows(e, prov),
             options=option_rows(e.meta.get("options")),
             open_options=OPEN_OPTIONS,
             summary=summary,
@@ -271,6 +197,128 @@ def render_explanation(e: Explanation) -> str:
             data=data,
         )
     )
+
+
+@dataclass(frozen=True)
+class _RowFigures:
+    """What the panels of the first ``shown`` rows draw, one entry per row.
+
+    ``order`` and ``top_values`` are of shape (shown, k): the ``k = min(TOP_K, n_features)``
+    largest |attributions|, largest first; ``top_data`` their inputs (tabular rows only);
+    ``vmin_seen`` and ``vmax_seen`` the finite extremes; for images, ``pictures`` (PNG data
+    URIs), their scales ``vmax`` and the drawn ``height`` and ``width`` (else None, 0, 0).
+    """
+
+    order: np.ndarray
+    top_values: np.ndarray
+    top_data: np.ndarray | None
+    base: np.ndarray
+    output: np.ndarray
+    total_abs: np.ndarray
+    vmin_seen: np.ndarray
+    vmax_seen: np.ndarray
+    pictures: list[str | None]
+    vmax: np.ndarray
+    height: int
+    width: int
+
+    @classmethod
+    def of(cls, e: Explanation, shown: int, n_features: int, layout: Any) -> _RowFigures:
+        """The figures of ``e``'s first ``shown`` rows, drawn in ``layout`` when it is an image."""
+        flat = e.values[:shown].reshape(shown, n_features)
+        absv = np.abs(np.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0))
+        order = np.argsort(-absv, axis=1, kind="stable")[:, : min(TOP_K, n_features)]
+        data_flat = None if e.data is None else e.data[:shown].reshape(shown, -1)
+        top_data = None if data_flat is None else np.take_along_axis(data_flat, order, axis=1)
+        base = e.base_values[:shown]
+        pictures: list[str | None] = [None] * shown
+        vmax = np.zeros(shown)
+        finite = np.isfinite(flat)
+        height = width = 0
+        if layout is not None:
+            data_rows = None if e.data is None else e.data[:shown]
+            pictures, vmax = heatmaps(e.values[:shown], data_rows, layout)
+            zoom = max(1, round(HEATMAP_SIDE / max(layout.height, layout.width)))
+            height, width = layout.height * zoom, layout.width * zoom
+            top_data = None  # pixel intensities add nothing to the bar labels
+        return cls(
+            order=order,
+            top_values=np.take_along_axis(flat, order, axis=1),
+            top_data=top_data,
+            base=base,
+            output=base + np.nansum(flat, axis=1),
+            total_abs=absv.sum(axis=1),
+            vmin_seen=np.where(finite, flat, np.inf).min(axis=1, initial=np.inf),
+            vmax_seen=np.where(finite, flat, -np.inf).max(axis=1, initial=-np.inf),
+            pictures=pictures,
+            vmax=vmax,
+            height=height,
+            width=width,
+        )
+
+
+def _target_label(e: Explanation, t: int) -> str:
+    """Output ``t`` by name and index (``benign (1)``), or its index alone."""
+    if e.output_names is not None and 0 <= t < len(e.output_names):
+        return f"{isolate(e.output_names[t])} ({t})"
+    return str(t)
+
+
+def _explanation_rows(
+    e: Explanation, f: _RowFigures, names: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One panel per shown row for the template, and the same rows for the JSON block."""
+    rows, top_json = [], []
+    outcomes = row_outcomes(e, len(f.base))
+    for i in range(len(f.base)):
+        top_names = [names[j] for j in f.order[i]]
+        label = _target_label(e, int(e.target[i]))
+        top_data = None if f.top_data is None else f.top_data[i]
+        rows.append(
+            {
+                "heading": outcomes[i]["heading"],
+                "misclassified": outcomes[i]["misclassified"],
+                "index": i,
+                "target_label": label,
+                "base_value": float(f.base[i]),
+                "output": float(f.output[i]),
+                "total_abs": float(f.total_abs[i]),
+                "top_name": top_names[0] if top_names else "",
+                "heatmap": f.pictures[i],
+                "image_width": f.width,
+                "image_height": f.height,
+                "vmax": float(f.vmax[i]),
+                "vmin_seen": float(f.vmin_seen[i]),
+                "vmax_seen": float(f.vmax_seen[i]),
+                "chart": bar_chart(top_names, f.top_values[i], top_data),
+            }
+        )
+        top_json.append(
+            {
+                "row": i,
+                "target": int(e.target[i]),
+                "target_name": None if e.output_names is None else label,
+                "base_value": float(f.base[i]),
+                "outcome": outcomes[i]["data"],
+                "top_features": [[nm, float(v)] for nm, v in zip(top_names, f.top_values[i])],
+            }
+        )
+    return rows, top_json
+
+
+def _provenance_rows(e: Explanation, prov: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Method, backend, numerics, seed and time, then the method's own figures, one line each."""
+    return [
+        ("method", prov["method"] or "–"),
+        ("backend", prov["backend"] or "–"),
+        ("backend numerics", prov["numerics"] or "unknown"),
+        ("seed", "none" if prov["seed"] is None else str(prov["seed"])),
+        (
+            "time taken",
+            "unknown" if prov["seconds"] is None else f"{format_number(prov['seconds'])} s",
+        ),
+        *_meta_summary(e.meta),
+    ]
 
 
 # -- datasets ------------------------------------------------------------------------------

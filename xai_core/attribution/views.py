@@ -1,4 +1,4 @@
-"""Other views of an Explanation: shap's ``Explanation``, a DataFrame, feature selection, text.
+"""Other views of an Explanation: its image layout, shap's ``Explanation``, a DataFrame, feature selection, text.
 
 Kept apart from :mod:`xai_core.attribution.explanation` so the result type stays small.
 """
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core.errors import UnknownNameError, ValidationError
+from xai_core.images import ImageLayout, sample_layout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,17 +20,47 @@ if TYPE_CHECKING:
 
     from xai_core.attribution.explanation import Explanation
 
-__all__ = ["feature_names_of", "select_features", "summary_text", "to_frame", "to_shap"]
+__all__ = [
+    "explanation_layout",
+    "feature_names_of",
+    "select_features",
+    "summary_text",
+    "to_frame",
+    "to_shap",
+]
 
 _CLOSE = 8
+_MIN_PIXEL_SIDE = 8
+
+
+def explanation_layout(e: Any) -> ImageLayout | None:
+    """The image layout of an explanation's rows (:mod:`xai_core.images`), or None.
+
+    From ``meta["image_shape"]`` when it holds a row's values; else the rows' own shape
+    when it is an image shape; else a square grey image when every feature is named
+    ``pixel_...`` (at least 8 x 8).
+    """
+    sample = tuple(e.values.shape[1:])
+    declared = e.meta.get("image_shape")
+    if declared is not None and np.asarray(declared).dtype.kind not in "iu":
+        declared = None  # not a shape: draw what the values show
+    layout = sample_layout(
+        sample, None if declared is None else tuple(np.ravel(declared)), strict=False
+    )
+    if layout is not None:
+        return layout
+    names = e.feature_names
+    if names and all(n.startswith("pixel_") for n in names):
+        layout = sample_layout(sample, square=True)
+        if layout is not None and layout.height >= _MIN_PIXEL_SIDE:
+            return layout
+    return None
 
 
 def feature_names_of(e: Explanation) -> tuple[str, ...]:
     """The explanation's feature names; for images without names, ``pixel_<row>_<col>`` by position."""
     if e.feature_names is not None:
         return e.feature_names
-    from xai_core.report._figures import explanation_layout
-
     layout = explanation_layout(e)
     if layout is not None:
         return layout.pixel_names()
@@ -142,7 +173,7 @@ def to_frame(e: Explanation) -> pd.DataFrame:
 
 def summary_text(e: Explanation, rows: int = 5, k: int = 3) -> str:
     """A text view with numbers: the shape, then each of the first ``rows`` rows' top ``k`` features."""
-    from xai_core.report._html import format_number
+    from xai_core.report import format_number
 
     n = len(e)
     shape = " × ".join(map(str, e.values.shape[1:]))
