@@ -75,16 +75,27 @@ class IRGraph:
 
 
 def check_supported(nodes: list[IRNode], supported: set[str] | dict, source: str) -> None:
-    """Raise :class:`CapabilityError` naming the first unsupported operator and its node.
+    """Raise :class:`CapabilityError` naming every unsupported operator, with its nodes.
 
-    Called on the whole graph before anything is built.
+    Called on the whole graph before anything is built, so one message lists all that is
+    missing (each operator once, with its first nodes and how many there are).
     """
+    missing: dict[str, list[str]] = {}
     for node in nodes:
         if node.op not in supported:
-            raise CapabilityError(
-                f"{source} operator {node.op!r} (node {node.name!r}) is not supported. "
-                f"Supported operators: {', '.join(sorted(supported))}."
-            )
+            missing.setdefault(node.op, []).append(node.name)
+    if not missing:
+        return
+    parts = []
+    for op, names in sorted(missing.items()):
+        shown = ", ".join(repr(n) for n in names[:3])
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        parts.append(f"{op!r} (node{'s' if len(names) > 1 else ''} {shown}{more})")
+    noun = "operator is" if len(missing) == 1 else f"{len(missing)} operators are"
+    raise CapabilityError(
+        f"{source}: {noun} not supported: {'; '.join(parts)}. "
+        f"Supported operators: {', '.join(sorted(supported))}."
+    )
 
 
 def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source: str) -> int:

@@ -9,13 +9,16 @@ from typing import Any
 from xai_core import nn
 from xai_core.errors import ValidationError
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
-from xai_core.importers.onnx_ops import OPS, SHAPE_OPS, Builder, check_declared
+from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
+from xai_core.importers.onnx_registry import find_converter, supported_ops
 
 __all__ = ["from_onnx", "build_onnx", "SUPPORTED_ONNX_OPS"]
 
-#: Every operator ``from_onnx`` accepts: those it runs, those it folds, and ``Constant``.
-SUPPORTED_ONNX_OPS = sorted({*OPS, *SHAPE_OPS, "Constant"})
+#: Every operator ``from_onnx`` accepts at some opset: those it runs, those it folds, and
+#: ``Constant`` (read as a constant by the reader). The registry
+#: (:mod:`xai_core.importers.onnx_registry`) says which opsets each converter covers.
+SUPPORTED_ONNX_OPS = sorted({*supported_ops(), "Constant"})
 
 
 def _class_names(meta: dict[str, str]) -> list[str] | None:
@@ -54,13 +57,13 @@ def build_onnx(
 ) -> nn.Graph:
     """The native network of an ONNX graph read by :func:`~xai_core.importers.onnx_reader.read_onnx`."""
     where = ir.meta.get("source", "the ONNX model")
-    check_supported(ir.nodes, {*OPS, *SHAPE_OPS}, "ONNX")
+    opset = ir.meta.get("opset") or 13
+    converters = {node.op: find_converter(node.op, opset) for node in ir.nodes}
+    check_supported(ir.nodes, set(supported_ops(opset)), f"ONNX (opset {opset})")
     g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout=_layout(ir), dtype=dtype)
-    b = Builder(
-        g, ir.initializers, where, opset=ir.meta.get("opset") or 13, batch=ir.meta.get("batch")
-    )
+    b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
     for node in ir.nodes:
-        (OPS.get(node.op) or SHAPE_OPS[node.op])(b, node)
+        converters[node.op].fn(b, node)
         check_declared(b, node, ir.declared)
     if ir.output_name not in b.act:
         raise ValidationError(

@@ -21,8 +21,9 @@ import numpy as np
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.ir import IRNode, unique_node_name
+from xai_core.importers.onnx_registry import register
 
-__all__ = ["BATCH", "OPS", "SHAPE_OPS", "Builder"]
+__all__ = ["BATCH", "Builder", "check_declared"]
 
 
 class _Batch:
@@ -463,45 +464,46 @@ def op_slice(b: Builder, node: IRNode) -> None:
     _store(b, node, data[tuple(index)])
 
 
-#: The operators a network may contain, each to the function that adds it.
-OPS: dict[str, Callable[[Builder, IRNode], None]] = {
-    "Gemm": op_gemm,
-    "MatMul": op_matmul,
-    "Conv": op_conv,
-    "BatchNormalization": op_batchnorm,
-    "Relu": _unary(lambda b, n: nn.ReLU()),
-    "Clip": _unary(_clip),
-    "LeakyRelu": _unary(lambda b, n: nn.LeakyReLU(_f32(n.attrs.get("alpha", 0.01)))),
-    "HardSwish": _unary(lambda b, n: nn.HardSwish()),
-    "Sigmoid": _unary(lambda b, n: nn.Sigmoid()),
-    "Tanh": _unary(lambda b, n: nn.Tanh()),
-    "Softmax": _unary(_softmax),
-    "MaxPool": _pool("max"),
-    "AveragePool": _pool("avg"),
-    "GlobalAveragePool": op_global_avg_pool,
-    "ReduceMean": op_reduce_mean,
-    "Add": _binary("Add"),
-    "Sub": _binary("Sub"),
-    "Mul": _binary("Mul"),
-    "Div": _binary("Div"),
-    "Concat": op_concat,
-    "Flatten": op_flatten,
-    "Reshape": op_reshape,
-    "Transpose": op_transpose,
-    "Pad": op_pad,
-    "Identity": op_identity,
-    "Dropout": op_identity,
-}
+# -- the registry: each operator, its opsets and its limits ---------------------------------
+for _op, _fn, _since, _limits in [
+    ("Gemm", op_gemm, 1, "a constant B (the weights); transA=0"),
+    ("MatMul", op_matmul, 1, "a constant second operand (a dense layer)"),
+    ("Conv", op_conv, 1, "2-D, constant weights; groups, strides, dilations, pads, auto_pad"),
+    ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
+    ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
+    ("Clip", _unary(_clip), 1, "constant bounds (attributes before opset 11, inputs after)"),
+    ("LeakyRelu", _unary(lambda b, n: nn.LeakyReLU(_f32(n.attrs.get("alpha", 0.01)))), 1, ""),
+    ("HardSwish", _unary(lambda b, n: nn.HardSwish()), 14, ""),
+    ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
+    ("Tanh", _unary(lambda b, n: nn.Tanh()), 1, ""),
+    ("Softmax", _unary(_softmax), 1, "over the last axis (the opset's default axis read)"),
+    ("MaxPool", _pool("max"), 1, "2-D; no dilation, no ceil_mode"),
+    ("AveragePool", _pool("avg"), 1, "2-D; no dilation, no ceil_mode"),
+    ("GlobalAveragePool", op_global_avg_pool, 1, "2-D"),
+    ("ReduceMean", op_reduce_mean, 1, "over height and width of NCHW images"),
+    ("Add", _binary("Add"), 1, "broadcasting"),
+    ("Sub", _binary("Sub"), 1, "broadcasting"),
+    ("Mul", _binary("Mul"), 1, "broadcasting"),
+    ("Div", _binary("Div"), 1, "broadcasting"),
+    ("Concat", op_concat, 1, ""),
+    ("Flatten", op_flatten, 1, ""),
+    ("Reshape", op_reshape, 5, "a constant or folded shape"),
+    ("Transpose", op_transpose, 1, "keeping the batch axis first"),
+    ("Pad", op_pad, 1, "constant mode"),
+    ("Identity", op_identity, 1, ""),
+    ("Dropout", op_identity, 1, "inference (an identity)"),
+]:
+    register(_op, _fn, since=_since, limits=_limits)
 
-#: Operators on shapes and constants only, folded while importing (never run).
-SHAPE_OPS: dict[str, Callable[[Builder, IRNode], None]] = {
-    "Shape": op_shape,
-    "Gather": op_gather,
-    "Unsqueeze": op_unsqueeze,
-    "Squeeze": op_squeeze,
-    "Cast": op_cast,
-    "Slice": op_slice,
-}
+for _op, _fn, _limits in [
+    ("Shape", op_shape, ""),
+    ("Gather", op_gather, "on constants and shapes"),
+    ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
+    ("Squeeze", op_squeeze, "on constants and shapes"),
+    ("Cast", op_cast, "on constants and shapes"),
+    ("Slice", op_slice, "on constants and shapes"),
+]:
+    register(_op, _fn, folds=True, limits=_limits)
 
 
 def check_declared(b: Builder, node: IRNode, declared: dict[str, tuple[int, ...]]) -> None:

@@ -1,0 +1,69 @@
+"""The table of supported operators, generated from the importers' registries.
+
+``python -m xai_core.importers.operators`` prints it; ``docs/operators.md`` is its output
+(a test checks that the page and the registries agree, so the page cannot drift).
+"""
+
+from __future__ import annotations
+
+__all__ = ["operators_markdown"]
+
+_HEADER = """# Supported operators
+
+Generated from the importers' registries by `python -m xai_core.importers.operators`; do
+not edit by hand (`tests/importers/test_operators_doc.py` checks that this page matches).
+A model that uses anything else is refused before anything is built, with one message
+naming every unsupported operator in the file.
+"""
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\\\|")
+
+
+def _onnx() -> list[str]:
+    from xai_core.importers.onnx_registry import operator_table
+
+    rows = operator_table()
+    lines = [
+        "## ONNX",
+        "",
+        f"{len({r['op'] for r in rows})} operators of the default domain, each with the opset "
+        "versions its converter implements (`13+`: from 13 on). `Constant` nodes are read "
+        "as constants.",
+        "",
+        "| operator | opsets | kind | limits |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{r['op']}` | {r['opsets']} | {r['kind']} | {_escape(r['limits']) or '-'} |"
+        for r in rows
+    ]
+    return lines
+
+
+def _tflite() -> list[str]:
+    from xai_core.importers import tflite
+
+    names = getattr(tflite, "SUPPORTED_TFLITE_OPS", None)
+    if names is None:
+        return []
+    lines = ["## TFLite", "", f"{len(names)} builtin operators, float and int8.", ""]
+    return lines + [", ".join(f"`{n}`" for n in names)]
+
+
+def _keras() -> list[str]:
+    from xai_core.importers.keras_import import SUPPORTED_KERAS_LAYERS
+
+    lines = ["## Keras", "", f"{len(SUPPORTED_KERAS_LAYERS)} layer classes.", ""]
+    return lines + [", ".join(f"`{n}`" for n in SUPPORTED_KERAS_LAYERS)]
+
+
+def operators_markdown() -> str:
+    """The page ``docs/operators.md``: every importer's supported operators."""
+    parts = [_HEADER.rstrip("\n"), *("\n".join(s) for s in (_onnx(), _tflite(), _keras()) if s)]
+    return "\n\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised by the docs test
+    print(operators_markdown(), end="")
