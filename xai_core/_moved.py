@@ -25,6 +25,14 @@ MOVED: dict[str, str] = {
     "xai_core.metrics": "xai_core.compare.metrics",
     "xai_core.report.analysis": "xai_core.compare.sections",
     "xai_core.cli_commands": "xai_core.cli.commands",
+    # the convolution kernels, below both the layers and the backends
+    "xai_core.nn.im2col": "xai_core.kernels.im2col",
+    "xai_core.nn.conv_ops": "xai_core.kernels.conv_ops",
+    "xai_core.nn.conv_taps": "xai_core.kernels.conv_taps",
+    "xai_core.nn.conv_forward": "xai_core.kernels.conv_forward",
+    "xai_core.nn.depthwise_kernel": "xai_core.kernels.depthwise",
+    "xai_core.nn.epilogue": "xai_core.kernels.epilogue",
+    "xai_core.nn.scratch": "xai_core.kernels.scratch",
 }
 
 

@@ -271,7 +271,7 @@ def _to_nchw(b: _Builder, t: int, name: str) -> int:
 
 def _padding_option(layer, in_hw) -> tuple[int, tuple[int, int, int, int] | None]:
     """TFLite's SAME (0) or VALID (1), and explicit pads still to apply with PAD (or None)."""
-    from xai_core.nn.im2col import same_pads
+    from xai_core.kernels.im2col import same_pads
 
     pads = tuple(layer.pads)
     if not any(pads):
