@@ -317,7 +317,7 @@ def compare_backends(
                 continue
             run_model = model
             if backend.requires_quantized and not model.is_quantized:
-                from xai_core.nn.quantize import quantize
+                from xai_core.int8.quantize import quantize
 
                 if quantized is None:  # a native network, quantised here
                     calibrate = X if calibration is None else calibration
