@@ -56,10 +56,10 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         to_teachable_machine,
         to_tflite,
     )
+    from xai_core.int8.quantize import quantize
     from xai_core.model.base import BlackBoxModel, Model, as_model
     from xai_core.model.runner import ModelRunner, get_backend
     from xai_core.nn import from_sklearn, load_model
-    from xai_core.nn.quantize import quantize
     from xai_core.plugin.manager import get_plugin_manager, get_registry
     from xai_core.report import Report
 
@@ -82,10 +82,10 @@ _EXPORTS: dict[str, list[str]] = {
     "importers.teachable": ["from_teachable_machine", "to_teachable_machine"],
     "importers.tflite": ["from_tflite", "to_tflite"],
     "importers.torch_import": ["from_torch"],
+    "int8.quantize": ["quantize"],
     "model.base": ["BlackBoxModel", "Model", "as_model"],
     "model.runner": ["ModelRunner", "get_backend"],
     "nn": ["from_sklearn", "load_model"],
-    "nn.quantize": ["quantize"],
     "plugin.manager": ["get_plugin_manager", "get_registry"],
     "report": ["Report"],
 }

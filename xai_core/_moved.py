@@ -29,6 +29,23 @@ MOVED: dict[str, str] = {
     "xai_core.metrics": "xai_core.compare.metrics",
     "xai_core.report.analysis": "xai_core.compare.sections",
     "xai_core.cli_commands": "xai_core.cli.commands",
+    # the convolution kernels, below both the layers and the backends
+    "xai_core.nn.conv_ops": "xai_core.kernels.conv_ops",
+    "xai_core.nn.conv_taps": "xai_core.kernels.conv_taps",
+    "xai_core.nn.conv_forward": "xai_core.kernels.conv_forward",
+    "xai_core.nn.depthwise_kernel": "xai_core.kernels.depthwise",
+    "xai_core.nn.epilogue": "xai_core.kernels.epilogue",
+    "xai_core.nn.scratch": "xai_core.kernels.scratch",
+    # the one int8 package: graph, runtime, kernels, quantisation
+    "xai_core.nn.quantize": "xai_core.int8.quantize",
+    "xai_core.nn.quantized": "xai_core.int8.quantized",
+    "xai_core.nn.int8_graph": "xai_core.int8.convert",
+    "xai_core.importers.tflite.model": "xai_core.int8.model",
+    "xai_core.importers.tflite.kernels_int8": "xai_core.int8.kernels_int8",
+    "xai_core.importers.tflite.kernels_float": "xai_core.int8.kernels_float",
+    "xai_core.importers.tflite.fixedpoint": "xai_core.int8.fixedpoint",
+    "xai_core.importers.tflite.softmax": "xai_core.int8.softmax",
+    "xai_core.importers.tflite.edgetpu_map": "xai_core.int8.edgetpu_map",
 }
 
 

@@ -9,9 +9,9 @@ import xai_core as xai
 from xai_core import nn
 from xai_core.backends.base import Backend
 from xai_core.backends.cpu import CPUBackend
+from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.epilogue import bias_clamp
 from xai_core.nn import executor
-from xai_core.nn.conv_ops import ConvGeometry
-from xai_core.nn.epilogue import bias_clamp
 
 # every backend that runs float networks (the edgetpu runs only int8-quantised models)
 BACKENDS = [("cpu", {}), ("cpu", {"dtype": "float64"}), ("gpu", {}), ("tpu", {}), ("tpu_pod", {})]

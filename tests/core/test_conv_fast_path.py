@@ -7,8 +7,8 @@ import pytest
 
 from xai_core.backends.base import Backend
 from xai_core.backends.cpu import CPUBackend
-from xai_core.nn.conv_ops import ConvGeometry
-from xai_core.nn.conv_taps import fast_kind
+from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.conv_taps import fast_kind
 
 # (channels, filters, kernel, strides, pads, dilation, groups, expected kernel)
 CASES = {
@@ -181,7 +181,7 @@ def test_one_memory_order_keeps_values_and_unifies_order():
 def test_one_channel_taps_in_many_row_blocks_equal_torch(monkeypatch):
     """The few-channel kernel's blocks of gathered columns cover every row once."""
     torch = pytest.importorskip("torch")
-    from xai_core.nn import conv_taps
+    from xai_core.kernels import conv_taps
 
     monkeypatch.setattr(conv_taps, "COLUMN_BYTES", 1)  # blocks of 1024 rows
     rng = np.random.default_rng(8)

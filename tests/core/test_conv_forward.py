@@ -7,8 +7,8 @@ import pytest
 
 from xai_core.backends.base import Backend
 from xai_core.backends.cpu import CPUBackend
-from xai_core.nn.conv_forward import forward_kind
-from xai_core.nn.conv_ops import ConvGeometry
+from xai_core.kernels.conv_forward import forward_kind
+from xai_core.kernels.conv_ops import ConvGeometry
 
 # (channels, filters, kernel, strides, pads, dilation, groups, height, width, expected kernel)
 CASES = {

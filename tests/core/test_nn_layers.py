@@ -298,7 +298,7 @@ def test_col2im_equals_a_scatter_add_of_every_row_across_image_blocks(
     """col2im equals np.add.at of each row onto its window, also when images span several blocks."""
     import importlib
 
-    lowering = importlib.import_module("xai_core.nn.im2col")
+    lowering = importlib.import_module("xai_core.kernels.im2col")
 
     monkeypatch.setattr(lowering, "_BLOCK_BYTES", 7000)  # a few images per block, the last short
     rng = np.random.default_rng(3)

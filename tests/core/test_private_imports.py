@@ -6,16 +6,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
-
-#: Lines known to break the rule while the code they sit in is being reworked (issue 30: the
-#: int8 runtime becomes one package, its kernels beside the quantisation they read).
-REWORKED = {
-    "xai_core/importers/tflite/kernels_int8.py": "imports _round_half_away and _vector "
-    "from xai_core.nn.quantize",
-}
 
 
 def project_modules(repo: Path) -> dict[str, tuple[Path, bool]]:
@@ -89,10 +80,7 @@ def cross_package_private_imports(repo: Path) -> list[str]:
 def test_no_private_import_across_packages():
     """xai_core, the datasets and the plugins import only public names from each other's packages."""
     found = cross_package_private_imports(REPO)
-    reworked = [v for v in found if v.split(":")[0] in REWORKED]
-    assert [v for v in found if v not in reworked] == []
-    if reworked:
-        pytest.xfail("; ".join(reworked))
+    assert found == []
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

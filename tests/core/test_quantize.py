@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import xai_core as xai
 from xai_core import nn
-from xai_core.nn.quantize import multiply_by_quantized_multiplier, quantize_multiplier
+from xai_core.int8.numerics import multiply_by_quantized_multiplier, quantize_multiplier
 
 DATA = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mnist-sample").resolve()
 
@@ -239,6 +239,84 @@ def test_quantize_rejects_what_it_cannot_quantise():
     bad[3, 5] = np.nan
     with pytest.raises(xai.ValidationError, match="NaN"):
         xai.quantize(_conv_net(), bad)
+
+
+class _MyDense(nn.Dense):
+    """A user's dense layer: the base class's arithmetic, its own class."""
+
+
+class _MyConv(nn.Conv2D):
+    """A user's convolution."""
+
+
+class _MyDepthwise(nn.DepthwiseConv2D):
+    """A user's depthwise convolution."""
+
+
+def _subclassed_net(dense, conv, depthwise, seed=0):
+    return nn.Sequential(
+        [
+            nn.Reshape((2, 7, 7)),
+            conv(4, 3, stride=2, padding=1),
+            nn.ReLU(),
+            depthwise(3, padding=1),
+            nn.ReLU6(),
+            nn.Flatten(),
+            dense(6),
+            nn.ReLU(),
+            dense(3),
+            nn.Softmax(),
+        ],
+        input_shape=(98,),
+        seed=seed,
+    )
+
+
+def test_subclasses_of_dense_and_conv_layers_quantise_as_their_base_classes():
+    """A user's subclasses of Dense, Conv2D and DepthwiseConv2D give the base network's int8 graph and outputs."""
+    X = _data()
+    base = _subclassed_net(nn.Dense, nn.Conv2D, nn.DepthwiseConv2D)
+    mine = _subclassed_net(_MyDense, _MyConv, _MyDepthwise)
+    mine.set_weights(base.get_weights())
+    q_base = xai.quantize(base, X, progress=False)
+    q_mine = xai.quantize(mine, X, progress=False)
+    assert q_mine.layers == q_base.layers
+    gemms = ("conv_2d", "depthwise_conv_2d", "fully_connected")
+    fused = [(i["kind"], i["fused_activation"]) for i in q_mine.layers if i["kind"] in gemms]
+    assert fused == [  # the ReLU and ReLU6 fused into the subclasses' operators too
+        ("conv_2d", 1),
+        ("depthwise_conv_2d", 3),
+        ("fully_connected", 1),
+        ("fully_connected", 0),
+    ]
+    for a, b in zip(q_mine.graph.tensors, q_base.graph.tensors):
+        assert a.name == b.name and a.shape == b.shape and a.dtype == b.dtype
+        if a.data is not None:
+            np.testing.assert_array_equal(a.data, b.data)
+    for backend in ("cpu", "edgetpu"):
+        got = xai.ModelRunner(q_mine, backend=backend).predict(X)
+        np.testing.assert_array_equal(got, xai.ModelRunner(q_base, backend=backend).predict(X))
+
+
+def test_a_registered_converter_quantises_a_new_layer_kind(monkeypatch):
+    """add_converter registers a user's layer class; its subclasses find the converter too."""
+    from xai_core.int8 import convert
+
+    class Twice(nn.Layer):
+        kind = "twice"
+
+        def forward(self, x, backend, *, cache=True):
+            return x
+
+    class Thrice(Twice):
+        kind = "thrice"
+
+    monkeypatch.setattr(convert, "CONVERTERS", dict(convert.CONVERTERS))
+    convert.add_converter(Twice, passes_through=True)(lambda b, c: c.x)
+    net = nn.Sequential([Thrice(), nn.Dense(2)], input_shape=(98,), seed=0)
+    qnet = xai.quantize(net, _data(), progress=False)
+    assert [info["kind"] for info in qnet.layers] == ["fully_connected"]
+    assert convert.converter_for(Thrice()) is convert.CONVERTERS[Twice]
 
 
 # -- MNIST -----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from xai_core.nn import scratch
+from xai_core.kernels import scratch
 
 
 def test_live_arrays_are_never_handed_out_again():

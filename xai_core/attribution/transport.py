@@ -104,8 +104,8 @@ def _picklable(obj: Any, what: str) -> _Shared:
 
 def model_spec(model: Model, shared: bool) -> Any:
     from xai_core.importers.tflite import TFLiteModel
+    from xai_core.int8.quantized import QuantizedModel
     from xai_core.nn.network import Network
-    from xai_core.nn.quantized import QuantizedModel
 
     if shared:  # threads and the serial loop: native networks keep no state between calls
         return _Shared(model)

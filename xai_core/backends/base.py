@@ -273,12 +273,12 @@ class Backend:
     ) -> np.ndarray:
         """A 2-D convolution (cross-correlation), by default lowered to this backend's products.
 
-        The default is :func:`~xai_core.nn.conv_ops.conv2d_im2col`: one :meth:`matmul`
+        The default is :func:`~xai_core.kernels.conv_ops.conv2d_im2col`: one :meth:`matmul`
         (``groups = 1``) or :meth:`batched_matmul` (``groups > 1``) of the im2col column
         matrix, and the bias as one :meth:`elementwise`, so a backend that keeps it
         computes, and counts, every product in its own numerics. A backend may override
         it with a faster equivalent that counts the same (the ``cpu`` backend computes
-        common cases without im2col: :mod:`xai_core.nn.conv_taps`).
+        common cases without im2col: :mod:`xai_core.kernels.conv_taps`).
 
         Parameters
         ----------
@@ -286,7 +286,7 @@ class Backend:
             NCHW-shaped, of any memory order.
         weight : ndarray of shape (filters, channels // groups, kh, kw)
         bias : ndarray of shape (filters,) or None
-        geometry : xai_core.nn.conv_ops.ConvGeometry
+        geometry : xai_core.kernels.conv_ops.ConvGeometry
             Kernel size, strides, ``(top, bottom, left, right)`` padding, dilation, groups.
         record : dict, optional
             Filled with what :meth:`conv2d_vjp` needs.
@@ -295,7 +295,7 @@ class Backend:
         -------
         ndarray of shape (n, filters, out_height, out_width)
         """
-        from xai_core.nn.conv_ops import conv2d_im2col
+        from xai_core.kernels.conv_ops import conv2d_im2col
 
         return conv2d_im2col(self, x, weight, bias, geometry, record)
 
@@ -373,12 +373,12 @@ class Backend:
     ) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
         """Gradients of :meth:`conv2d` for ``grad`` (n, filters, out_height, out_width).
 
-        The default is :func:`~xai_core.nn.conv_ops.conv2d_im2col_vjp` (the products of
+        The default is :func:`~xai_core.kernels.conv_ops.conv2d_im2col_vjp` (the products of
         the column matrix, then col2im). Returns ``(grad_x or None, {"weight": ...,
         "bias": ...})``, the parameter gradients only with ``param_grads`` (``bias`` only
         with ``use_bias``).
         """
-        from xai_core.nn.conv_ops import conv2d_im2col_vjp
+        from xai_core.kernels.conv_ops import conv2d_im2col_vjp
 
         return conv2d_im2col_vjp(
             self,

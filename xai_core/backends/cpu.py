@@ -122,7 +122,7 @@ class CPUBackend(Backend):
         return out
 
     def conv2d(self, x, weight, bias, geometry, record=None):
-        """The convolution computed without im2col where :mod:`xai_core.nn.conv_taps` can.
+        """The convolution computed without im2col where :mod:`xai_core.kernels.conv_taps` can.
 
         Pointwise, depthwise and ``groups = 1`` convolutions run as shifted-slice sums over the
         padded activation, in this backend's dtype, and are counted exactly as the im2col
@@ -130,7 +130,7 @@ class CPUBackend(Backend):
         subclasses with their own products, take that path. Without a ``record`` (inference,
         no backward pass to prepare), stride-1 pointwise, one-kernel-per-channel depthwise
         and few-channel convolutions run the channels-last kernels of
-        :mod:`xai_core.nn.conv_forward` instead, counted the same.
+        :mod:`xai_core.kernels.conv_forward` instead, counted the same.
         """
         done = self._conv2d(x, weight, bias, geometry, record)
         return super().conv2d(x, weight, bias, geometry, record) if done is None else done[0]
@@ -138,7 +138,7 @@ class CPUBackend(Backend):
     def conv2d_activated(self, x, weight, bias, geometry, activation):
         """:meth:`conv2d` with a clamping ``activation`` fused into the kernel's epilogue.
 
-        The inference kernels of :mod:`xai_core.nn.conv_forward` clamp each output as they
+        The inference kernels of :mod:`xai_core.kernels.conv_forward` clamp each output as they
         make it (one pass over memory, not a bias pass and an activation pass); the
         activation's elementwise work is counted exactly as ``activation.apply`` would
         count it. Other convolutions take :meth:`Backend.conv2d_activated`.
@@ -156,7 +156,7 @@ class CPUBackend(Backend):
     def conv2d_added(self, x, weight, bias, geometry, residual, add):
         """:meth:`conv2d` plus ``residual`` added in the kernel's epilogue.
 
-        The inference kernels of :mod:`xai_core.nn.conv_forward` add the bias and the
+        The inference kernels of :mod:`xai_core.kernels.conv_forward` add the bias and the
         residual in one pass after the product (the same sums, in the same order, as the
         ``Add`` layer's); the addition is counted exactly as ``add.apply`` would count it.
         Other convolutions take :meth:`Backend.conv2d_added`.
@@ -179,8 +179,8 @@ class CPUBackend(Backend):
         ``finished`` tells whether they clamped the output to ``bounds`` or added the
         residual (not when a depthwise weight or bias was not finite).
         """
-        from xai_core.nn.conv_forward import conv2d_forward, forward_kind
-        from xai_core.nn.conv_taps import conv2d_taps, fast_kind, taps_input
+        from xai_core.kernels.conv_forward import conv2d_forward, forward_kind
+        from xai_core.kernels.conv_taps import conv2d_taps, fast_kind, taps_input
 
         kind = fast_kind(x.shape, weight.shape, geometry) if self._reference() else None
         if kind is None:
@@ -214,7 +214,7 @@ class CPUBackend(Backend):
         self, grad, weight, geometry, record, *, use_bias, param_grads=True, input_grad=True
     ):
         """Gradients of :meth:`conv2d`, by the adjoint shifted-slice sums when it ran them."""
-        from xai_core.nn.conv_taps import conv2d_taps_vjp
+        from xai_core.kernels.conv_taps import conv2d_taps_vjp
 
         wanted = {"param_grads": param_grads, "input_grad": input_grad}
         kind = record.get("fast") if self._reference() else None

@@ -124,7 +124,7 @@ def _check_quantized(quantized: Any, model: Any) -> Any:
 
 def _quantize(model: Any, calibration: Any) -> Any:
     """``model`` quantised to int8 on ``calibration``, for the int8-only backends."""
-    from xai_core.nn.quantize import quantize
+    from xai_core.int8.quantize import quantize
 
     return quantize(model, calibration, progress=False)
 

@@ -13,12 +13,12 @@ A chain of layers is a :class:`Sequential`; any directed acyclic graph of layers
 >>> net.save("cnn.npz"); nn.load_model("cnn.npz")
 """
 
+from xai_core.kernels.im2col import col2im, conv_output_size, im2col
 from xai_core.nn import layers as _layers
 from xai_core.nn.activations import ACTIVATIONS, Activation
 from xai_core.nn.builders import cnn, mlp
 from xai_core.nn.executor import Node, Record
 from xai_core.nn.graph import Graph
-from xai_core.nn.im2col import col2im, conv_output_size, im2col
 from xai_core.nn.io import FORMAT_VERSION, LAYER_TYPES, load_model, save_model
 from xai_core.nn.layer import Layer
 from xai_core.nn.layers import *  # noqa: F403 - the layer classes, listed in layers.__all__

@@ -4,10 +4,10 @@ A convolution runs as one ``backend.conv2d`` (and its backward as ``backend.conv
 By default a backend lowers it by :func:`~xai_core.nn.im2col` to one column matrix,
 multiplied by the kernels in one ``backend.matmul``, or for ``groups > 1`` (depthwise too)
 in one ``backend.batched_matmul`` of the groups' blocks (counted as one matmul per group);
-the bias is a ``backend.elementwise`` (:mod:`xai_core.nn.conv_ops`). The ``cpu`` backend
+the bias is a ``backend.elementwise`` (:mod:`xai_core.kernels.conv_ops`). The ``cpu`` backend
 computes pointwise, depthwise and stride-1 convolutions without im2col
-(:mod:`xai_core.nn.conv_taps`; for inference, in channels-last memory,
-:mod:`xai_core.nn.conv_forward`), counted the same. Weights are ``(filters, in_channels / groups, kh, kw)``
+(:mod:`xai_core.kernels.conv_taps`; for inference, in channels-last memory,
+:mod:`xai_core.kernels.conv_forward`), counted the same. Weights are ``(filters, in_channels / groups, kh, kw)``
 whatever the layout (ONNX's and PyTorch's order).
 """
 
@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
+from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.im2col import as_pads, as_pair, conv_output_size, same_pads
 from xai_core.nn import _util
-from xai_core.nn.conv_ops import ConvGeometry
-from xai_core.nn.im2col import as_pads, as_pair, conv_output_size, same_pads
 from xai_core.nn.layer import Layer
 from xai_core.validation import check_int
 

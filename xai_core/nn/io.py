@@ -29,6 +29,7 @@ import numpy as np
 
 from xai_core.errors import ModelFormatError, ValidationError
 from xai_core.files import atomic_write
+from xai_core.int8.quantized import FORMAT_QUANTIZED  # an int8 model made by ``xai.quantize``
 from xai_core.nn import layers as _layers
 from xai_core.nn.graph import Graph
 from xai_core.nn.layer import Layer
@@ -40,8 +41,6 @@ __all__ = ["FORMAT", "FORMAT_GRAPH", "FORMAT_VERSION", "LAYER_TYPES", "save_mode
 
 FORMAT = "xai_core.nn.Sequential"
 FORMAT_GRAPH = "xai_core.nn.Graph"
-#: An int8 model made by ``xai.quantize`` (see :mod:`xai_core.nn.quantized`).
-FORMAT_QUANTIZED = "xai_core.QuantizedModel"
 #: The version this code writes; it reads this version and older ones.
 FORMAT_VERSION = 2
 #: Largest architecture document read, in bytes, and its deepest nesting.
@@ -304,7 +303,7 @@ def _check_declared(arch: dict[str, Any], headers: dict, bad) -> None:
 
 def _rebuild(arch: dict[str, Any], arrays: dict[str, np.ndarray], bad) -> Network:
     if arch["format"] == FORMAT_QUANTIZED:
-        from xai_core.nn.quantized import load_quantized
+        from xai_core.int8.quantized import load_quantized
 
         return load_quantized(arch, arrays, bad)
     graph = arch["format"] == FORMAT_GRAPH

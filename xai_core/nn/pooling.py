@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.errors import ValidationError
+from xai_core.kernels.im2col import accumulate, as_pads, as_pair, conv_output_size, windows
 from xai_core.nn import _util
 from xai_core.nn.conv import check_padding, resolve_padding
-from xai_core.nn.im2col import accumulate, as_pads, as_pair, conv_output_size, windows
 from xai_core.nn.layer import Layer
 
 __all__ = ["MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D", "ZeroPadding2D"]

@@ -1,5 +1,11 @@
 """TensorFlow Lite models in and out: ``from_tflite`` reads a ``.tflite`` file into a model that
-runs TFLite's own kernels (bit-exact int8) on every backend."""
+runs TFLite's own kernels (bit-exact int8) on every backend.
+
+The file format only: :mod:`.reader` reads a file into an :class:`~xai_core.int8.graph.TFLiteGraph`
+and :mod:`.writer` writes one back. The graph, its kernels and the model that runs it are the
+int8 runtime's (:mod:`xai_core.int8`); quantising a native network is
+:func:`xai_core.int8.quantize.quantize`.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from xai_core.importers.tflite.model import TFLiteModel
-from xai_core.importers.tflite.reader import TFLiteGraph, read_tflite
+from xai_core.importers.tflite.reader import read_tflite
+from xai_core.int8.graph import TFLiteGraph
+from xai_core.int8.model import TFLiteModel
 
 __all__ = ["TFLiteGraph", "TFLiteModel", "from_tflite", "read_tflite", "to_tflite"]
 
@@ -81,9 +88,9 @@ def to_tflite(model: Any, path: str | os.PathLike[str], *, calibration_X: Any = 
             f"to_tflite writes native networks and TFLite models; got {type(model).__name__}."
         )
     if calibration_X is not None:
-        from xai_core.nn.quantize import quantize
+        from xai_core.int8.quantize import quantize
 
         return write_tflite(quantize(model, calibration_X, progress=False).graph, path)
-    from xai_core.nn.int8_graph import build_int8_graph
+    from xai_core.int8.convert import build_int8_graph
 
     return write_tflite(build_int8_graph(model.fold_batch_norm(), None)[0], path)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.importers.tflite.reader import TENSOR_TYPES, TFLiteGraph
+from xai_core.int8.graph import TENSOR_TYPES, TFLiteGraph
 
 __all__ = ["graph_to_bytes", "write_tflite"]
 

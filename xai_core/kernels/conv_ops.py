@@ -2,10 +2,10 @@
 
 :meth:`Backend.conv2d <xai_core.backends.base.Backend.conv2d>` and
 :meth:`~xai_core.backends.base.Backend.conv2d_vjp` default to :func:`conv2d_im2col` and
-:func:`conv2d_im2col_vjp`: the batch is lowered by :func:`~xai_core.nn.im2col` to one column
+:func:`conv2d_im2col_vjp`: the batch is lowered by :func:`~xai_core.kernels.im2col.im2col` to one column
 matrix, multiplied by the kernels in one ``backend.matmul`` (or, for ``groups > 1``, one
 ``backend.batched_matmul`` of the groups' blocks), and the input gradient is added back by
-:func:`~xai_core.nn.col2im`. A simulated backend therefore sees, and counts, exactly these
+:func:`~xai_core.kernels.im2col.col2im`. A simulated backend therefore sees, and counts, exactly these
 products. Arrays are NCHW-shaped (``(n, channels, height, width)``); the weights are
 ``(filters, in_channels / groups, kh, kw)``.
 """
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from xai_core.nn.im2col import col2im, conv_output_size, im2col
+from xai_core.kernels.im2col import col2im, conv_output_size, im2col
 
 __all__ = ["ConvGeometry", "conv2d_im2col", "conv2d_im2col_vjp", "add_channel_bias"]
 
@@ -49,7 +49,7 @@ def add_channel_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _group_cols(cols: np.ndarray, groups: int) -> np.ndarray:
     """The column matrix (rows, groups * k) as a stack (groups, rows, k), a view when it can be.
 
-    :func:`~xai_core.nn.im2col` returns a column-major matrix, whose transpose splits into
+    :func:`~xai_core.kernels.im2col.im2col` returns a column-major matrix, whose transpose splits into
     the groups' blocks without a copy.
     """
     rows, width = cols.shape

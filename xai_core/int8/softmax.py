@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from xai_core.importers.tflite.fixedpoint import (
+from xai_core.int8.fixedpoint import (
     INT32_MAX,
     INT32_MIN,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
 )
-from xai_core.nn.quantize import multiply_by_quantized_multiplier, quantize_multiplier
+from xai_core.int8.numerics import multiply_by_quantized_multiplier, quantize_multiplier
 
 __all__ = ["softmax_int8"]
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core.errors import ModelFormatError
-from xai_core.importers.tflite.kernels_int8 import _bias_float, _windows, transpose
+from xai_core.int8.kernels_int8 import float_bias, transpose, window_patches
 
 __all__ = ["FLOAT_KERNELS"]
 
@@ -36,10 +36,10 @@ def conv_2d(op, tensors, inputs, backend):
     oc, kh, kw, ic = w.shape
     if x.shape[-1] != ic:
         raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
-    patches = _windows(x, kh, kw, op.options, 0.0)
+    patches = window_patches(x, kh, kw, op.options, 0.0)
     n, oh, ow = patches.shape[:3]
     y = backend.matmul(patches.reshape(n * oh * ow, -1), w.reshape(oc, -1).T)
-    y = backend.elementwise(np.add, y, _bias_float(op, tensors, oc))
+    y = backend.elementwise(np.add, y, float_bias(op, tensors, oc))
     return _fused(op, y, backend).reshape(n, oh, ow, oc)
 
 
@@ -49,12 +49,12 @@ def depthwise_conv_2d(op, tensors, inputs, backend):
     _, kh, kw, oc = w.shape
     ic = x.shape[-1]
     mult = oc // ic
-    patches = _windows(x, kh, kw, op.options, 0.0)
+    patches = window_patches(x, kh, kw, op.options, 0.0)
     n, oh, ow = patches.shape[:3]
     cols = np.ascontiguousarray(patches.reshape(n * oh * ow, kh * kw, ic).transpose(2, 0, 1))
     wk = np.ascontiguousarray(w.reshape(kh * kw, ic, mult).transpose(1, 0, 2))
     y = np.asarray(backend.batched_matmul(cols, wk)).transpose(1, 0, 2).reshape(-1, oc)
-    y = backend.elementwise(np.add, y, _bias_float(op, tensors, oc))
+    y = backend.elementwise(np.add, y, float_bias(op, tensors, oc))
     return _fused(op, y, backend).reshape(n, oh, ow, oc)
 
 
@@ -63,7 +63,7 @@ def fully_connected(op, tensors, inputs, backend):
     w = tensors[op.inputs[1]].data  # (units, k)
     units, k = w.shape
     y = backend.matmul(x.reshape(-1, k), w.T)
-    y = _fused(op, backend.elementwise(np.add, y, _bias_float(op, tensors, units)), backend)
+    y = _fused(op, backend.elementwise(np.add, y, float_bias(op, tensors, units)), backend)
     return (
         y.reshape(*x.shape[:-1], units) if op.options.get("KeepNumDims") else y.reshape(-1, units)
     )
@@ -71,16 +71,16 @@ def fully_connected(op, tensors, inputs, backend):
 
 def max_pool_2d(op, tensors, inputs, backend):
     kh, kw = int(op.options["FilterHeight"]), int(op.options["FilterWidth"])
-    patches = _windows(inputs[0], kh, kw, op.options, -np.inf)
+    patches = window_patches(inputs[0], kh, kw, op.options, -np.inf)
     return _fused(op, backend.reduce(np.max, patches, axis=(3, 4)), backend)
 
 
 def average_pool_2d(op, tensors, inputs, backend):
     x = inputs[0]
     kh, kw = int(op.options["FilterHeight"]), int(op.options["FilterWidth"])
-    sums = backend.reduce(np.sum, _windows(x, kh, kw, op.options, 0.0), axis=(3, 4))
+    sums = backend.reduce(np.sum, window_patches(x, kh, kw, op.options, 0.0), axis=(3, 4))
     ones = np.ones((1, *x.shape[1:3], 1), np.float32)
-    counts = _windows(ones, kh, kw, op.options, 0.0).sum(axis=(3, 4))
+    counts = window_patches(ones, kh, kw, op.options, 0.0).sum(axis=(3, 4))
     return _fused(op, backend.elementwise(np.divide, sums, counts), backend)
 
 

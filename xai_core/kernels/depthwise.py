@@ -19,7 +19,7 @@ output is stored, so a convolution followed by it is one pass over memory (a NaN
 NaN, as ``np.clip`` keeps it).
 
 Both read the taps (kh, kw, channels) and the bias from copies they make on cache-line
-boundaries, as the activations of :func:`xai_core.nn.scratch.empty` are: a 512-bit load
+boundaries, as the activations of :func:`xai_core.kernels.scratch.empty` are: a 512-bit load
 from an address that is not crosses two cache lines, and a misaligned taps array alone
 made the 3x3 loop 1.6x slower.
 
@@ -36,9 +36,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from xai_core.nn import scratch
-from xai_core.nn.conv_ops import ConvGeometry
-from xai_core.nn.scratch import ALIGNMENT
+from xai_core.kernels import scratch
+from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.scratch import ALIGNMENT
 
 __all__ = ["depthwise_channels_last"]
 
@@ -56,7 +56,7 @@ _JIT = {
 @njit(**_JIT)
 def _aligned(size, like):  # pragma: no cover - compiled
     """An uninitialised array of ``size`` elements of ``like``'s dtype on an
-    :data:`~xai_core.nn.scratch.ALIGNMENT` boundary, as the pooled activations are."""
+    :data:`~xai_core.kernels.scratch.ALIGNMENT` boundary, as the pooled activations are."""
     slack = ALIGNMENT // like.itemsize
     buf = np.empty(size + slack, like.dtype)
     start = (-buf.ctypes.data % ALIGNMENT) // like.itemsize

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError
-from xai_core.importers.tflite.reader import TensorInfo, TFLiteGraph
+from xai_core.int8.graph import TensorInfo, TFLiteGraph
 from xai_core.model.base import Model
 from xai_core.validation import check_array
 
@@ -55,8 +55,8 @@ class TFLiteModel(Model):
         name: str | None = None,
         preprocessing: dict[str, Any] | None = None,
     ) -> None:
-        from xai_core.importers.tflite.kernels_float import FLOAT_KERNELS
-        from xai_core.importers.tflite.kernels_int8 import INT8_KERNELS
+        from xai_core.int8.kernels_float import FLOAT_KERNELS
+        from xai_core.int8.kernels_int8 import INT8_KERNELS
 
         self.graph = graph
         self.name = name
@@ -127,7 +127,7 @@ class TFLiteModel(Model):
         """``X`` in the input tensor's type: int8 / uint8 as TFLite's QUANTIZE computes it, else float32."""
         if self.input_tensor.dtype not in _INTEGER:
             return np.asarray(X, dtype=np.float32)
-        from xai_core.importers.tflite.kernels_int8 import quantize_real
+        from xai_core.int8.kernels_int8 import quantize_real
 
         return quantize_real(X, self.input_tensor)
 
@@ -161,12 +161,12 @@ class TFLiteModel(Model):
 
         Returns
         -------
-        list of :class:`~xai_core.importers.tflite.edgetpu_map.OperatorPlacement`
+        list of :class:`~xai_core.int8.edgetpu_map.OperatorPlacement`
             ``index``, ``op``, ``device`` (``"edgetpu"`` or ``"host"``) and ``reason`` per
             operator, in order. Everything from the first unmapped operator on is on the host.
         """
         if self._placement is None:
-            from xai_core.importers.tflite.edgetpu_map import place_operators
+            from xai_core.int8.edgetpu_map import place_operators
 
             self._placement = place_operators(self.graph)
         return self._placement
@@ -175,7 +175,7 @@ class TFLiteModel(Model):
         """:meth:`placement` as a DataFrame with the MACs of each operator."""
         import pandas as pd
 
-        from xai_core.importers.tflite.edgetpu_map import operator_macs
+        from xai_core.int8.edgetpu_map import operator_macs
 
         rows = [
             {

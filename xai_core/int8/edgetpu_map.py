@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xai_core.importers.tflite.reader import TFLiteGraph
+from xai_core.int8.graph import TFLiteGraph
 
 __all__ = ["EDGETPU_OPERATORS", "OperatorPlacement", "operator_macs", "place_operators"]
 

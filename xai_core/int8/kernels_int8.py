@@ -4,7 +4,7 @@ Each kernel takes the operator, the graph's tensors and the int8 input arrays (N
 batch first) and returns the int8 output. Multipliers are derived from the float32 scales
 the file stores, in double, as TFLite's ``Prepare`` functions do. Every matrix product (the
 convolutions lowered by im2col, fully connected layers, depthwise convolutions per channel)
-goes through :func:`xai_core.nn.quantize.int8_matmul`, so an int8 device receives the int8
+goes through :func:`xai_core.int8.numerics.int8_matmul`, so an int8 device receives the int8
 operands and counts the work, and every other backend gives the same integers.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import ModelFormatError
-from xai_core.importers.tflite.fixedpoint import (
+from xai_core.int8.fixedpoint import (
     INT16_MAX,
     INT16_MIN,
     multiplier_from_scales,
@@ -25,19 +25,27 @@ from xai_core.importers.tflite.fixedpoint import (
     saturating_left_shift,
     saturating_rounding_doubling_high_mul,
 )
-from xai_core.importers.tflite.reader import OperatorInfo, TensorInfo
-from xai_core.nn.quantize import (
-    _round_half_away,
-    _vector,
+from xai_core.int8.graph import OperatorInfo, TensorInfo
+from xai_core.int8.numerics import (
+    QMAX,
+    QMIN,
     int8_batched_matmul,
+    int8_elementwise,
     int8_matmul,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
+    round_half_away,
 )
 
-__all__ = ["INT8_KERNELS", "activation_range"]
+__all__ = [
+    "INT8_KERNELS",
+    "activation_range",
+    "float_bias",
+    "quantize_real",
+    "transpose",
+    "window_patches",
+]
 
-QMIN, QMAX = -128, 127
 #: TFLite's ActivationFunctionType: NONE, RELU, RELU_N1_TO_1, RELU6.
 _FUSED = {0: None, 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 
@@ -62,7 +70,7 @@ def activation_range(fused: int, out: TensorInfo) -> tuple[int, int]:
     scale, zp = _scale(out), _zp(out)
 
     def q(f: float) -> int:  # float32 division, as TFLite's lambda computes it
-        return zp + int(_round_half_away(np.float32(f) / scale))
+        return zp + int(round_half_away(np.float32(f) / scale))
 
     lo = max(QMIN, q(bounds[0]))
     hi = QMAX if bounds[1] is None else min(QMAX, q(bounds[1]))
@@ -79,7 +87,9 @@ def _same_padding(size: int, k: int, stride: int, dilation: int) -> tuple[int, i
     return out, total // 2, total - total // 2
 
 
-def _windows(x: np.ndarray, kh: int, kw: int, opts: dict[str, Any], pad_value: int) -> np.ndarray:
+def window_patches(
+    x: np.ndarray, kh: int, kw: int, opts: dict[str, Any], pad_value: int
+) -> np.ndarray:
     """Patches of shape (n, oh, ow, kh, kw, c) for a TFLite SAME/VALID window (NHWC input)."""
     sh, sw = int(opts.get("StrideH", 1)), int(opts.get("StrideW", 1))
     dh, dw = int(opts.get("DilationHFactor", 1)), int(opts.get("DilationWFactor", 1))
@@ -117,7 +127,7 @@ def _bias(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndar
     return np.zeros(channels, np.int64)
 
 
-def _bias_float(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndarray:
+def float_bias(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndarray:
     """A float layer's bias (zeros when the operator has none)."""
     if len(op.inputs) > 2 and op.inputs[2] >= 0:
         return np.asarray(tensors[op.inputs[2]].data, dtype=np.float32)
@@ -142,12 +152,12 @@ def _gemm_requant(cols, w_kc, op, tensors, backend, x_t, w_t, out_t):
         effective = np.float64(_scale(x_t)) * scales / np.float64(_scale(out_t))
 
         def rescale(a):
-            out = _round_half_away(a.astype(np.float64) * effective).astype(np.int64) + _zp(out_t)
+            out = round_half_away(a.astype(np.float64) * effective).astype(np.int64) + _zp(out_t)
             return np.clip(out, lo, hi).astype(np.int8)
 
-        return _vector(backend, rescale, acc)
+        return int8_elementwise(backend, rescale, acc)
     q, shift = multiplier_from_scales(np.float64(_scale(x_t)) * scales, np.float64(_scale(out_t)))
-    return _vector(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
+    return int8_elementwise(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
 
 
 def conv_2d(op, tensors, inputs, backend):
@@ -155,7 +165,7 @@ def conv_2d(op, tensors, inputs, backend):
     x_t, w_t, out_t = tensors[op.inputs[0]], tensors[op.inputs[1]], tensors[op.outputs[0]]
     w = w_t.data  # (out_c, kh, kw, in_c)
     oc, kh, kw, ic = w.shape
-    patches = _windows(x, kh, kw, op.options, _zp(x_t))
+    patches = window_patches(x, kh, kw, op.options, _zp(x_t))
     n, oh, ow = patches.shape[:3]
     groups = x.shape[-1] // ic
     if groups != 1:
@@ -172,7 +182,7 @@ def depthwise_conv_2d(op, tensors, inputs, backend):
     _, kh, kw, oc = w.shape
     ic = x.shape[-1]
     mult = oc // ic
-    patches = _windows(x, kh, kw, op.options, _zp(x_t))  # (n, oh, ow, kh, kw, ic)
+    patches = window_patches(x, kh, kw, op.options, _zp(x_t))  # (n, oh, ow, kh, kw, ic)
     n, oh, ow = patches.shape[:3]
     # one small product per channel, all in one stacked call: (ic, M, kh*kw) @ (ic, kh*kw, mult)
     cols = np.ascontiguousarray(patches.reshape(n * oh * ow, kh * kw, ic).transpose(2, 0, 1))
@@ -182,7 +192,7 @@ def depthwise_conv_2d(op, tensors, inputs, backend):
     acc += _bias(op, tensors, oc)
     q, shift = _per_channel_multipliers(x_t, w_t, out_t)
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
-    out = _vector(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
+    out = int8_elementwise(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
     return out.reshape(n, oh, ow, oc)
 
 
@@ -204,7 +214,7 @@ def fully_connected(op, tensors, inputs, backend):
 def _pool_windows(op, x, pad_value):
     opts = op.options
     kh, kw = int(opts["FilterHeight"]), int(opts["FilterWidth"])
-    return _windows(x, kh, kw, opts, pad_value)
+    return window_patches(x, kh, kw, opts, pad_value)
 
 
 def max_pool_2d(op, tensors, inputs, backend):
@@ -349,7 +359,7 @@ def _lut(fn: Callable[[np.ndarray], np.ndarray]):
         values = np.arange(QMIN, QMAX + 1, dtype=np.int32)
         real = _scale(x_t) * (values - _zp(x_t)).astype(np.float32)
         inverse = np.float32(1) / _scale(out_t)
-        table = _round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
+        table = round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
         table = np.clip(table.astype(np.int64) + _zp(out_t), QMIN, QMAX).astype(np.int8)
         return table[inputs[0].astype(np.int64) - QMIN]
 
@@ -396,7 +406,7 @@ def _downscale_to_int16(q: int) -> int:
 
 
 def softmax(op, tensors, inputs, backend):
-    from xai_core.importers.tflite.softmax import softmax_int8
+    from xai_core.int8.softmax import softmax_int8
 
     x_t = tensors[op.inputs[0]]
     return softmax_int8(inputs[0], float(op.options.get("Beta", 1.0)), _scale(x_t))
@@ -405,7 +415,7 @@ def softmax(op, tensors, inputs, backend):
 def quantize_real(x: np.ndarray, out_t: TensorInfo) -> np.ndarray:
     """Real values as TFLite's QUANTIZE writes them: ``round(x / scale) + zero_point``, clamped."""
     info = np.iinfo(out_t.dtype)
-    out = _round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(out_t)
+    out = round_half_away(np.asarray(x, np.float32) / _scale(out_t)).astype(np.int64) + _zp(out_t)
     return np.clip(out, info.min, info.max).astype(out_t.dtype)
 
 

@@ -2,7 +2,7 @@
 
 TFLite stores scales as float32 and derives each fixed-point multiplier in double from those
 float32 values (``double(s_in) * double(s_w) / double(s_out)``), then writes it as a 31-bit
-mantissa and a shift (:func:`xai_core.nn.quantize.quantize_multiplier`). The elementwise
+mantissa and a shift (:func:`xai_core.int8.numerics.quantize_multiplier`). The elementwise
 kernels (softmax, hard-swish) use gemmlowp's fixed-point numbers, reproduced here on int64
 arrays so every step is exact.
 """
@@ -13,14 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.nn.quantize import multiply_by_quantized_multiplier, quantize_multiplier
+from xai_core.int8.numerics import multiply_by_quantized_multiplier, quantize_multiplier
 
 __all__ = [
+    "INT16_MAX",
+    "INT16_MIN",
     "INT32_MAX",
     "INT32_MIN",
     "multiplier_from_scales",
     "requantize",
     "rounding_divide_by_pot",
+    "saturating_left_shift",
     "saturating_rounding_doubling_high_mul",
 ]
 

@@ -1,6 +1,6 @@
 """Convolutions without im2col: the ``cpu`` backend's reference computation of common cases.
 
-The im2col path (:mod:`xai_core.nn.conv_ops`) copies every input pixel ``kh * kw`` times
+The im2col path (:mod:`xai_core.kernels.conv_ops`) copies every input pixel ``kh * kw`` times
 before one matrix product; these kernels compute the same sums from the (padded)
 activation itself:
 
@@ -37,8 +37,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from xai_core.nn import scratch
-from xai_core.nn.conv_ops import ConvGeometry
+from xai_core.kernels import scratch
+from xai_core.kernels.conv_ops import ConvGeometry
 
 __all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop", "taps_input"]
 

@@ -1,31 +1,13 @@
-"""Post-training int8 quantisation of a native network, in TensorFlow Lite's int8 scheme.
+"""TFLite's int8 arithmetic: affine parameters, rounding, fixed-point multipliers, exact products.
 
-``xai.quantize(net, calibration_X)`` turns a trained native network (a
-:class:`~xai_core.nn.Graph` or :class:`~xai_core.nn.Sequential`) into a
-:class:`QuantizedModel` that the Edge TPU (and the TPU v1 preset) can run. The model *is* a
-full-integer TFLite graph (:mod:`xai_core.nn.int8_graph`), run by TFLite's int8 kernels
-(bit-exact with LiteRT) and written as a ``.tflite`` file by :func:`xai_core.to_tflite`:
-
-- **weights** int8, symmetric, one scale per output channel: ``w = s_w[c] * q``,
-  ``q in [-127, 127]``;
-- **activations** int8, asymmetric, one scale and zero point per tensor, from the ranges
-  seen on the calibration data: ``x = s * (q - z)``, ``q in [-128, 127]``;
-- **biases** int32 at scale ``s_x * s_w[c]``;
-- every Dense and convolution is one int8 x int8 GEMM with exact int32 accumulation, then
-  **requantisation** with TFLite's fixed-point multipliers, derived as TFLite derives them
-  from the float32 scales it stores (``M = s_x * s_w / s_y`` in double, as a 31-bit mantissa
-  and a shift); a following ReLU or ReLU6 is fused into the clamp;
-- Tanh and Sigmoid are TFLite's 256-entry tables onto its fixed output scales (1/128 and
-  1/256); Softmax and HardSwish are its fixed-point kernels; additions rescale their inputs
-  as TFLite does; pools, mean, padding, concatenation and reshapes work on int8 values.
-
-The integer GEMMs go through ``backend.matmul``. An int8 device (``edgetpu``, ``tpu``
-with ``preset="v1"``) receives the int8 operands. A float backend (``cpu``, ``gpu``,
-``tpu`` in bf16) receives them as floats in slices of at most 1024 along K: every int8
-value is exact in fp32, bf16, tf32 and fp16, and every partial sum is an integer below
-``2**24``, so its fp32 accumulation is exact in any order. The result is checked to be
-integral and the outputs are bit-identical on every backend; the quantised model on the
-``cpu`` backend is the reference for the Edge TPU.
+The numerics every part of the int8 runtime shares: :class:`QuantParams` (``real = scale *
+(q - zero_point)``), :func:`round_half_away` (TFLite's ``TfLiteRound``),
+:func:`quantize_multiplier` and :func:`multiply_by_quantized_multiplier` (its requantisation
+in integers), and the exact int8 products on a backend (:func:`int8_matmul`,
+:func:`int8_batched_matmul`, :func:`int8_elementwise`): an int8 device (``edgetpu``, ``tpu``
+with ``preset="v1"``) receives the int8 operands; a float backend receives them as floats in
+slices of at most :data:`EXACT_K` along K, where every partial sum is an integer below
+``2**24`` and therefore exact, and its result is checked to be integral.
 """
 
 from __future__ import annotations
@@ -37,13 +19,19 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ValidationError
-from xai_core.validation import check_array, check_positive_int
 
 __all__ = [
+    "EXACT_K",
+    "QMAX",
+    "QMIN",
     "QuantParams",
-    "quantize",
-    "quantize_multiplier",
+    "int8_batched_matmul",
+    "int8_elementwise",
+    "int8_matmul",
+    "int8_native",
     "multiply_by_quantized_multiplier",
+    "quantize_multiplier",
+    "round_half_away",
 ]
 
 QMIN, QMAX = -128, 127
@@ -65,12 +53,12 @@ class QuantParams:
         scale = (hi - lo) / (QMAX - QMIN)
         if scale == 0.0:
             return cls(1.0, 0)
-        zero_point = int(np.clip(_round_half_away(QMIN - lo / scale), QMIN, QMAX))
+        zero_point = int(np.clip(round_half_away(QMIN - lo / scale), QMIN, QMAX))
         return cls(scale, zero_point)
 
     def quantize(self, x: np.ndarray) -> np.ndarray:
         """int8 of ``round(x / scale) + zero_point``, clamped."""
-        q = _round_half_away(np.asarray(x, dtype=np.float64) / self.scale) + self.zero_point
+        q = round_half_away(np.asarray(x, dtype=np.float64) / self.scale) + self.zero_point
         return np.clip(q, QMIN, QMAX).astype(np.int8)
 
     def dequantize(self, q: np.ndarray) -> np.ndarray:
@@ -78,7 +66,7 @@ class QuantParams:
         return (self.scale * (q.astype(np.float64) - self.zero_point)).astype(np.float32)
 
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
+def round_half_away(x: np.ndarray) -> np.ndarray:
     """Round to nearest, ties away from zero (TFLite's ``TfLiteRound``)."""
     return np.trunc(x + np.copysign(0.5, x))
 
@@ -103,7 +91,7 @@ def quantize_multiplier(multiplier: Any) -> tuple[np.ndarray, np.ndarray]:
     if np.any(~np.isfinite(m)) or np.any(m < 0):
         raise ValidationError(f"multipliers must be finite and >= 0; got {m[~(m >= 0)][:3]}.")
     mant, exp = np.frexp(m)
-    q = _round_half_away(mant * 2.0**31).astype(np.int64)
+    q = round_half_away(mant * 2.0**31).astype(np.int64)
     carry = q == 2**31
     q = np.where(carry, q // 2, q)
     exp = np.where(carry, exp + 1, exp).astype(np.int64)
@@ -153,7 +141,7 @@ def multiply_by_quantized_multiplier(x: Any, q: Any, shift: Any) -> np.ndarray:
 # -- integer work on a backend ---------------------------------------------------------------
 
 
-def _int8_native(backend: Backend) -> bool:
+def int8_native(backend: Backend) -> bool:
     from xai_core.backends.tpu import TPUBackend
 
     return bool(getattr(backend, "requires_quantized", False)) or (
@@ -173,7 +161,7 @@ def int8_matmul(backend: Backend, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a : ndarray of int8, shape (M, K)
     b : ndarray of int8, shape (K, N)
     """
-    if _int8_native(backend):
+    if int8_native(backend):
         return np.asarray(backend.matmul(a, b)).astype(np.int64)
     out = np.zeros((a.shape[0], b.shape[1]), dtype=np.int64)
     for k0 in range(0, a.shape[1], EXACT_K):
@@ -202,7 +190,7 @@ def int8_batched_matmul(backend: Backend, a: np.ndarray, b: np.ndarray) -> np.nd
     the int8 operands; a float backend gets float32 operands when K is at most 1024 (every
     partial sum below ``2**24``), else each product goes through :func:`int8_matmul`.
     """
-    if _int8_native(backend):
+    if int8_native(backend):
         return np.asarray(backend.batched_matmul(a, b)).astype(np.int64)
     if a.shape[2] > EXACT_K:
         return np.stack([int8_matmul(backend, ai, bi) for ai, bi in zip(a, b)])
@@ -218,92 +206,8 @@ def int8_batched_matmul(backend: Backend, a: np.ndarray, b: np.ndarray) -> np.nd
     return whole.astype(np.int64)
 
 
-def _vector(backend: Backend, fn, *arrays: np.ndarray, ops: int = 1) -> np.ndarray:
+def int8_elementwise(backend: Backend, fn, *arrays: np.ndarray, ops: int = 1) -> np.ndarray:
     """Integer elementwise work: counted on an int8 device's vector unit, else done on the host."""
-    if _int8_native(backend):
+    if int8_native(backend):
         return np.asarray(backend.elementwise(fn, *arrays, ops=ops))
     return np.asarray(fn(*arrays))
-
-
-def _calibrate(
-    net: Any, X: np.ndarray, batch_size: int, progress: Any
-) -> dict[str, tuple[float, float]]:
-    """The range of the input and of every node's output on ``X``, in fp32 on the cpu."""
-    from xai_core.backends.cpu import CPUBackend
-    from xai_core.progress import progress_bar
-
-    cpu = CPUBackend(dtype=net.dtype)
-    lo = {net.input_name: np.inf, **{n.name: np.inf for n in net.nodes}}
-    hi = {k: -np.inf for k in lo}
-    starts = range(0, len(X), batch_size)
-    long = len(starts) > 1
-    with progress_bar(len(X), progress=progress, desc="calibrating", unit="row", long=long) as bar:
-        for start in starts:
-            values = {net.input_name: X[start : start + batch_size]}
-            for node in net.nodes:
-                args = [values[name] for name in node.inputs]
-                values[node.name] = node.layer.apply(
-                    args[0] if node.layer.n_inputs == 1 else args, cpu, None
-                )
-            for name, v in values.items():
-                lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
-            bar.update(len(values[net.input_name]))
-    return {k: (lo[k], hi[k]) for k in lo}
-
-
-def quantize(net: Any, calibration_X: Any, *, batch_size: int = 1024, progress: Any = None) -> Any:
-    """Post-training int8 quantisation in TensorFlow Lite's int8 scheme.
-
-    Parameters
-    ----------
-    net : xai_core.nn.Graph or xai_core.nn.Sequential
-        A trained native network with known input shape. Batch norms are folded first.
-    calibration_X : array-like of shape (n_samples, *net.input_shape)
-        Representative inputs; the range of every node's output on them sets that tensor's
-        scale and zero point. A few hundred rows are usually enough.
-    batch_size : int, default=1024
-        Rows per calibration pass.
-    progress : bool, optional
-        Progress bar over calibration batches; ``None`` shows one for long work only.
-
-    Returns
-    -------
-    QuantizedModel
-        ``is_quantized = True``; a full-integer TFLite graph that runs on ``edgetpu`` (and
-        ``tpu`` preset v1) and, with identical results, on every other backend.
-
-    Examples
-    --------
-    >>> qnet = xai.quantize(net, X_train[:500])
-    >>> xai.ModelRunner(qnet, backend="edgetpu").predict(X_test)
-    >>> xai.to_tflite(qnet, "model.tflite")
-    """
-    from xai_core.nn.int8_graph import build_int8_graph, check_quantisable
-    from xai_core.nn.network import Network
-
-    if not isinstance(net, Network):
-        raise CapabilityError(
-            "xai.quantize needs a native network (xai.nn.Graph, xai.nn.Sequential, an imported "
-            f"network or xai.from_sklearn); got {type(net).__name__}."
-        )
-    if not net.built:
-        raise ValidationError("net has no weights yet: train it (fit) or give input_shape= first.")
-    weights = net.get_weights()
-    if any(not np.all(np.isfinite(w)) for w in weights):
-        raise ValidationError("net has non-finite weights (NaN or inf); it cannot be quantised.")
-    folded = net.fold_batch_norm()
-    check_quantisable(folded)  # before calibration runs any layer
-    batch_size = check_positive_int(batch_size, "batch_size")
-    X = check_array(calibration_X, "calibration_X", feature_shape=net.input_shape, dtype=net.dtype)
-    graph, nodes = build_int8_graph(folded, _calibrate(folded, X, batch_size, progress))
-    from xai_core.nn.quantized import QuantizedModel
-
-    return QuantizedModel(folded, graph, nodes)
-
-
-def __getattr__(name: str) -> Any:  # QuantizedModel lives beside the TFLite model it extends
-    if name == "QuantizedModel":
-        from xai_core.nn.quantized import QuantizedModel
-
-        return QuantizedModel
-    raise AttributeError(name)

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.nn import scratch
+from xai_core.kernels import scratch
 
 __all__ = [
     "as_pair",

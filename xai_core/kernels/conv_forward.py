@@ -2,7 +2,7 @@
 
 When no gradient is asked for (no record), the ``cpu`` backend computes pointwise,
 depthwise and few-channel convolutions with these kernels instead of
-:mod:`xai_core.nn.conv_taps`. They keep activations in *channels-last* memory, a
+:mod:`xai_core.kernels.conv_taps`. They keep activations in *channels-last* memory, a
 C-contiguous ``(n, height, width, channels)`` array seen as an NCHW-shaped view, so that
 no layer of a chain transposes:
 
@@ -11,7 +11,7 @@ no layer of a chain transposes:
   channel-major memory, ``(c, n, h, w)``, is computed as ``weight @ x`` and stays so);
 - a **depthwise** convolution (``groups = channels``, one kernel per channel, any kernel,
   stride, dilation and padding) is the compiled channels-last loop of
-  :mod:`xai_core.nn.depthwise_kernel`: each tap one multiply-add across the channels;
+  :mod:`xai_core.kernels.depthwise`: each tap one multiply-add across the channels;
 - a ``groups = 1`` convolution of at most :data:`FEW_CHANNELS` input channels (an image
   input's first layer) is one product ``im2col(x) @ weight.T``: its column matrix is
   small, and a tap's product over so few channels would run far below speed.
@@ -22,18 +22,18 @@ add the other input of a residual connection's ``Add`` (``residual``), in the sa
 the bias after a product.
 Results equal the im2col path's to floating-point rounding, NaN and infinity of the input
 spreading as there; a depthwise convolution by a non-finite weight or bias is recomputed
-by :mod:`xai_core.nn.conv_taps`, where it spreads through the padding too.
+by :mod:`xai_core.kernels.conv_taps`, where it spreads through the padding too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from xai_core.nn import scratch
-from xai_core.nn.conv_ops import ConvGeometry
-from xai_core.nn.depthwise_kernel import depthwise_channels_last
-from xai_core.nn.epilogue import bias_clamp
-from xai_core.nn.im2col import im2col
+from xai_core.kernels import scratch
+from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.depthwise import depthwise_channels_last
+from xai_core.kernels.epilogue import bias_clamp
+from xai_core.kernels.im2col import im2col
 
 __all__ = ["forward_kind", "conv2d_forward", "channel_major"]
 
@@ -115,7 +115,7 @@ def _columns(x, weight, bias, geom, bounds, residual):
 def conv2d_forward(kind: str, x, weight, bias, geom: ConvGeometry, bounds=None, residual=None):
     """The convolution of ``x`` by the forward-only kernel ``kind`` (see :func:`forward_kind`).
 
-    The arguments are :func:`xai_core.nn.conv_taps.conv2d_taps`' (``x`` in any memory
+    The arguments are :func:`xai_core.kernels.conv_taps.conv2d_taps`' (``x`` in any memory
     order); ``bounds = (lo, hi)``, when given, clamps every output as it is made (the
     epilogue of a following ReLU, ReLU6 or Clip); ``residual``, an array of the output's
     shape, is added after the bias (the epilogue of a following ``Add``; not with

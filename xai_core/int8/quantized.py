@@ -7,9 +7,15 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import UnknownNameError
-from xai_core.importers.tflite.model import TFLiteModel
+from xai_core.int8.graph import TENSOR_TYPES, OperatorInfo, TensorInfo, TFLiteGraph
+from xai_core.int8.model import TFLiteModel
 
-__all__ = ["QuantizedModel"]
+__all__ = ["FORMAT_QUANTIZED", "QuantizedModel", "load_quantized", "save_quantized"]
+
+#: The ``format`` of a saved int8 model (:func:`xai_core.load_model` reads it back).
+FORMAT_QUANTIZED = "xai_core.QuantizedModel"
+#: The version this code writes.
+FORMAT_VERSION_QUANTIZED = 1
 
 
 class QuantizedModel(TFLiteModel):
@@ -76,10 +82,6 @@ class QuantizedModel(TFLiteModel):
 
 # -- saving: the int8 graph as JSON plus one array per constant tensor -------------------------
 
-from xai_core.nn.io import FORMAT_QUANTIZED  # noqa: E402
-
-FORMAT_VERSION_QUANTIZED = 1
-
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, np.ndarray):
@@ -138,8 +140,6 @@ def save_quantized(model: QuantizedModel, path: Any) -> None:
 
 def load_quantized(arch: dict[str, Any], arrays: dict[str, np.ndarray], bad) -> QuantizedModel:
     """Rebuild a saved :class:`QuantizedModel`; every declared shape and dtype is checked."""
-    from xai_core.importers.tflite.reader import TENSOR_TYPES, OperatorInfo, TensorInfo, TFLiteGraph
-
     allowed = {str(d) for d in TENSOR_TYPES.values()}
     tensors = []
     for i, spec in enumerate(arch["tensors"]):

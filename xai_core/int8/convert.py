@@ -1,0 +1,724 @@
+"""A native network as a full-integer TFLite graph: the converter's post-training int8 scheme.
+
+:func:`build_int8_graph` turns a float network (a :class:`~xai_core.nn.Graph` or
+:class:`~xai_core.nn.Sequential`, batch norms folded) and the value range of every node on
+calibration rows into a :class:`~xai_core.int8.graph.TFLiteGraph`:
+
+- weights int8, symmetric, one scale per output channel (``max |w| / 127``);
+- activations int8, asymmetric, one scale and zero point per tensor, from the calibration
+  range (zero always representable);
+- biases int32 at scale ``s_in * s_w``;
+- a ReLU or ReLU6 that is a convolution's or dense layer's only consumer is fused into it;
+- tanh, the logistic function and softmax get TFLite's fixed output scales (1/128; 1/256
+  with zero point -128); pools keep their input's parameters; the inputs of a concatenation
+  are requantised to its output's parameters where they differ (TFLite's int8 kernel needs
+  them equal);
+- images are NHWC inside the graph: an NCHW network's image is transposed once, and back
+  before it is flattened, so the flattened order (and the next dense layer's weights) stay
+  the network's.
+
+Each layer class has one converter, a small function registered with :func:`add_converter`
+and found along the layer's MRO (:func:`converter_for`), so a subclass of a layer converts as
+its base class does::
+
+    @add_converter(MyLayer)
+    def _my_layer(b: Builder, c: Conversion) -> Value:
+        out = b.output(c, b.tensors[c.x.tensor].shape)
+        b.op("RELU", [c.x.tensor], [out])
+        return Value(out, c.x.nhwc_of_nchw)
+
+The graph then runs on TFLite's int8 kernels (:mod:`xai_core.int8.kernels_int8`), bit-exact
+with LiteRT, and is what :func:`xai_core.to_tflite` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import CapabilityError, ValidationError
+from xai_core.int8.graph import OperatorInfo, TensorInfo, TFLiteGraph
+from xai_core.int8.numerics import QMIN, QuantParams, round_half_away
+from xai_core.kernels.im2col import same_pads
+from xai_core.nn.layers import (
+    Add,
+    AvgPool2D,
+    Clip,
+    Concatenate,
+    Constant,
+    Conv2D,
+    Dense,
+    DepthwiseConv2D,
+    Dropout,
+    Flatten,
+    GlobalAveragePooling2D,
+    HardSwish,
+    Identity,
+    Linear,
+    MaxPool2D,
+    Multiply,
+    ReLU,
+    ReLU6,
+    Reshape,
+    Sigmoid,
+    Softmax,
+    Subtract,
+    Tanh,
+    ZeroPadding2D,
+)
+
+__all__ = [
+    "CONVERTERS",
+    "QUANTISABLE",
+    "Builder",
+    "Conversion",
+    "Converter",
+    "Value",
+    "add_converter",
+    "build_int8_graph",
+    "check_quantisable",
+    "converter_for",
+]
+
+
+def _params(lo: float, hi: float) -> tuple[float, int]:
+    p = QuantParams.from_range(lo, hi)
+    return p.scale, p.zero_point
+
+
+@dataclass
+class Value:
+    """A node's output in the int8 graph: its tensor, and whether it holds an NCHW image as NHWC."""
+
+    tensor: int
+    nhwc_of_nchw: bool = False
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What a converter converts: a node of the network, its inputs, its output's parameters.
+
+    Attributes
+    ----------
+    node : xai_core.nn.Node
+        The node (``name``, ``layer``, ``inputs``).
+    args : list of Value
+        The values of its inputs, in order.
+    name : str
+        The output tensor's name (the fused activation's node when one is fused).
+    scale, zero_point : float and int, or None
+        The output's int8 parameters (None in a float graph).
+    activation : int
+        TFLite's fused activation: 0 none, 1 ReLU, 3 ReLU6.
+    """
+
+    node: Any
+    args: list[Value]
+    name: str
+    scale: float | None
+    zero_point: int | None
+    activation: int = 0
+
+    @property
+    def layer(self) -> Any:
+        return self.node.layer
+
+    @property
+    def x(self) -> Value:
+        """The first input."""
+        return self.args[0]
+
+
+@dataclass(frozen=True)
+class Converter:
+    """A layer class's converter and how the graph builder treats the layer around it.
+
+    Attributes
+    ----------
+    convert : callable
+        ``convert(builder, conversion) -> Value``.
+    fuses_activation : bool
+        A ReLU or ReLU6 that is the layer's only consumer (through identities) is fused into
+        its clamp (convolutions, dense layers).
+    fused_activation : int or None
+        TFLite's fused-activation code when this layer is fused into the layer before it
+        (ReLU 1, ReLU6 3).
+    passes_through : bool
+        The layer's output is its input (Identity, Dropout, Linear): a fusion looks past it.
+    fixed_output : (float, int) or None
+        TFLite's fixed output scale and zero point (Tanh, Sigmoid, Softmax).
+    """
+
+    convert: Callable[[Builder, Conversion], Value]
+    fuses_activation: bool = False
+    fused_activation: int | None = None
+    passes_through: bool = False
+    fixed_output: tuple[float, int] | None = None
+
+
+#: Layer class -> its converter; filled by :func:`add_converter`, read by :func:`converter_for`.
+CONVERTERS: dict[type, Converter] = {}
+
+
+def add_converter(
+    *layer_types: type,
+    fuses_activation: bool = False,
+    fused_activation: int | None = None,
+    passes_through: bool = False,
+    fixed_output: tuple[float, int] | None = None,
+) -> Callable:
+    """Register the decorated function as the converter of ``layer_types`` (and their subclasses).
+
+    Parameters
+    ----------
+    *layer_types : type
+        Layer classes; a later registration of a class replaces the earlier one.
+    fuses_activation, fused_activation, passes_through, fixed_output
+        As in :class:`Converter`.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function unchanged.
+    """
+    for cls in layer_types:
+        if not isinstance(cls, type):
+            raise ValidationError(f"add_converter takes layer classes; got {cls!r}.")
+
+    def register(fn: Callable[[Builder, Conversion], Value]) -> Callable:
+        converter = Converter(fn, fuses_activation, fused_activation, passes_through, fixed_output)
+        for cls in layer_types:
+            CONVERTERS[cls] = converter
+        return fn
+
+    return register
+
+
+def converter_for(layer: Any) -> Converter | None:
+    """The converter of the first class along ``type(layer).__mro__`` that has one, or None."""
+    for cls in type(layer).__mro__:
+        found = CONVERTERS.get(cls)
+        if found is not None:
+            return found
+    return None
+
+
+class Builder:
+    """The tensors and operators of the graph being built, and how to add to them."""
+
+    def __init__(self, int8: bool = True) -> None:
+        self.int8 = int8  # False: a float32 graph with the same operators
+        self.tensors: list[TensorInfo] = []
+        self.ops: list[OperatorInfo] = []
+
+    def activation(self, name: str, shape, scale: float, zero_point: int) -> int:
+        """An activation tensor: int8 at ``scale`` / ``zero_point``, or float32."""
+        if self.int8:
+            return self.tensor(name, shape, scale=scale, zero_point=zero_point)
+        return self.tensor(name, shape, np.float32)
+
+    def output(self, c: Conversion, shape) -> int:
+        """The output tensor of the conversion ``c``, of ``shape``, at its parameters."""
+        return self.activation(c.name, shape, c.scale, c.zero_point)
+
+    def weights(self, name: str, w_oc: np.ndarray, layout, qdim: int = 0):
+        """Weights with the output channel first, laid out by ``layout(w)``; int8 or float32.
+
+        Returns the tensor index and the per-channel scales (``None`` for float)."""
+        if not self.int8:
+            data = np.ascontiguousarray(layout(np.asarray(w_oc, np.float32)))
+            return self.tensor(name, data.shape, np.float32, data=data), None
+        q, scale = _quantize_weight(w_oc)
+        data = np.ascontiguousarray(layout(q))
+        n = len(scale)
+        return self.tensor(
+            name, data.shape, scale=scale, zero_point=np.zeros(n), qdim=qdim, data=data
+        ), scale
+
+    def bias(self, name: str, bias, n: int, x: int, s_w) -> int:
+        """A bias: int32 at scale ``s_in * s_w``, or float32."""
+        if not self.int8:
+            data = np.zeros(n, np.float32) if bias is None else np.asarray(bias, np.float32)
+            return self.tensor(name, (n,), np.float32, data=data)
+        s_in = self.params_of(x)[0]
+        return self.tensor(
+            name,
+            (n,),
+            np.int32,
+            scale=s_in * s_w,
+            zero_point=np.zeros(n),
+            data=_bias(bias, n, s_in, s_w),
+        )
+
+    def tensor(
+        self, name, shape, dtype=np.int8, scale=None, zero_point=None, qdim=0, data=None
+    ) -> int:
+        scale = None if scale is None else np.atleast_1d(np.asarray(scale, np.float32))
+        zp = None if zero_point is None else np.atleast_1d(np.asarray(zero_point, np.int64))
+        self.tensors.append(
+            TensorInfo(
+                len(self.tensors),
+                name,
+                tuple(int(d) for d in shape),
+                np.dtype(dtype),
+                scale,
+                zp,
+                qdim,
+                data,
+            )
+        )
+        return len(self.tensors) - 1
+
+    def like(self, name: str, src: int, shape) -> int:
+        t = self.tensors[src]
+        return self.tensor(name, shape, t.dtype, t.scale, t.zero_point)
+
+    def op(self, op: str, inputs, outputs, options_type=None, **options) -> int:
+        self.ops.append(
+            OperatorInfo(
+                len(self.ops), op, tuple(inputs), tuple(outputs), options, None, options_type
+            )
+        )
+        return outputs[0]
+
+    def const_int32(self, name: str, values) -> int:
+        data = np.asarray(values, np.int32)
+        return self.tensor(name, data.shape, np.int32, data=data)
+
+    def params_of(self, t: int) -> tuple[float, int]:
+        return float(self.tensors[t].scale[0]), int(self.tensors[t].zero_point[0])
+
+
+def _consumers(net) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for node in net.nodes:
+        for name in node.inputs:
+            out.setdefault(name, []).append(node.name)
+    return out
+
+
+def _quantize_weight(w_oc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-output-channel symmetric int8 of weights whose first axis is the output channel."""
+    flat = np.asarray(w_oc, np.float64).reshape(len(w_oc), -1)
+    peak = np.abs(flat).max(axis=1)
+    scale = np.where(peak > 0, peak / 127.0, 1.0)
+    q = np.clip(round_half_away(flat / scale[:, None]), -127, 127).astype(np.int8)
+    return q.reshape(w_oc.shape), scale
+
+
+def _bias(b: np.ndarray | None, n: int, s_in: float, s_w: np.ndarray) -> np.ndarray:
+    b = np.zeros(n) if b is None else np.asarray(b, np.float64)
+    return np.clip(round_half_away(b / (s_in * s_w)), -(2**31), 2**31 - 1).astype(np.int32)
+
+
+def check_quantisable(net: Any) -> None:
+    """Raise :class:`CapabilityError` naming the first layer of ``net`` that cannot be quantised."""
+    for node in net.nodes:
+        if converter_for(node.layer) is None:
+            names = sorted(cls.__name__ for cls in CONVERTERS)
+            raise CapabilityError(
+                f"layer {node.name!r} ({type(node.layer).__name__}) cannot be quantised; "
+                f"quantisable layers: {', '.join(names)}."
+            )
+
+
+def _fusion(net, node, consumers) -> tuple[Any, list[str]]:
+    """The ReLU / ReLU6 node fused into ``node`` (or None), and the identities passed to reach it."""
+    fused = None
+    passed: list[str] = []  # identities between the layer and its activation
+    after = consumers.get(node.name, [])
+    if not converter_for(node.layer).fuses_activation:
+        return fused, passed
+    while len(after) == 1:
+        nxt = net.node(after[0])
+        found = converter_for(nxt.layer)
+        if found.fused_activation is not None:
+            fused = nxt
+            break
+        if not found.passes_through:
+            break
+        passed.append(nxt.name)
+        after = consumers.get(nxt.name, [])
+    return fused, passed
+
+
+def build_int8_graph(
+    net: Any, ranges: dict[str, tuple[float, float]] | None
+) -> tuple[TFLiteGraph, dict[str, tuple[int, bool]]]:
+    """The int8 TFLite graph of ``net`` for the calibration ``ranges`` (node name -> (lo, hi)).
+
+    ``ranges`` also holds ``net.input_name``. With ``ranges=None`` the graph is float32: the
+    same operators and layouts, the network's own weights (what :func:`xai_core.to_tflite`
+    writes for a float network without calibration rows).
+
+    Returns
+    -------
+    graph : TFLiteGraph
+    nodes : dict of str to (int, bool)
+        Per node of ``net``: the tensor that holds its output, and whether that tensor holds
+        the network's NCHW image as NHWC.
+    """
+    check_quantisable(net)
+    b = Builder(int8=ranges is not None)
+    consumers = _consumers(net)
+    input_shape = tuple(net.input_shape)
+    s, z = _params(*ranges[net.input_name]) if b.int8 else (None, None)
+    x = b.activation(net.input_name, (1, *input_shape), s, z)
+    values: dict[str, Value] = {net.input_name: Value(x)}
+    if len(input_shape) == 3 and getattr(net, "layout", "NCHW") == "NCHW":
+        values[net.input_name] = Value(_to_nhwc(b, x, input_shape, net.input_name), True)
+    skip: set[str] = set()
+    for node in net.nodes:
+        if node.name in skip:
+            continue
+        converter = converter_for(node.layer)
+        fused, passed = _fusion(net, node, consumers)
+        out_name = fused.name if fused is not None else node.name
+        s_out, z_out = _params(*ranges[out_name]) if b.int8 else (None, None)
+        if b.int8 and converter.fixed_output is not None:
+            s_out, z_out = converter.fixed_output
+        activation = 0 if fused is None else converter_for(fused.layer).fused_activation
+        args = [values[n] for n in node.inputs]
+        c = Conversion(node, args, out_name, s_out, z_out, activation)
+        values[out_name] = converter.convert(b, c)
+        if fused is not None:  # the layer's own name reads its clamped output
+            for name in (node.name, *passed):
+                values[name] = values[out_name]
+            skip.update((fused.name, *passed))
+    out = values[net.output]
+    result = out.tensor
+    if out.nhwc_of_nchw:
+        result = _to_nchw(b, result, net.output)
+    graph = TFLiteGraph(tuple(b.tensors), tuple(b.ops), (x,), (result,), "xai-core int8")
+    return graph, {name: (v.tensor, v.nhwc_of_nchw) for name, v in values.items()}
+
+
+def _to_nhwc(b: Builder, t: int, chw, name: str) -> int:
+    c, h, w = chw
+    if c == 1:
+        return b.op(
+            "RESHAPE",
+            [t],
+            [b.like(f"{name}/nhwc", t, (1, h, w, 1))],
+            "ReshapeOptions",
+            NewShape=np.array([1, h, w, 1]),
+        )
+    perm = b.const_int32(f"{name}/perm", [0, 2, 3, 1])
+    return b.op(
+        "TRANSPOSE", [t, perm], [b.like(f"{name}/nhwc", t, (1, h, w, c))], "TransposeOptions"
+    )
+
+
+def _to_nchw(b: Builder, t: int, name: str) -> int:
+    _, h, w, c = b.tensors[t].shape
+    if c == 1:
+        return b.op(
+            "RESHAPE",
+            [t],
+            [b.like(f"{name}/nchw", t, (1, 1, h, w))],
+            "ReshapeOptions",
+            NewShape=np.array([1, 1, h, w]),
+        )
+    perm = b.const_int32(f"{name}/perm", [0, 3, 1, 2])
+    return b.op(
+        "TRANSPOSE", [t, perm], [b.like(f"{name}/nchw", t, (1, c, h, w))], "TransposeOptions"
+    )
+
+
+def _padding_option(layer, in_hw) -> tuple[int, tuple[int, int, int, int] | None]:
+    """TFLite's SAME (0) or VALID (1), and explicit pads still to apply with PAD (or None)."""
+    pads = tuple(layer.pads)
+    if not any(pads):
+        return 1, None
+    kernel = getattr(layer, "kernel_size", getattr(layer, "pool_size", None))
+    dilation = getattr(layer, "dilation", (1, 1))
+    if pads == tuple(same_pads(in_hw, kernel, layer.strides, dilation)):
+        return 0, None
+    return 1, pads
+
+
+def _pad(b: Builder, t: int, pads, name: str, value: int | None = None) -> int:
+    """PAD with the zero point (a real zero), or PADV2 with the int8 ``value``."""
+    top, bottom, left, right = pads
+    n, h, w, c = b.tensors[t].shape
+    widths = b.const_int32(f"{name}/paddings", [[0, 0], [top, bottom], [left, right], [0, 0]])
+    out = b.like(f"{name}/padded", t, (n, h + top + bottom, w + left + right, c))
+    if value is None:
+        return b.op("PAD", [t, widths], [out], "PadOptions")
+    src = b.tensors[t]
+    constant = b.tensor(
+        f"{name}/pad_value",
+        (),
+        src.dtype,
+        scale=src.scale,
+        zero_point=src.zero_point,
+        data=np.array(value, src.dtype),
+    )
+    return b.op("PADV2", [t, widths, constant], [out], "PadV2Options")
+
+
+def _out_shape(layer, v: Value) -> tuple[int, ...]:
+    shape = tuple(layer.output_shape)
+    if len(shape) == 3 and (v.nhwc_of_nchw or getattr(layer, "layout", "NCHW") == "NCHW"):
+        c, h, w = shape
+        return (1, h, w, c)
+    return (1, *shape)
+
+
+# -- the converters, one per layer kind ------------------------------------------------------
+
+
+@add_converter(Identity, Dropout, Linear, passes_through=True)
+def _identity(b: Builder, c: Conversion) -> Value:
+    return c.x
+
+
+@add_converter(Constant)
+def _constant(b: Builder, c: Conversion) -> Value:
+    value = np.asarray(c.layer.value, np.float64)
+    if not b.int8:
+        data = value.astype(np.float32).reshape((1, *value.shape))
+        return Value(b.tensor(c.name, data.shape, np.float32, data=data))
+    cs, cz = _params(min(value.min(), 0.0), max(value.max(), 0.0))
+    q = QuantParams(cs, cz).quantize(value).reshape((1, *value.shape))
+    return Value(b.tensor(c.name, q.shape, scale=cs, zero_point=cz, data=q))
+
+
+@add_converter(Conv2D, DepthwiseConv2D, fuses_activation=True)
+def _conv(b: Builder, c: Conversion) -> Value:
+    layer, a, name = c.layer, c.x, c.node.name
+    t = a.tensor
+    if not (a.nhwc_of_nchw or layer.layout == "NHWC"):
+        raise CapabilityError(f"layer {name!r}: its input is not an image the graph knows.")
+    _, h, w, channels = b.tensors[t].shape
+    padding, pads = _padding_option(layer, (h, w))
+    if pads is not None:
+        t = _pad(b, t, pads, name)
+        padding = 1
+    weight = np.asarray(layer.weight, np.float64)  # (f, c / groups, kh, kw)
+    f, _, kh, kw = weight.shape
+    depthwise = layer.groups == channels and layer.groups > 1
+    if layer.groups != 1 and not depthwise:
+        raise CapabilityError(
+            f"layer {name!r}: grouped convolutions with 1 < groups < channels cannot be quantised."
+        )
+    sh, sw = layer.strides
+    dh, dw = layer.dilation
+    if depthwise:  # TFLite: (1, kh, kw, f), quantised along the last axis
+        w_t, s_w = b.weights(
+            f"{name}/weight",
+            weight,
+            lambda w: w.reshape(f, kh, kw).transpose(1, 2, 0)[None],
+            qdim=3,
+        )
+        op, options = "DEPTHWISE_CONV_2D", {"DepthMultiplier": f // channels}
+        opts_type = "DepthwiseConv2DOptions"
+    else:  # TFLite: (f, kh, kw, c)
+        w_t, s_w = b.weights(f"{name}/weight", weight, lambda w: w.transpose(0, 2, 3, 1))
+        op, options, opts_type = "CONV_2D", {}, "Conv2DOptions"
+    bias_t = b.bias(f"{name}/bias", layer.bias, f, a.tensor, s_w)
+    out = b.output(c, _out_shape(layer, a))
+    b.op(op, [t, w_t, bias_t], [out], opts_type, Padding=padding, StrideH=sh, StrideW=sw,
+         DilationHFactor=dh, DilationWFactor=dw, FusedActivationFunction=c.activation, **options)  # fmt: skip
+    return Value(out, a.nhwc_of_nchw or layer.layout == "NCHW")
+
+
+@add_converter(Dense, fuses_activation=True)
+def _dense(b: Builder, c: Conversion) -> Value:
+    name = c.node.name
+    weight = np.asarray(c.layer.weight, np.float64).T  # (units, n_in)
+    units = len(weight)
+    w_t, s_w = b.weights(f"{name}/weight", weight, lambda w: w)
+    bias_t = b.bias(f"{name}/bias", c.layer.bias, units, c.x.tensor, s_w)
+    out = b.output(c, (1, units))
+    b.op(
+        "FULLY_CONNECTED",
+        [c.x.tensor, w_t, bias_t],
+        [out],
+        "FullyConnectedOptions",
+        FusedActivationFunction=c.activation,
+    )
+    return Value(out)
+
+
+@add_converter(Flatten, Reshape)
+def _reshape(b: Builder, c: Conversion) -> Value:
+    a, name, out_shape = c.x, c.node.name, c.layer.output_shape
+    t = _to_nchw(b, a.tensor, name) if a.nhwc_of_nchw else a.tensor
+    shape = (1, *out_shape)
+    t = b.op("RESHAPE", [t], [b.like(c.name, t, shape)], "ReshapeOptions", NewShape=np.array(shape))
+    if len(out_shape) == 3:
+        return Value(_to_nhwc(b, t, out_shape, name), True)
+    return Value(t)
+
+
+def _pool(b: Builder, c: Conversion, op: str) -> Value:
+    """MAX_POOL_2D or AVERAGE_POOL_2D, with explicit padding as PAD / PADV2 before it."""
+    layer, a, name = c.layer, c.x, c.node.name
+    t = a.tensor
+    _, h, w, _ = b.tensors[t].shape
+    padding, pads = _padding_option(layer, (h, w))
+    average = op == "AVERAGE_POOL_2D"
+    include_pad = average and getattr(layer, "count_include_pad", True)
+    if pads is not None and not average:  # a value that never wins a max
+        t = _pad(b, t, pads, name, value=QMIN if b.int8 else float(np.finfo(np.float32).min))
+    elif pads is not None and include_pad:
+        t = _pad(b, t, pads, name)  # zeros that count, as the layer counts them
+    elif pads is not None or (padding == 0 and include_pad):
+        raise CapabilityError(
+            f"layer {name!r}: this average pool's padding cannot be expressed in TFLite's "
+            "int8 kernel (which leaves padding out of the count)."
+        )
+    if pads is not None:
+        padding = 1
+    ph, pw = layer.pool_size
+    out = b.like(c.name, t, _out_shape(layer, a))
+    b.op(op, [t], [out], "Pool2DOptions", Padding=padding, StrideH=layer.strides[0],
+         StrideW=layer.strides[1], FilterHeight=ph, FilterWidth=pw, FusedActivationFunction=0)  # fmt: skip
+    return Value(out, a.nhwc_of_nchw)
+
+
+@add_converter(MaxPool2D)
+def _max_pool(b: Builder, c: Conversion) -> Value:
+    return _pool(b, c, "MAX_POOL_2D")
+
+
+@add_converter(AvgPool2D)
+def _average_pool(b: Builder, c: Conversion) -> Value:
+    return _pool(b, c, "AVERAGE_POOL_2D")
+
+
+@add_converter(GlobalAveragePooling2D)
+def _global_average_pool(b: Builder, c: Conversion) -> Value:
+    a = c.x
+    axes = b.const_int32(f"{c.node.name}/axes", [1, 2])
+    keep = bool(getattr(c.layer, "keepdims", False))
+    _, h, w, channels = b.tensors[a.tensor].shape
+    out = b.output(c, (1, 1, 1, channels) if keep else (1, channels))
+    b.op("MEAN", [a.tensor, axes], [out], "ReducerOptions", KeepDims=keep)
+    return Value(out, a.nhwc_of_nchw and keep)
+
+
+@add_converter(ZeroPadding2D)
+def _zero_padding(b: Builder, c: Conversion) -> Value:
+    return Value(_pad(b, c.x.tensor, c.layer.pads, c.name), c.x.nhwc_of_nchw)
+
+
+def _unary(b: Builder, c: Conversion, op: str, options_type=None, **options) -> Value:
+    """An elementwise operator of one input, its output of the input's shape."""
+    a = c.x
+    out = b.output(c, b.tensors[a.tensor].shape)
+    b.op(op, [a.tensor], [out], options_type, **options)
+    return Value(out, a.nhwc_of_nchw)
+
+
+@add_converter(ReLU, fused_activation=1)
+def _relu(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "RELU")
+
+
+@add_converter(ReLU6, fused_activation=3)
+def _relu6(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "RELU6")
+
+
+@add_converter(Clip)
+def _clip(b: Builder, c: Conversion) -> Value:
+    if (c.layer.min_value, c.layer.max_value) != (0.0, 6.0):
+        raise CapabilityError(f"layer {c.node.name!r}: only Clip(0, 6) (ReLU6) quantises.")
+    return _unary(b, c, "RELU6")
+
+
+@add_converter(Tanh, fixed_output=(1 / 128, 0))
+def _tanh(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "TANH")
+
+
+@add_converter(Sigmoid, fixed_output=(1 / 256, -128))
+def _sigmoid(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "LOGISTIC")
+
+
+@add_converter(Softmax, fixed_output=(1 / 256, -128))
+def _softmax(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "SOFTMAX", "SoftmaxOptions", Beta=1.0)
+
+
+@add_converter(HardSwish)
+def _hard_swish(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "HARD_SWISH")
+
+
+def _elementwise(b: Builder, c: Conversion, op: str, options_type: str) -> Value:
+    """ADD, SUB or MUL of two inputs, broadcast; an NCHW constant laid out NHWC beside an image."""
+    args = c.args
+    if len(args) != 2:
+        kind = type(c.layer).__name__
+        raise CapabilityError(f"layer {c.node.name!r}: only two-input {kind} layers quantise.")
+    image = any(v.nhwc_of_nchw for v in args)
+    tensors = []
+    for v in args:
+        t = b.tensors[v.tensor]
+        if image and not v.nhwc_of_nchw and t.data is not None and len(t.shape) == 4:
+            # a constant of NCHW per-sample shape (c, h, w): lay it out NHWC too
+            data = t.data.transpose(0, 2, 3, 1)
+            b.tensors[v.tensor] = TensorInfo(
+                t.index, t.name, data.shape, t.dtype, t.scale, t.zero_point, 0, data
+            )
+        tensors.append(v.tensor)
+    shape = np.broadcast_shapes(*(b.tensors[t].shape for t in tensors))
+    out = b.output(c, tuple(shape))
+    b.op(op, tensors, [out], options_type, FusedActivationFunction=0)
+    return Value(out, image)
+
+
+@add_converter(Add)
+def _add(b: Builder, c: Conversion) -> Value:
+    return _elementwise(b, c, "ADD", "AddOptions")
+
+
+@add_converter(Subtract)
+def _subtract(b: Builder, c: Conversion) -> Value:
+    return _elementwise(b, c, "SUB", "SubOptions")
+
+
+@add_converter(Multiply)
+def _multiply(b: Builder, c: Conversion) -> Value:
+    return _elementwise(b, c, "MUL", "MulOptions")
+
+
+@add_converter(Concatenate)
+def _concatenate(b: Builder, c: Conversion) -> Value:
+    args, name = c.args, c.node.name
+    image = args[0].nhwc_of_nchw
+    ndim = len(b.tensors[args[0].tensor].shape)
+    axis = int(c.layer.axis) % (ndim - 1)
+    axis = {0: 3, 1: 1, 2: 2}[axis] if image else axis + 1
+    parts = []
+    for k, v in enumerate(args):
+        if b.int8 and b.params_of(v.tensor) != (float(np.float32(c.scale)), c.zero_point):
+            shape = b.tensors[v.tensor].shape
+            requant = b.tensor(f"{name}/input_{k}", shape, scale=c.scale, zero_point=c.zero_point)
+            parts.append(b.op("QUANTIZE", [v.tensor], [requant]))
+        else:
+            parts.append(v.tensor)
+    shapes = [b.tensors[t].shape for t in parts]
+    shape = list(shapes[0])
+    shape[axis] = sum(sh[axis] for sh in shapes)
+    out = b.output(c, tuple(shape))
+    b.op(
+        "CONCATENATION",
+        parts,
+        [out],
+        "ConcatenationOptions",
+        Axis=axis,
+        FusedActivationFunction=0,
+    )
+    return Value(out, image)
+
+
+#: The built-in quantisable layer classes, by name (:data:`CONVERTERS` holds the classes).
+QUANTISABLE: tuple[str, ...] = tuple(sorted(cls.__name__ for cls in CONVERTERS))
