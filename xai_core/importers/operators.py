@@ -43,13 +43,23 @@ def _onnx() -> list[str]:
 
 
 def _tflite() -> list[str]:
-    from xai_core.importers import tflite
+    from xai_core.int8.kernels_float import FLOAT_KERNELS
+    from xai_core.int8.kernels_int8 import INT8_KERNELS
 
-    names = getattr(tflite, "SUPPORTED_TFLITE_OPS", None)
-    if names is None:
-        return []
-    lines = ["## TFLite", "", f"{len(names)} builtin operators, float and int8.", ""]
-    return lines + [", ".join(f"`{n}`" for n in names)]
+    names = sorted({*FLOAT_KERNELS, *INT8_KERNELS})
+    lines = [
+        "## TFLite",
+        "",
+        f"{len(names)} builtin operators, each run by TFLite's own kernels: int8 (bit-exact "
+        "against LiteRT's reference kernels) and float32.",
+        "",
+        "| operator | float32 | int8 |",
+        "|---|---|---|",
+    ]
+    mark = {True: "yes", False: "-"}
+    return lines + [
+        f"| `{n}` | {mark[n in FLOAT_KERNELS]} | {mark[n in INT8_KERNELS]} |" for n in names
+    ]
 
 
 def _keras() -> list[str]:
