@@ -132,13 +132,29 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
     return count
 
 
-def unique_node_name(graph: Any, base: str) -> str:
-    """``base``, or ``base_2``, ``base_3`` ...: the first name no node of ``graph`` has yet."""
-    name, k = base, 1
-    taken = {n.name for n in graph.nodes} | {graph.input_name}
-    while name in taken:
+def unique_node_name(graph: Any, base: str, counters: dict[str, int] | None = None) -> str:
+    """``base``, or ``base_2``, ``base_3`` ...: the first name no node of ``graph`` has yet.
+
+    Parameters
+    ----------
+    graph : xai_core.nn.Graph
+        The graph being built (its names are looked up, not scanned).
+    base : str
+        The name wanted.
+    counters : dict of str to int, optional
+        The last suffix given for each base, kept by the caller across calls so that many
+        nodes of one name (a file may repeat a name any number of times) are numbered in
+        constant time each instead of by counting up from 2 every time.
+    """
+    if not graph.has_node(base):
+        return base
+    k = counters.get(base, 1) if counters is not None else 1
+    name = base
+    while graph.has_node(name):
         k += 1
         name = f"{base}_{k}"
+    if counters is not None:
+        counters[base] = k
     return name
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import ValidationError
+from xai_core.errors import ModelFormatError, ValidationError, XaiError
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import OPS, SHAPE_OPS, Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -60,7 +60,17 @@ def build_onnx(
         g, ir.initializers, where, opset=ir.meta.get("opset") or 13, batch=ir.meta.get("batch")
     )
     for node in ir.nodes:
-        (OPS.get(node.op) or SHAPE_OPS[node.op])(b, node)
+        try:
+            (OPS.get(node.op) or SHAPE_OPS[node.op])(b, node)
+        except XaiError:
+            raise
+        except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as exc:
+            # an attribute or constant of a form the converter cannot read (a perm out of
+            # range, a missing kernel_shape, a list where a number belongs)
+            raise ModelFormatError(
+                f"{where}: {node.op} node {node.name!r} has inputs or attributes that cannot "
+                f"be read: {type(exc).__name__}: {exc}"
+            ) from exc
         check_declared(b, node, ir.declared)
     if ir.output_name not in b.act:
         raise ValidationError(
@@ -121,4 +131,6 @@ def from_onnx(
     ir = read_onnx(path_or_model)
     ir.meta.setdefault("class_names", _class_names(ir.meta.get("metadata", {})))
     net = build_onnx(ir, output_names=output_names, dtype=dtype)
-    return net.fold_batch_norm() if fold_batch_norm else net
+    if fold_batch_norm and any(isinstance(n.layer, nn.BatchNormalization) for n in net.nodes):
+        return net.fold_batch_norm()  # a copy: skipped when there is nothing to fold
+    return net
