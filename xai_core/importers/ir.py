@@ -20,6 +20,8 @@ __all__ = ["IRNode", "IRGraph", "check_supported", "check_size"]
 
 #: Largest tensor a model file may declare, in elements (about 8 GB of float32).
 MAX_ELEMENTS = 2**31
+#: Most dimensions a tensor may declare (numpy's own limit is 64).
+MAX_RANK = 32
 
 
 @dataclass
@@ -106,7 +108,8 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
     Raises
     ------
     ModelFormatError
-        Negative or absurd dimensions, or a byte count that disagrees with the shape.
+        Negative or absurd dimensions, more than :data:`MAX_RANK` of them, or a byte count
+        that disagrees with the shape.
     """
     try:
         dims = [int(d) for d in shape]
@@ -114,6 +117,11 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
         raise ModelFormatError(
             f"{source}: tensor {name!r} has a shape that is not a list of integers: {shape!r}."
         ) from None
+    if len(dims) > MAX_RANK:
+        raise ModelFormatError(
+            f"{source}: tensor {name!r} declares {len(dims)} dimensions; at most {MAX_RANK} "
+            "are supported."
+        )
     if any(d < 0 for d in dims):
         raise ModelFormatError(f"{source}: tensor {name!r} declares negative dimensions {dims}.")
     count = 1
