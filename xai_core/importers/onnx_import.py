@@ -54,7 +54,7 @@ def build_onnx(
 ) -> nn.Graph:
     """The native network of an ONNX graph read by :func:`~xai_core.importers.onnx_reader.read_onnx`."""
     where = ir.meta.get("source", "the ONNX model")
-    check_supported(ir.nodes, {*OPS, *SHAPE_OPS}, "ONNX")
+    check_supported(ir.nodes, {*OPS, *SHAPE_OPS}, f"{where}: ONNX")
     g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout=_layout(ir), dtype=dtype)
     b = Builder(
         g, ir.initializers, where, opset=ir.meta.get("opset") or 13, batch=ir.meta.get("batch")

@@ -78,7 +78,7 @@ class Builder:
     def numbers(self, node: IRNode, name: str) -> np.ndarray:
         """A constant input holding numbers (not the batch size, not strings)."""
         v = np.asarray(self.value(node, name))
-        if v.dtype == object:
+        if name in self.shape:  # a folded shape holding the batch size
             raise self.fail(
                 node,
                 f"input {name!r} is computed from the batch size (x.shape[0] in PyTorch): "
@@ -86,9 +86,10 @@ class Builder:
                 "a network here cannot compute. Use a constant instead of the batch size.",
             )
         if v.dtype.kind not in "biuf":
+            kind = "strings" if v.dtype == object else f"{v.dtype} values"
             raise ModelFormatError(
-                f"{self.where}: {node.op} node {node.name!r}: input {name!r} holds {v.dtype} "
-                "values where numbers are expected."
+                f"{self.where}: {node.op} node {node.name!r}: input {name!r} holds {kind} "
+                "where numbers are expected."
             )
         return v
 
@@ -283,10 +284,15 @@ def _unary(make: Callable[[Builder, IRNode], Any]) -> Callable[[Builder, IRNode]
 
 def _clip(b: Builder, node: IRNode):
     lo, hi = node.attrs.get("min"), node.attrs.get("max")
-    if len(node.inputs) > 1 and node.inputs[1]:
-        lo = float(b.numbers(node, node.inputs[1]).reshape(-1)[0])
-    if len(node.inputs) > 2 and node.inputs[2]:
-        hi = float(b.numbers(node, node.inputs[2]).reshape(-1)[0])
+    for k, which in ((1, "min"), (2, "max")):
+        if len(node.inputs) > k and node.inputs[k]:
+            v = b.numbers(node, node.inputs[k])
+            if v.size != 1:
+                raise ModelFormatError(
+                    f"{b.where}: Clip node {node.name!r}: {which} has shape {v.shape}; it "
+                    "must be one value."
+                )
+            lo, hi = (float(v.reshape(-1)[0]), hi) if k == 1 else (lo, float(v.reshape(-1)[0]))
     if lo == 0.0 and hi == 6.0:
         return nn.ReLU6()
     return nn.Clip(lo, hi)
@@ -410,6 +416,11 @@ def op_transpose(b: Builder, node: IRNode) -> None:
         return
     rank = b.rank(node, node.inputs[0])
     perm = list(node.attrs.get("perm", range(rank - 1, -1, -1)))
+    if sorted(perm) != list(range(rank)):
+        raise ModelFormatError(
+            f"{b.where}: Transpose node {node.name!r}: perm {perm} is not a permutation of the "
+            f"{rank} axes of its input."
+        )
     if perm[0] != 0:
         raise b.fail(node, f"perm {perm} moves the batch axis.")
     b.add(node, nn.Transpose(tuple(p - 1 for p in perm[1:])), node.inputs[0])

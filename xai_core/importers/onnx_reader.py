@@ -74,7 +74,14 @@ def _tensor(t, where: str) -> np.ndarray:
     if t.HasField("raw_data"):
         check_size(t.name, t.dims, len(t.raw_data), dtype.itemsize, where)
     else:
-        fields = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+        fields = (
+            "float_data",
+            "int32_data",
+            "int64_data",
+            "double_data",
+            "uint64_data",
+            "string_data",
+        )
         stored = max(len(getattr(t, f)) for f in fields)
         count = check_size(t.name, t.dims, None, dtype.itemsize, where)
         if stored != count:

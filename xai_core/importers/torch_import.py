@@ -4,8 +4,9 @@ The module is exported by ``torch.onnx.export`` (the TorchScript exporter, which
 nothing beyond torch) to bytes in memory, with a dynamic batch axis, and imported by
 :func:`~xai_core.importers.onnx_import.from_onnx`. The imported network is then run on the
 example input, and on a second batch distributed unlike it, and must reproduce the
-module's output on both; the tracer's warnings about data-dependent control flow are an
-error (or, with ``strict_trace=False``, a warning naming the line).
+module's output on both. Where the tracer warns that the trace may hold one path only,
+the module is traced again on the second batch: a different network is refused, naming
+the lines the tracer warned about; the same one is imported with a warning naming them.
 """
 
 from __future__ import annotations
@@ -49,32 +50,15 @@ def _tracer_notes(caught: list[warnings.WarningMessage]) -> list[str]:
     return list(dict.fromkeys(notes))  # once each, in order
 
 
-def export_onnx(
-    module: Any, example: Any, *, opset: int = 17, fold: bool = False, strict: bool = True
-) -> bytes:
-    """The ONNX bytes of ``module`` traced on ``example`` (batch axis dynamic, eval mode).
-
-    With ``fold=False`` the exporter's constant folding is off, so each batch norm stays a
-    node of its own (as in the module) instead of being merged into the convolution.
-
-    The tracer records the operations ``example`` went through; where the module turns a
-    tensor into a Python value (``if x.sum() > 0``, ``float(x.max())``), the tracer
-    warns that the trace holds only the branch this example took. With ``strict=True``
-    (the default) that is an error naming each such line; with ``strict=False`` it is an
-    :class:`~xai_core.errors.XaiWarning` naming them.
-
-    Raises
-    ------
-    CapabilityError
-        With ``strict=True``, when the tracer warned (data-dependent control flow).
-    """
+def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, list[str]]:
+    """The ONNX bytes of ``module`` traced on ``example``, and the tracer's warnings."""
     torch = _torch()
     buf = io.BytesIO()
     was_training = module.training
     module.eval()
     try:
         with warnings.catch_warnings(record=True) as caught, torch.no_grad():
-            warnings.simplefilter("always")  # recorded: the tracer's warnings are read below
+            warnings.simplefilter("always")  # recorded: the tracer's own are read below
             torch.onnx.export(
                 module,
                 (example,),
@@ -88,24 +72,57 @@ def export_onnx(
             )
     finally:
         module.train(was_training)
-    notes = _tracer_notes(caught)
-    if notes:
-        lines = "; ".join(notes)
-        if strict:
-            raise CapabilityError(
-                f"the module's forward turns a tensor into a Python value, so the trace holds "
-                f"only the path example_input took and would be wrong for inputs that take "
-                f"another: {lines}. Write that step with tensor operations (torch.where, "
-                "torch.clamp, masks) instead of Python control flow on tensor values, or pass "
-                "strict_trace=False to import anyway (the network is then still checked "
-                "against the module on two batches)."
-            )
-        warnings.warn(
-            f"the tracer warned that the trace may hold only the path example_input took: {lines}.",
-            XaiWarning,
-            stacklevel=3,
+    return buf.getvalue(), _tracer_notes(caught)
+
+
+def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:
+    """The ONNX bytes of ``module`` traced on ``example`` (batch axis dynamic, eval mode).
+
+    With ``fold=False`` the exporter's constant folding is off, so each batch norm stays a
+    node of its own (as in the module) instead of being merged into the convolution. The
+    tracer's warnings are not reported here; :func:`from_torch` checks them.
+    """
+    return _trace(module, example, opset, fold)[0]
+
+
+_REWRITE = (
+    "Write that step with tensor operations (torch.where, torch.clamp, masks) instead of "
+    "Python control flow on tensor values."
+)
+
+
+def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], strict: bool) -> None:
+    """Refuse (or warn about) a trace the tracer warned may hold one path only.
+
+    The module is traced again on a second batch unlike ``example``: a different network
+    means the path depends on the input values, which is refused; the same network is
+    accepted with an :class:`~xai_core.errors.XaiWarning` naming the lines (a shape test
+    such as ``if x.shape[1] == 4`` warns too), unless ``strict``.
+    """
+    if not notes:
+        return
+    lines = "; ".join(notes)
+    if strict:
+        raise CapabilityError(
+            f"the tracer warned that the trace may hold only the path example_input took, "
+            f"and strict_trace=True refuses that: {lines}. {_REWRITE}"
         )
-    return buf.getvalue()
+    other, _ = _trace(module, _second_batch(example), 17, False)
+    if other != data:
+        raise CapabilityError(
+            f"the module takes another path on other inputs: traced on example_input and on a "
+            f"second batch (-2 * example_input plus noise) it gives two different networks, so "
+            f"either would be wrong for the other's inputs. The tracer warned at {lines}. "
+            f"{_REWRITE}"
+        )
+    warnings.warn(
+        f"the tracer warned that the trace may hold only the path example_input took: "
+        f"{lines}. Traced on a second batch (-2 * example_input plus noise) it gave the same "
+        "network, which is checked against the module on both batches; inputs unlike both "
+        "may still take another path (strict_trace=True refuses such modules).",
+        XaiWarning,
+        stacklevel=3,
+    )
 
 
 def _check_faithful(module: Any, net: nn.Graph, X: Any, batch: str) -> None:
@@ -138,13 +155,13 @@ def _check_faithful(module: Any, net: nn.Graph, X: Any, batch: str) -> None:
 
 
 def _second_batch(example: Any) -> Any:
-    """A batch distributed unlike ``example``: it sign-flipped and doubled, and noise of
-    its spread (so an all-zero example is still checked on other values)."""
+    """A batch of ``example``'s shape distributed unlike it: ``-2 * example`` plus noise of
+    its spread (of 1 for a constant example, so an all-zero one is checked on other values)."""
     torch = _torch()
     g = torch.Generator().manual_seed(0)
     spread = float(example.std()) if example.numel() > 1 else 0.0
     noise = torch.randn(example.shape, generator=g) * (spread if spread > 0 else 1.0)
-    return torch.cat([-2.0 * example, noise + float(example.mean())])
+    return -2.0 * example + noise
 
 
 def from_torch(
@@ -154,7 +171,7 @@ def from_torch(
     output_names: Sequence[str] | None = None,
     dtype: Any = "float32",
     fold_batch_norm: bool = True,
-    strict_trace: bool = True,
+    strict_trace: bool = False,
 ) -> nn.Graph:
     """Import a PyTorch module as a native graph network.
 
@@ -171,13 +188,17 @@ def from_torch(
     fold_batch_norm : bool, default=True
         Merge batch norms into the convolution or dense layer before them where they can
         be, as :func:`~xai_core.importers.from_onnx`.
-    strict_trace : bool, default=True
+    strict_trace : bool, default=False
         The module is traced on ``example_input``; where its forward turns a tensor into a
-        Python value (``if x.sum() > 0:``), the trace records only the path that example
-        took. ``True`` refuses such a module, naming each line the tracer warned about;
-        ``False`` imports it with an :class:`~xai_core.errors.XaiWarning` naming them.
-        Either way the network is checked against the module on ``example_input`` and on
-        a second batch unlike it (``-2 * example_input`` and noise of its spread).
+        Python value (``if x.sum() > 0:``, ``float(x.max())``, also ``if x.shape[1] ==
+        4:``), the tracer warns that the trace holds only the path that example took.
+        Then the module is traced again on a second batch unlike it (``-2 *
+        example_input`` plus noise of its spread): if that gives another network, the
+        path depends on the values and the module is refused, naming each line the tracer
+        warned about; if the same, it is imported with an
+        :class:`~xai_core.errors.XaiWarning` naming them. ``True`` refuses every module
+        the tracer warns about. Either way the network is checked against the module on
+        ``example_input`` and on the second batch.
 
     Returns
     -------
@@ -188,8 +209,9 @@ def from_torch(
     Raises
     ------
     CapabilityError
-        A module the exporter emits unsupported ONNX operators for (named); data-dependent
-        control flow (with ``strict_trace=True``); arithmetic on the batch size.
+        A module the exporter emits unsupported ONNX operators for (named); a path that
+        depends on the input values (or, with ``strict_trace=True``, any line the tracer
+        warns about), naming the lines; arithmetic on the batch size.
     ModelFormatError
         If the imported network does not reproduce the module on ``example_input`` or on
         the second batch.
@@ -205,14 +227,16 @@ def from_torch(
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
     example_input = example_input.detach().to(torch.float32)
+    data, notes = _trace(module, example_input, 17, False)
+    _check_trace(module, example_input, data, notes, strict_trace)
     net = from_onnx(
-        export_onnx(module, example_input, strict=strict_trace),
+        data,
         output_names=output_names,
         dtype=dtype,
         fold_batch_norm=fold_batch_norm,
     )
     _check_faithful(module, net, example_input, "example_input")
     _check_faithful(
-        module, net, _second_batch(example_input), "a second batch (-2 * example_input, noise)"
+        module, net, _second_batch(example_input), "a second batch (-2 * example_input plus noise)"
     )
     return net
