@@ -217,6 +217,14 @@ CASES: dict[str, tuple[Callable[[], bytes], tuple[type, tuple[str, ...]] | None]
         lambda: tensor("cnn_int8", 14, scale=np.array([0.5], S)),
         (ModelFormatError, ("operator 6 (SOFTMAX)", "scale 1/256, zero point -128")),
     ),
+    "rescaling-past-2**31": (
+        lambda: tensor("mlp_int8", 9, scale=np.array([1e30], S)),
+        (ModelFormatError, ("operator 1 (FULLY_CONNECTED): input 0's scale", "at most 2**31")),
+    ),
+    "concatenation-of-unlike-quantisations": (
+        lambda: tensor("separable_int8", 30, scale=np.array([0.5], S)),
+        (ModelFormatError, ("operator 14 (CONCATENATION): input 1, tensor 30", "does not rescale")),
+    ),
     # -- 10: graph structure --------------------------------------------------------------------
     "input-index-out-of-range": (
         lambda: operator("mlp_int8", 2, inputs=(99,)),

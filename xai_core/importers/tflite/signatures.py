@@ -16,8 +16,9 @@ numpy error, or, worse, computing something else:
 - quantisation, where the int8 kernels depend on it: every int8 tensor quantised, one
   scale per activation tensor, weights and biases symmetric (zero point 0, as TFLite's
   int8 specification requires) with one scale or one per output channel along the output
-  channel's axis, and an int8 ``SOFTMAX`` output at TFLite's fixed scale 1/256, zero
-  point -128;
+  channel's axis, rescalings (ratios of scales) that TFLite's fixed-point multipliers
+  represent, a ``CONCATENATION``'s inputs quantised as its output, and an int8
+  ``SOFTMAX`` output at TFLite's fixed scale 1/256, zero point -128;
 - options: strides, dilations and filter sizes of at least 1, a known padding and fused
   activation, a finite positive softmax ``Beta``, axes inside the tensor and off the
   batch axis;
@@ -420,6 +421,8 @@ def _check_types(op: _Op, sig: Signature) -> None:
             )
         if t.dtype in (_INT8, _UINT8) or (op.integer and k == 2 and sig.weights is not None):
             _check_scales(op, sig, role, t, k)
+    if op.integer:
+        _check_rescaling(op, sig, roles)
     if name == "SOFTMAX" and op.integer:
         if op.out.scale[0] != np.float32(1 / 256) or op.out.zero_point[0] != -128:
             raise op.fail(
@@ -427,6 +430,43 @@ def _check_types(op: _Op, sig: Signature) -> None:
                 f"point {int(op.out.zero_point[0])}; an int8 SOFTMAX writes scale 1/256, zero "
                 "point -128 (TFLite's fixed output quantisation)."
             )
+
+
+#: The largest rescaling TFLite's ``QuantizeMultiplier`` represents (a shift of 31 bits).
+MAX_RESCALE = 2.0**31
+
+
+def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
+    """The int8 kernels rescale by ratios of scales; refuse ratios past :data:`MAX_RESCALE`,
+    which TFLite's ``QuantizeMultiplier`` does not represent, and a CONCATENATION whose
+    inputs are quantised unlike its output (TFLite's int8 kernel does not rescale)."""
+    out = op.out
+    if out.scale is None or out.dtype not in (_INT8, _UINT8):
+        return  # DEQUANTIZE: the output is real
+    s_out = float(out.scale[0])
+    scales = [
+        (role, t, float(np.max(t.scale)))
+        for role, t, k in roles
+        if k is not None and t.scale is not None and not (k == 2 and sig.weights is not None)
+    ]
+    ratios = [(f"{role}'s scale", s / s_out) for role, t, s in scales]
+    if len(scales) > 1:
+        ratios.append(
+            ("the product of the inputs' scales", float(np.prod([s for *_, s in scales])) / s_out)
+        )
+    for what, ratio in ratios:
+        if not ratio < MAX_RESCALE:
+            raise op.fail(
+                f"{what} over the output's, {tensor_label(out)}, is {ratio:.3g}; TFLite's int8 "
+                f"kernels rescale by at most 2**31."
+            )
+    if op.op.op == "CONCATENATION":
+        for role, t, _ in scales:
+            if float(t.scale[0]) != s_out or int(t.zero_point[0]) != int(out.zero_point[0]):
+                raise op.fail(
+                    f"{role}, {tensor_label(t)}, is quantised unlike the output, which "
+                    "TFLite's int8 CONCATENATION does not rescale."
+                )
 
 
 def _check_scales(op: _Op, sig: Signature, role: str, t: TensorInfo, k: int | None) -> None:
