@@ -295,6 +295,15 @@ def test_hostile_onnx(tmp_path: Path, case: str) -> None:
         assert w in text, (w, text)
 
 
+def test_a_file_over_2_gib_is_not_read(tmp_path: Path) -> None:
+    """A sparse 2 GiB + 1 byte file is refused from its size, before a byte is read."""
+    path = tmp_path / "huge.onnx"
+    with open(path, "wb") as fh:
+        fh.truncate(2**31 + 1)
+    with pytest.raises(ModelFormatError, match=r"huge.onnx holds 2,147,483,649 bytes, over"):
+        xai.from_onnx(path)
+
+
 def test_a_shared_constant_is_one_node() -> None:
     """2000 Add nodes reading one initializer hold it once, not 2000 copies."""
     net = xai.from_onnx(chain(4000))

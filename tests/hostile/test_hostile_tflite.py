@@ -412,6 +412,15 @@ def test_hostile_tflite(tmp_path: Path, case: str) -> None:
         assert w in text, (w, text)
 
 
+def test_a_file_over_2_gb_is_not_read(tmp_path: Path) -> None:
+    """A sparse file past the flatbuffer format's 2 GB is refused from its size."""
+    path = tmp_path / "huge.tflite"
+    with open(path, "wb") as fh:
+        fh.truncate(2**31 + 1)
+    with pytest.raises(ModelFormatError, match="huge.tflite is over 2 GB"):
+        xai.from_tflite(path)
+
+
 def test_a_refused_huge_file_allocates_nothing() -> None:
     """A 300-byte file declaring 2**40 values per sample is refused before anything is allocated."""
     import tracemalloc

@@ -20,6 +20,9 @@ from xai_core.optional import require
 
 __all__ = ["read_onnx", "load_onnx_model"]
 
+#: Largest ``.onnx`` file read: protobuf's own limit on one message (2 GiB).
+MAX_FILE_BYTES = 2**31
+
 
 def _onnx():
     return require("onnx", extra="import", need="reading ONNX")
@@ -37,6 +40,11 @@ def load_onnx_model(source: Any):
         if not path.is_file():
             raise ValidationError(
                 f"path_or_model must be an ONNX file; {str(path)!r} is not a file."
+            )
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ModelFormatError(
+                f"{path.name} holds {path.stat().st_size:,} bytes, over the 2 GiB a protobuf "
+                "ONNX file can hold; it is not read."
             )
         data, where = path.read_bytes(), path.name
     elif hasattr(source, "read"):
