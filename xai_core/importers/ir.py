@@ -20,6 +20,8 @@ __all__ = ["IRNode", "IRGraph", "check_supported", "check_size"]
 
 #: Largest tensor a model file may declare, in elements (about 8 GB of float32).
 MAX_ELEMENTS = 2**31
+#: Most dimensions a tensor may declare (numpy's own limit is 64).
+MAX_RANK = 32
 
 
 @dataclass
@@ -117,7 +119,8 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
     Raises
     ------
     ModelFormatError
-        Negative or absurd dimensions, or a byte count that disagrees with the shape.
+        Negative or absurd dimensions, more than :data:`MAX_RANK` of them, or a byte count
+        that disagrees with the shape.
     """
     try:
         dims = [int(d) for d in shape]
@@ -125,6 +128,11 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
         raise ModelFormatError(
             f"{source}: tensor {name!r} has a shape that is not a list of integers: {shape!r}."
         ) from None
+    if len(dims) > MAX_RANK:
+        raise ModelFormatError(
+            f"{source}: tensor {name!r} declares {len(dims)} dimensions; at most {MAX_RANK} "
+            "are supported."
+        )
     if any(d < 0 for d in dims):
         raise ModelFormatError(f"{source}: tensor {name!r} declares negative dimensions {dims}.")
     count = 1
@@ -143,13 +151,29 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
     return count
 
 
-def unique_node_name(graph: Any, base: str) -> str:
-    """``base``, or ``base_2``, ``base_3`` ...: the first name no node of ``graph`` has yet."""
-    name, k = base, 1
-    taken = {n.name for n in graph.nodes} | {graph.input_name}
-    while name in taken:
+def unique_node_name(graph: Any, base: str, counters: dict[str, int] | None = None) -> str:
+    """``base``, or ``base_2``, ``base_3`` ...: the first name no node of ``graph`` has yet.
+
+    Parameters
+    ----------
+    graph : xai_core.nn.Graph
+        The graph being built (its names are looked up, not scanned).
+    base : str
+        The name wanted.
+    counters : dict of str to int, optional
+        The last suffix given for each base, kept by the caller across calls so that many
+        nodes of one name (a file may repeat a name any number of times) are numbered in
+        constant time each instead of by counting up from 2 every time.
+    """
+    if not graph.has_node(base):
+        return base
+    k = counters.get(base, 1) if counters is not None else 1
+    name = base
+    while graph.has_node(name):
         k += 1
         name = f"{base}_{k}"
+    if counters is not None:
+        counters[base] = k
     return name
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import ValidationError
+from xai_core.errors import ModelFormatError, ValidationError, XaiError
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -59,11 +59,21 @@ def build_onnx(
     where = ir.meta.get("source", "the ONNX model")
     opset = ir.meta.get("opset") or 13
     converters = {node.op: find_converter(node.op, opset) for node in ir.nodes}
-    check_supported(ir.nodes, set(supported_ops(opset)), f"ONNX (opset {opset})")
+    check_supported(ir.nodes, set(supported_ops(opset)), f"{where}: ONNX (opset {opset})")
     g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout=_layout(ir), dtype=dtype)
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
     for node in ir.nodes:
-        converters[node.op].fn(b, node)
+        try:
+            converters[node.op].fn(b, node)
+        except XaiError:
+            raise
+        except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as exc:
+            # an attribute or constant of a form the converter cannot read (a perm out of
+            # range, a missing kernel_shape, a list where a number belongs)
+            raise ModelFormatError(
+                f"{where}: {node.op} node {node.name!r} has inputs or attributes that cannot "
+                f"be read: {type(exc).__name__}: {exc}"
+            ) from exc
         check_declared(b, node, ir.declared)
     if ir.output_name not in b.act:
         raise ValidationError(
@@ -124,4 +134,6 @@ def from_onnx(
     ir = read_onnx(path_or_model)
     ir.meta.setdefault("class_names", _class_names(ir.meta.get("metadata", {})))
     net = build_onnx(ir, output_names=output_names, dtype=dtype)
-    return net.fold_batch_norm() if fold_batch_norm else net
+    if fold_batch_norm and any(isinstance(n.layer, nn.BatchNormalization) for n in net.nodes):
+        return net.fold_batch_norm()  # a copy: skipped when there is nothing to fold
+    return net

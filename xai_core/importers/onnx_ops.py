@@ -55,6 +55,9 @@ class Builder:
         self.const: dict[str, np.ndarray] = dict(initializers)
         self.shape: dict[str, np.ndarray] = {}
         self.act: dict[str, str] = {graph.input_name: graph.input_name}
+        self._suffixes: dict[str, int] = {}  # for unique_node_name
+        self._constants: dict[tuple[str, int], str] = {}  # (tensor, rank) -> Constant node
+        self._made: set[str] = set()  # native nodes added by this builder
 
     # -- what a tensor is ---------------------------------------------------------------
     def fail(self, node: IRNode, message: str) -> CapabilityError:
@@ -73,6 +76,24 @@ class Builder:
             node, f"input {name!r} must be a constant here; it is computed at run time."
         )
 
+    def numbers(self, node: IRNode, name: str) -> np.ndarray:
+        """A constant input holding numbers (not the batch size, not strings)."""
+        v = np.asarray(self.value(node, name))
+        if name in self.shape:  # a folded shape holding the batch size
+            raise self.fail(
+                node,
+                f"input {name!r} is computed from the batch size (x.shape[0] in PyTorch): "
+                "each sample's output would depend on how many samples share its batch, which "
+                "a network here cannot compute. Use a constant instead of the batch size.",
+            )
+        if v.dtype.kind not in "biuf":
+            kind = "strings" if v.dtype == object else f"{v.dtype} values"
+            raise ModelFormatError(
+                f"{self.where}: {node.op} node {node.name!r}: input {name!r} holds {kind} "
+                "where numbers are expected."
+            )
+        return v
+
     def ints(self, node: IRNode, name: str) -> list[int]:
         v = self.value(node, name)
         if v.dtype == object:
@@ -90,17 +111,35 @@ class Builder:
 
     def add(self, node: IRNode, layer, inputs, *, suffix: str = "") -> str:
         """Add ``layer`` reading ``inputs`` (ONNX names or node names); map the output."""
-        ins = [self.act.get(i, i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
+        ins = [self._node_name(node, i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
         name = self.g.add(layer, ins, name=self.unique(node.name + suffix))
+        self._made.add(name)
         if not suffix:
             self.act[node.outputs[0]] = name
         return name
 
-    def unique(self, base: str) -> str:
-        return unique_node_name(self.g, base)
+    def _node_name(self, node: IRNode, name: str) -> str:
+        """The native node an input names: an ONNX activation's, or a node made here."""
+        if name in self.act:
+            return self.act[name]
+        if name in self._made:
+            return name
+        raise self.fail(node, f"input {name!r} must be computed from the network input.")
 
-    def constant_node(self, node: IRNode, value: np.ndarray, rank: int) -> str:
-        """A ``Constant`` node for an operand of a batched tensor of ``rank`` axes."""
+    def unique(self, base: str) -> str:
+        return unique_node_name(self.g, base, self._suffixes)
+
+    def constant_node(self, node: IRNode, name: str, rank: int) -> str:
+        """A ``Constant`` node holding the constant tensor ``name``, an operand of a batched
+        tensor of ``rank`` axes.
+
+        One node per tensor and rank, however many nodes read it: a weight read by
+        thousands of ``Add`` nodes is held once.
+        """
+        key = (name, rank)
+        if key in self._constants:
+            return self._constants[key]
+        value = self.numbers(node, name)
         value = np.asarray(value, dtype=self.g.dtype)
         if value.ndim == rank:
             if value.shape[0] != 1:
@@ -108,7 +147,10 @@ class Builder:
                     node, f"a constant of shape {value.shape} varies along the batch axis."
                 )
             value = value[0]
-        return self.g.add(nn.Constant(value), [], name=self.unique(node.name + "/const"))
+        made = self.g.add(nn.Constant(value), [], name=self.unique(node.name + "/const"))
+        self._constants[key] = made
+        self._made.add(made)
+        return made
 
     def alias(self, node: IRNode, source: str) -> None:
         if source in self.act:
@@ -174,11 +216,11 @@ def op_gemm(b: Builder, node: IRNode) -> None:
     a = node.attrs
     if a.get("transA", 0):
         raise b.fail(node, "transA=1 is not supported (the batch must be the rows of A).")
-    w = np.asarray(b.value(node, node.inputs[1]), dtype=np.float64) * a.get("alpha", 1.0)
+    w = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64) * a.get("alpha", 1.0)
     w = w.T if a.get("transB", 0) else w
     bias = None
     if len(node.inputs) > 2 and node.inputs[2]:
-        c = np.asarray(b.value(node, node.inputs[2]), dtype=np.float64) * a.get("beta", 1.0)
+        c = np.asarray(b.numbers(node, node.inputs[2]), dtype=np.float64) * a.get("beta", 1.0)
         if c.ndim == 2 and c.shape[0] != 1:
             raise b.fail(node, f"a bias C of shape {c.shape} varies along the batch axis.")
         bias = np.broadcast_to(c.reshape(-1), (w.shape[1],))
@@ -196,14 +238,14 @@ def _dense(b: Builder, node: IRNode, w: np.ndarray, bias) -> None:
 def op_matmul(b: Builder, node: IRNode) -> None:
     if not b.is_act(node.inputs[0]) or b.is_act(node.inputs[1]):
         raise b.fail(node, "only activation @ constant matrix is supported.")
-    w = np.asarray(b.value(node, node.inputs[1]))
+    w = b.numbers(node, node.inputs[1])
     if w.ndim != 2:
         raise b.fail(node, f"the constant matrix must be 2-D; got shape {w.shape}.")
     _dense(b, node, w, None)
 
 
 def op_conv(b: Builder, node: IRNode) -> None:
-    w = np.asarray(b.value(node, node.inputs[1]))
+    w = b.numbers(node, node.inputs[1])
     if w.ndim != 4:
         raise b.fail(node, f"only 2-D convolutions are supported; the weight has shape {w.shape}.")
     kernel, strides, dilations = _kernel_attrs(b, node, node.attrs.get("kernel_shape", w.shape[2:]))
@@ -221,14 +263,14 @@ def op_conv(b: Builder, node: IRNode) -> None:
     name = b.add(node, layer, node.inputs[0])
     params = {"weight": w}
     if has_bias:
-        params["bias"] = b.value(node, node.inputs[2])
+        params["bias"] = b.numbers(node, node.inputs[2])
     b.g.set_params(name, **params)
 
 
 def op_batchnorm(b: Builder, node: IRNode) -> None:
     if node.attrs.get("training_mode", 0):
         raise b.fail(node, "training_mode=1 is not supported; export the model in eval mode.")
-    scale, bias, mean, var = (b.value(node, i) for i in node.inputs[1:5])
+    scale, bias, mean, var = (b.numbers(node, i) for i in node.inputs[1:5])
     layer = nn.BatchNormalization(epsilon=_f32(node.attrs.get("epsilon", 1e-5)), axis=0)
     name = b.add(node, layer, node.inputs[0])
     b.g.set_params(name, gamma=scale, beta=bias, mean=mean, variance=var)
@@ -243,10 +285,15 @@ def _unary(make: Callable[[Builder, IRNode], Any]) -> Callable[[Builder, IRNode]
 
 def _clip(b: Builder, node: IRNode):
     lo, hi = node.attrs.get("min"), node.attrs.get("max")
-    if len(node.inputs) > 1 and node.inputs[1]:
-        lo = float(np.asarray(b.value(node, node.inputs[1])))
-    if len(node.inputs) > 2 and node.inputs[2]:
-        hi = float(np.asarray(b.value(node, node.inputs[2])))
+    for k, which in ((1, "min"), (2, "max")):
+        if len(node.inputs) > k and node.inputs[k]:
+            v = b.numbers(node, node.inputs[k])
+            if v.size != 1:
+                raise ModelFormatError(
+                    f"{b.where}: Clip node {node.name!r}: {which} has shape {v.shape}; it "
+                    "must be one value."
+                )
+            lo, hi = (float(v.reshape(-1)[0]), hi) if k == 1 else (lo, float(v.reshape(-1)[0]))
     if lo == 0.0 and hi == 6.0:
         return nn.ReLU6()
     return nn.Clip(lo, hi)
@@ -308,7 +355,7 @@ def _binary(op_name: str) -> Callable[[Builder, IRNode], None]:
         if op_name == "Div" and b.is_act(y):
             raise b.fail(node, "only division by a constant is supported.")
         rank = b.rank(node, x if b.is_act(x) else y)
-        ins = [i if b.is_act(i) else b.constant_node(node, b.value(node, i), rank) for i in (x, y)]
+        ins = [i if b.is_act(i) else b.constant_node(node, i, rank) for i in (x, y)]
         layer = {"Add": nn.Add, "Sub": nn.Subtract, "Mul": nn.Multiply, "Div": nn.Divide}
         b.add(node, layer[op_name](), ins)
 
@@ -327,7 +374,7 @@ def op_concat(b: Builder, node: IRNode) -> None:
         (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
         return
     rank = b.rank(node, next(i for i in node.inputs if b.is_act(i)))
-    ins = [i if b.is_act(i) else b.constant_node(node, b.value(node, i), rank) for i in node.inputs]
+    ins = [i if b.is_act(i) else b.constant_node(node, i, rank) for i in node.inputs]
     b.add(node, nn.Concatenate(axis=_axis(b, node, axis, rank)), ins)
 
 
@@ -370,6 +417,11 @@ def op_transpose(b: Builder, node: IRNode) -> None:
         return
     rank = b.rank(node, node.inputs[0])
     perm = list(node.attrs.get("perm", range(rank - 1, -1, -1)))
+    if sorted(perm) != list(range(rank)):
+        raise ModelFormatError(
+            f"{b.where}: Transpose node {node.name!r}: perm {perm} is not a permutation of the "
+            f"{rank} axes of its input."
+        )
     if perm[0] != 0:
         raise b.fail(node, f"perm {perm} moves the batch axis.")
     b.add(node, nn.Transpose(tuple(p - 1 for p in perm[1:])), node.inputs[0])
@@ -383,7 +435,7 @@ def op_pad(b: Builder, node: IRNode) -> None:
     pads = b.ints(node, node.inputs[1]) if len(node.inputs) > 1 else list(node.attrs["pads"])
     value = 0.0
     if len(node.inputs) > 2 and node.inputs[2]:
-        value = float(np.asarray(b.value(node, node.inputs[2])).reshape(-1)[0])
+        value = float(b.numbers(node, node.inputs[2]).reshape(-1)[0])
     value = float(node.attrs.get("value", value))
     axes = list(range(rank))
     if len(node.inputs) > 3 and node.inputs[3]:

@@ -7,6 +7,7 @@ are refused. ``Constant`` nodes become initialisers.
 
 from __future__ import annotations
 
+import heapq
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from xai_core.importers.ir import IRGraph, IRNode, check_size
 from xai_core.optional import require
 
 __all__ = ["read_onnx", "load_onnx_model"]
+
+#: Largest ``.onnx`` file read: protobuf's own limit on one message (2 GiB).
+MAX_FILE_BYTES = 2**31
 
 
 def _onnx():
@@ -36,6 +40,11 @@ def load_onnx_model(source: Any):
         if not path.is_file():
             raise ValidationError(
                 f"path_or_model must be an ONNX file; {str(path)!r} is not a file."
+            )
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ModelFormatError(
+                f"{path.name} holds {path.stat().st_size:,} bytes, over the 2 GiB a protobuf "
+                "ONNX file can hold; it is not read."
             )
         data, where = path.read_bytes(), path.name
     elif hasattr(source, "read"):
@@ -73,7 +82,14 @@ def _tensor(t, where: str) -> np.ndarray:
     if t.HasField("raw_data"):
         check_size(t.name, t.dims, len(t.raw_data), dtype.itemsize, where)
     else:
-        fields = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+        fields = (
+            "float_data",
+            "int32_data",
+            "int64_data",
+            "double_data",
+            "uint64_data",
+            "string_data",
+        )
         stored = max(len(getattr(t, f)) for f in fields)
         count = check_size(t.name, t.dims, None, dtype.itemsize, where)
         if stored != count:
@@ -84,8 +100,7 @@ def _tensor(t, where: str) -> np.ndarray:
     return np.array(numpy_helper.to_array(t))
 
 
-def _attrs(node, where: str) -> dict[str, Any]:
-    onnx = _onnx()
+def _attrs(node, where: str, onnx: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.TENSOR:
@@ -131,6 +146,131 @@ def _constant_value(node, attrs: dict[str, Any], where: str) -> np.ndarray:
     )
 
 
+def _node_label(node: IRNode, i: int) -> str:
+    """``node 3 (Add 'name')``: how messages name a node of the file."""
+    return f"node {i} ({node.op} {node.name!r})" if node.name else f"node {i} ({node.op})"
+
+
+def _node_order(
+    nodes: list[IRNode], input_name: str, initializers: dict[str, Any], where: str
+) -> list[int]:
+    """The nodes' indices in an order where each reads only tensors written before it.
+
+    Every tensor must have one writer: the graph input, an initializer or a single node
+    output (onnxruntime refuses a second writer, and which value a reader would get is not
+    defined). Nodes are kept in file order where they already are in order (ONNX asks
+    for that); otherwise they are sorted the way onnxruntime sorts them, a node after
+    the writers of its inputs (O(n log n) in the number of nodes).
+
+    Raises
+    ------
+    ModelFormatError
+        A tensor written twice, a node writing nothing, a node reading a tensor nothing
+        writes, or a cycle.
+    """
+    writer: dict[str, int] = {}  # tensor -> the node writing it
+    for i, node in enumerate(nodes):
+        outs = [o for o in node.outputs if o]
+        if not outs:
+            raise ModelFormatError(f"{where}: {_node_label(node, i)} writes no tensor.")
+        for o in outs:
+            first = (
+                "the graph input"
+                if o == input_name
+                else "an initializer"
+                if o in initializers
+                else _node_label(nodes[writer[o]], writer[o])
+                if o in writer
+                else None
+            )
+            if first is not None:
+                raise ModelFormatError(
+                    f"{where}: tensor {o!r} is written twice: by {first} and by "
+                    f"{_node_label(node, i)}; each tensor must have one writer."
+                )
+            writer[o] = i
+    waiting: list[int] = []  # per node, how many of its inputs are not yet written
+    readers: dict[str, list[int]] = {}
+    ready: list[int] = []
+    for i, node in enumerate(nodes):
+        pending = set()
+        for name in node.inputs:
+            if not name or name in initializers or name == input_name:
+                continue
+            if name not in writer:
+                raise ModelFormatError(
+                    f"{where}: {_node_label(node, i)} reads tensor {name!r}, which no node, "
+                    "initializer or graph input writes."
+                )
+            pending.add(name)
+        for name in pending:
+            readers.setdefault(name, []).append(i)
+        waiting.append(len(pending))
+        if not pending:
+            ready.append(i)
+    heapq.heapify(ready)  # smallest index first: file order wherever it is already valid
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for o in nodes[i].outputs:
+            for j in readers.get(o, ()):
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    heapq.heappush(ready, j)
+    if len(order) != len(nodes):
+        stuck = min(set(range(len(nodes))) - set(order))
+        raise ModelFormatError(
+            f"{where}: {_node_label(nodes[stuck], stuck)} depends on its own output (the "
+            "nodes form a cycle)."
+        )
+    return order
+
+
+def _check_schema(
+    node: IRNode, proto: Any, i: int, opset: int, schemas: dict[str, Any], where: str
+) -> None:
+    """The node's input and output counts and required attributes, against ONNX's schema.
+
+    Operators ONNX does not know are left to the supported-operator check.
+    """
+    import onnx.defs
+
+    op = node.op
+    if op not in schemas:
+        try:
+            schemas[op] = onnx.defs.get_schema(op, opset, "")
+        except Exception:  # SchemaError: not an ONNX operator at this opset
+            schemas[op] = None
+    schema = schemas[op]
+    if schema is None:
+        return
+    for kind, got, lo, hi in (
+        ("inputs", len(node.inputs), schema.min_input, schema.max_input),
+        ("outputs", len(node.outputs), schema.min_output, schema.max_output),
+    ):
+        if not lo <= got <= hi:
+            takes = f"{lo}" if lo == hi else f"{lo} to {hi}" if hi < 2**31 - 1 else f"{lo} or more"
+            raise ModelFormatError(
+                f"{where}: {_node_label(node, i)} has {got} {kind}; {op} takes {takes} (ONNX "
+                f"opset {opset})."
+            )
+    if not all(node.inputs[: schema.min_input]):
+        k = node.inputs.index("")
+        raise ModelFormatError(
+            f"{where}: {_node_label(node, i)} leaves its required input {k} empty."
+        )
+    required = [name for name, attr in schema.attributes.items() if attr.required]
+    if required:
+        given = {a.name for a in proto.attribute}
+        for name in required:
+            if name not in given:
+                raise ModelFormatError(
+                    f"{where}: {_node_label(node, i)} lacks the attribute {name!r}, which {op} "
+                    "requires."
+                )
+
+
 def read_onnx(source: Any) -> IRGraph:
     """Read an ONNX model (path, bytes or ModelProto) into an :class:`IRGraph`.
 
@@ -138,14 +278,19 @@ def read_onnx(source: Any) -> IRGraph:
     ------
     ModelFormatError
         Not an ONNX model, a tensor whose declared shape disagrees with its data, external
-        weights, or no single input of known per-sample shape.
+        weights, no single input of known per-sample shape, or a graph whose nodes do not
+        fit together (a tensor written twice, read but never written, a cycle).
     CapabilityError
         Several inputs or outputs, an operator outside the default domain, control flow.
     """
     onnx = _onnx()
     model, where = load_onnx_model(source)
     graph = model.graph
-    initializers = {t.name: _tensor(t, where) for t in graph.initializer}
+    initializers: dict[str, np.ndarray] = {}
+    for t in graph.initializer:
+        if t.name in initializers:
+            raise ModelFormatError(f"{where}: two initializers are named {t.name!r}.")
+        initializers[t.name] = _tensor(t, where)
     inputs = [vi for vi in graph.input if vi.name not in initializers]
     if len(inputs) != 1:
         raise CapabilityError(
@@ -163,19 +308,33 @@ def read_onnx(source: Any) -> IRGraph:
             f"{where}: input {inputs[0].name!r} must have shape (batch, *sample) with known "
             f"sample sizes; it declares {dims}."
         )
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    protos = list(graph.node)
+    parsed = [IRNode(p.op_type, p.name, list(p.input), list(p.output)) for p in protos]
+    order = _node_order(parsed, inputs[0].name, initializers, where)
+    names = {o.name for o in graph.output}
+    missing = names - {inputs[0].name, *initializers, *(o for n in parsed for o in n.outputs)}
+    if missing:
+        raise ModelFormatError(
+            f"{where}: the graph output {sorted(missing)[0]!r} is written by no node, "
+            "initializer or graph input."
+        )
+    schemas: dict[str, Any] = {}
     nodes: list[IRNode] = []
-    for i, node in enumerate(graph.node):
-        name = node.name or f"{node.op_type.lower()}_{i}"
-        if node.domain not in ("", "ai.onnx"):
+    for i in order:
+        node, proto = parsed[i], protos[i]
+        if proto.domain not in ("", "ai.onnx"):
             raise CapabilityError(
-                f"{where}: operator {node.op_type!r} (node {name!r}) is from the domain "
-                f"{node.domain!r}; only the default ONNX domain is supported."
+                f"{where}: operator {node.op!r} ({_node_label(node, i)}) is from the domain "
+                f"{proto.domain!r}; only the default ONNX domain is supported."
             )
-        attrs = _attrs(node, where)
-        if node.op_type == "Constant":
-            initializers[node.output[0]] = _constant_value(node, attrs, where)
+        _check_schema(node, proto, i, opset or 13, schemas, where)
+        node.name = node.name or f"{node.op.lower()}_{i}"
+        node.attrs = _attrs(proto, where, onnx)
+        if node.op == "Constant":
+            initializers[node.outputs[0]] = _constant_value(proto, node.attrs, where)
             continue
-        nodes.append(IRNode(node.op_type, name, list(node.input), list(node.output), attrs))
+        nodes.append(node)
 
     declared: dict[str, tuple[int, ...]] = {}
     try:
@@ -187,7 +346,6 @@ def read_onnx(source: Any) -> IRGraph:
         d = _dims(vi)
         if d and all(isinstance(x, int) and x > 0 for x in d[1:]):
             declared[vi.name] = tuple(d[1:])
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     return IRGraph(
         nodes=nodes,
         initializers=initializers,

@@ -3,8 +3,10 @@
 The module is exported by ``torch.onnx.export`` (the TorchScript exporter, which needs
 nothing beyond torch) to bytes in memory, with a dynamic batch axis, and imported by
 :func:`~xai_core.importers.onnx_import.from_onnx`. The imported network is then run on the
-example input and must reproduce the module's output, so a silently unfaithful import
-cannot happen.
+example input, and on a second batch distributed unlike it, and must reproduce the
+module's output on both. Where the tracer warns that the trace may hold one path only,
+the module is traced again on the second batch: a different network is refused, naming
+the lines the tracer warned about; the same one is imported with a warning naming them.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 import io
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from xai_core import nn
-from xai_core.errors import ModelFormatError, ValidationError
+from xai_core.errors import CapabilityError, ModelFormatError, ValidationError, XaiWarning
 from xai_core.importers.onnx_import import from_onnx
 from xai_core.optional import require
 
@@ -31,19 +34,31 @@ def _torch():
     return require("torch", extra="import", need="from_torch")
 
 
-def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:
-    """The ONNX bytes of ``module`` traced on ``example`` (batch axis dynamic, eval mode).
+def _tracer_notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Each tracer warning as ``file:line (`source`): message``, first sentence only."""
+    import linecache
 
-    With ``fold=False`` the exporter's constant folding is off, so each batch norm stays a
-    node of its own (as in the module) instead of being merged into the convolution.
-    """
+    torch = _torch()
+    notes = []
+    for w in caught:
+        if not issubclass(w.category, torch.jit.TracerWarning):
+            continue
+        text = str(w.message).split(". ")[0].rstrip(".")
+        source = linecache.getline(w.filename, w.lineno).strip()
+        where = f"{Path(w.filename).name}:{w.lineno}"
+        notes.append(f"{where} (`{source}`): {text}" if source else f"{where}: {text}")
+    return list(dict.fromkeys(notes))  # once each, in order
+
+
+def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, list[str]]:
+    """The ONNX bytes of ``module`` traced on ``example``, and the tracer's warnings."""
     torch = _torch()
     buf = io.BytesIO()
     was_training = module.training
     module.eval()
     try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the exporter's deprecation and tracer notes
+        with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+            warnings.simplefilter("always")  # recorded: the tracer's own are read below
             torch.onnx.export(
                 module,
                 (example,),
@@ -57,7 +72,96 @@ def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = Fals
             )
     finally:
         module.train(was_training)
-    return buf.getvalue()
+    return buf.getvalue(), _tracer_notes(caught)
+
+
+def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:
+    """The ONNX bytes of ``module`` traced on ``example`` (batch axis dynamic, eval mode).
+
+    With ``fold=False`` the exporter's constant folding is off, so each batch norm stays a
+    node of its own (as in the module) instead of being merged into the convolution. The
+    tracer's warnings are not reported here; :func:`from_torch` checks them.
+    """
+    return _trace(module, example, opset, fold)[0]
+
+
+_REWRITE = (
+    "Write that step with tensor operations (torch.where, torch.clamp, masks) instead of "
+    "Python control flow on tensor values."
+)
+
+
+def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], strict: bool) -> None:
+    """Refuse (or warn about) a trace the tracer warned may hold one path only.
+
+    The module is traced again on a second batch unlike ``example``: a different network
+    means the path depends on the input values, which is refused; the same network is
+    accepted with an :class:`~xai_core.errors.XaiWarning` naming the lines (a shape test
+    such as ``if x.shape[1] == 4`` warns too), unless ``strict``.
+    """
+    if not notes:
+        return
+    lines = "; ".join(notes)
+    if strict:
+        raise CapabilityError(
+            f"the tracer warned that the trace may hold only the path example_input took, "
+            f"and strict_trace=True refuses that: {lines}. {_REWRITE}"
+        )
+    other, _ = _trace(module, _second_batch(example), 17, False)
+    if other != data:
+        raise CapabilityError(
+            f"the module takes another path on other inputs: traced on example_input and on a "
+            f"second batch (-2 * example_input plus noise) it gives two different networks, so "
+            f"either would be wrong for the other's inputs. The tracer warned at {lines}. "
+            f"{_REWRITE}"
+        )
+    warnings.warn(
+        f"the tracer warned that the trace may hold only the path example_input took: "
+        f"{lines}. Traced on a second batch (-2 * example_input plus noise) it gave the same "
+        "network, which is checked against the module on both batches; inputs unlike both "
+        "may still take another path (strict_trace=True refuses such modules).",
+        XaiWarning,
+        stacklevel=3,
+    )
+
+
+def _check_faithful(module: Any, net: nn.Graph, X: Any, batch: str) -> None:
+    """Raise unless ``net`` reproduces ``module`` on the batch ``X`` (float32 tensor)."""
+    torch = _torch()
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            want = module(X).detach().cpu().numpy().reshape(len(X), -1)
+    finally:
+        module.train(was_training)
+    got = net.predict(X.numpy())
+    finite = np.isfinite(want)
+    if got.shape != want.shape:
+        raise ModelFormatError(
+            f"the imported network gives outputs of shape {got.shape} on {batch}; the module "
+            f"gives {want.shape}."
+        )
+    scale = max(float(np.abs(want[finite]).max(initial=0.0)), 1.0)
+    diff = np.abs(got - want)[finite]
+    err = float(diff.max(initial=0.0)) if np.isfinite(got[finite]).all() else float("inf")
+    if not err <= FAITHFUL_RTOL * scale:
+        raise ModelFormatError(
+            f"the imported network differs from the module on {batch} by {err:.3g} "
+            f"(allowed {FAITHFUL_RTOL * scale:.3g}): the module computes something its trace "
+            "on example_input did not record (control flow on tensor values, or an output "
+            "that depends on the batch)."
+        )
+
+
+def _second_batch(example: Any) -> Any:
+    """A batch of ``example``'s shape distributed unlike it: ``-2 * example`` plus noise of
+    its spread (of 1 for a constant example, so an all-zero one is checked on other values)."""
+    torch = _torch()
+    g = torch.Generator().manual_seed(0)
+    spread = float(example.std()) if example.numel() > 1 else 0.0
+    noise = torch.randn(example.shape, generator=g) * (spread if spread > 0 else 1.0)
+    return -2.0 * example + noise
 
 
 def from_torch(
@@ -67,6 +171,7 @@ def from_torch(
     output_names: Sequence[str] | None = None,
     dtype: Any = "float32",
     fold_batch_norm: bool = True,
+    strict_trace: bool = False,
 ) -> nn.Graph:
     """Import a PyTorch module as a native graph network.
 
@@ -83,6 +188,17 @@ def from_torch(
     fold_batch_norm : bool, default=True
         Merge batch norms into the convolution or dense layer before them where they can
         be, as :func:`~xai_core.importers.from_onnx`.
+    strict_trace : bool, default=False
+        The module is traced on ``example_input``; where its forward turns a tensor into a
+        Python value (``if x.sum() > 0:``, ``float(x.max())``, also ``if x.shape[1] ==
+        4:``), the tracer warns that the trace holds only the path that example took.
+        Then the module is traced again on a second batch unlike it (``-2 *
+        example_input`` plus noise of its spread): if that gives another network, the
+        path depends on the values and the module is refused, naming each line the tracer
+        warned about; if the same, it is imported with an
+        :class:`~xai_core.errors.XaiWarning` naming them. ``True`` refuses every module
+        the tracer warns about. Either way the network is checked against the module on
+        ``example_input`` and on the second batch.
 
     Returns
     -------
@@ -93,9 +209,12 @@ def from_torch(
     Raises
     ------
     CapabilityError
-        A module the exporter emits unsupported ONNX operators for (named).
+        A module the exporter emits unsupported ONNX operators for (named); a path that
+        depends on the input values (or, with ``strict_trace=True``, any line the tracer
+        warns about), naming the lines; arithmetic on the batch size.
     ModelFormatError
-        If the imported network does not reproduce the module on ``example_input``.
+        If the imported network does not reproduce the module on ``example_input`` or on
+        the second batch.
     """
     torch = _torch()
     if not isinstance(module, torch.nn.Module):
@@ -108,25 +227,16 @@ def from_torch(
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
     example_input = example_input.detach().to(torch.float32)
+    data, notes = _trace(module, example_input, 17, False)
+    _check_trace(module, example_input, data, notes, strict_trace)
     net = from_onnx(
-        export_onnx(module, example_input),
+        data,
         output_names=output_names,
         dtype=dtype,
         fold_batch_norm=fold_batch_norm,
     )
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            want = module(example_input).detach().cpu().numpy().reshape(len(example_input), -1)
-    finally:
-        module.train(was_training)
-    got = net.predict(example_input.numpy())
-    scale = max(float(np.abs(want).max()), 1.0)
-    err = float(np.abs(got - want).max())
-    if not err <= FAITHFUL_RTOL * scale:
-        raise ModelFormatError(
-            f"the imported network differs from the module on example_input by {err:.3g} "
-            f"(allowed {FAITHFUL_RTOL * scale:.3g})."
-        )
+    _check_faithful(module, net, example_input, "example_input")
+    _check_faithful(
+        module, net, _second_batch(example_input), "a second batch (-2 * example_input plus noise)"
+    )
     return net

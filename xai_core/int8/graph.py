@@ -10,11 +10,19 @@ and :class:`~xai_core.int8.model.TFLiteModel` runs one on a backend.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["TENSOR_TYPES", "OperatorInfo", "TFLiteGraph", "TensorInfo"]
+__all__ = [
+    "TENSOR_TYPES",
+    "OperatorInfo",
+    "TFLiteGraph",
+    "TensorInfo",
+    "operator_label",
+    "tensor_label",
+]
 
 #: TFLite TensorType -> numpy dtype (the types a supported model may hold).
 TENSOR_TYPES: dict[int, np.dtype] = {
@@ -91,3 +99,22 @@ class TFLiteGraph:
     @property
     def op_names(self) -> list[str]:
         return [op.op for op in self.operators]
+
+    @property
+    def where(self) -> str:
+        """The file's name, or ``"the .tflite bytes"``: how messages name the source."""
+        return Path(self.path).name if self.path else "the .tflite bytes"
+
+    def tensor_label(self, index: int) -> str:
+        """``tensor 3 ('dense/MatMul')``: how messages name a tensor."""
+        return tensor_label(self.tensors[index])
+
+
+def tensor_label(t: TensorInfo) -> str:
+    """``tensor 3 ('dense/MatMul')``: how messages name a tensor."""
+    return f"tensor {t.index} ({t.name!r})"
+
+
+def operator_label(op: OperatorInfo) -> str:
+    """``operator 2 (TANH)``: how messages name an operator."""
+    return f"operator {op.index} ({op.op})"

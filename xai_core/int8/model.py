@@ -7,8 +7,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.attribution.cost import Cost, check_cost
 from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError
 from xai_core.int8.graph import TensorInfo, TFLiteGraph
+from xai_core.int8.signatures import activation_bytes, check_operators
 from xai_core.model.base import Model
 from xai_core.validation import check_array
 
@@ -60,31 +62,34 @@ class TFLiteModel(Model):
 
         self.graph = graph
         self.name = name
+        where = graph.where
         custom = [op for op in graph.operators if op.custom_code]
         if any(op.custom_code == EDGETPU_CUSTOM_OP for op in custom):
             raise ModelFormatError(
-                "this file was compiled for the Edge TPU (it holds 'edgetpu-custom-op', a binary "
-                "only the Edge TPU runs). Load the .tflite file you gave the Edge TPU compiler "
-                "(the one without the _edgetpu suffix) instead."
+                f"{where}: this file was compiled for the Edge TPU (it holds "
+                "'edgetpu-custom-op', a binary only the Edge TPU runs). Load the .tflite file "
+                "you gave the Edge TPU compiler (the one without the _edgetpu suffix) instead."
             )
         if custom:
             raise ModelFormatError(
-                f"custom operators cannot run here: {sorted({op.custom_code for op in custom})}."
+                f"{where}: custom operators cannot run here: "
+                f"{sorted({op.custom_code for op in custom})}."
             )
         if len(graph.inputs) != 1 or len(graph.outputs) != 1:
             raise ModelFormatError(
-                f"only models with one input and one output are supported; this one has "
-                f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs."
+                f"{where}: only models with one input and one output are supported; this one "
+                f"has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs."
             )
         self.is_quantized = any(
             graph.tensors[op.outputs[0]].dtype in _INTEGER for op in graph.operators
         )
         self._kernels = []
+        integer = []
         unsupported = []
         for op in graph.operators:
             out = graph.tensors[op.outputs[0]]
-            integer = out.dtype in _INTEGER or op.op == "DEQUANTIZE"
-            table = INT8_KERNELS if integer else FLOAT_KERNELS
+            integer.append(out.dtype in _INTEGER or op.op == "DEQUANTIZE")
+            table = INT8_KERNELS if integer[-1] else FLOAT_KERNELS
             kernel = table.get(op.op)
             if kernel is None:
                 unsupported.append(
@@ -94,9 +99,14 @@ class TFLiteModel(Model):
         if unsupported:
             supported = sorted(set(INT8_KERNELS) | set(FLOAT_KERNELS))
             raise ModelFormatError(
-                f"unsupported TFLite operators: {', '.join(unsupported)}. Supported: "
+                f"{where}: unsupported TFLite operators: {', '.join(unsupported)}. Supported: "
                 f"{', '.join(supported)}."
             )
+        check_operators(graph, integer)
+        check_cost(
+            Cost(0, activation_bytes(graph), "every tensor of one sample, as the file declares"),
+            f"{where}: running one sample through the model",
+        )
         self.input_tensor: TensorInfo = graph.tensors[graph.inputs[0]]
         self.output_tensor: TensorInfo = graph.tensors[graph.outputs[0]]
         self.input_shape = tuple(self.input_tensor.shape[1:])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -14,16 +15,19 @@ from xai_core.nn.normalization import BatchNormalization
 __all__ = ["fold_batch_norm"]
 
 
-def _foldable(net: Any, i: int) -> int | None:
-    """Index of the producer batch norm ``i`` folds into, or None."""
+def _foldable(net: Any, i: int, index: dict[str, int], readers: Counter) -> int | None:
+    """Index of the producer batch norm ``i`` folds into, or None.
+
+    ``index`` maps node names to positions and ``readers`` counts the nodes reading each
+    name, both computed once for the network (so folding stays linear in its size).
+    """
     node = net.nodes[i]
     bn = node.layer
     if not isinstance(bn, BatchNormalization) or node.inputs[0] == net.input_name:
         return None
-    j = net.layer_index(node.inputs[0])
+    j = index[node.inputs[0]]
     prod = net.nodes[j].layer
-    consumers = sum(node.inputs[0] in other.inputs for other in net.nodes)
-    if consumers != 1 or net.output == prod.name:
+    if readers[node.inputs[0]] != 1 or net.output == prod.name:
         return None
     if isinstance(prod, Dense):
         ok = len(prod.output_shape) == 1
@@ -61,8 +65,10 @@ def fold_batch_norm(net: Any) -> Any:
     net._require_built()
     out = copy.deepcopy(net)
     cpu = CPUBackend(dtype=np.float64)
+    index = {node.name: k for k, node in enumerate(out.nodes)}
+    readers = Counter(name for node in out.nodes for name in set(node.inputs))
     for i in range(len(out.nodes)):
-        j = _foldable(out, i)
+        j = _foldable(out, i, index, readers)
         if j is None:
             continue
         node, prod = out.nodes[i], out.nodes[j].layer

@@ -138,6 +138,7 @@ class Graph(Trainable, Network):
         self.input_shape = self._check_shape(input_shape)
         self._rng = np.random.default_rng(self.seed)
         self._shapes: dict[str, tuple[int, ...]] = {input_name: self.input_shape}
+        self._index: dict[str, int] = {}  # node name -> position in nodes, for node()
         self._output: str | None = None
 
     # -- building ---------------------------------------------------------------------
@@ -163,12 +164,14 @@ class Graph(Trainable, Network):
             raise ValidationError(
                 f"layer must be a Layer (Dense, Conv2D, ReLU, ...); got {type(layer).__name__}."
             )
-        if any(node.layer is layer for node in self.nodes) or layer.output_shape is not None:
+        if layer.output_shape is not None:  # built: every node's layer is built when added
             raise ValidationError(
                 f"layer {layer.name!r} is already built into a network; give a new layer object."
             )
         if name is not None:
-            layer.name = Layer(name).name  # validates
+            if not isinstance(name, str) or not name:  # Layer's own rule for names
+                raise ValidationError(f"name must be a non-empty string; got {name!r}.")
+            layer.name = name
         if inputs is None:
             inputs = [self.nodes[-1].name if self.nodes else self.input_name]
             if layer.n_inputs == 0:
@@ -186,7 +189,7 @@ class Graph(Trainable, Network):
                 f"layer {type(layer).__name__} takes {layer.n_inputs} input(s); got {inputs}."
             )
         if layer.name is None:
-            layer.name = self._auto_name(layer.kind, set(self._shapes))
+            layer.name = self._auto_name(layer.kind, self._shapes)
         elif layer.name in self._shapes:
             raise ValidationError(f"node names must be unique; {layer.name!r} is taken.")
         shapes = [self._shapes[i] for i in inputs]
@@ -195,10 +198,22 @@ class Graph(Trainable, Network):
             out = layer.build(shape_in, self._rng, self.dtype)
         except (ShapeError, ValidationError) as exc:
             raise type(exc)(f"node {layer.name!r}: {exc}") from exc
+        self._index[layer.name] = len(self.nodes)
         self.nodes.append(Node(layer.name, layer, tuple(inputs)))
         self._shapes[layer.name] = tuple(out)
         self._invalidate()
         return layer.name
+
+    def node(self, name: str) -> Node:
+        """The node called ``name`` (looked up by name, not by a scan of the nodes)."""
+        i = getattr(self, "_index", {}).get(name)
+        if i is not None and i < len(self.nodes) and self.nodes[i].name == name:
+            return self.nodes[i]
+        return super().node(name)
+
+    def has_node(self, name: str) -> bool:
+        """Whether ``name`` is taken: a node's name or the graph input's."""
+        return name in self._shapes
 
     def set_output(self, node: str) -> None:
         """Make ``node`` the network's output (default: the last node added)."""

@@ -1,0 +1,342 @@
+"""Hostile ONNX files: each is imported with onnxruntime's outputs or refused naming the problem.
+
+``CASES`` is one row per hole: the model (built here with ``onnx.helper``), then either
+``None`` (it must import and agree with onnxruntime) or the error class and the words its
+message must hold. Every refusal names the file. ``test_fuzzed_onnx_gives_our_errors_only``
+mutates a small valid file (truncation, bit flips, overwritten bytes) in a child process
+under a memory cap and a time limit: only xai-core's own errors, or a model that runs, may
+come out.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import xai_core as xai
+from xai_core.errors import CapabilityError, ModelFormatError
+
+from .hostile_files import chain, run_fuzz
+
+X4 = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+
+
+def _vi(name: str, dims) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+
+
+def _model(nodes, inits=(), inputs=None, output="y", opset=17, **graph_kw) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        inputs or [_vi("x", ["n", 4])],
+        [_vi(output, None)],
+        list(inits),
+        **graph_kw,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def _const(name: str, value) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+C = _const("c", np.full(4, 0.5, np.float32))
+W = _const("W", np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+
+
+def _relu(i: str, o: str, name: str = "") -> onnx.NodeProto:
+    return helper.make_node("Relu", [i], [o], name=name or f"relu_{o}")
+
+
+def _tensor_with(dims=None, **fields) -> onnx.TensorProto:
+    t = numpy_helper.from_array(np.ones((4, 3), np.float32), "W")
+    if dims is not None:
+        t.dims[:] = dims
+    for k, v in fields.items():
+        setattr(t, k, v)
+    return t
+
+
+def _external() -> onnx.ModelProto:
+    t = _tensor_with()
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="../../../etc/passwd")
+    return _model([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], [t])
+
+
+def _if_node() -> onnx.ModelProto:
+    branch = helper.make_graph([_relu("x", "z")], "b", [], [_vi("z", None)])
+    cond = _const("cond", np.array(True))
+    node = helper.make_node(
+        "If", ["cond"], ["y"], name="if", then_branch=branch, else_branch=branch
+    )
+    return _model([node], [cond])
+
+
+def _divide_by_batch() -> onnx.ModelProto:
+    """What ``x / x.shape[0]`` exports to."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+        helper.make_node("Cast", ["n"], ["nf"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Div", ["x", "nf"], ["y"], name="divide"),
+    ]
+    return _model(nodes, [_const("zero", np.array(0, np.int64))])
+
+
+#: name -> (model, what must come back): ``None``, it imports and agrees with onnxruntime on
+#: it; a model, it imports and agrees with onnxruntime on that one; (error, words) otherwise.
+CASES: dict[str, tuple[onnx.ModelProto | bytes, Any]] = {
+    # -- one writer per tensor, every input written, order -------------------------------
+    "two-nodes-write-one-tensor": (
+        _model(
+            [
+                _relu("x", "h", "first"),
+                helper.make_node("Neg", ["x"], ["h"], name="second"),
+                _relu("h", "y"),
+            ]
+        ),
+        (ModelFormatError, ("tensor 'h' is written twice", "'first'", "'second'")),
+    ),
+    "node-writes-the-graph-input": (
+        _model([_relu("x", "x", "loop"), _relu("x", "y")]),
+        (ModelFormatError, ("tensor 'x' is written twice", "the graph input", "'loop'")),
+    ),
+    "node-writes-an-initializer": (
+        _model([_relu("x", "c", "over"), helper.make_node("Add", ["x", "c"], ["y"])], [C]),
+        (ModelFormatError, ("tensor 'c' is written twice", "an initializer", "'over'")),
+    ),
+    "two-initializers-one-name": (
+        _model([helper.make_node("Add", ["x", "c"], ["y"])], [C, C]),
+        (ModelFormatError, ("two initializers are named 'c'",)),
+    ),
+    "reads-a-tensor-nothing-writes": (
+        _model([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")]),
+        (ModelFormatError, ("node 0 (Add 'add') reads tensor 'ghost'", "no node")),
+    ),
+    "nodes-in-a-cycle": (
+        _model([_relu("b", "a", "ra"), _relu("a", "b", "rb"), _relu("a", "y")]),
+        (ModelFormatError, ("depends on its own output", "cycle")),
+    ),
+    "node-writes-nothing": (
+        _model([helper.make_node("Relu", ["x"], [""], name="silent"), _relu("x", "y")]),
+        (ModelFormatError, ("node 0 (Relu 'silent') writes no tensor",)),
+    ),
+    "graph-output-written-by-nothing": (
+        _model([_relu("x", "h")]),
+        (ModelFormatError, ("graph output 'y' is written by no node",)),
+    ),
+    "nodes-out-of-order-are-sorted": (
+        _model([_relu("h", "y", "last"), helper.make_node("Add", ["x", "c"], ["h"])], [C]),
+        None,
+    ),
+    "two-nodes-one-name-are-renamed": (  # onnxruntime refuses the names: run it renamed
+        _model(
+            [_relu("x", "h", "same"), helper.make_node("Add", ["h", "c"], ["y"], name="same")], [C]
+        ),
+        _model(
+            [_relu("x", "h", "same"), helper.make_node("Add", ["h", "c"], ["y"], name="s2")], [C]
+        ),
+    ),
+    # -- the operator's schema -----------------------------------------------------------
+    "gemm-with-one-input": (
+        _model([helper.make_node("Gemm", ["x"], ["y"], name="fc")]),
+        (ModelFormatError, ("node 0 (Gemm 'fc') has 1 inputs", "Gemm takes 2 to 3")),
+    ),
+    "relu-with-two-outputs": (
+        _model([helper.make_node("Relu", ["x"], ["y", "z"], name="r")]),
+        (ModelFormatError, ("has 2 outputs", "Relu takes 1")),
+    ),
+    "concat-without-axis": (
+        _model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat")]),
+        (ModelFormatError, ("lacks the attribute 'axis'",)),
+    ),
+    "required-input-left-empty": (
+        _model([helper.make_node("MatMul", ["x", ""], ["y"], name="mm")]),
+        (ModelFormatError, ("node 0 (MatMul 'mm') leaves its required input 1 empty",)),
+    ),
+    "transpose-perm-out-of-range": (
+        _model([helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 5])]),
+        (ModelFormatError, ("node 't'", "perm [0, 5] is not a permutation")),
+    ),
+    "clip-min-of-no-values": (
+        _model(
+            [helper.make_node("Clip", ["x", "e"], ["y"], name="clip")],
+            [_const("e", np.zeros(0, np.float32))],
+        ),
+        (ModelFormatError, ("Clip node 'clip'", "min has shape (0,)")),
+    ),
+    "string-weights": (
+        _model(
+            [helper.make_node("MatMul", ["x", "S"], ["y"], name="mm")],
+            [helper.make_tensor("S", TensorProto.STRING, [4, 1], [b"a", b"b", b"c", b"d"])],
+        ),
+        (ModelFormatError, ("MatMul node 'mm': input 'S' holds strings where numbers",)),
+    ),
+    # -- tensors --------------------------------------------------------------------------
+    "external-data-outside-the-file": (
+        _external(),
+        (ModelFormatError, ("'W' is stored in an external file",)),
+    ),
+    "raw-data-shorter-than-declared": (
+        _model([helper.make_node("MatMul", ["x", "W"], ["y"])], [_tensor_with(dims=[400, 300])]),
+        (ModelFormatError, ("'W' declares shape [400, 300]", "48 bytes")),
+    ),
+    "negative-dimension": (
+        _model([helper.make_node("MatMul", ["x", "W"], ["y"])], [_tensor_with(dims=[-4, -3])]),
+        (ModelFormatError, ("'W' declares negative dimensions",)),
+    ),
+    "2**40-elements-declared": (
+        _model(
+            [helper.make_node("MatMul", ["x", "W"], ["y"])], [_tensor_with(dims=[2**20, 2**20])]
+        ),
+        (ModelFormatError, ("more than the 2147483648 allowed",)),
+    ),
+    "100-dimensions": (
+        _model([helper.make_node("MatMul", ["x", "W"], ["y"])], [_tensor_with(dims=[1] * 100)]),
+        (ModelFormatError, ("declares 100 dimensions; at most 32",)),
+    ),
+    "unknown-data-type": (
+        _model([helper.make_node("MatMul", ["x", "W"], ["y"])], [_tensor_with(data_type=99)]),
+        (ModelFormatError, ("unknown data type 99",)),
+    ),
+    "not-protobuf": (b"\xff\xfe not an onnx model", (ModelFormatError, ("is not an ONNX model",))),
+    "truncated": (
+        _model([helper.make_node("MatMul", ["x", "W"], ["y"])], [W]).SerializeToString()[:-20],
+        (ModelFormatError, ("is not an ONNX model",)),
+    ),
+    "empty-file": (b"", (ModelFormatError, ("it has no graph",))),
+    # -- what a network here cannot compute ----------------------------------------------
+    "divide-by-the-batch-size": (
+        _divide_by_batch(),
+        (CapabilityError, ("Div node 'divide'", "computed from the batch size", "x.shape[0]")),
+    ),
+    "control-flow-subgraph": (_if_node(), (CapabilityError, ("has a subgraph",))),
+    "custom-domain": (
+        _model([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.example")]),
+        (CapabilityError, ("from the domain 'com.example'",)),
+    ),
+    "unsupported-operator": (
+        _model([helper.make_node("Det", ["x"], ["y"], name="det")]),
+        (CapabilityError, ("not supported: 'Det' (node 'det')", "Supported operators")),
+    ),
+    "two-inputs": (
+        _model(
+            [helper.make_node("Add", ["x", "z"], ["y"])],
+            inputs=[_vi("x", ["n", 4]), _vi("z", ["n", 4])],
+        ),
+        (CapabilityError, ("exactly one input", "x, z")),
+    ),
+    "input-without-sample-shape": (
+        _model([_relu("x", "y")], inputs=[_vi("x", ["n", "features"])]),
+        (ModelFormatError, ("input 'x' must have shape (batch, *sample)",)),
+    ),
+    "declared-shape-disagrees": (
+        _model(
+            [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"), _relu("h", "y")],
+            [W],
+            value_info=[_vi("h", ["n", 5])],
+        ),
+        (ModelFormatError, ("'h' (node 'mm') is declared with per-sample shape (5,)",)),
+    ),
+    "constant-without-value": (
+        _model(
+            [
+                helper.make_node("Constant", [], ["k"], name="k"),
+                helper.make_node("Add", ["x", "k"], ["y"]),
+            ]
+        ),
+        (CapabilityError, ("Constant node 'k' has none of value",)),
+    ),
+    # -- size ---------------------------------------------------------------------------
+    "one-constant-read-by-2000-adds": (chain(4000), None),
+}
+
+
+def _ort(data: bytes, X: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: X})[0]
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_hostile_onnx(tmp_path: Path, case: str) -> None:
+    """Each file imports with onnxruntime's outputs, or is refused naming the file and the problem."""
+    model, expected = CASES[case]
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    path = tmp_path / f"{case}.onnx"
+    path.write_bytes(data)
+    if expected is None or isinstance(expected, onnx.ModelProto):
+        oracle = data if expected is None else expected.SerializeToString()
+        net = xai.from_onnx(path)
+        np.testing.assert_allclose(net.predict(X4), _ort(oracle, X4), rtol=1e-5, atol=1e-5)
+        return
+    error, words = expected
+    with pytest.raises(error) as info:
+        xai.from_onnx(path)
+    text = str(info.value)
+    assert path.name in text, text
+    for w in words:
+        assert w in text, (w, text)
+
+
+def test_a_file_over_2_gib_is_not_read(tmp_path: Path) -> None:
+    """A sparse 2 GiB + 1 byte file is refused from its size, before a byte is read."""
+    path = tmp_path / "huge.onnx"
+    with open(path, "wb") as fh:
+        fh.truncate(2**31 + 1)
+    with pytest.raises(ModelFormatError, match=r"huge.onnx holds 2,147,483,649 bytes, over"):
+        xai.from_onnx(path)
+
+
+def test_a_shared_constant_is_one_node() -> None:
+    """2000 Add nodes reading one initializer hold it once, not 2000 copies."""
+    net = xai.from_onnx(chain(4000))
+    constants = [n for n in net.nodes if type(n.layer).__name__ == "Constant"]
+    assert len(constants) == 1 and len(net.nodes) == 4001
+
+
+@pytest.mark.slow
+def test_a_100000_node_chain_imports_in_linear_time() -> None:
+    """100,000 nodes (about 3 MB) import and run; quadratic steps took minutes for 30,000.
+
+    In a child process with a generous time limit, so a quadratic regression fails by
+    the timeout instead of hanging the suite.
+    """
+    code = textwrap.dedent(
+        """
+        import numpy as np, sys
+        sys.path.insert(0, {here!r})
+        from hostile_files import chain
+        import xai_core as xai
+        net = xai.from_onnx(chain(100_000).SerializeToString())
+        x = np.full((1, 4), -1.0, np.float32)
+        print(len(net.nodes), net.predict(x)[0, 0])
+        """
+    ).format(here=str(Path(__file__).parent))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+    )
+    nodes, value = out.stdout.split()[-2:]
+    # relu(-1) = 0, then 50,000 additions of 0.5 with relus between them
+    assert int(nodes) == 100_001 and float(value) == pytest.approx(25_000.0)
+
+
+def test_fuzzed_onnx_gives_our_errors_only() -> None:
+    """Truncated, bit-flipped and overwritten copies of a small valid .onnx: an XaiError or a model that runs."""
+    assert "fuzzed 150 mutants" in run_fuzz("small_onnx", "from_onnx", 150)
