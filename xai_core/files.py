@@ -369,7 +369,9 @@ def read_regular_file(
                 f"{name} is {format_bytes(size)} ({size:,} bytes); at most "
                 f"{format_bytes(max_bytes)} are read from such a file."
             )
-        data = fh.read(max_bytes + 1)
+        data = fh.read(size + 1)  # (read(n) sets aside n bytes first)
+        if len(data) > size:
+            data += fh.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise error(f"{name} grew past {format_bytes(max_bytes)} while it was read.")
     return data
@@ -434,6 +436,8 @@ class ZipArchive:
                 )
             self._infos: dict[str, Any] = {}
             for info in infos:
+                if not info.filename:
+                    raise error(f"{self.where} lists a member with an empty name.")
                 if info.is_dir():
                     continue
                 if info.filename in self._infos:

@@ -53,6 +53,7 @@ __all__ = [
     "is_image_shape",
     "open_image",
     "sample_layout",
+    "value_span",
 ]
 
 #: The most channels an image may have (grey, grey + alpha, RGB, RGBA).
@@ -315,6 +316,16 @@ SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N"})
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, zlib.error, IndexError)
 
 
+def value_span(arr: np.ndarray) -> str:
+    """``"span -5 .. 300"`` (and how many are NaN or infinite), for messages."""
+    finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+    bad = arr.size - finite.size
+    span = (
+        f"span {finite.min():g} .. {finite.max():g}" if finite.size else "are all NaN or infinite"
+    )
+    return span + (f" ({bad} NaN or infinite)" if bad and finite.size else "")
+
+
 def open_image(path: str | os.PathLike[str], *, what: str | None = None) -> Any:
     """Open and decode an image file: a regular file only, decompression bombs refused.
 
@@ -407,7 +418,7 @@ def image_pixels(image: Any, *, channels: int, size: tuple[int, int], what: str)
             if arr.size and not (np.isfinite(arr).all() and arr.min() >= 0 and arr.max() <= 1):
                 raise DataError(
                     f"{what}: a float (mode F) image must hold fractions in [0, 1]; its values "
-                    f"span {np.nanmin(arr):g} .. {np.nanmax(arr):g}."
+                    f"{value_span(arr)}."
                 )
             scale = 255.0
         else:

@@ -248,9 +248,7 @@ class Explanation:
             raise ValidationError(f"{path}: not a saved explanation (a JSON {type(d).__name__}).")
         try:
             return cls.from_dict(d)
-        except (ValueError, TypeError) as exc:  # arrays of the wrong shape or kind
-            if isinstance(exc, ValidationError):
-                raise
+        except (ValueError, TypeError) as exc:  # missing keys, arrays of the wrong shape or kind
             raise ValidationError(f"{path}: not a saved explanation ({exc}).") from exc
 
     def top_features(self, row: int = 0, k: int = 10) -> list[tuple[str, float]]:

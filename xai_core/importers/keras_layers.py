@@ -370,9 +370,10 @@ LAYERS: dict[str, Callable] = {
 
 
 # -- the configuration fields each builder reads ------------------------------------------
-_POS = Int(lo=1)
-_PAIR = Either(Int(lo=1), List(Int(lo=1), min_len=2, max_len=2))
-_NONNEG_PAIR = Either(Int(lo=0), List(Int(lo=0), min_len=2, max_len=2))
+_BIG = 2**31  # no dimension of a tensor may be larger (xai_core.importers.ir.MAX_ELEMENTS)
+_POS = Int(lo=1, hi=_BIG)
+_PAIR = Either(_POS, List(_POS, min_len=2, max_len=2))
+_NONNEG_PAIR = Either(Int(lo=0, hi=_BIG), List(Int(lo=0, hi=_BIG), min_len=2, max_len=2))
 _FORMAT = Either(None, Str())
 _ACTIVATION = Either(None, Str(), Obj())
 _NUMBER_OR_NULL = Either(None, Num())
@@ -438,7 +439,7 @@ LAYER_CONFIGS: dict[str, Any] = {
     "Permute": Obj(required={"dims": List(Int(lo=1))}),
     "ZeroPadding2D": Obj(
         optional={
-            "padding": Either(Int(lo=0), List(_NONNEG_PAIR, min_len=2, max_len=2)),
+            "padding": Either(Int(lo=0, hi=_BIG), List(_NONNEG_PAIR, min_len=2, max_len=2)),
             "data_format": _FORMAT,
         }
     ),

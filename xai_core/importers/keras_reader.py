@@ -76,6 +76,9 @@ MAX_ARCHIVE = 2 * MAX_MEMBER
 MAX_HDF5_LINKS = 200_000
 #: Most values one HDF5 attribute may hold (``weight_names`` lists a layer's variables).
 MAX_ATTR_VALUES = 100_000
+#: Most bytes a compressed HDF5 dataset may declare per byte it stores (deflate's own
+#: limit is about 1032 to 1); an unwritten chunked dataset stores none.
+MAX_INFLATION = 1100
 #: Largest ``labels.txt`` read beside a model.
 MAX_LABELS_BYTES = 2**20
 
@@ -251,21 +254,22 @@ def _dataset_problem(ds: Any, name: str, where: str, file_size: int) -> tuple[st
                 "plugin; only HDF5's own filters are read",
                 0,
             )
-    shape = ds.shape if ds.shape is not None else (0,)
-    count = check_size(name, shape, None, ds.dtype.itemsize, where)
-    declared = count * ds.dtype.itemsize
-    stored = ds.id.get_storage_size()
+    shape = tuple(ds.shape) if ds.shape is not None else (0,)
+    declared = int(np.prod(shape, dtype=object)) * ds.dtype.itemsize
+    stored = ds.id.get_storage_size() if declared else 0
     if stored > file_size:
         return (
             f"dataset {name!r} claims {stored:,} bytes of storage in a {file_size:,}-byte file",
             0,
         )
-    if n_filters == 0 and stored < declared:
+    if stored < declared and (n_filters == 0 or declared > MAX_INFLATION * stored):
+        how = "" if n_filters == 0 else f" (compressed, at most {MAX_INFLATION} times that)"
         return (
-            f"dataset {name!r} declares shape {tuple(shape)} of {ds.dtype} ({declared:,} bytes) "
-            f"but the file stores {stored:,} bytes for it",
+            f"dataset {name!r} declares shape {shape} of {ds.dtype} ({declared:,} bytes) but "
+            f"the file stores {stored:,} bytes for it{how}",
             0,
         )
+    check_size(name, shape, None, ds.dtype.itemsize, where)  # the element and memory limits
     return None, declared
 
 
@@ -298,6 +302,13 @@ def check_hdf5(f: Any, where: str, file_size: int) -> None:
     count = 0
 
     def visit(name: str) -> str | None:
+        try:
+            return examine(name)
+        except Exception as exc:  # noqa: BLE001 - h5py cannot carry it out of the visit
+            errors.append(exc)
+            return "stop"
+
+    def examine(name: str) -> str | None:
         nonlocal total, count
         count += 1
         if count > MAX_HDF5_LINKS:
@@ -320,13 +331,20 @@ def check_hdf5(f: Any, where: str, file_size: int) -> None:
             total += declared
         return None
 
+    errors: list[Exception] = []
     problem = _guarded(where, "its links", lambda: f.visit_links(visit))
+    if errors:
+        _guarded(where, "its links", lambda: _reraise(errors[0]))
     if problem:
         raise ModelFormatError(f"{where}: {problem}.")
     check_cost(
         Cost(0, total, f"{format_bytes(total)} of weights declared"),
         f"{where}: reading its weights",
     )
+
+
+def _reraise(exc: Exception) -> None:
+    raise exc
 
 
 def _attr(obj: Any, key: str, where: str, file_size: int, default: Any = None) -> Any:
@@ -371,6 +389,16 @@ def _dataset(ds: Any, name: str, where: str) -> np.ndarray:
     if arr.size != n:
         raise ModelFormatError(
             f"{where}: weight {name!r} declares {ds.shape} but holds {arr.size}."
+        )
+    return _finite(arr, name, where)
+
+
+def _finite(arr: np.ndarray, name: str, where: str) -> np.ndarray:
+    """``arr``, refused when it holds NaN or infinity (the network would compute NaN)."""
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ModelFormatError(
+            f"{where}: weight {name!r} holds {bad} NaN or infinite value(s) of {arr.size}."
         )
     return arr
 
@@ -450,6 +478,8 @@ def read_keras_archive(path: Path) -> KerasSource:
             check(info, _KERAS_METADATA, f"{where}/metadata.json")
             meta = {k: info[k] for k in ("keras_version", "date_saved") if k in info}
         size = zf.size("model.weights.h5")
+        if size > MAX_MEMBER:  # refused by the read below, before the memory check
+            zf.read("model.weights.h5", max_bytes=MAX_MEMBER)
         check_cost(
             Cost(0, 2 * size, "model.weights.h5 and its arrays"), f"{where}: reading its weights"
         )
@@ -556,7 +586,6 @@ _MODEL_JSON = Obj(
         "weightsManifest": List(Obj(required={"paths": List(Str()), "weights": List(_WEIGHT)})),
     },
 )
-_TM_METADATA = Obj(optional={"labels": List(Str())})
 
 
 def read_tfjs(path: Path) -> KerasSource:
@@ -582,8 +611,12 @@ def read_tfjs(path: Path) -> KerasSource:
     meta = {"source": where, "format": "tfjs"}
     labels = path.parent / "metadata.json"  # Teachable Machine puts class names there
     if labels.is_file():
-        info = read_json(labels, what=labels.name)
-        check(info, _TM_METADATA, labels.name)
+        from xai_core.importers.teachable import read_metadata
+
+        raw = read_regular_file(
+            labels, max_bytes=MAX_JSON_BYTES, what=labels.name, error=ModelFormatError
+        )
+        info = read_metadata(raw, labels.name)
         if "labels" in info:
             meta["class_names"] = list(info["labels"])
     return KerasSource(config, out, meta)
@@ -604,8 +637,16 @@ def _tfjs_plan(spec: dict, offset: int, where: str) -> tuple[np.dtype, int, int]
 
 def _tfjs_weights(manifest: list, folder: Path, where: str) -> dict[str, dict[str, np.ndarray]]:
     """Every group's shards, sizes checked against the manifest before any is read."""
-    names = [spec["name"] for group in manifest for spec in group["weights"]]
-    check_unique(names, "weight", where, "weightsManifest[*].weights[*].name")
+    seen: dict[str, str] = {}
+    for g, group in enumerate(manifest):
+        for i, spec in enumerate(group["weights"]):
+            at = f"weightsManifest[{g}].weights[{i}].name"
+            if spec["name"] in seen:
+                raise ModelFormatError(
+                    f"{where}: {at}: weight {spec['name']!r} appears twice (also at "
+                    f"{seen[spec['name']]}); a manifest lists each weight once."
+                )
+            seen[spec["name"]] = at
     out: dict[str, dict[str, np.ndarray]] = {}
     total = 0
     plans = []
@@ -647,7 +688,8 @@ def _tfjs_weights(manifest: list, folder: Path, where: str) -> dict[str, dict[st
             if quant and quant["dtype"] in ("uint8", "uint16"):
                 arr = arr.astype(np.float32) * np.float32(quant["scale"]) + np.float32(quant["min"])
             scope, var = _split(spec["name"])
-            out.setdefault(scope, {})[var] = np.array(arr, dtype=np.float32)
+            arr = _finite(np.array(arr, dtype=np.float32), spec["name"], where)
+            out.setdefault(scope, {})[var] = arr
     return out
 
 
@@ -656,8 +698,12 @@ def _shard(folder: Path, name: str, where: str) -> tuple[Path, int]:
     if not name or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ModelFormatError(f"{where}: weight shard {name!r} is not a file name beside it.")
     shard = (folder / name).resolve()
-    if folder not in shard.parents or not shard.is_file():
+    if folder not in shard.parents or not shard.exists():
         raise ModelFormatError(f"{where}: weight shard {name!r} is missing.")
+    if not shard.is_file():
+        raise ModelFormatError(
+            f"{where}: weight shard {name!r} is not a regular file (a folder, FIFO or device)."
+        )
     return shard, shard.stat().st_size
 
 

@@ -216,6 +216,8 @@ def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
                 (Path(tmp) / name).write_bytes(data)
             model = from_keras(Path(tmp) / (keras_name or "model.json"))
         preprocessing["image_size"] = _image_size(model, declared, path.name)
+        if len(model.input_shape) == 3:  # NHWC, as Keras lays images out
+            preprocessing["channels"] = int(model.input_shape[-1])
         return _label(model, labels, preprocessing)
     raise ModelFormatError(
         f"no Teachable Machine model in the export; found {sorted(files)}. Expected keras_model.h5, "
@@ -238,6 +240,8 @@ def _array_image(item: Any, k: int) -> Any:
     """An array image as a PIL image, its values checked: never wrapped around."""
     from PIL import Image
 
+    from xai_core.images import value_span
+
     arr = np.asarray(item)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[:, :, 0]
@@ -249,8 +253,8 @@ def _array_image(item: Any, k: int) -> Any:
     if arr.dtype.kind == "f":
         if not np.isfinite(arr).all() or arr.min() < 0 or arr.max() > 1:
             raise ValidationError(
-                f"images[{k}]: a float image must hold fractions in [0, 1]; its values span "
-                f"{np.nanmin(arr):g} .. {np.nanmax(arr):g}. Give 0..255 pixels as uint8."
+                f"images[{k}]: a float image must hold fractions in [0, 1]; its values "
+                f"{value_span(arr)}. Give 0..255 pixels as uint8."
             )
         arr = np.rint(arr * 255.0)
     elif arr.dtype.kind in "iu":
