@@ -20,25 +20,40 @@ Examples
 ('chw', 0, 3)
 >>> layout.to_hwc(rows).shape          # rows of shape (n, 2352) or (n, 3, 28, 28)
 (n, 28, 28, 3)
+
+Image files are read by one pair of functions too, for the datasets and the importers
+alike: :func:`open_image` opens only regular files (a FIFO named ``x.png`` is refused, not
+waited on) and refuses Pillow's decompression bombs with a :class:`~xai_core.errors.DataError`
+naming the file; :func:`image_pixels` centre-crops and resizes an image and scales it by
+its mode's real range, so a 16-bit PNG's 0..65535 becomes 0..255 (not 0, 255, 255, ...).
 """
 
 from __future__ import annotations
 
+import os
+import struct
+import warnings
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from xai_core.errors import ShapeError, ValidationError
+from xai_core.errors import DataError, ShapeError, ValidationError
 
 __all__ = [
+    "EIGHT_BIT_MODES",
     "MAX_CHANNELS",
     "ORDERS",
+    "SIXTEEN_BIT_MODES",
     "ImageLayout",
     "image_layout",
+    "image_pixels",
     "is_image_shape",
+    "open_image",
     "sample_layout",
+    "value_span",
 ]
 
 #: The most channels an image may have (grey, grey + alpha, RGB, RGBA).
@@ -288,3 +303,141 @@ def sample_layout(
         if side * side == size and side > 1:
             return ImageLayout((side, side), "hw")
     return None
+
+
+# -- image files ----------------------------------------------------------------------------
+#: Pillow modes of 8-bit channels, converted by Pillow to RGB or L (alpha is dropped).
+EIGHT_BIT_MODES = frozenset(
+    {"1", "L", "LA", "La", "P", "PA", "RGB", "RGBA", "RGBa", "RGBX", "CMYK", "YCbCr", "HSV"}
+)
+#: Pillow modes of one 16-bit channel: values 0..65535.
+SIXTEEN_BIT_MODES = frozenset({"I;16", "I;16L", "I;16B", "I;16N"})
+#: What Pillow raises on a damaged or truncated image file.
+_DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, zlib.error, IndexError)
+
+
+def value_span(arr: np.ndarray) -> str:
+    """``"span -5 .. 300"`` (and how many are NaN or infinite), for messages."""
+    finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+    bad = arr.size - finite.size
+    span = (
+        f"span {finite.min():g} .. {finite.max():g}" if finite.size else "are all NaN or infinite"
+    )
+    return span + (f" ({bad} NaN or infinite)" if bad and finite.size else "")
+
+
+def open_image(path: str | os.PathLike[str], *, what: str | None = None) -> Any:
+    """Open and decode an image file: a regular file only, decompression bombs refused.
+
+    Parameters
+    ----------
+    path : str or path-like
+    what : str, optional
+        How messages name the file (default the path, quoted).
+
+    Returns
+    -------
+    PIL.Image.Image
+        Decoded (its pixels loaded; the file is closed).
+
+    Raises
+    ------
+    DataError
+        The file is missing, not a regular file (a FIFO, a folder), not an image, damaged,
+        or declares more pixels than Pillow's ``PIL.Image.MAX_IMAGE_PIXELS`` (a guard
+        against decompression bombs; raise it for a genuine huge image).
+    """
+    from PIL import Image
+
+    from xai_core.files import open_regular_file
+
+    name = what or repr(str(path))
+    with open_regular_file(path, what=name, error=DataError) as fh:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                image = Image.open(fh)
+                image.load()
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise DataError(
+                f"{name} is refused as a possible decompression bomb: {exc} Raise "
+                "PIL.Image.MAX_IMAGE_PIXELS if the image is genuine."
+            ) from None
+        except _DECODE_ERRORS as exc:  # UnidentifiedImageError is an OSError
+            raise DataError(f"{name} is not a readable image: {exc}") from exc
+    return image
+
+
+def _crop_resize(image: Any, size: tuple[int, int]) -> Any:
+    """The centre square of ``image``, resized (bilinear) to ``size`` = (height, width)."""
+    from PIL import Image
+
+    side = min(image.size)
+    left, top = (image.size[0] - side) // 2, (image.size[1] - side) // 2
+    image = image.crop((left, top, left + side, top + side))
+    return image.resize((size[1], size[0]), Image.BILINEAR)
+
+
+def image_pixels(image: Any, *, channels: int, size: tuple[int, int], what: str) -> np.ndarray:
+    """An image centre-cropped, resized and scaled by its mode's range to 0..255.
+
+    8-bit modes (:data:`EIGHT_BIT_MODES`: grey, palette, RGB, RGBA, CMYK, ...) are converted
+    by Pillow to RGB or grey and keep their values; 16-bit grey (:data:`SIXTEEN_BIT_MODES`)
+    is scaled by 255 / 65535; mode ``I`` (32-bit integers) must hold 0..65535 and is read as
+    16-bit; mode ``F`` (floats) must hold fractions in [0, 1]. One-channel images given
+    ``channels=3`` are repeated into RGB.
+
+    Parameters
+    ----------
+    image : PIL.Image.Image
+    channels : {1, 3}
+        Grey or RGB.
+    size : (int, int)
+        ``(height, width)`` of the result.
+    what : str
+        The image, for messages.
+
+    Returns
+    -------
+    ndarray of float32 of shape (height, width, channels)
+        Values in [0, 255].
+
+    Raises
+    ------
+    DataError
+        A mode that cannot be converted (``LAB`` needs colour management), or ``I`` / ``F``
+        values outside the range they are read in.
+    """
+    from PIL import Image
+
+    mode = image.mode
+    h, w = size
+    if mode in SIXTEEN_BIT_MODES or mode in ("I", "F"):
+        arr = np.asarray(image)
+        if mode == "F":
+            if arr.size and not (np.isfinite(arr).all() and arr.min() >= 0 and arr.max() <= 1):
+                raise DataError(
+                    f"{what}: a float (mode F) image must hold fractions in [0, 1]; its values "
+                    f"{value_span(arr)}."
+                )
+            scale = 255.0
+        else:
+            if mode == "I" and arr.size and (arr.min() < 0 or arr.max() > 65535):
+                raise DataError(
+                    f"{what}: a 32-bit integer (mode I) image is read as 16-bit, 0..65535; its "
+                    f"values span {arr.min()} .. {arr.max()}."
+                )
+            scale = 255.0 / 65535.0
+        grey = Image.fromarray((arr.astype(np.float64) * scale).astype(np.float32), mode="F")
+        out = np.asarray(_crop_resize(grey, size), dtype=np.float32).reshape(h, w, 1)
+        return np.repeat(out, channels, axis=2) if channels > 1 else out
+    if mode not in EIGHT_BIT_MODES:
+        raise DataError(
+            f"{what}: image mode {mode!r} is not read (supported: 8-bit modes "
+            f"{', '.join(sorted(EIGHT_BIT_MODES))}, 16-bit grey, I and F); save it as RGB."
+        )
+    try:
+        image = image.convert("RGB" if channels == 3 else "L")
+    except ValueError as exc:
+        raise DataError(f"{what}: image mode {mode!r} cannot be converted: {exc}") from None
+    return np.asarray(_crop_resize(image, size), dtype=np.float32).reshape(h, w, channels)

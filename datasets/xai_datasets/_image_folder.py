@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from xai_core.attribution.cost import Cost, check_cost
 from xai_core.errors import DataError, ValidationError
 
 from ._dataset import Dataset
@@ -20,6 +22,36 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 MAX_IMAGES = 200_000
 
 
+def _size(image_size: Any) -> tuple[int, int]:
+    dims = (image_size, image_size) if np.ndim(image_size) == 0 else tuple(image_size)
+    if len(dims) != 2 or any(
+        isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1
+        for d in dims
+    ):
+        raise ValidationError(
+            f"image_size must be a positive int or (height, width); got {image_size!r}."
+        )
+    return int(dims[0]), int(dims[1])
+
+
+def _classes(classes: Sequence[str] | None, found: list[str], root: Path) -> list[str]:
+    names = list(found if classes is None else classes)
+    if classes is not None:
+        if isinstance(classes, str) or any(not isinstance(c, str) for c in names):
+            raise ValidationError(f"classes must be a sequence of folder names; got {classes!r}.")
+        twice = sorted({c for c in names if names.count(c) > 1})
+        if twice:
+            raise ValidationError(
+                f"classes must name each class folder once; {twice} appear more than once."
+            )
+    missing = [c for c in names if c not in found]
+    if missing or not names:
+        raise DataError(
+            f"class folders {missing or '(none)'} not found in {str(root)!r}; found {found}."
+        )
+    return names
+
+
 def load_image_folder(
     path: str | os.PathLike[str],
     *,
@@ -29,7 +61,9 @@ def load_image_folder(
 ) -> Dataset:
     """Images in ``path/<class>/*.png|jpg``, as a :class:`Dataset` of flat rows in [0, 1].
 
-    Each image is centre-cropped to a square and resized (bilinear), as Teachable Machine does.
+    Each image is centre-cropped to a square and resized (bilinear), as Teachable Machine
+    does, and scaled by its mode's real range: 8-bit images by 255, 16-bit grey PNGs by
+    65535 (:func:`xai_core.images.image_pixels`, which lists the modes read).
 
     Parameters
     ----------
@@ -40,7 +74,8 @@ def load_image_folder(
     color : bool, default=True
         RGB (3 channels) or grey (1 channel).
     classes : sequence of str, optional
-        The classes to read, in this order; by default every sub-folder, sorted by name.
+        The classes to read, in this order, each once; by default every sub-folder, sorted
+        by name.
 
     Returns
     -------
@@ -52,32 +87,25 @@ def load_image_folder(
     Raises
     ------
     DataError
-        A missing folder, a class folder without images, or a file that is not an image
-        (named in the message).
+        A missing folder, a class folder without images, a file that is not an image or
+        not a regular file (a FIFO named ``x.png``), or a decompression bomb (named in the
+        message).
+    ValidationError
+        A bad ``image_size``, or ``classes`` naming a folder twice.
+    ResourceError
+        The images at ``image_size`` would not fit the memory limit (checked before any
+        is read).
     """
-    from PIL import Image, UnidentifiedImageError
+    from xai_core.images import image_pixels, open_image
 
     root = Path(path)
     if not root.is_dir():
         raise DataError(
             f"path must be a folder with one sub-folder per class; {str(root)!r} is not a folder."
         )
-    size = (
-        (int(image_size), int(image_size))
-        if np.ndim(image_size) == 0
-        else tuple(int(v) for v in image_size)
-    )
-    if len(size) != 2 or min(size) < 1:
-        raise ValidationError(
-            f"image_size must be a positive int or (height, width); got {image_size!r}."
-        )
+    h, w = _size(image_size)
     found = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    names = list(found if classes is None else classes)
-    missing = [c for c in names if c not in found]
-    if missing or not names:
-        raise DataError(
-            f"class folders {missing or '(none)'} not found in {str(root)!r}; found {found}."
-        )
+    names = _classes(classes, found, root)
     files: list[tuple[Path, int]] = []
     for label, name in enumerate(names):
         images = sorted(p for p in (root / name).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
@@ -88,21 +116,21 @@ def load_image_folder(
         raise DataError(
             f"{str(root)!r} holds {len(files):,} images; at most {MAX_IMAGES:,} are read."
         )
-    h, w = size
     channels = 3 if color else 1
+    check_cost(
+        Cost(
+            0, len(files) * h * w * channels * 4, f"{len(files)} images of {h} x {w} x {channels}"
+        ),
+        f"load_image_folder({str(root)!r}, image_size={(h, w)})",
+        advice="lower image_size",
+    )
     X = np.empty((len(files), h * w * channels), np.float32)
     for i, (file, _) in enumerate(files):
-        try:
-            with Image.open(file) as image:
-                image = image.convert("RGB" if color else "L")
-                side = min(image.size)
-                left, top = (image.size[0] - side) // 2, (image.size[1] - side) // 2
-                image = image.crop((left, top, left + side, top + side)).resize(
-                    (w, h), Image.BILINEAR
-                )
-                X[i] = np.asarray(image, np.float32).ravel() / 255.0
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DataError(f"{str(file)!r} is not a readable image: {exc}") from exc
+        name = repr(str(file))
+        pixels = image_pixels(
+            open_image(file, what=name), channels=channels, size=(h, w), what=name
+        )
+        X[i] = pixels.ravel() / 255.0
     y = np.array([label for _, label in files], np.int64)
     return Dataset(
         X=X,

@@ -5,24 +5,28 @@ shows, computed from Python: select a row, set a feature's value, and the predic
 explanation of the edited row, its nearest counterfactual and the partial dependence of the
 edited feature (with the row's current value marked) follow. The widgets only draw it, so
 the editor is tested without a browser; :meth:`EditorState.to_dict` and
-:meth:`EditorState.from_dict` round-trip it through JSON.
+:meth:`EditorState.from_dict` (or :meth:`~EditorState.to_json` and
+:meth:`~EditorState.from_json`) round-trip it through JSON; a state of the wrong shape is
+one :class:`~xai_core.ValidationError` naming the place in it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import xai_core as xai
-from xai_core import UnknownNameError, ValidationError
+from xai_core import UnknownNameError, ValidationError, XaiError
+from xai_core.jsonfile import Bool, Either, Int, List, Num, Obj, Str, check, parse_json
 from xai_whatif.results import Counterfactuals, EditResult, PartialDependence
 
 if TYPE_CHECKING:
     from xai_whatif.whatif import WhatIf
 
-__all__ = ["COLOUR_BY", "EditorState"]
+__all__ = ["COLOUR_BY", "STATE", "EditorState"]
 
 COLOUR_BY = ("prediction", "label", "correctness")
 PROJECTION = "projection"
@@ -320,18 +324,64 @@ class EditorState:
             ],
         }
 
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON text (read back with :meth:`from_json`)."""
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, w: WhatIf, text: str | bytes, **kwargs: Any) -> EditorState:
+        """Replay a state written by :meth:`to_json` on session ``w`` (see :meth:`from_dict`).
+
+        The text is parsed by :func:`xai_core.jsonfile.parse_json` (size and depth limits,
+        UTF-8 required); every fault is a :class:`~xai_core.ValidationError` naming it.
+        """
+        state = parse_json(text, "state", error=ValidationError)
+        return cls.from_dict(w, state, **kwargs)
+
     @classmethod
     def from_dict(cls, w: WhatIf, state: Mapping[str, Any], **kwargs: Any) -> EditorState:
-        """Replay ``state`` (from :meth:`to_dict`) on session ``w``: its edits, then the selection."""
-        if not isinstance(state, Mapping) or "row" not in state:
-            raise ValidationError("state must be a mapping from EditorState.to_dict().")
-        for e in state.get("edits", []):
-            w.edit(int(e["row"]), dict(e["changes"]))
-        kwargs.setdefault("method", state.get("method"))
-        kwargs.setdefault("axes", tuple(state.get("axes", ())) or None)
-        kwargs.setdefault("colour_by", state.get("colour_by", "prediction"))
-        editor = cls(w, int(state["row"]), **kwargs)
-        return editor.set_feature(state.get("feature", editor.feature))
+        """Replay ``state`` (from :meth:`to_dict`) on session ``w``: its edits, then the selection.
+
+        The whole state is checked before anything is replayed (``STATE``: ``row`` an
+        integer, ``edits`` a list of ``{"row": int, "changes": {feature: value}}``, values
+        finite numbers or category labels); an edit the session refuses (an unknown
+        feature, a row out of range) undoes the edits replayed before it. Either way the
+        error is one :class:`~xai_core.ValidationError` naming the place in the state.
+        """
+        check(state, STATE, "state", error=ValidationError)
+        applied = 0
+        at = "state"
+        try:
+            for i, e in enumerate(state.get("edits", [])):
+                at = f"state: edits[{i}]"
+                w.edit(e["row"], dict(e["changes"]))
+                applied += 1
+            at = "state"
+            kwargs.setdefault("method", state.get("method"))
+            kwargs.setdefault("axes", tuple(state.get("axes") or ()) or None)
+            kwargs.setdefault("colour_by", state.get("colour_by", "prediction"))
+            editor = cls(w, state["row"], **kwargs)
+            return editor.set_feature(state.get("feature", editor.feature))
+        except XaiError as exc:
+            if applied:
+                w.revert(applied)
+            raise ValidationError(f"{at}: {exc}") from exc
+
+
+#: What :meth:`EditorState.from_dict` accepts: the shape of :meth:`EditorState.to_dict`.
+_VALUE = Either(Bool(), Num(), Str())
+STATE = Obj(
+    required={"row": Int(lo=0)},
+    optional={
+        "feature": Either(Str(), Int(lo=0)),
+        "axes": Either(None, List(Str(), min_len=1, max_len=2)),
+        "colour_by": Str(),
+        "method": Either(None, Str()),
+        "edits": List(
+            Obj(required={"row": Int(lo=0), "changes": Obj(values=_VALUE)}),
+        ),
+    },
+)
 
 
 def _plain(value: Any) -> Any:

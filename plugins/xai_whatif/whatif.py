@@ -162,7 +162,9 @@ class WhatIf:
 
         Checked finite: a NaN output raises :class:`xai_core.ModelOutputError` naming the rows.
         """
-        out = self.runner.predict(F.reshape(len(F), *self.input_shape))
+        out = self.runner.predict_validated(
+            self.runner.check_X(F.reshape(len(F), *self.input_shape))
+        )
         return check_outputs(np.asarray(out, dtype=np.float64), "what_if", of=of)
 
     def predict(self, X: Any) -> np.ndarray:

@@ -386,8 +386,9 @@ def resolve_target(
     from xai_core.validation import check_target
 
     if target is None:
-        return predicted_class(check_outputs(runner.predict(X), method, label=f"method {method!r}"))
+        out = runner.predict_validated(runner.check_X(X))  # checked here, with the method named
+        return predicted_class(check_outputs(out, method, label=f"method {method!r}"))
     n_outputs = runner.n_outputs
     if n_outputs is None:
-        n_outputs = runner.predict(X[:1]).shape[1]
+        n_outputs = runner.predict_validated(runner.check_X(X[:1])).shape[1]
     return check_target(target, len(X), n_outputs)

@@ -240,14 +240,16 @@ class Explanation:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Explanation:
-        """Read an explanation written by :meth:`save`."""
-        try:
-            d = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValidationError(f"{path}: not a saved explanation ({exc}).") from exc
+        """Read an explanation written by :meth:`save` (through :func:`xai_core.jsonfile.read_json`)."""
+        from xai_core.jsonfile import read_json
+
+        d = read_json(path, what=str(path), error=ValidationError)  # bounded; never a raw error
         if not isinstance(d, dict):
             raise ValidationError(f"{path}: not a saved explanation (a JSON {type(d).__name__}).")
-        return cls.from_dict(d)
+        try:
+            return cls.from_dict(d)
+        except (ValueError, TypeError) as exc:  # missing keys, arrays of the wrong shape or kind
+            raise ValidationError(f"{path}: not a saved explanation ({exc}).") from exc
 
     def top_features(self, row: int = 0, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""

@@ -151,7 +151,7 @@ class GuardedRunner(ModelRunner):
 
     def predict(self, X: Any) -> np.ndarray:
         """:meth:`ModelRunner.predict`, checked finite."""
-        out = self.inner.predict(X)
+        out = self.inner.predict_validated(self.inner.check_X(X))  # checked below, named
         return self._check(out, np.asarray(X), "outputs", self.inner.predict_validated)
 
     def predict_validated(self, X: np.ndarray) -> np.ndarray:

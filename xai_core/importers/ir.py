@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from xai_core.attribution.cost import Cost, check_cost
 from xai_core.errors import CapabilityError, ModelFormatError, ShapeError
 
 __all__ = ["IRNode", "IRGraph", "check_supported", "check_size"]
@@ -100,6 +101,13 @@ def check_supported(nodes: list[IRNode], supported: set[str] | dict, source: str
     )
 
 
+def _shape_text(dims: list[int]) -> str:
+    if len(dims) <= 8 and all(d < 10**12 for d in dims):
+        return str(dims)
+    shown = ", ".join(str(d) if d < 10**12 else f"~1e{len(str(d)) - 1}" for d in dims[:8])
+    return f"[{shown}{', ...' if len(dims) > 8 else ''}] ({len(dims)} dimensions)"
+
+
 def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source: str) -> int:
     """Check a declared tensor shape against the bytes actually present; return its size.
 
@@ -119,12 +127,18 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
     Raises
     ------
     ModelFormatError
-        Negative or absurd dimensions, more than :data:`MAX_RANK` of them, or a byte count
-        that disagrees with the shape.
+        Dimensions that are not integers (``4.5``, ``"3"``, ``true``), negative or absurd
+        dimensions, more than :data:`MAX_RANK` of them, or a byte count that disagrees with
+        the shape.
+    ResourceError
+        A tensor larger than the memory limit (:func:`xai_core.set_resource_limits`).
     """
     try:
         dims = [int(d) for d in shape]
-    except (TypeError, ValueError):
+        whole = all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape)
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole:
         raise ModelFormatError(
             f"{source}: tensor {name!r} has a shape that is not a list of integers: {shape!r}."
         ) from None
@@ -134,15 +148,23 @@ def check_size(name: str, shape: Any, n_bytes: int | None, itemsize: int, source
             "are supported."
         )
     if any(d < 0 for d in dims):
-        raise ModelFormatError(f"{source}: tensor {name!r} declares negative dimensions {dims}.")
-    count = 1
-    for d in dims:
+        raise ModelFormatError(
+            f"{source}: tensor {name!r} declares negative dimensions {_shape_text(dims)}."
+        )
+    count = 0 if 0 in dims else 1
+    for d in dims if count else ():
         count *= d
+        if count > MAX_ELEMENTS:
+            break  # a thousand dimensions of 2 need not be multiplied out
     if count > MAX_ELEMENTS:
         raise ModelFormatError(
-            f"{source}: tensor {name!r} declares shape {dims} ({count} elements), "
-            f"more than the {MAX_ELEMENTS} allowed."
+            f"{source}: tensor {name!r} declares shape {_shape_text(dims)}: more than the "
+            f"{MAX_ELEMENTS} elements allowed."
         )
+    check_cost(
+        Cost(0, count * itemsize, f"tensor {name!r} of shape {_shape_text(dims)}"),
+        f"{source}: reading tensor {name!r}",
+    )
     if n_bytes is not None and n_bytes != count * itemsize:
         raise ModelFormatError(
             f"{source}: tensor {name!r} declares shape {dims} ({count * itemsize} bytes) "

@@ -14,9 +14,18 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError, ShapeError, ValidationError
-from xai_core.importers.ir import name_outputs
+from xai_core.importers.ir import check_size, name_outputs
 from xai_core.importers.keras_layers import LAYERS, KerasBuilder
-from xai_core.importers.keras_reader import MODELS, KerasSource, read_keras_file
+from xai_core.importers.keras_reader import (
+    INPUT_SHAPE,
+    MODELS,
+    KerasSource,
+    check_model_config,
+    endpoints,
+    read_keras_file,
+    tensor_ref,
+)
+from xai_core.jsonfile import Either, List, Obj, check, join_path
 
 __all__ = ["from_keras", "SUPPORTED_KERAS_LAYERS"]
 
@@ -53,34 +62,30 @@ def _numpy(v: Any) -> np.ndarray:
         return np.array(v.numpy())
 
 
-def _refs(inbound: Any) -> list[tuple[str, int, int]]:
-    """The ``(layer, node, tensor)`` references one inbound node reads, in order."""
+def _refs(inbound: Any, where: str, path: str) -> list[tuple[str, int, int]]:
+    """The ``(layer, node, tensor)`` references one inbound node reads, in order (checked)."""
     out: list[tuple[str, int, int]] = []
 
-    def walk(x: Any) -> None:
+    def walk(x: Any, at: str) -> None:
         if isinstance(x, dict):
             if x.get("class_name") == "__keras_tensor__":
-                h = x["config"]["keras_history"]
-                out.append((h[0], int(h[1]), int(h[2])))
+                cfg = check(x.get("config"), Obj(required={"keras_history": List()}), where, at)
+                out.append(tensor_ref(cfg["keras_history"], where, f"{at}.config.keras_history"))
             else:
-                for v in x.values():
-                    walk(v)
+                for k, v in x.items():
+                    walk(v, join_path(at, str(k)))
         elif isinstance(x, (list, tuple)):
             if len(x) >= 3 and isinstance(x[0], str) and isinstance(x[1], int):
-                out.append((x[0], int(x[1]), int(x[2])))  # Keras 2: [name, node, tensor, kwargs]
+                out.append(tensor_ref(x, where, at))  # Keras 2: [name, node, tensor, kwargs]
             else:
-                for v in x:
-                    walk(v)
+                for i, v in enumerate(x):
+                    walk(v, join_path(at, i))
 
-    walk(inbound["args"] if isinstance(inbound, dict) else inbound)
+    if isinstance(inbound, dict):
+        walk(inbound.get("args", []), join_path(path, "args"))
+    else:
+        walk(inbound, path)
     return out
-
-
-def _endpoints(value: Any) -> list[tuple[str, int, int]]:
-    """``input_layers`` / ``output_layers``: one ``[name, node, tensor]`` or a list of them."""
-    if value and isinstance(value[0], str):
-        value = [value]
-    return [(v[0], int(v[1]), int(v[2])) for v in value]
 
 
 def _batch_shape(cfg: dict) -> list | None:
@@ -115,12 +120,19 @@ class _Walker:
         shape = _batch_shape(first["config"]) or (first.get("build_config") or {}).get(
             "input_shape"
         )
+        check(
+            shape,
+            Either(None, INPUT_SHAPE),
+            self.where,
+            f"layer {first['config']['name']!r} input shape",
+        )
         if not shape or any(d is None for d in shape[1:]):
             raise ModelFormatError(
                 f"{self.where}: the input shape is not in the configuration ({shape}); "
                 "give the model an Input of known size."
             )
         name = first["config"]["name"] if first["class_name"] == "InputLayer" else "input"
+        check_size(name, shape[1:], None, 4, self.where)  # a declared 10**12 inputs: refused
         return name, tuple(int(d) for d in shape[1:])
 
     def graph(self, model: dict) -> nn.Graph:
@@ -134,6 +146,8 @@ class _Walker:
                 f"{self.where}: the model has {len(out)} outputs; one is supported."
             )
         g.set_output(out[0])
+        for node in g.nodes:  # every activation of one sample within the limits
+            check_size(f"output of {node.name}", g.shape_of(node.name), None, 4, self.where)
         return g
 
     def layer(self, layer: dict, scope: str, ins: list[str]) -> list[str]:
@@ -158,7 +172,13 @@ class _Walker:
             return x
         tensors: dict[tuple[str, int, int], str] = {}
         calls: dict[str, int] = {}
-        for (lname, node, t), x in zip(_endpoints(cfg["input_layers"]), ins):
+        inputs = endpoints(cfg["input_layers"], self.where, "input_layers")
+        if len(inputs) != len(ins):
+            raise CapabilityError(
+                f"{self.where}: model {cfg.get('name')!r} has {len(inputs)} inputs; models "
+                f"with one input are supported (it is given {len(ins)})."
+            )
+        for (lname, node, t), x in zip(inputs, ins):
             tensors[(lname, node, t)] = x
             calls[lname] = 1
 
@@ -176,11 +196,12 @@ class _Walker:
                 continue
             lname = layer["config"]["name"]
             for i, inbound in enumerate(layer.get("inbound_nodes", [])):
-                outs = self.layer(layer, scope, [lookup(r) for r in _refs(inbound)])
+                at = f"layer {lname!r}: inbound_nodes[{i}]"
+                outs = self.layer(layer, scope, [lookup(r) for r in _refs(inbound, self.where, at)])
                 for t, o in enumerate(outs):
                     tensors[(lname, i, t)] = o
                 calls[lname] = calls.get(lname, 0) + 1
-        return [lookup(r) for r in _endpoints(cfg["output_layers"])]
+        return [lookup(r) for r in endpoints(cfg["output_layers"], self.where, "output_layers")]
 
 
 def from_keras(
@@ -228,6 +249,8 @@ def from_keras(
             f"got {type(model_or_path).__name__}."
         )
     where = src.meta.get("source", "the Keras model")
+    if src.meta.get("format") == "object":
+        check_model_config(src.config, where)
     walker = _Walker(src, where)
     walker.check(src.config)
     try:

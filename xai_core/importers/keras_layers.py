@@ -1,9 +1,12 @@
 """Keras layers as native graph nodes (NHWC, as Keras lays images out).
 
-One function per Keras layer class, taking the layer's configuration and weights. Keras
-kernels are converted to the native NCHW weight layout: a ``Conv2D`` kernel
-``(kh, kw, in, out)`` becomes ``(out, in, kh, kw)``; a depthwise kernel ``(kh, kw, c, m)``
-becomes ``(c * m, 1, kh, kw)``.
+One function per Keras layer class, taking the layer's configuration and weights, and
+one schema per class (:data:`LAYER_CONFIGS`) for the fields that function reads, checked
+when the file is read. Keras kernels are converted to the native NCHW weight layout: a
+``Conv2D`` kernel ``(kh, kw, in, out)`` becomes ``(out, in, kh, kw)``; a depthwise kernel
+``(kh, kw, c, m)`` becomes ``(c * m, 1, kh, kw)``. Every stored weight's shape is compared
+with the one the configuration and the layer's input imply before the layer is built, so
+``units=10**9`` beside a stored 4 x 3 kernel is refused before anything is allocated.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import numpy as np
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.ir import unique_node_name
+from xai_core.jsonfile import ANYTHING, Bool, Either, Int, List, Num, Obj, Str
 
-__all__ = ["LAYERS", "ACTIVATIONS", "KerasBuilder"]
+__all__ = ["LAYERS", "LAYER_CONFIGS", "ACTIVATIONS", "KerasBuilder"]
 
 #: Keras activation names to the native layer that computes them (``None``: identity).
 ACTIVATIONS: dict[str, Callable[[], Any] | None] = {
@@ -52,8 +56,13 @@ class KerasBuilder:
     def activation(self, kind: str, name: str, act: Any, x: str) -> str:
         """``x`` followed by the Keras activation ``act`` (a name), as a separate node."""
         if isinstance(act, dict):  # a serialised activation function
-            act = act.get("config", {}).get("name", act.get("class_name"))
-        if act not in ACTIVATIONS:
+            inner = act.get("config")
+            if isinstance(inner, dict):
+                inner = inner.get("name")
+            act = inner if isinstance(inner, str) else act.get("class_name")
+        if act is None:
+            act = "linear"
+        if not isinstance(act, str) or act not in ACTIVATIONS:
             raise self.fail(
                 kind,
                 name,
@@ -94,13 +103,30 @@ def _padding(b: KerasBuilder, kind: str, name: str, c: dict) -> str:
     return p
 
 
+def _expect(b, kind: str, name: str, what: str, arr: np.ndarray, shape: tuple, why: str) -> None:
+    """Refuse a stored weight whose shape is not the one the configuration implies."""
+    if tuple(arr.shape) != tuple(shape):
+        raise ModelFormatError(
+            f"{b.where}: {kind} layer {name!r}: the stored {what} has shape {tuple(arr.shape)} "
+            f"but {why} need {tuple(shape)}."
+        )
+
+
+def _channels(b, ins) -> int:
+    return int(b.g.shape_of(ins[0])[-1])
+
+
 def k_dense(b, kind, name, c, w, ins):
     use_bias = c.get("use_bias", True)
     (kernel,) = _weights(kind, name, w, "kernel", where=b.where)
-    node = b.add(nn.Dense(int(c["units"]), use_bias=use_bias), ins, name)
+    units, n_in = int(c["units"]), _channels(b, ins)
+    why = f"units={units} and {n_in} inputs"
+    _expect(b, kind, name, "kernel", kernel, (n_in, units), why)
     params = {"weight": kernel}
     if use_bias:
         params["bias"] = _weights(kind, name, w, "bias", where=b.where)[0]
+        _expect(b, kind, name, "bias", params["bias"], (units,), why)
+    node = b.add(nn.Dense(units, use_bias=use_bias), ins, name)
     b.g.set_params(node, **params)
     return b.activation(kind, name, c.get("activation", "linear"), node)
 
@@ -124,12 +150,24 @@ def _conv(b, kind, name, c, ins, weight, bias, *, depthwise=False, filters=None)
     return node
 
 
+def _bias(b, kind, name, c, w, n: int, why: str):
+    if not c.get("use_bias", True):
+        return None
+    bias = _weights(kind, name, w, "bias", where=b.where)[0]
+    _expect(b, kind, name, "bias", bias, (n,), why)
+    return bias
+
+
 def k_conv2d(b, kind, name, c, w, ins):
     (kernel,) = _weights(kind, name, w, "kernel", where=b.where)
-    bias = _weights(kind, name, w, "bias", where=b.where)[0] if c.get("use_bias", True) else None
-    node = _conv(
-        b, kind, name, c, ins, kernel.transpose(3, 2, 0, 1), bias, filters=int(c["filters"])
-    )
+    filters, groups, cin = int(c["filters"]), int(c.get("groups", 1)), _channels(b, ins)
+    kh, kw = _pair(c["kernel_size"])
+    why = f"filters={filters}, kernel_size={(kh, kw)}, groups={groups} and {cin} input channels"
+    if cin % groups:
+        raise ModelFormatError(f"{b.where}: {kind} layer {name!r}: {why} do not divide evenly.")
+    _expect(b, kind, name, "kernel", kernel, (kh, kw, cin // groups, filters), why)
+    bias = _bias(b, kind, name, c, w, filters, why)
+    node = _conv(b, kind, name, c, ins, kernel.transpose(3, 2, 0, 1), bias, filters=filters)
     return b.activation(kind, name, c.get("activation", "linear"), node)
 
 
@@ -140,19 +178,28 @@ def _depthwise_weight(kernel: np.ndarray) -> np.ndarray:
 
 def k_depthwise(b, kind, name, c, w, ins):
     (kernel,) = _weights(kind, name, w, "kernel", where=b.where)
-    bias = _weights(kind, name, w, "bias", where=b.where)[0] if c.get("use_bias", True) else None
+    m, cin = int(c.get("depth_multiplier", 1)), _channels(b, ins)
+    kh, kw = _pair(c["kernel_size"])
+    why = f"depth_multiplier={m}, kernel_size={(kh, kw)} and {cin} input channels"
+    _expect(b, kind, name, "kernel", kernel, (kh, kw, cin, m), why)
+    bias = _bias(b, kind, name, c, w, cin * m, why)
     node = _conv(b, kind, name, c, ins, _depthwise_weight(kernel), bias, depthwise=True)
     return b.activation(kind, name, c.get("activation", "linear"), node)
 
 
 def k_separable(b, kind, name, c, w, ins):
     dk, pk = _weights(kind, name, w, "depthwise_kernel", "pointwise_kernel", where=b.where)
-    bias = _weights(kind, name, w, "bias", where=b.where)[0] if c.get("use_bias", True) else None
+    m, cin, filters = int(c.get("depth_multiplier", 1)), _channels(b, ins), int(c["filters"])
+    kh, kw = _pair(c["kernel_size"])
+    why = (
+        f"filters={filters}, depth_multiplier={m}, kernel_size={(kh, kw)} and {cin} input channels"
+    )
+    _expect(b, kind, name, "depthwise_kernel", dk, (kh, kw, cin, m), why)
+    _expect(b, kind, name, "pointwise_kernel", pk, (1, 1, cin * m, filters), why)
+    bias = _bias(b, kind, name, c, w, filters, why)
     d = _conv(b, kind, f"{name}/depthwise", c, ins, _depthwise_weight(dk), None, depthwise=True)
     point = dict(c, kernel_size=1, strides=1, padding="valid", dilation_rate=1, groups=1)
-    node = _conv(
-        b, kind, name, point, [d], pk.transpose(3, 2, 0, 1), bias, filters=int(c["filters"])
-    )
+    node = _conv(b, kind, name, point, [d], pk.transpose(3, 2, 0, 1), bias, filters=filters)
     return b.activation(kind, name, c.get("activation", "linear"), node)
 
 
@@ -165,6 +212,15 @@ def k_batchnorm(b, kind, name, c, w, ins):
     mean, var = _weights(kind, name, w, "moving_mean", "moving_variance", where=b.where)
     gamma = w.get("gamma") if c.get("scale", True) else None
     beta = w.get("beta") if c.get("center", True) else None
+    n = _channels(b, ins)
+    for what, arr in (
+        ("moving_mean", mean),
+        ("moving_variance", var),
+        ("gamma", gamma),
+        ("beta", beta),
+    ):
+        if arr is not None:
+            _expect(b, kind, name, what, np.asarray(arr), (n,), f"{n} input channels")
     node = b.add(nn.BatchNormalization(epsilon=float(c.get("epsilon", 1e-3)), axis=-1), ins, name)
     b.g.set_params(
         node,
@@ -261,12 +317,11 @@ def k_permute(b, kind, name, c, w, ins):
 
 def k_zero_pad(b, kind, name, c, w, ins):
     p = c.get("padding", 1)
-    if isinstance(p, int):
-        pads = (p, p, p, p)
-    elif all(isinstance(x, int) for x in p):
-        pads = (p[0], p[0], p[1], p[1])
-    else:
-        pads = (p[0][0], p[0][1], p[1][0], p[1][1])
+    (top, bottom), (left, right) = (
+        (x, x) if isinstance(x, int) else (x[0], x[1])
+        for x in ([p, p] if isinstance(p, int) else p)
+    )
+    pads = (top, bottom, left, right)
     return b.add(nn.ZeroPadding2D(pads, layout=_layout(b, kind, name, c)), ins, name)
 
 
@@ -311,4 +366,84 @@ LAYERS: dict[str, Callable] = {
     "GaussianNoise": k_identity,
     "GaussianDropout": k_identity,
     "Rescaling": k_rescaling,
+}
+
+
+# -- the configuration fields each builder reads ------------------------------------------
+_BIG = 2**31  # no dimension of a tensor may be larger (xai_core.importers.ir.MAX_ELEMENTS)
+_POS = Int(lo=1, hi=_BIG)
+_PAIR = Either(_POS, List(_POS, min_len=2, max_len=2))
+_NONNEG_PAIR = Either(Int(lo=0, hi=_BIG), List(Int(lo=0, hi=_BIG), min_len=2, max_len=2))
+_FORMAT = Either(None, Str())
+_ACTIVATION = Either(None, Str(), Obj())
+_NUMBER_OR_NULL = Either(None, Num())
+_NUMBERS = Either(Num(), List(Num()))
+_CONV = {
+    "strides": _PAIR,
+    "padding": Str(),
+    "dilation_rate": _PAIR,
+    "use_bias": Bool(),
+    "activation": _ACTIVATION,
+    "data_format": _FORMAT,
+}
+_SHAPE = Either(None, List(Either(None, Int(lo=1))))
+_POOL = Obj(
+    optional={
+        "pool_size": _PAIR,
+        "strides": Either(None, _PAIR),
+        "padding": Str(),
+        "data_format": _FORMAT,
+    }
+)
+
+#: Keras layer classes to the schema of the configuration fields their builder reads
+#: (:mod:`xai_core.jsonfile`); other fields are allowed and ignored.
+LAYER_CONFIGS: dict[str, Any] = {
+    "InputLayer": Obj(optional={"batch_shape": _SHAPE, "batch_input_shape": _SHAPE}),
+    "Dense": Obj(
+        required={"units": _POS}, optional={"use_bias": Bool(), "activation": _ACTIVATION}
+    ),
+    "Conv2D": Obj(
+        required={"filters": _POS, "kernel_size": _PAIR}, optional={**_CONV, "groups": _POS}
+    ),
+    "DepthwiseConv2D": Obj(
+        required={"kernel_size": _PAIR}, optional={**_CONV, "depth_multiplier": _POS}
+    ),
+    "SeparableConv2D": Obj(
+        required={"filters": _POS, "kernel_size": _PAIR},
+        optional={**_CONV, "depth_multiplier": _POS},
+    ),
+    "BatchNormalization": Obj(
+        optional={
+            "axis": Either(Int(), List(Int(), min_len=1)),
+            "epsilon": Num(lo=0),
+            "scale": Bool(),
+            "center": Bool(),
+        }
+    ),
+    "Activation": Obj(optional={"activation": _ACTIVATION}),
+    "ReLU": Obj(
+        optional={
+            "max_value": _NUMBER_OR_NULL,
+            "negative_slope": _NUMBER_OR_NULL,
+            "threshold": _NUMBER_OR_NULL,
+        }
+    ),
+    "LeakyReLU": Obj(optional={"negative_slope": Num(), "alpha": Num()}),
+    "Softmax": Obj(optional={"axis": Either(Int(), List(Int()))}),
+    "MaxPooling2D": _POOL,
+    "AveragePooling2D": _POOL,
+    "GlobalAveragePooling2D": Obj(optional={"keepdims": Bool(), "data_format": _FORMAT}),
+    "Concatenate": Obj(optional={"axis": Int()}),
+    "Reshape": Obj(required={"target_shape": List(Int(lo=-1))}),
+    "Permute": Obj(required={"dims": List(Int(lo=1))}),
+    "ZeroPadding2D": Obj(
+        optional={
+            "padding": Either(Int(lo=0, hi=_BIG), List(_NONNEG_PAIR, min_len=2, max_len=2)),
+            "data_format": _FORMAT,
+        }
+    ),
+    "Rescaling": Obj(optional={"scale": _NUMBERS, "offset": _NUMBERS}),
+    **{k: Obj(values=ANYTHING) for k in ("Add", "Subtract", "Multiply", "Flatten")},
+    **{k: Obj() for k in ("Dropout", "SpatialDropout2D", "GaussianNoise", "GaussianDropout")},
 }

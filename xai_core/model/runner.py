@@ -135,13 +135,21 @@ class ModelRunner:
         Returns
         -------
         ndarray of shape (n_samples, n_outputs)
+
+        Raises
+        ------
+        ModelOutputError
+            The model returned NaN or infinity (the rows are named); methods that check
+            outputs themselves call :meth:`predict_validated`.
         """
+        from xai_core.attribution.guard import check_outputs  # (guard imports this module)
+
         X = self.check_X(X)
         parts = [
             self._batch(lambda x: self.model.predict_checked(x, self.backend), X[s])
             for s in self._chunks(len(X))
         ]
-        return np.concatenate(parts, axis=0)
+        return check_outputs(np.concatenate(parts, axis=0), "ModelRunner.predict")
 
     def predict_validated(self, X: np.ndarray) -> np.ndarray:
         """:meth:`predict` for rows built from inputs this runner has already checked.
