@@ -154,3 +154,32 @@ def test_output_to_dev_stdout_keeps_stdout_clean(
     out, err = capfd.readouterr()
     assert len(json.loads(out)["values"]) == 2
     assert "saved to /dev/stdout" in err
+
+
+@pytest.mark.parametrize(
+    ("raised", "status", "words"),
+    [
+        (KeyboardInterrupt(), 130, ("interrupted",)),
+        (
+            OSError(28, "No space left on device", "report.html"),
+            1,
+            ("No space left", "report.html"),
+        ),
+        (RecursionError("maximum recursion depth exceeded"), 2, ("nested too deeply",)),
+    ],
+    ids=["ctrl-c", "disk-full", "recursion"],
+)
+def test_interruptions_and_the_machine_s_refusals_are_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, raised, status, words
+) -> None:
+    """Ctrl-C, a full disk or a too-deep document mid-command: one line on stderr, no traceback."""
+    import xai_core.cli.commands as commands
+
+    def fail():
+        raise raised
+
+    monkeypatch.setattr(commands, "backend_classes", fail)
+    assert main(["backends"]) == status
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("xai backends: ") and all(w in err for w in words)

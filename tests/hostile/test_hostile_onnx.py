@@ -340,3 +340,24 @@ def test_a_100000_node_chain_imports_in_linear_time() -> None:
 def test_fuzzed_onnx_gives_our_errors_only() -> None:
     """Truncated, bit-flipped and overwritten copies of a small valid .onnx: an XaiError or a model that runs."""
     assert "fuzzed 150 mutants" in run_fuzz("small_onnx", "from_onnx", 150)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 100_000, "'class_names' nests .* 100,000 deep"),
+        ('{"0": "cat"', "class_names"),
+        ("cat, dog, bird, fish", ["cat", "dog", "bird", "fish"]),
+    ],
+    ids=["deep-json", "broken-json", "comma-names"],
+)
+def test_class_names_in_the_metadata_are_read_within_bounds(text: str, expected) -> None:
+    """The metadata's class names go through the bounded JSON reader: a deep or broken JSON
+    document is one ModelFormatError (no RecursionError), plain text is comma-separated names."""
+    model = _model([_relu("x", "y")])
+    helper.set_model_props(model, {"class_names": text})
+    if isinstance(expected, list):
+        assert list(xai.from_onnx(model.SerializeToString()).output_names) == expected
+        return
+    with pytest.raises(ModelFormatError, match=expected):
+        xai.from_onnx(model.SerializeToString())

@@ -63,6 +63,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so that Python's exit flush does not fail too
         return 141  # 128 + SIGPIPE, as a shell reports it
+    except KeyboardInterrupt:  # Ctrl-C: one line, and the status a shell gives SIGINT
+        print(f"xai {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # the machine's refusal (a full disk, no permission): one line
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"xai {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except RecursionError:  # a document nested past what any reader bounds
+        print(f"xai {args.command}: error: the input is nested too deeply to read", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
 from xai_core.importers.onnx_registry import find_converter, supported_ops
+from xai_core.jsonfile import parse_json
 
 __all__ = ["from_onnx", "build_onnx", "SUPPORTED_ONNX_OPS"]
 
@@ -28,9 +28,11 @@ def _class_names(meta: dict[str, str]) -> list[str] | None:
         if not text:
             continue
         try:
-            value = json.loads(text)
-        except ValueError:
-            value = [part.strip() for part in text.split(",")]
+            value = parse_json(text, f"the ONNX metadata {key!r}")
+        except ModelFormatError:
+            if text.lstrip()[:1] in ("[", "{"):  # meant as JSON, but broken or nested too deep
+                raise
+            value = [part.strip() for part in text.split(",")]  # comma-separated names
         if isinstance(value, dict):  # {"0": "cat", ...}
             value = [value[k] for k in sorted(value, key=lambda k: int(k))]
         if isinstance(value, list) and all(isinstance(v, (str, int)) for v in value):
