@@ -20,12 +20,33 @@ from xai_core.nn.activations import (
 )
 from xai_core.nn.conv import Conv2D, DepthwiseConv2D
 from xai_core.nn.dense import Dense
+from xai_core.nn.elementwise import (
+    Abs,
+    Cos,
+    Elu,
+    Erf,
+    Exp,
+    Gelu,
+    HardSigmoid,
+    Log,
+    Neg,
+    Power,
+    PRelu,
+    Reciprocal,
+    Selu,
+    Sin,
+    Softplus,
+    Sqrt,
+)
+from xai_core.nn.layer_norm import LayerNormalization
 from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Subtract
 from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
+from xai_core.nn.reduce import LogSoftmax, Reduce
 from xai_core.nn.shape import Constant, Dropout, Flatten, Identity, Reshape, Transpose
 
 __all__ = [
+    "Abs",
     "Add",
     "AvgPool2D",
     "BatchNormalization",
@@ -33,23 +54,41 @@ __all__ = [
     "Concatenate",
     "Constant",
     "Conv2D",
+    "Cos",
     "Dense",
     "DepthwiseConv2D",
     "Divide",
     "Dropout",
+    "Elu",
+    "Erf",
+    "Exp",
     "Flatten",
+    "Gelu",
     "GlobalAveragePooling2D",
+    "HardSigmoid",
     "HardSwish",
     "Identity",
+    "LayerNormalization",
     "LeakyReLU",
     "Linear",
+    "Log",
+    "LogSoftmax",
     "MaxPool2D",
     "Multiply",
+    "Neg",
+    "PRelu",
+    "Power",
     "ReLU",
     "ReLU6",
+    "Reciprocal",
+    "Reduce",
     "Reshape",
+    "Selu",
     "Sigmoid",
+    "Sin",
     "Softmax",
+    "Softplus",
+    "Sqrt",
     "Subtract",
     "Tanh",
     "Transpose",
