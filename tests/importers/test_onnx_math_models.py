@@ -152,3 +152,18 @@ def test_block_explains_with_ig(imported, backend):
         cpu = xai.explain(net, X, method="ig", steps=8, backend="cpu", target=0).values
         cos = np.sum(cpu * e.values) / (np.linalg.norm(cpu) * np.linalg.norm(e.values))
         assert cos > 0.95
+
+
+def test_layer_norm_and_gelu_exported_before_opset_17_import_as_arithmetic():
+    """At opset 16 torch writes LayerNorm as ReduceMean, Sub, Pow, Sqrt, Div: it imports too."""
+    from xai_core.importers.torch_import import export_onnx
+
+    torch.manual_seed(0)
+    module = _with_random_layer_norms(EncoderBlock())
+    X = np.random.default_rng(4).standard_normal((4, 10)).astype(np.float32)
+    net = xai.from_onnx(export_onnx(module, torch.from_numpy(X[:2]), opset=16))
+    kinds = {type(n.layer).__name__ for n in net.nodes}
+    assert {"Reduce", "Power", "Sqrt", "Erf"} <= kinds and "LayerNormalization" not in kinds
+    with torch.no_grad():
+        want = module(torch.from_numpy(X)).numpy()
+    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 import xai_core as xai
-from xai_core.errors import CapabilityError
+from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.onnx_registry import find_converter, operator_table
 from xai_core.nn import Record
 
@@ -110,6 +111,10 @@ CASES = {
         lambda x: x / 2.0,
     ),
     "Exp": Case(model("Exp"), torch.exp),
+    "Exp_divisor": Case(
+        model("Div", inputs=["x", "e"], nodes=[helper.make_node("Exp", ["x"], ["e"])]),
+        lambda x: x / torch.exp(x),
+    ),
     "Log": Case(model("Log"), torch.log, positive=True),
     "Neg": Case(model("Neg"), torch.neg),
     "Abs": Case(model("Abs"), torch.abs),
@@ -388,3 +393,74 @@ def test_every_operator_of_the_module_is_tested():
     ops = {r["op"] for r in operator_table() if r["module"].endswith("onnx_ops_math")}
     tested = {c.split("_")[0] for c in CASES}
     assert ops and ops <= tested
+
+
+def _saved(case, tmp_path):
+    path = tmp_path / "m.npz"
+    xai.from_onnx(CASES[case].data).save(path)
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return path, arrays, json.loads(arrays["architecture"].tobytes())
+
+
+def _config(arch, key, value):
+    arch["layers"][-1]["config"][key] = value
+    return arch
+
+
+#: case -> (model case, change to the architecture, message expected)
+TAMPERED = {
+    "prelu_slope_not_broadcasting": (
+        "PRelu_channel",
+        lambda a: _config(a, "slope_shape", [5, 1, 1]),
+        r"slope of shape \(5, 1, 1\) does not broadcast",
+    ),
+    "prelu_slope_shape_text": (
+        "PRelu_channel",
+        lambda a: _config(a, "slope_shape", "abc"),
+        "slope_shape must be a tuple of ints",
+    ),
+    "layer_norm_axis_other_than_file": (
+        "LayerNormalization",
+        lambda a: _config(a, "axis", -2),
+        r"layer_\d+\.gamma is float32 of shape \(4,\); expected floats of shape \(5, 4\)",
+    ),
+    "layer_norm_negative_epsilon": (
+        "LayerNormalization",
+        lambda a: _config(a, "epsilon", -1.0),
+        "epsilon must be >= 0",
+    ),
+    "reduce_unknown_kind": (
+        "ReduceMax",
+        lambda a: _config(a, "kind", "median"),
+        "kind must be one of max, min, sum, mean, l2; got 'median'",
+    ),
+    "reduce_axis_out_of_range": (
+        "ReduceMax",
+        lambda a: _config(a, "axes", [7]),
+        r"axes \[7\] are out of range or repeated for samples with 3 axes",
+    ),
+    "gelu_unknown_approximation": (
+        "Gelu",
+        lambda a: _config(a, "approximate", "fast"),
+        "approximate must be 'none' or 'tanh'",
+    ),
+    "power_exponent_text": (
+        "Pow_cube",
+        lambda a: _config(a, "exponent", "three"),
+        "exponent",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED), ids=sorted(TAMPERED))
+def test_tampered_saved_layers_are_refused(case, tmp_path):
+    """A saved network whose new layers' configs were edited is refused naming the file and the problem."""
+    source, change, message = TAMPERED[case]
+    path, arrays, arch = _saved(source, tmp_path)
+    arrays["architecture"] = np.frombuffer(json.dumps(change(arch)).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(ModelFormatError, match=message) as info:
+        xai.load_model(path)
+    assert "m.npz" in str(info.value)

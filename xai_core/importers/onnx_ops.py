@@ -286,8 +286,6 @@ def _binary(op_name: str) -> Callable[[Builder, IRNode], None]:
                 raise b.fail(node, "arithmetic on the batch size is not supported.")
             b.const[node.outputs[0]] = NUMPY[op_name](b.value(node, x), b.value(node, y))
             return
-        if op_name == "Div" and b.is_act(y):
-            raise b.fail(node, "only division by a constant is supported.")
         rank = b.rank(node, x if b.is_act(x) else y)
         ins = [i if b.is_act(i) else b.constant_node(node, b.value(node, i), rank) for i in (x, y)]
         layer = {"Add": nn.Add, "Sub": nn.Subtract, "Mul": nn.Multiply, "Div": nn.Divide}
