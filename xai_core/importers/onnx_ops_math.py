@@ -90,6 +90,7 @@ UNARY: list[tuple[str, int, Callable[[IRNode], Any], str]] = [
 
 
 def op_gelu(b: Builder, node: IRNode) -> None:
+    """``Gelu`` (opset 20): exact or ``approximate="tanh"``."""
     try:
         make = _gelu(node)
     except ValueError as exc:
@@ -98,6 +99,7 @@ def op_gelu(b: Builder, node: IRNode) -> None:
 
 
 def op_pow(b: Builder, node: IRNode) -> None:
+    """``Pow``: a constant exponent of one number, a constant positive base, or folded."""
     x, y = node.inputs[:2]
     if not b.is_act(x) and not b.is_act(y):
         with np.errstate(all="ignore"):
@@ -125,6 +127,7 @@ def op_pow(b: Builder, node: IRNode) -> None:
 
 
 def op_prelu(b: Builder, node: IRNode) -> None:
+    """``PRelu`` with a constant slope, which becomes the layer's (trainable) ``slope``."""
     x = node.inputs[0]
     rank = b.rank(node, x)
     slope = np.asarray(_constant(b, node, node.inputs[1]), dtype=np.float64)
@@ -139,6 +142,7 @@ def op_prelu(b: Builder, node: IRNode) -> None:
 
 
 def op_layer_norm(b: Builder, node: IRNode) -> None:
+    """``LayerNormalization`` (opset 17) over the axes from ``axis``, with constant scale and bias."""
     if any(node.outputs[1:]):
         raise b.fail(node, "only the normalised output Y is supported (not Mean or InvStdDev).")
     x = node.inputs[0]
@@ -209,7 +213,10 @@ def _reduce(kind: str, axes_input: bool) -> Callable[[Builder, IRNode], None]:
             given = len(node.inputs) > 1 and bool(node.inputs[1])
             axes = b.ints(node, node.inputs[1]) if given else []
             if not axes and node.attrs.get("noop_with_empty_axes", 0):
-                b.alias(node, x) if not b.is_act(x) else b.add(node, nn.Identity(), x)
+                if b.is_act(x):
+                    b.add(node, nn.Identity(), x)
+                else:
+                    b.alias(node, x)
                 return
         else:
             axes = [int(a) for a in node.attrs.get("axes", [])]
