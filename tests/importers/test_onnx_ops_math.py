@@ -273,19 +273,21 @@ def test_parameter_gradients_match_torch_autograd(case):
         np.testing.assert_allclose(grads[net.nodes[-1].name][key], g.numpy(), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("backend", ["gpu", "tpu"], ids=["gpu", "tpu"])
 @_ids(IDS)
-def test_operator_runs_and_counts_on_tpu(case):
-    """On the tpu backend the output is within bf16 tolerance of cpu, and the work is counted."""
+def test_operator_runs_and_counts_on_other_backends(case, backend):
+    """On gpu and tpu the outputs and gradients are within bf16 tolerance of cpu's, and the
+    work is counted."""
     c = CASES[case]
     net = xai.from_onnx(c.data)
     X = c.inputs()
-    runner = xai.ModelRunner(net, backend="tpu")
-    got = runner.predict(X)
-    np.testing.assert_allclose(got, net.predict(X), rtol=2e-2, atol=2e-2)
+    runner = xai.ModelRunner(net, backend=backend)
+    np.testing.assert_allclose(runner.predict(X), net.predict(X), rtol=2e-2, atol=2e-2)
     if case != "ReduceSum_noop":
         assert runner.counters["elementwise_ops"] > 0
-    grad = runner.gradient(X, np.zeros(len(X), dtype=int))
-    assert grad.shape == X.shape and np.all(np.isfinite(grad))
+    target = np.arange(len(X)) % net.n_outputs
+    got = runner.gradient(X, target)
+    np.testing.assert_allclose(got, net.gradient(X, target), rtol=2e-2, atol=2e-2)
 
 
 @_ids(IDS)
