@@ -74,6 +74,9 @@ UNARY: list[tuple[str, int, Callable[[IRNode], Any], str]] = [
     ("Abs", 1, lambda n: nn.Abs(), "float tensors"),
     ("Reciprocal", 1, lambda n: nn.Reciprocal(), ""),
     ("Softplus", 1, lambda n: nn.Softplus(), ""),
+    ("Softsign", 1, lambda n: nn.Softsign(), ""),
+    ("Mish", 18, lambda n: nn.Mish(), ""),
+    ("Celu", 12, lambda n: nn.Celu(_attr(n, "alpha", 1.0)), "alpha not 0"),
     ("Elu", 1, lambda n: nn.Elu(_attr(n, "alpha", 1.0)), ""),
     (
         "Selu",
@@ -124,6 +127,24 @@ def op_pow(b: Builder, node: IRNode) -> None:
     log_base = b.constant_node(node, np.log(base), rank)
     scaled = b.add(node, nn.Multiply(), [y, log_base], suffix="/x_log_base")
     b.add(node, nn.Exp(), scaled)
+
+
+def op_sum(b: Builder, node: IRNode) -> None:
+    """``Sum`` of one or more inputs, broadcast (folded when every input is a constant)."""
+    ins = [i for i in node.inputs if i]
+    acts = [i for i in ins if b.is_act(i)]
+    if not acts:
+        values = [_constant(b, node, i) for i in ins]
+        _store(b, node, sum(values[1:], values[0]))
+        return
+    if len(ins) == 1:
+        b.add(node, nn.Identity(), ins[0])
+        return
+    rank = max(b.rank(node, i) for i in acts)
+    operands = [
+        i if b.is_act(i) else b.constant_node(node, _constant(b, node, i), rank) for i in ins
+    ]
+    b.add(node, nn.Add(), operands)
 
 
 def op_prelu(b: Builder, node: IRNode) -> None:
@@ -254,6 +275,7 @@ for _op, _fn, _since, _until, _limits in [
         "a constant exponent of one number, or a constant positive base; both constant: folded",
     ),
     ("PRelu", op_prelu, 7, None, "a constant slope broadcast per sample"),
+    ("Sum", op_sum, 8, None, "broadcasting"),
     (
         "LayerNormalization",
         op_layer_norm,

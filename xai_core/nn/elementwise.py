@@ -32,7 +32,10 @@ __all__ = [
     "Abs",
     "Reciprocal",
     "Softplus",
+    "Softsign",
+    "Mish",
     "Elu",
+    "Celu",
     "Selu",
     "Sin",
     "Cos",
@@ -297,6 +300,36 @@ class Softplus(UnaryFunction):
         return g * expit(x)
 
 
+class Softsign(UnaryFunction):
+    """``x / (1 + |x|)``; the derivative is ``1 / (1 + |x|) ** 2``."""
+
+    kind: ClassVar[str] = "softsign"
+    ops: ClassVar[int] = 3
+    grad_ops: ClassVar[int] = 4
+
+    def fn(self, x):
+        return x / (1 + np.abs(x))
+
+    def dfn(self, g, x):
+        d = 1 + np.abs(x)
+        return g / (d * d)
+
+
+class Mish(UnaryFunction):
+    """``x * tanh(softplus(x))`` (ONNX ``Mish``; YOLOv4's activation)."""
+
+    kind: ClassVar[str] = "mish"
+    ops: ClassVar[int] = 12
+    grad_ops: ClassVar[int] = 16
+
+    def fn(self, x):
+        return x * np.tanh(np.logaddexp(_c(x, 0.0), x))
+
+    def dfn(self, g, x):
+        t = np.tanh(np.logaddexp(_c(x, 0.0), x))
+        return (g * (t + x * (1 - t * t) * expit(x))).astype(g.dtype)
+
+
 class Elu(UnaryFunction):
     """``x`` for ``x >= 0``, else ``alpha * (exp(x) - 1)`` (ONNX ``Elu``).
 
@@ -353,6 +386,38 @@ class Selu(Elu):
 
     def get_config(self):
         return {"alpha": self.alpha, "gamma": self.gamma}
+
+
+class Celu(UnaryFunction):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (ONNX ``Celu``).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Must not be 0.
+    name : str, optional
+    """
+
+    kind: ClassVar[str] = "celu"
+    ops: ClassVar[int] = 6
+    grad_ops: ClassVar[int] = 5
+
+    def __init__(self, alpha: float = 1.0, name: str | None = None) -> None:
+        super().__init__(name)
+        self.alpha = check_number(alpha, "alpha")
+        if self.alpha == 0:
+            raise ValidationError("alpha must not be 0.")
+
+    def fn(self, x):
+        a = _c(x, self.alpha)
+        return np.where(x > 0, x, a * np.expm1(np.minimum(x, 0) / a)).astype(x.dtype)
+
+    def dfn(self, g, x):
+        a = _c(x, self.alpha)
+        return np.where(x > 0, g, g * np.exp(np.minimum(x, 0) / a)).astype(g.dtype)
+
+    def get_config(self):
+        return {"alpha": self.alpha}
 
 
 class Sin(UnaryFunction):

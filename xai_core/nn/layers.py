@@ -22,6 +22,7 @@ from xai_core.nn.conv import Conv2D, DepthwiseConv2D
 from xai_core.nn.dense import Dense
 from xai_core.nn.elementwise import (
     Abs,
+    Celu,
     Cos,
     Elu,
     Erf,
@@ -29,6 +30,7 @@ from xai_core.nn.elementwise import (
     Gelu,
     HardSigmoid,
     Log,
+    Mish,
     Neg,
     Power,
     PRelu,
@@ -36,6 +38,7 @@ from xai_core.nn.elementwise import (
     Selu,
     Sin,
     Softplus,
+    Softsign,
     Sqrt,
 )
 from xai_core.nn.layer_norm import LayerNormalization
@@ -53,6 +56,7 @@ __all__ = [
     "Clip",
     "Concatenate",
     "Constant",
+    "Celu",
     "Conv2D",
     "Cos",
     "Dense",
@@ -74,6 +78,7 @@ __all__ = [
     "Log",
     "LogSoftmax",
     "MaxPool2D",
+    "Mish",
     "Multiply",
     "Neg",
     "PRelu",
@@ -88,6 +93,7 @@ __all__ = [
     "Sin",
     "Softmax",
     "Softplus",
+    "Softsign",
     "Sqrt",
     "Subtract",
     "Tanh",
