@@ -299,16 +299,6 @@ def _clip(b: Builder, node: IRNode):
     return nn.Clip(lo, hi)
 
 
-def _softmax(b: Builder, node: IRNode):
-    rank = b.rank(node, node.inputs[0])
-    default = -1 if b.opset >= 13 else 1
-    axis = node.attrs.get("axis", default)
-    axis = axis + rank if axis < 0 else axis
-    if axis != rank - 1:
-        raise b.fail(node, f"softmax over axis {axis} of a rank-{rank} tensor; only the last axis.")
-    return nn.Softmax()
-
-
 def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
     def op(b: Builder, node: IRNode) -> None:
         kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
@@ -332,15 +322,6 @@ def op_global_avg_pool(b: Builder, node: IRNode) -> None:
     b.add(node, nn.GlobalAveragePooling2D(keepdims=True), node.inputs[0])
 
 
-def op_reduce_mean(b: Builder, node: IRNode) -> None:
-    rank = b.rank(node, node.inputs[0])
-    axes = sorted(a + rank if a < 0 else a for a in _axes(b, node))
-    if rank != 4 or axes != [2, 3]:
-        raise b.fail(node, f"only the mean over height and width of NCHW images; got axes {axes}.")
-    keep = bool(node.attrs.get("keepdims", 1))
-    b.add(node, nn.GlobalAveragePooling2D(keepdims=keep), node.inputs[0])
-
-
 NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 
 
@@ -352,8 +333,6 @@ def _binary(op_name: str) -> Callable[[Builder, IRNode], None]:
                 raise b.fail(node, "arithmetic on the batch size is not supported.")
             b.const[node.outputs[0]] = NUMPY[op_name](b.value(node, x), b.value(node, y))
             return
-        if op_name == "Div" and b.is_act(y):
-            raise b.fail(node, "only division by a constant is supported.")
         rank = b.rank(node, x if b.is_act(x) else y)
         ins = [i if b.is_act(i) else b.constant_node(node, i, rank) for i in (x, y)]
         layer = {"Add": nn.Add, "Sub": nn.Subtract, "Mul": nn.Multiply, "Div": nn.Divide}
@@ -528,11 +507,9 @@ for _op, _fn, _since, _limits in [
     ("HardSwish", _unary(lambda b, n: nn.HardSwish()), 14, ""),
     ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
     ("Tanh", _unary(lambda b, n: nn.Tanh()), 1, ""),
-    ("Softmax", _unary(_softmax), 1, "over the last axis (the opset's default axis read)"),
     ("MaxPool", _pool("max"), 1, "2-D; no dilation, no ceil_mode"),
     ("AveragePool", _pool("avg"), 1, "2-D; no dilation, no ceil_mode"),
     ("GlobalAveragePool", op_global_avg_pool, 1, "2-D"),
-    ("ReduceMean", op_reduce_mean, 1, "over height and width of NCHW images"),
     ("Add", _binary("Add"), 1, "broadcasting"),
     ("Sub", _binary("Sub"), 1, "broadcasting"),
     ("Mul", _binary("Mul"), 1, "broadcasting"),

@@ -111,7 +111,10 @@ def converter(
 
 def _load() -> None:
     """Import the modules that register the built-in converters."""
-    from xai_core.importers import onnx_ops  # noqa: F401 - registers on import
+    from xai_core.importers import (
+        onnx_ops,  # noqa: F401 - registers on import
+        onnx_ops_math,  # noqa: F401
+    )
 
 
 def find_converter(op: str, opset: int | None) -> Converter | None:
