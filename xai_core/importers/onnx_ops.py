@@ -137,9 +137,13 @@ class Builder:
         thousands of ``Add`` nodes is held once.
         """
         key = (name, rank)
-        if key in self._constants:
-            return self._constants[key]
-        value = self.numbers(node, name)
+        if key not in self._constants:
+            self._constants[key] = self.value_node(node, self.numbers(node, name), rank)
+        return self._constants[key]
+
+    def value_node(self, node: IRNode, value: np.ndarray, rank: int) -> str:
+        """A ``Constant`` node holding ``value`` (computed while importing, such as a
+        converter's ``log(base)``), an operand of a batched tensor of ``rank`` axes."""
         value = np.asarray(value, dtype=self.g.dtype)
         if value.ndim == rank:
             if value.shape[0] != 1:
@@ -148,7 +152,6 @@ class Builder:
                 )
             value = value[0]
         made = self.g.add(nn.Constant(value), [], name=self.unique(node.name + "/const"))
-        self._constants[key] = made
         self._made.add(made)
         return made
 

@@ -124,7 +124,7 @@ def op_pow(b: Builder, node: IRNode) -> None:
     if not np.all(base > 0):
         raise b.fail(node, "a constant base must be positive (base ** x is exp(x log base)).")
     rank = b.rank(node, y)
-    log_base = b.constant_node(node, np.log(base), rank)
+    log_base = b.value_node(node, np.log(base), rank)
     scaled = b.add(node, nn.Multiply(), [y, log_base], suffix="/x_log_base")
     b.add(node, nn.Exp(), scaled)
 
@@ -141,9 +141,7 @@ def op_sum(b: Builder, node: IRNode) -> None:
         b.add(node, nn.Identity(), ins[0])
         return
     rank = max(b.rank(node, i) for i in acts)
-    operands = [
-        i if b.is_act(i) else b.constant_node(node, _constant(b, node, i), rank) for i in ins
-    ]
+    operands = [i if b.is_act(i) else b.constant_node(node, i, rank) for i in ins]
     b.add(node, nn.Add(), operands)
 
 
