@@ -294,7 +294,15 @@ def op_reduce_mean(b: Builder, node: IRNode) -> None:
     b.add(node, nn.GlobalAveragePooling2D(keepdims=keep), node.inputs[0])
 
 
-NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """ONNX ``Div``: integers divide truncating toward zero (shape arithmetic, ``c // g``)."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        return (np.sign(x) * np.sign(y) * (np.abs(x) // np.abs(y))).astype(np.result_type(x, y))
+    return np.divide(x, y)
+
+
+NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _divide}
 
 
 def _binary(op_name: str) -> Callable[[Builder, IRNode], None]:
@@ -414,6 +422,8 @@ def op_shape(b: Builder, node: IRNode) -> None:
 
 def _store(b: Builder, node: IRNode, out: Any) -> None:
     out = np.asarray(out)
+    if out.dtype == object and not any(v is BATCH for v in out.reshape(-1)):
+        out = out.astype(np.int64)  # sizes read from a shape without the batch: plain ints
     (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
 
 
@@ -467,7 +477,6 @@ def op_slice(b: Builder, node: IRNode) -> None:
 # -- the registry: each operator, its opsets and its limits ---------------------------------
 for _op, _fn, _since, _limits in [
     ("Gemm", op_gemm, 1, "a constant B (the weights); transA=0"),
-    ("MatMul", op_matmul, 1, "a constant second operand (a dense layer)"),
     ("Conv", op_conv, 1, "2-D, constant weights; groups, strides, dilations, pads, auto_pad"),
     ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
     ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
@@ -477,8 +486,6 @@ for _op, _fn, _since, _limits in [
     ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
     ("Tanh", _unary(lambda b, n: nn.Tanh()), 1, ""),
     ("Softmax", _unary(_softmax), 1, "over the last axis (the opset's default axis read)"),
-    ("MaxPool", _pool("max"), 1, "2-D; no dilation, no ceil_mode"),
-    ("AveragePool", _pool("avg"), 1, "2-D; no dilation, no ceil_mode"),
     ("GlobalAveragePool", op_global_avg_pool, 1, "2-D"),
     ("ReduceMean", op_reduce_mean, 1, "over height and width of NCHW images"),
     ("Add", _binary("Add"), 1, "broadcasting"),

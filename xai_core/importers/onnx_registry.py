@@ -111,7 +111,7 @@ def converter(
 
 def _load() -> None:
     """Import the modules that register the built-in converters."""
-    from xai_core.importers import onnx_ops  # noqa: F401 - registers on import
+    from xai_core.importers import onnx_ops, onnx_ops_tensor  # noqa: F401 - register on import
 
 
 def find_converter(op: str, opset: int | None) -> Converter | None:

@@ -24,6 +24,7 @@ from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Subtract
 from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
 from xai_core.nn.shape import Constant, Dropout, Flatten, Identity, Reshape, Transpose
+from xai_core.nn.tensor_ops import Expand, MatMul, Slice, Where
 
 __all__ = [
     "Add",
@@ -37,21 +38,25 @@ __all__ = [
     "DepthwiseConv2D",
     "Divide",
     "Dropout",
+    "Expand",
     "Flatten",
     "GlobalAveragePooling2D",
     "HardSwish",
     "Identity",
     "LeakyReLU",
     "Linear",
+    "MatMul",
     "MaxPool2D",
     "Multiply",
     "ReLU",
     "ReLU6",
     "Reshape",
     "Sigmoid",
+    "Slice",
     "Softmax",
     "Subtract",
     "Tanh",
     "Transpose",
+    "Where",
     "ZeroPadding2D",
 ]

@@ -1,0 +1,307 @@
+"""ONNX operators on tensors and shapes: ceil-mode pooling, shape building, Split, MatMul.
+
+Most of these fold at import: a model builds its weights with ``ConstantOfShape`` and
+``ScatterND``, or the target of a ``Reshape`` / ``Expand`` with ``Range``, ``Equal``,
+``Where`` and ``Mod`` on shapes (see :mod:`xai_core.importers.onnx_ops` for the three kinds
+of tensor while building). Where an input is a runtime activation, ``Expand``, ``Where``
+(with a constant condition), ``Split`` and ``MatMul`` of two activations run as native
+layers (:mod:`xai_core.nn.tensor_ops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from xai_core import nn
+from xai_core.importers import onnx_ops
+from xai_core.importers.ir import IRNode
+from xai_core.importers.onnx_ops import (
+    BATCH,
+    Builder,
+    _axis,
+    _kernel_attrs,
+    _pads,
+    _spatial,
+    _store,
+)
+from xai_core.importers.onnx_registry import register
+
+__all__: list[str] = []
+
+
+def _has_batch(value: np.ndarray) -> bool:
+    v = np.asarray(value)
+    return v.dtype == object and any(x is BATCH for x in v.reshape(-1))
+
+
+def _plain(b: Builder, node: IRNode, name: str) -> np.ndarray:
+    """A constant input (a shape without the batch size)."""
+    v = np.asarray(b.value(node, name))
+    if _has_batch(v):
+        raise b.fail(node, f"input {name!r} depends on the batch size; it must not here.")
+    return v.astype(np.int64) if v.dtype == object else v
+
+
+def _check_bytes(b: Builder, node: IRNode, shape, dtype) -> None:
+    """Refuse a folded tensor over the memory limit before it is allocated."""
+    from xai_core.attribution.cost import Cost, check_cost
+
+    size = int(np.prod([int(d) for d in shape], dtype=object)) if len(shape) else 1
+    cost = Cost(0, size * np.dtype(dtype).itemsize, detail=f"a tensor of shape {list(shape)}")
+    check_cost(cost, f"{b.where}: {node.op} node {node.name!r}", advice="use a smaller model")
+
+
+def _given(node: IRNode, i: int) -> bool:
+    return len(node.inputs) > i and bool(node.inputs[i])
+
+
+# -- pooling with ceil_mode ---------------------------------------------------------------
+def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
+    plain = onnx_ops._pool(kind)
+
+    def op(b: Builder, node: IRNode) -> None:
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise b.fail(node, "the Indices output of MaxPool is not supported.")
+        if not node.attrs.get("ceil_mode", 0):
+            plain(b, node)
+            return
+        kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
+        if dilations != (1, 1):
+            raise b.fail(node, f"dilated pooling is not supported; dilations={list(dilations)}.")
+        if node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
+            raise b.fail(node, "ceil_mode=1 with auto_pad SAME_UPPER / SAME_LOWER.")
+        pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
+        if kind == "max":
+            layer = nn.MaxPool2D(kernel, stride=strides, padding=pads, ceil_mode=True)
+        else:
+            include = bool(node.attrs.get("count_include_pad", 0))
+            layer = nn.AvgPool2D(
+                kernel, stride=strides, padding=pads, count_include_pad=include, ceil_mode=True
+            )
+        b.add(node, layer, node.inputs[0])
+
+    return op
+
+
+# -- shapes and constants, folded ---------------------------------------------------------
+def op_constant_of_shape(b: Builder, node: IRNode) -> None:
+    shape = _plain(b, node, node.inputs[0]).reshape(-1)
+    if np.any(shape < 0):
+        raise b.fail(node, f"the shape {shape.tolist()} has a negative size.")
+    value = np.asarray(node.attrs.get("value", np.zeros(1, dtype=np.float32)))
+    if value.size != 1:
+        raise b.fail(node, f"the value attribute must hold one element; got shape {value.shape}.")
+    _check_bytes(b, node, shape, value.dtype)
+    _store(b, node, np.full(tuple(int(d) for d in shape), value.reshape(-1)[0], dtype=value.dtype))
+
+
+def op_range(b: Builder, node: IRNode) -> None:
+    start, limit, delta = (_plain(b, node, i) for i in node.inputs[:3])
+    if delta.reshape(-1)[0] == 0:
+        raise b.fail(node, "delta is 0.")
+    count = max(int(np.ceil((limit.item() - start.item()) / delta.item())), 0)
+    _check_bytes(b, node, [count], start.dtype)
+    _store(b, node, (start.item() + np.arange(count) * delta.item()).astype(start.dtype))
+
+
+def _same(x: object, y: object) -> bool | None:
+    """Whether two entries of folded shapes are equal (None: it depends on the batch size)."""
+    if x is BATCH and y is BATCH:
+        return True
+    if x is BATCH or y is BATCH:
+        other = y if x is BATCH else x
+        return False if int(other) < 1 else None  # the batch size is at least 1
+    return bool(x == y)
+
+
+def op_equal(b: Builder, node: IRNode) -> None:
+    x, y = (np.asarray(b.value(node, i)) for i in node.inputs[:2])
+    if x.dtype != object and y.dtype != object:
+        _store(b, node, np.equal(x, y))
+        return
+    xs, ys = np.broadcast_arrays(x.astype(object), y.astype(object))
+    out = [_same(p, q) for p, q in zip(xs.reshape(-1), ys.reshape(-1))]
+    if None in out:
+        raise b.fail(node, "compares the batch size with a positive number; it is unknown here.")
+    _store(b, node, np.array(out, dtype=bool).reshape(xs.shape))
+
+
+def op_not(b: Builder, node: IRNode) -> None:
+    _store(b, node, np.logical_not(_plain(b, node, node.inputs[0])))
+
+
+def op_mod(b: Builder, node: IRNode) -> None:
+    x, y = (_plain(b, node, i) for i in node.inputs[:2])
+    fmod = int(node.attrs.get("fmod", 0))
+    if not fmod and (x.dtype.kind == "f" or y.dtype.kind == "f"):
+        raise b.fail(node, "fmod=0 on floating-point inputs (the spec requires fmod=1).")
+    if np.any(y == 0):
+        raise b.fail(node, "division by zero.")
+    _store(b, node, np.fmod(x, y) if fmod else np.mod(x, y))
+
+
+def op_scatter_nd(b: Builder, node: IRNode) -> None:
+    data = np.array(b.value(node, node.inputs[0]), copy=True)
+    idx = _plain(b, node, node.inputs[1]).astype(np.int64)
+    updates = np.asarray(b.value(node, node.inputs[2]))
+    k = idx.shape[-1] if idx.ndim else 0
+    if idx.ndim < 1 or k > data.ndim or updates.shape != idx.shape[:-1] + data.shape[k:]:
+        raise b.fail(
+            node,
+            f"indices of shape {idx.shape} and updates of shape {updates.shape} do not fit "
+            f"data of shape {data.shape} (updates must be indices.shape[:-1] + "
+            "data.shape[indices.shape[-1]:]).",
+        )
+    bound = np.array(data.shape[:k])
+    if np.any(idx < -bound) or np.any(idx >= bound):
+        raise b.fail(node, f"an index is outside data of shape {data.shape}.")
+    reduction = node.attrs.get("reduction", "none")
+    combine = {
+        "none": lambda old, new: new,
+        "add": np.add,
+        "mul": np.multiply,
+        "max": np.maximum,
+        "min": np.minimum,
+    }
+    if reduction not in combine:
+        raise b.fail(node, f"unknown reduction {reduction!r}; expected one of {list(combine)}.")
+    flat_idx = idx.reshape(-1, k)
+    flat_upd = updates.reshape(-1, *data.shape[k:])
+    for where, value in zip(flat_idx, flat_upd):
+        key = tuple(int(i) for i in where)
+        data[key] = combine[reduction](data[key], value)
+    _store(b, node, data)
+
+
+# -- tensors that may be activations ------------------------------------------------------
+def _target(b: Builder, node: IRNode, name: str) -> list:
+    """The shape input of Expand: ints, with BATCH allowed first."""
+    shape = list(np.asarray(b.value(node, name)).reshape(-1))
+    if any(d is BATCH for d in shape[1:]):
+        raise b.fail(node, f"target shape {shape} moves the batch axis.")
+    return shape
+
+
+def op_expand(b: Builder, node: IRNode) -> None:
+    x = node.inputs[0]
+    shape = _target(b, node, node.inputs[1])
+    if not b.is_act(x):
+        if shape and shape[0] is BATCH:
+            raise b.fail(node, "a constant expanded to the batch size (make it an input).")
+        data = np.asarray(b.value(node, x))
+        out = np.broadcast_shapes(data.shape, tuple(int(d) for d in shape))
+        _check_bytes(b, node, out, data.dtype)
+        _store(b, node, np.broadcast_to(data, out).copy())
+        return
+    rank = b.rank(node, x)
+    if len(shape) >= rank:
+        first = shape[-rank]
+        if not (first is BATCH or int(first) == 1 or int(first) == b.batch):
+            raise b.fail(node, f"target shape {shape} sets the batch size to {first}.")
+        lead = [int(d) for d in shape[:-rank]]
+        if any(d != 1 for d in lead):
+            raise b.fail(node, f"target shape {shape} adds axes before the batch axis.")
+        per_sample = [int(d) for d in shape[len(shape) - rank + 1 :]]
+    else:
+        per_sample = [int(d) for d in shape]
+    b.add(node, nn.Expand(tuple(per_sample)), x)
+
+
+def op_where(b: Builder, node: IRNode) -> None:
+    cond, x, y = node.inputs[:3]
+    if not any(b.is_act(i) for i in (cond, x, y)):
+        c = np.asarray(b.value(node, cond)).astype(bool)
+        _store(b, node, np.where(c, b.value(node, x), b.value(node, y)))
+        return
+    if b.is_act(cond):
+        raise b.fail(node, "the condition must be a constant; it is computed at run time.")
+    rank = b.rank(node, x if b.is_act(x) else y)
+    ins = [
+        i if b.is_act(i) else b.constant_node(node, _plain(b, node, i).astype(float), rank)
+        for i in (cond, x, y)
+    ]
+    b.add(node, nn.Where(), ins)
+
+
+def _split_sizes(b: Builder, node: IRNode, size: int) -> list[int]:
+    n = len(node.outputs)
+    if _given(node, 1):
+        sizes = [int(s) for s in _plain(b, node, node.inputs[1]).reshape(-1)]
+    elif "split" in node.attrs:
+        sizes = [int(s) for s in node.attrs["split"]]
+    elif "num_outputs" in node.attrs:
+        k = int(node.attrs["num_outputs"])
+        part = -(-size // k)
+        sizes = [part] * (k - 1) + [size - part * (k - 1)]
+    else:
+        if size % n:
+            raise b.fail(node, f"an axis of size {size} does not split into {n} equal parts.")
+        sizes = [size // n] * n
+    if len(sizes) != n or sum(sizes) != size or any(s < 0 for s in sizes):
+        raise b.fail(node, f"split sizes {sizes} for {n} outputs of an axis of size {size}.")
+    return sizes
+
+
+def op_split(b: Builder, node: IRNode) -> None:
+    x = node.inputs[0]
+    axis = int(node.attrs.get("axis", 0))
+    if not b.is_act(x):
+        data = np.asarray(b.value(node, x))
+        a = axis + data.ndim if axis < 0 else axis
+        sizes = _split_sizes(b, node, data.shape[a])
+        for out, part in zip(node.outputs, np.split(data, np.cumsum(sizes)[:-1], axis=a)):
+            _store(b, IRNode(node.op, node.name, node.inputs, [out]), part)
+        return
+    rank = b.rank(node, x)
+    a = _axis(b, node, axis, rank)
+    sizes = _split_sizes(b, node, b.g.shape_of(b.node_of(node, x))[a])
+    start = 0
+    for k, (out, size) in enumerate(zip(node.outputs, sizes)):
+        if size == 0:
+            raise b.fail(node, f"output {k} ({out!r}) is empty.")
+        if out:
+            name = b.add(node, nn.Slice(a, start, start + size), x, suffix=f"/{k}")
+            b.act[out] = name
+        start += size
+
+
+def op_matmul(b: Builder, node: IRNode) -> None:
+    """Activation @ activation as a native MatMul layer; anything else as before."""
+    x, y = node.inputs[:2]
+    if not b.is_act(y):
+        onnx_ops.op_matmul(b, node)
+        return
+    if not b.is_act(x):
+        rank = b.rank(node, y)
+        value = np.asarray(b.value(node, x))
+        if value.ndim < 2:
+            raise b.fail(node, f"a 1-D first operand of shape {value.shape} is not supported.")
+        x = b.constant_node(node, value, rank)
+    for i in (x, y):
+        if i in b.act and b.rank(node, i) < 3:
+            raise b.fail(node, f"operand {i!r} has one axis per sample; MatMul needs two.")
+    b.add(node, nn.MatMul(), [x, y])
+
+
+# -- the registry -------------------------------------------------------------------------
+for _op, _fn, _since, _limits in [
+    ("MaxPool", _pool("max"), 1, "2-D; ceil_mode; no dilation, no Indices output"),
+    ("AveragePool", _pool("avg"), 1, "2-D; ceil_mode, count_include_pad; no dilation"),
+    ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
+    ("Where", op_where, 9, "a constant condition; activations or constants as the branches"),
+    ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
+    ("MatMul", op_matmul, 1, "two activations (broadcast, >= 2-D samples) or a constant matrix"),
+]:
+    register(_op, _fn, since=_since, limits=_limits)
+
+for _op, _fn, _since, _limits in [
+    ("ConstantOfShape", op_constant_of_shape, 9, "a constant shape"),
+    ("Range", op_range, 11, "constant bounds"),
+    ("Equal", op_equal, 1, "on constants and shapes"),
+    ("Not", op_not, 1, "on constants"),
+    ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
+    ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
+]:
+    register(_op, _fn, since=_since, folds=True, limits=_limits)
