@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 import xai_core as xai
 
 from .conftest import ort_run
+from .test_onnx_ops_tensor import TESTED as TENSOR_OPS_TESTED
 
 RNG = np.random.default_rng(0)
 IMAGE = (3, 7, 8)  # channels, height, width: odd and even sizes, not square
@@ -112,7 +113,7 @@ def test_operator_alone_matches_onnxruntime(case):
 
 def test_every_listed_operator_is_tested():
     """The table of supported operators and these cases cover the same operators."""
-    tested = {c.split("_")[0] for c in CASES} | {"Constant"}
+    tested = {c.split("_")[0] for c in CASES} | {"Constant"} | TENSOR_OPS_TESTED
     run_ops = set(xai.importers.SUPPORTED_ONNX_OPS) - {
         "Shape",
         "Gather",

@@ -508,7 +508,6 @@ for _op, _fn, _limits in [
     ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
     ("Squeeze", op_squeeze, "on constants and shapes"),
     ("Cast", op_cast, "on constants and shapes"),
-    ("Slice", op_slice, "on constants and shapes"),
 ]:
     register(_op, _fn, folds=True, limits=_limits)
 

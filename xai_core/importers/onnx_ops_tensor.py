@@ -178,7 +178,7 @@ def op_scatter_nd(b: Builder, node: IRNode) -> None:
 # -- tensors that may be activations ------------------------------------------------------
 def _target(b: Builder, node: IRNode, name: str) -> list:
     """The shape input of Expand: ints, with BATCH allowed first."""
-    shape = list(np.asarray(b.value(node, name)).reshape(-1))
+    shape = [d if d is BATCH else int(d) for d in np.asarray(b.value(node, name)).reshape(-1)]
     if any(d is BATCH for d in shape[1:]):
         raise b.fail(node, f"target shape {shape} moves the batch axis.")
     return shape
@@ -196,16 +196,13 @@ def op_expand(b: Builder, node: IRNode) -> None:
         _store(b, node, np.broadcast_to(data, out).copy())
         return
     rank = b.rank(node, x)
-    if len(shape) >= rank:
-        first = shape[-rank]
+    if len(shape) > rank:
+        raise b.fail(node, f"target shape {shape} adds axes before the batch axis.")
+    if len(shape) == rank:
+        first, shape = shape[0], shape[1:]
         if not (first is BATCH or int(first) == 1 or int(first) == b.batch):
-            raise b.fail(node, f"target shape {shape} sets the batch size to {first}.")
-        lead = [int(d) for d in shape[:-rank]]
-        if any(d != 1 for d in lead):
-            raise b.fail(node, f"target shape {shape} adds axes before the batch axis.")
-        per_sample = [int(d) for d in shape[len(shape) - rank + 1 :]]
-    else:
-        per_sample = [int(d) for d in shape]
+            raise b.fail(node, f"target shape {[first, *shape]} sets the batch size to {first}.")
+    per_sample = [int(d) for d in shape]
     b.add(node, nn.Expand(tuple(per_sample)), x)
 
 
@@ -267,13 +264,49 @@ def op_split(b: Builder, node: IRNode) -> None:
         start += size
 
 
+def op_slice(b: Builder, node: IRNode) -> None:
+    """A constant or a shape sliced (folded), or an activation: one Slice layer per axis."""
+    x = node.inputs[0]
+    if not b.is_act(x):
+        onnx_ops.op_slice(b, node)
+        return
+    if b.opset < 10:
+        starts, ends = list(node.attrs["starts"]), list(node.attrs["ends"])
+        axes, steps = node.attrs.get("axes"), None
+    else:
+        starts, ends = b.ints(node, node.inputs[1]), b.ints(node, node.inputs[2])
+        axes = b.ints(node, node.inputs[3]) if _given(node, 3) else None
+        steps = b.ints(node, node.inputs[4]) if _given(node, 4) else None
+    axes = list(axes or range(len(starts)))
+    steps = list(steps or [1] * len(starts))
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise b.fail(
+            node, f"starts {starts}, ends {ends}, axes {axes}, steps {steps} differ in length."
+        )
+    rank = b.rank(node, x)
+    source = x
+    for k, (start, end, axis, step) in enumerate(zip(starts, ends, axes, steps)):
+        if step < 1:
+            raise b.fail(node, f"step {step} on an activation; only positive steps.")
+        a = _axis(b, node, int(axis), rank)
+        last = k == len(starts) - 1
+        size = b.g.shape_of(b.act.get(source, source))[a]
+        layer = nn.Slice(a, max(min(start, size), -size), max(min(end, size), -size - 1), step)
+        source = b.add(node, layer, source, suffix="" if last else f"/{k}")
+
+
 def op_matmul(b: Builder, node: IRNode) -> None:
     """Activation @ activation as a native MatMul layer; anything else as before."""
     x, y = node.inputs[:2]
-    if not b.is_act(y):
-        onnx_ops.op_matmul(b, node)
+    if not b.is_act(y) and (not b.is_act(x) or b.rank(node, x) == 2):
+        onnx_ops.op_matmul(b, node)  # rows @ a constant matrix: a dense layer
         return
-    if not b.is_act(x):
+    if not b.is_act(y):  # (n, ..., k) @ constant (..., k, m): a Linear on sequences
+        value = np.asarray(b.value(node, y))
+        if value.ndim < 2:
+            raise b.fail(node, f"a 1-D second operand of shape {value.shape} is not supported.")
+        y = b.constant_node(node, value, b.rank(node, x))
+    elif not b.is_act(x):
         rank = b.rank(node, y)
         value = np.asarray(b.value(node, x))
         if value.ndim < 2:
@@ -292,7 +325,8 @@ for _op, _fn, _since, _limits in [
     ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
     ("Where", op_where, 9, "a constant condition; activations or constants as the branches"),
     ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
-    ("MatMul", op_matmul, 1, "two activations (broadcast, >= 2-D samples) or a constant matrix"),
+    ("Slice", op_slice, 1, "activations: positive steps, not the batch axis; any on constants"),
+    ("MatMul", op_matmul, 1, "activations or constants, broadcasting, >= 2-D operands"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
 
