@@ -30,6 +30,8 @@ TESTED = {
     "ScatterND",
     "MatMul",
     "Slice",
+    "DepthToSpace",
+    "Resize",
 }
 
 
@@ -65,6 +67,29 @@ def pool(op, shape, **attrs):
 
 def fill(value, dtype=np.float32):
     return numpy_helper.from_array(np.array([value], dtype=dtype))
+
+
+def resize(shape, scales=None, sizes=None, **attrs):
+    """A Resize by constant scales, or to sizes (n, c, *sizes) built from the input's shape."""
+    inits = {"roi": np.zeros(0, np.float32), "sc": np.float32(scales or [])}
+    ins, nodes = ["x", "roi", "sc"], []
+    if sizes is not None:
+        inits = {"hw": i64(*sizes), "s0": i64(0), "s2": i64(2)}
+        nodes = [
+            node("Shape", ["x"], ["shp"]),
+            node("Slice", ["shp", "s0", "s2"], ["nc"]),
+            node("Concat", ["nc", "hw"], ["sz"], axis=0),
+        ]
+        ins = ["x", "", "", "sz"]
+    return model([*nodes, node("Resize", ins, ["y"], **attrs)], shape, inits, opset=13)
+
+
+def _resize_torch(mode, scale, align=None, size=None):
+    def fn(x):
+        kw = {"size": size} if size else {"scale_factor": scale}
+        return F.interpolate(x, mode=mode, align_corners=align, **kw)
+
+    return fn
 
 
 # -- the cases: (ONNX model, per-sample shape, the same function in torch) ---------------
@@ -212,6 +237,64 @@ CASES = {
         model([node("Slice", ["x"], ["y"], starts=[0], ends=[2], axes=[2])], (3, 4), opset=9),
         (3, 4),
         lambda x: x[:, :, :2],
+    ),
+    "DepthToSpace_DCR": (
+        model([node("DepthToSpace", ["x"], ["y"], blocksize=2)], (8, 3, 2)),
+        (8, 3, 2),
+        lambda x: (
+            x.reshape(len(x), 2, 2, 2, 3, 2).permute(0, 3, 4, 1, 5, 2).reshape(len(x), 2, 6, 4)
+        ),
+    ),
+    "DepthToSpace_CRD": (
+        model([node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD")], (8, 3, 2)),
+        (8, 3, 2),
+        lambda x: F.pixel_shuffle(x, 2),
+    ),
+    "Resize_nearest_asymmetric_floor": (
+        resize(
+            (2, 3, 4),
+            [1, 1, 2, 2],
+            mode="nearest",
+            coordinate_transformation_mode="asymmetric",
+            nearest_mode="floor",
+        ),
+        (2, 3, 4),
+        _resize_torch("nearest", 2),
+    ),
+    "Resize_nearest_half_pixel_round": (
+        resize((2, 5, 4), [1, 1, 1.5, 0.75], mode="nearest"),
+        (2, 5, 4),
+        None,
+    ),
+    "Resize_bilinear_half_pixel": (
+        resize((2, 3, 4), [1, 1, 2, 1.5], mode="linear"),
+        (2, 3, 4),
+        _resize_torch("bilinear", (2, 1.5), align=False),
+    ),
+    "Resize_bilinear_pytorch_half_pixel_downscale": (
+        resize(
+            (2, 6, 5),
+            [1, 1, 0.5, 0.6],
+            mode="linear",
+            coordinate_transformation_mode="pytorch_half_pixel",
+        ),
+        (2, 6, 5),
+        None,
+    ),
+    "Resize_bilinear_align_corners_sizes": (
+        resize(
+            (2, 3, 4),
+            sizes=[5, 7],
+            mode="linear",
+            coordinate_transformation_mode="align_corners",
+        ),
+        (2, 3, 4),
+        _resize_torch("bilinear", None, align=True, size=(5, 7)),
+    ),
+    "Resize_bilinear_asymmetric": (
+        resize((1, 3, 3), [1, 1, 2, 3], mode="linear", coordinate_transformation_mode="asymmetric"),
+        (1, 3, 3),
+        None,
     ),
     "MatMul_QKt": (
         model(
@@ -651,6 +734,30 @@ REFUSALS = [
         ),
         CapabilityError,
         "step -1 on an activation",
+    ),
+    (
+        "resize_cubic",
+        resize((1, 3, 3), [1, 1, 2, 2], mode="cubic"),
+        CapabilityError,
+        "mode='cubic'",
+    ),
+    (
+        "resize_channels",
+        resize((1, 3, 3), [1, 2, 2, 2]),
+        CapabilityError,
+        "must be 1 on the batch and channel axes",
+    ),
+    (
+        "depth_to_space_blocks",
+        model([node("DepthToSpace", ["x"], ["y"], blocksize=2)], (6, 2, 2)),
+        CapabilityError,
+        "6 channels do not split into blocks of 2 x 2",
+    ),
+    (
+        "resize_sizes_fix_the_batch",
+        model([node("Resize", ["x", "", "", "sz"], ["y"])], (2, 3, 3), {"sz": i64(1, 2, 6, 6)}),
+        CapabilityError,
+        "must keep the batch size and the 2 channels",
     ),
     (
         "matmul_vector_samples",

@@ -318,6 +318,121 @@ def op_matmul(b: Builder, node: IRNode) -> None:
     b.add(node, nn.MatMul(), [x, y])
 
 
+def op_depth_to_space(b: Builder, node: IRNode) -> None:
+    """Channels to blocks of pixels: a Reshape, a Transpose and a Reshape (no arithmetic)."""
+    c, h, w = _spatial_chw(b, node)
+    bs = int(node.attrs["blocksize"])
+    mode = node.attrs.get("mode", "DCR")
+    if bs < 1 or c % (bs * bs):
+        raise b.fail(node, f"{c} channels do not split into blocks of {bs} x {bs}.")
+    if mode == "DCR":
+        split, perm = (bs, bs, c // (bs * bs), h, w), (2, 3, 0, 4, 1)
+    elif mode == "CRD":
+        split, perm = (c // (bs * bs), bs, bs, h, w), (0, 3, 1, 4, 2)
+    else:
+        raise b.fail(node, f"unknown mode {mode!r}; expected 'DCR' or 'CRD'.")
+    first = b.add(node, nn.Reshape(split), node.inputs[0], suffix="/blocks")
+    moved = b.add(node, nn.Transpose(perm), first, suffix="/moved")
+    b.add(node, nn.Reshape((c // (bs * bs), h * bs, w * bs)), moved)
+
+
+def _resize_matrix(n_in: int, n_out: int, scale: float, attrs: dict, mode: str) -> np.ndarray:
+    """(n_out, n_in) matrix of one axis of ``Resize``: output = matrix @ input along the axis."""
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    o = np.arange(n_out, dtype=np.float64)
+    if ctm == "half_pixel":
+        x = (o + 0.5) / scale - 0.5
+    elif ctm == "pytorch_half_pixel":
+        x = (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
+    elif ctm == "align_corners":
+        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
+    else:  # asymmetric
+        x = o / scale
+    m = np.zeros((n_out, n_in))
+    if mode == "nearest":
+        rule = attrs.get("nearest_mode", "round_prefer_floor")
+        pick = {
+            "round_prefer_floor": lambda v: np.where(
+                v - np.floor(v) == 0.5, np.floor(v), np.round(v)
+            ),
+            "round_prefer_ceil": lambda v: np.where(
+                v - np.floor(v) == 0.5, np.ceil(v), np.round(v)
+            ),
+            "floor": np.floor,
+            "ceil": np.ceil,
+        }[rule](x)
+        m[np.arange(n_out), np.clip(pick, 0, n_in - 1).astype(int)] = 1.0
+        return m
+    x = np.clip(x, 0, n_in - 1)
+    lo = np.floor(x).astype(int)
+    hi = np.minimum(lo + 1, n_in - 1)
+    frac = x - lo
+    np.add.at(m, (np.arange(n_out), lo), 1 - frac)
+    np.add.at(m, (np.arange(n_out), hi), frac)
+    return m
+
+
+def op_resize(b: Builder, node: IRNode) -> None:
+    """Nearest or bilinear resizing of NCHW images: two MatMuls by constant interpolation matrices."""
+    c, h, w = _spatial_chw(b, node)
+    a = node.attrs
+    mode = a.get("mode", "nearest")
+    ctm = a.get("coordinate_transformation_mode", "half_pixel")
+    modes = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+    if mode not in ("nearest", "linear") or ctm not in modes:
+        raise b.fail(
+            node,
+            f"mode={mode!r}, coordinate_transformation_mode={ctm!r}; supported: nearest or "
+            f"linear with {', '.join(modes)}.",
+        )
+    if a.get("nearest_mode", "round_prefer_floor") not in (
+        "round_prefer_floor",
+        "round_prefer_ceil",
+        "floor",
+        "ceil",
+    ):
+        raise b.fail(node, f"unknown nearest_mode {a['nearest_mode']!r}.")
+    if a.get("antialias", 0) or a.get("axes") is not None or a.get("exclude_outside", 0):
+        raise b.fail(node, "antialias, axes and exclude_outside are not supported.")
+    if _given(node, 3):
+        raw = list(np.asarray(b.value(node, node.inputs[3])).reshape(-1))
+        batch_kept = bool(raw) and (raw[0] is BATCH or (b.batch is not None and raw[0] == b.batch))
+        sizes = [0 if v is BATCH else int(v) for v in raw]
+        if len(sizes) != 4 or not batch_kept or sizes[1] != c or min(sizes[2:]) < 1:
+            raise b.fail(
+                node,
+                f"sizes {raw} must keep the batch size and the {c} channels and resize height "
+                "and width only.",
+            )
+        if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise b.fail(node, "keep_aspect_ratio_policy other than 'stretch'.")
+        (oh, ow), scales = sizes[2:], [sizes[2] / h, sizes[3] / w]
+    elif _given(node, 2):
+        full = [float(v) for v in _plain(b, node, node.inputs[2]).reshape(-1)]
+        if len(full) != 4 or full[:2] != [1.0, 1.0] or min(full) <= 0:
+            raise b.fail(node, f"scales {full} must be 1 on the batch and channel axes, > 0 else.")
+        scales = full[2:]
+        oh, ow = int(np.floor(h * scales[0])), int(np.floor(w * scales[1]))
+    else:
+        raise b.fail(node, "neither scales nor sizes is given.")
+    if min(oh, ow) < 1:
+        raise b.fail(node, f"the output would be {oh} x {ow} pixels.")
+    _check_bytes(b, node, [c, oh, ow], np.float32)
+    rows = _resize_matrix(h, oh, scales[0], a, mode)
+    cols = _resize_matrix(w, ow, scales[1], a, mode)
+    right = b.constant_node(node, cols.T, 4)
+    wide = b.add(node, nn.MatMul(), [node.inputs[0], right], suffix="/width")
+    left = b.constant_node(node, rows, 4)
+    b.add(node, nn.MatMul(), [left, wide])
+
+
+def _spatial_chw(b: Builder, node: IRNode) -> tuple[int, int, int]:
+    shape = b.g.shape_of(b.node_of(node, node.inputs[0]))
+    if len(shape) != 3:
+        raise b.fail(node, f"needs an NCHW image input; got a per-sample shape {shape}.")
+    return int(shape[0]), int(shape[1]), int(shape[2])
+
+
 # -- the registry -------------------------------------------------------------------------
 for _op, _fn, _since, _limits in [
     ("MaxPool", _pool("max"), 1, "2-D; ceil_mode; no dilation, no Indices output"),
@@ -325,6 +440,14 @@ for _op, _fn, _since, _limits in [
     ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
     ("Where", op_where, 9, "a constant condition; activations or constants as the branches"),
     ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
+    ("DepthToSpace", op_depth_to_space, 1, "NCHW images; DCR and CRD modes"),
+    (
+        "Resize",
+        op_resize,
+        11,
+        "NCHW images, H and W; nearest (any nearest_mode) and linear with half_pixel, "
+        "pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes; no antialias",
+    ),
     ("Slice", op_slice, 1, "activations: positive steps, not the batch axis; any on constants"),
     ("MatMul", op_matmul, 1, "activations or constants, broadcasting, >= 2-D operands"),
 ]:
