@@ -601,7 +601,7 @@ def test_transformer_encoder_layer_exports_without_the_fused_fast_path():
     with pytest.raises(CapabilityError) as info:
         xai.from_torch(layer, torch.tensor(X))
     message = str(info.value).split("Supported operators:")[0]
-    assert f"{len(missing)} operator" in message
+    assert (f"{len(missing)} operators are" if len(missing) > 1 else "operator is") in message
     for op in missing:
         assert f"'{op}'" in message
     for op in ops - missing:
