@@ -777,19 +777,69 @@ def test_refusals_name_the_node_and_the_reason(name, data, error, fragment):
     assert "node '" in str(info.value)
 
 
-def test_constant_of_shape_over_the_memory_limit_is_refused_before_allocation():
-    """A declared 2**40-element constant is refused by the memory limit, not allocated."""
-    data = model(
+HUGE = [
+    (
+        "ConstantOfShape",
         [
             helper.make_node("ConstantOfShape", ["s"], ["k"], value=fill(1.0), name="huge"),
             node("Mul", ["x", "k"], ["y"]),
         ],
+        {"s": i64(2**20, 2**20, 4)},
+    ),
+    (
+        "Range",
+        [
+            helper.make_node("Range", ["r0", "r1", "r2"], ["k"], name="huge"),
+            node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT),
+            node("Mul", ["x", "kf"], ["y"]),
+        ],
+        {"r0": np.int64(0), "r1": np.int64(2**42), "r2": np.int64(1)},
+    ),
+    (
+        "Expand",
+        [
+            helper.make_node("Expand", ["c", "s"], ["k"], name="huge"),
+            node("Mul", ["x", "k"], ["y"]),
+        ],
+        {"c": np.float32([1.0]), "s": i64(2**21, 2**21, 1)},
+    ),
+    (
+        "Resize",
+        [
+            node("Shape", ["x"], ["shp"]),
+            node("Slice", ["shp", "s0", "s2"], ["nc"]),
+            node("Concat", ["nc", "hw"], ["sz"], axis=0),
+            helper.make_node("Resize", ["x", "", "", "sz"], ["y"], name="huge"),
+        ],
+        {"hw": i64(2**20, 2**20), "s0": i64(0), "s2": i64(2)},
+    ),
+]
+
+
+@pytest.mark.parametrize("op,nodes,inits", HUGE, ids=[h[0] for h in HUGE])
+def test_a_folded_tensor_over_the_memory_limit_is_refused_before_allocation(op, nodes, inits):
+    """A declared terabyte-sized constant or output is refused by the memory limit in force
+    (the default: a fraction of the available memory), naming the node, never allocated."""
+    shape = (2, 3, 3) if op == "Resize" else (4,)
+    with pytest.raises(ResourceError, match=f"{op} node 'huge'"):
+        xai.from_onnx(model(nodes, shape, inits))
+
+
+def test_the_memory_limit_set_by_the_user_applies():
+    """A 16 MB constant passes the default limit and is refused under a 1 MB limit."""
+    data = model(
+        [
+            helper.make_node("ConstantOfShape", ["s"], ["k"], value=fill(1.0), name="big"),
+            node("Slice", ["k", "s0", "s4"], ["k4"]),
+            node("Mul", ["x", "k4"], ["y"]),
+        ],
         (4,),
-        {"s": i64(2**20, 2**20)},
+        {"s": i64(2**22), "s0": i64(0), "s4": i64(4)},
     )
-    previous = xai.set_resource_limits(max_bytes=2**30)
+    assert xai.from_onnx(data).predict(np.ones((1, 4), np.float32)).shape == (1, 4)
+    previous = xai.set_resource_limits(max_bytes=2**20)
     try:
-        with pytest.raises(ResourceError, match="ConstantOfShape node 'huge'"):
+        with pytest.raises(ResourceError, match="ConstantOfShape node 'big'"):
             xai.from_onnx(data)
     finally:
         xai.set_resource_limits(max_bytes=previous.max_bytes)
