@@ -576,6 +576,77 @@ def test_shufflenet_channel_shuffle_imports_from_torch():
     assert not any(type(layer).__name__ in ("Divide", "Constant") for layer in net.layers)
 
 
+class Fire(torch.nn.Module):
+    """SqueezeNet's fire module: squeeze, then two expands concatenated."""
+
+    def __init__(self, cin, squeeze, expand):
+        super().__init__()
+        self.squeeze = torch.nn.Conv2d(cin, squeeze, 1)
+        self.e1 = torch.nn.Conv2d(squeeze, expand, 1)
+        self.e3 = torch.nn.Conv2d(squeeze, expand, 3, padding=1)
+
+    def forward(self, x):
+        s = torch.relu(self.squeeze(x))
+        return torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1)
+
+
+def squeezenet_like():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, 2),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, ceil_mode=True),
+        Fire(8, 4, 8),
+        torch.nn.MaxPool2d(3, 2, ceil_mode=True),
+        torch.nn.Conv2d(16, 5, 1),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+    )
+
+
+class InceptionLike(torch.nn.Module):
+    """GoogLeNet's pooling branch (a stride-1 ceil-mode max pool) beside a convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = torch.nn.MaxPool2d(3, 1, 1, ceil_mode=True)
+        self.proj = torch.nn.Conv2d(3, 4, 1)
+        self.down = torch.nn.MaxPool2d(3, 2, ceil_mode=True)
+
+    def forward(self, x):
+        return self.down(torch.cat([self.conv(x), self.proj(self.pool(x))], 1))
+
+
+def resnet_d_downsample():
+    """ResNet-D's shortcut: a ceil-mode average pool (padding not counted), then a 1x1 conv."""
+    return torch.nn.Sequential(
+        torch.nn.AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False),
+        torch.nn.Conv2d(3, 6, 1),
+    )
+
+
+NETS = {"squeezenet": squeezenet_like, "googlenet": InceptionLike, "resnet_d": resnet_d_downsample}
+
+
+@pytest.mark.parametrize("name", sorted(NETS), ids=sorted(NETS))
+def test_ceil_mode_networks_from_torch(name):
+    """The networks blocked by ceil_mode=1 import from torch: forward, gradient, TPU, IG."""
+    torch.manual_seed(0)
+    module = NETS[name]().eval()
+    X = _batch((3, 15, 13), n=2)
+    net = xai.from_torch(module, torch.tensor(X))
+    want = module(torch.tensor(X)).detach().numpy().reshape(2, -1)
+    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+    x = torch.tensor(X, requires_grad=True)
+    module(x).reshape(2, -1)[:, 1].sum().backward()
+    grad = xai.ModelRunner(net).gradient(X, 1)
+    np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-4, atol=1e-6 * np.abs(grad).max())
+    tpu = xai.ModelRunner(net, backend="tpu").predict(X)
+    np.testing.assert_allclose(tpu, want, rtol=0, atol=0.05 * (np.abs(want).max() + 1))
+    e = xai.explain(net, X, method="ig", target=1, steps=8)
+    assert e.values.shape == X.shape and np.all(np.isfinite(e.values))
+
+
 # -- multi-head attention exported by from_torch ------------------------------------------------
 def test_transformer_encoder_layer_exports_without_the_fused_fast_path():
     """A ViT-style block exports (no aten::_native_multi_head_attention); any refusal names
