@@ -715,7 +715,7 @@ REFUSALS = [
         "ceil_same_upper",
         pool("MaxPool", (2, 6, 6), kernel_shape=[3, 3], auto_pad="SAME_UPPER", ceil_mode=1),
         CapabilityError,
-        "ceil_mode=1 with auto_pad SAME_UPPER",
+        "ceil_mode=1 with auto_pad='SAME_UPPER' is not supported",
     ),
     (
         "maxpool_indices",

@@ -1,11 +1,13 @@
-"""ONNX operators on tensors and shapes: ceil-mode pooling, shape building, Split, MatMul.
+"""ONNX operators on tensors and shapes: ceil-mode pooling, shape building, slicing, MatMul.
 
 Most of these fold at import: a model builds its weights with ``ConstantOfShape`` and
 ``ScatterND``, or the target of a ``Reshape`` / ``Expand`` with ``Range``, ``Equal``,
 ``Where`` and ``Mod`` on shapes (see :mod:`xai_core.importers.onnx_ops` for the three kinds
 of tensor while building). Where an input is a runtime activation, ``Expand``, ``Where``
-(with a constant condition), ``Split`` and ``MatMul`` of two activations run as native
-layers (:mod:`xai_core.nn.tensor_ops`).
+(with a constant condition), ``Split``, ``Slice`` and ``MatMul`` run as native layers
+(:mod:`xai_core.nn.tensor_ops`); ``DepthToSpace`` becomes reshapes and a transpose, and
+``Resize`` two products by constant interpolation matrices, so both run and are counted on
+every backend.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
         kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
         if dilations != (1, 1):
             raise b.fail(node, f"dilated pooling is not supported; dilations={list(dilations)}.")
-        if node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
-            raise b.fail(node, "ceil_mode=1 with auto_pad SAME_UPPER / SAME_LOWER.")
+        auto = node.attrs.get("auto_pad", "NOTSET")
+        if auto not in ("NOTSET", "", "VALID"):
+            raise b.fail(node, f"ceil_mode=1 with auto_pad={auto!r} is not supported; use pads.")
         pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
         if kind == "max":
             layer = nn.MaxPool2D(kernel, stride=strides, padding=pads, ceil_mode=True)
