@@ -296,6 +296,19 @@ CASES = {
         (1, 3, 3),
         None,
     ),
+    "Slice_constant_opset9_attributes": (
+        model(
+            [
+                node("Slice", ["k"], ["k2"], starts=[1], ends=[3], axes=[0]),
+                node("Add", ["x", "k2"], ["y"]),
+            ],
+            (2,),
+            {"k": np.float32([1.0, 2.0, 3.0, 4.0])},
+            opset=9,
+        ),
+        (2,),
+        lambda x: x + torch.tensor([2.0, 3.0], dtype=x.dtype),
+    ),
     "MatMul_QKt": (
         model(
             [node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]), node("MatMul", ["x", "t"], ["y"])],

@@ -270,10 +270,10 @@ def op_split(b: Builder, node: IRNode) -> None:
 def op_slice(b: Builder, node: IRNode) -> None:
     """A constant or a shape sliced (folded), or an activation: one Slice layer per axis."""
     x = node.inputs[0]
-    if not b.is_act(x):
+    if not b.is_act(x) and b.opset >= 10:
         onnx_ops.op_slice(b, node)
         return
-    if b.opset < 10:
+    if b.opset < 10:  # starts, ends and axes were attributes
         starts, ends = list(node.attrs["starts"]), list(node.attrs["ends"])
         axes, steps = node.attrs.get("axes"), None
     else:
@@ -286,6 +286,13 @@ def op_slice(b: Builder, node: IRNode) -> None:
         raise b.fail(
             node, f"starts {starts}, ends {ends}, axes {axes}, steps {steps} differ in length."
         )
+    if not b.is_act(x):
+        data = np.asarray(b.value(node, x))
+        index = [slice(None)] * data.ndim
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            index[axis] = slice(start, end, step)
+        _store(b, node, data[tuple(index)])
+        return
     rank = b.rank(node, x)
     source = x
     for k, (start, end, axis, step) in enumerate(zip(starts, ends, axes, steps)):
