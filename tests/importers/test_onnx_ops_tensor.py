@@ -844,6 +844,53 @@ REFUSALS = [
         "must keep the batch size and the 2 channels",
     ),
     (
+        "range_delta_zero",
+        model(
+            [node("Range", ["a", "a", "z"], ["r"]), node("Add", ["x", "r"], ["y"])],
+            (1,),
+            {"a": np.float32(0), "z": np.float32(0)},
+        ),
+        CapabilityError,
+        "delta is 0",
+    ),
+    (
+        "constant_of_shape_negative",
+        model(
+            [
+                helper.make_node("ConstantOfShape", ["s"], ["k"], name="neg"),
+                node("Add", ["x", "k"], ["y"]),
+            ],
+            (2,),
+            {"s": i64(-2)},
+        ),
+        CapabilityError,
+        "the shape [-2] has a negative size",
+    ),
+    (
+        "mod_by_zero",
+        model(
+            [node("Mod", ["a", "z"], ["m"]), node("Reshape", ["x", "m"], ["y"])],
+            (2,),
+            {"a": i64(3), "z": i64(0)},
+        ),
+        CapabilityError,
+        "division by zero",
+    ),
+    (
+        "constant_expanded_to_the_batch",
+        model(
+            [
+                node("Shape", ["x"], ["s"]),
+                node("Expand", ["c", "s"], ["k"]),
+                node("Add", ["x", "k"], ["y"]),
+            ],
+            (2,),
+            {"c": np.float32([1.0])},
+        ),
+        CapabilityError,
+        "a constant expanded to the batch size",
+    ),
+    (
         "matmul_vector_samples",
         model([node("MatMul", ["x", "x"], ["y"])], (4,)),
         CapabilityError,

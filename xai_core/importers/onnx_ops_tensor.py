@@ -466,7 +466,7 @@ for _op, _fn, _since, _limits in [
 for _op, _fn, _since, _limits in [
     ("ConstantOfShape", op_constant_of_shape, 9, "a constant shape"),
     ("Range", op_range, 11, "constant bounds"),
-    ("Equal", op_equal, 1, "on constants and shapes"),
+    ("Equal", op_equal, 7, "on constants and shapes (numpy broadcasting)"),
     ("Not", op_not, 1, "on constants"),
     ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
     ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
