@@ -723,6 +723,52 @@ def test_attention_from_torch_matches_torch_on_cpu_and_tpu():
     np.testing.assert_allclose(tpu, want, rtol=0, atol=0.05 * (np.abs(want).max() + 1))
 
 
+class MultiHeadBatchFirst(torch.nn.Module):
+    """Multi-head self-attention as BERT-style encoders write it (the batch axis kept first)."""
+
+    def __init__(self, d=8, heads=2):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+        self.out = torch.nn.Linear(d, d)
+
+    def split(self, t):
+        b, n, _ = t.size()
+        return t.view(b, n, self.heads, self.d // self.heads).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        b, n, _ = x.size()
+        q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+        scores = q @ k.transpose(-1, -2) / (self.d // self.heads) ** 0.5
+        ctx = torch.softmax(scores, dim=-1) @ v
+        return self.out(ctx.permute(0, 2, 1, 3).reshape(b, n, self.d))
+
+
+def test_multi_head_attention_written_batch_first_imports_and_counts_gemms():
+    """Heads via view/permute with the batch size from x.size(): forward, gradient and IG;
+    the TPU counts the attention products as GEMMs (one per sample and head)."""
+    torch.manual_seed(0)
+    module = MultiHeadBatchFirst().eval()
+    X = _batch((5, 8), n=3)
+    net = xai.from_torch(module, torch.tensor(X))
+    want = module(torch.tensor(X)).detach().numpy().reshape(3, -1)
+    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)
+    x = torch.tensor(X, requires_grad=True)
+    module(x).reshape(3, -1)[:, 11].sum().backward()
+    np.testing.assert_allclose(
+        xai.ModelRunner(net).gradient(X, 11), x.grad.numpy(), rtol=1e-4, atol=1e-6
+    )
+    runner = xai.ModelRunner(net, backend="tpu")
+    np.testing.assert_allclose(
+        runner.predict(X), want, rtol=0, atol=0.05 * (np.abs(want).max() + 1)
+    )
+    products = [layer for layer in net.layers if type(layer).__name__ == "MatMul"]
+    assert len(products) >= 2 + 4  # Q @ K^T, P @ V, and the four projections of sequences
+    assert runner.counters["matmuls"] >= 3 * 2 * 2
+    e = xai.explain(net, X, method="ig", target=11, steps=8)
+    assert e.values.shape == X.shape and np.all(np.isfinite(e.values))
+
+
 # -- refusals: each names the node and what was expected ---------------------------------------
 REFUSALS = [
     (
