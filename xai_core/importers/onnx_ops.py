@@ -325,7 +325,15 @@ def op_global_avg_pool(b: Builder, node: IRNode) -> None:
     b.add(node, nn.GlobalAveragePooling2D(keepdims=True), node.inputs[0])
 
 
-NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """ONNX ``Div``: integers divide truncating toward zero (shape arithmetic, ``c // g``)."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        return (np.sign(x) * np.sign(y) * (np.abs(x) // np.abs(y))).astype(np.result_type(x, y))
+    return np.divide(x, y)
+
+
+NUMPY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": _divide}
 
 
 def _binary(op_name: str) -> Callable[[Builder, IRNode], None]:
@@ -448,6 +456,8 @@ def op_shape(b: Builder, node: IRNode) -> None:
 
 def _store(b: Builder, node: IRNode, out: Any) -> None:
     out = np.asarray(out)
+    if out.dtype == object and not any(v is BATCH for v in out.reshape(-1)):
+        out = out.astype(np.int64)  # sizes read from a shape without the batch: plain ints
     (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
 
 
@@ -501,7 +511,6 @@ def op_slice(b: Builder, node: IRNode) -> None:
 # -- the registry: each operator, its opsets and its limits ---------------------------------
 for _op, _fn, _since, _limits in [
     ("Gemm", op_gemm, 1, "a constant B (the weights); transA=0"),
-    ("MatMul", op_matmul, 1, "a constant second operand (a dense layer)"),
     ("Conv", op_conv, 1, "2-D, constant weights; groups, strides, dilations, pads, auto_pad"),
     ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
     ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
@@ -510,8 +519,6 @@ for _op, _fn, _since, _limits in [
     ("HardSwish", _unary(lambda b, n: nn.HardSwish()), 14, ""),
     ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
     ("Tanh", _unary(lambda b, n: nn.Tanh()), 1, ""),
-    ("MaxPool", _pool("max"), 1, "2-D; no dilation, no ceil_mode"),
-    ("AveragePool", _pool("avg"), 1, "2-D; no dilation, no ceil_mode"),
     ("GlobalAveragePool", op_global_avg_pool, 1, "2-D"),
     ("Add", _binary("Add"), 1, "broadcasting"),
     ("Sub", _binary("Sub"), 1, "broadcasting"),
@@ -533,7 +540,6 @@ for _op, _fn, _limits in [
     ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
     ("Squeeze", op_squeeze, "on constants and shapes"),
     ("Cast", op_cast, "on constants and shapes"),
-    ("Slice", op_slice, "on constants and shapes"),
 ]:
     register(_op, _fn, folds=True, limits=_limits)
 

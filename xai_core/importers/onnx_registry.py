@@ -111,9 +111,10 @@ def converter(
 
 def _load() -> None:
     """Import the modules that register the built-in converters."""
-    from xai_core.importers import (
-        onnx_ops,  # noqa: F401 - registers on import
-        onnx_ops_math,  # noqa: F401
+    from xai_core.importers import (  # noqa: F401 - each registers its converters on import
+        onnx_ops,
+        onnx_ops_math,
+        onnx_ops_tensor,
     )
 
 

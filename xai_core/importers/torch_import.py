@@ -11,9 +11,11 @@ the lines the tracer warned about; the same one is imported with a warning namin
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,47 @@ FAITHFUL_RTOL = 1e-4
 
 def _torch():
     return require("torch", extra="import", need="from_torch")
+
+
+@contextlib.contextmanager
+def _no_mha_fastpath(torch: Any) -> Iterator[None]:
+    """``torch.backends.mha``'s fast path off for the duration (restored after)."""
+    mha = getattr(torch.backends, "mha", None)
+    if mha is None:  # an older torch without the switch
+        yield
+        return
+    was = mha.get_fastpath_enabled()
+    mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(was)
+
+
+@contextlib.contextmanager
+def _example_arguments_only(module: Any, n_args: int) -> Iterator[None]:
+    """``module.forward`` seen by the exporter as taking only the example's arguments.
+
+    The TorchScript exporter appends every defaulted parameter of ``forward`` to the
+    traced inputs, so a flag such as ``TransformerEncoderLayer``'s ``is_causal=False``
+    reaches the module as a tensor and breaks it; with the defaults hidden they keep their
+    Python values. Node names are unchanged (it is the same module).
+    """
+    params = list(inspect.signature(module.forward).parameters.values())
+    if "forward" in vars(module) or all(p.default is p.empty for p in params[n_args:]):
+        yield
+        return
+    bound = module.forward
+
+    def forward(*args: Any) -> Any:
+        return bound(*args)
+
+    forward.__signature__ = inspect.Signature(params[:n_args])  # type: ignore[attr-defined]
+    module.forward = forward
+    try:
+        yield
+    finally:
+        del module.forward
 
 
 def _tracer_notes(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -57,7 +100,12 @@ def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, li
     was_training = module.training
     module.eval()
     try:
-        with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            torch.no_grad(),
+            _no_mha_fastpath(torch),
+            _example_arguments_only(module, 1),
+        ):
             warnings.simplefilter("always")  # recorded: the tracer's own are read below
             torch.onnx.export(
                 module,
@@ -79,8 +127,11 @@ def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = Fals
     """The ONNX bytes of ``module`` traced on ``example`` (batch axis dynamic, eval mode).
 
     With ``fold=False`` the exporter's constant folding is off, so each batch norm stays a
-    node of its own (as in the module) instead of being merged into the convolution. The
-    tracer's warnings are not reported here; :func:`from_torch` checks them.
+    node of its own (as in the module) instead of being merged into the convolution.
+    Multi-head attention's fused fast path (``aten::_native_multi_head_attention``, which
+    has no ONNX form) is switched off while tracing, so attention exports as its matrix
+    products and softmax. The tracer's warnings are not reported here; :func:`from_torch`
+    checks them.
     """
     return _trace(module, example, opset, fold)[0]
 

@@ -47,6 +47,7 @@ from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
 from xai_core.nn.reduce import LogSoftmax, Reduce
 from xai_core.nn.shape import Constant, Dropout, Flatten, Identity, Reshape, Transpose
+from xai_core.nn.tensor_ops import Expand, MatMul, Slice, Where
 
 __all__ = [
     "Abs",
@@ -66,6 +67,7 @@ __all__ = [
     "Elu",
     "Erf",
     "Exp",
+    "Expand",
     "Flatten",
     "Gelu",
     "GlobalAveragePooling2D",
@@ -77,6 +79,7 @@ __all__ = [
     "Linear",
     "Log",
     "LogSoftmax",
+    "MatMul",
     "MaxPool2D",
     "Mish",
     "Multiply",
@@ -91,6 +94,7 @@ __all__ = [
     "Selu",
     "Sigmoid",
     "Sin",
+    "Slice",
     "Softmax",
     "Softplus",
     "Softsign",
@@ -98,5 +102,6 @@ __all__ = [
     "Subtract",
     "Tanh",
     "Transpose",
+    "Where",
     "ZeroPadding2D",
 ]

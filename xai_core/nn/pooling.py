@@ -29,8 +29,12 @@ class _Pool2D(Layer):
         padding: Any = 0,
         layout: str = "NCHW",
         name: str | None = None,
+        *,
+        ceil_mode: bool = False,
     ) -> None:
         super().__init__(name)
+        self.ceil_mode = bool(ceil_mode)
+        self.extra = (0, 0)  # rows and columns ceil_mode adds at the end (bottom, right)
         self.pool_size = as_pair(pool_size, "pool_size")
         if stride is None and self.pool_size[0] != self.pool_size[1]:
             raise ValidationError(
@@ -54,17 +58,38 @@ class _Pool2D(Layer):
         c, h, w = _util.image(input_shape, self)
         ph, pw = self.pool_size
         self.pads = resolve_padding(self.padding, (h, w), self.pool_size, self.strides)
+        if self.ceil_mode:
+            self.pads, self.extra = _ceil_pads(self.pads, (h, w), self.pool_size, self.strides)
         oh = conv_output_size(h, ph, self.strides[0], self.pads[:2])
         ow = conv_output_size(w, pw, self.strides[1], self.pads[2:])
         return _util.shape_from_chw(c, oh, ow, self.layout)
 
     def get_config(self):
-        return {
+        config = {
             "pool_size": list(self.pool_size),
             "stride": list(self.strides),
             "padding": self.padding,
             "layout": self.layout,
         }
+        return {**config, "ceil_mode": True} if self.ceil_mode else config
+
+
+def _ceil_pads(pads, size, pool, strides) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """``pads`` grown at the end so the output size rounds up (ONNX / PyTorch ``ceil_mode``).
+
+    The last window must start inside the input or its leading padding; the cells added
+    past the trailing padding are never counted by an average.
+    """
+    out, extra = list(pads), []
+    for axis, (n, k, s) in enumerate(zip(size, pool, strides)):
+        lead, trail = pads[2 * axis], pads[2 * axis + 1]
+        span = n + lead + trail
+        count = -(-(span - k) // s) + 1
+        if (count - 1) * s >= n + lead:
+            count -= 1
+        extra.append(max((count - 1) * s + k - span, 0))
+        out[2 * axis + 1] = trail + extra[-1]
+    return (out[0], out[1], out[2], out[3]), (extra[0], extra[1])
 
 
 def _window_max(win: np.ndarray, axis: tuple[int, int] = (4, 5)) -> np.ndarray:
@@ -98,6 +123,9 @@ class MaxPool2D(_Pool2D):
         Rows and columns of ``-inf``; at most half the pool size.
     layout : {"NCHW", "NHWC"}, default="NCHW"
     name : str, optional
+    ceil_mode : bool, default=False
+        Round the output size up (ONNX / PyTorch ``ceil_mode``): the last window may run
+        past the trailing padding, over cells that are never counted.
 
     Notes
     -----
@@ -160,6 +188,9 @@ class AvgPool2D(_Pool2D):
         by the input pixels in the window (ONNX's default and Keras's "same").
     layout : {"NCHW", "NHWC"}, default="NCHW"
     name : str, optional
+    ceil_mode : bool, default=False
+        Round the output size up (ONNX / PyTorch ``ceil_mode``): the last window may run
+        past the trailing padding, over cells that are never counted.
     """
 
     kind: ClassVar[str] = "avgpool2d"
@@ -172,15 +203,22 @@ class AvgPool2D(_Pool2D):
         count_include_pad: bool = True,
         layout: str = "NCHW",
         name: str | None = None,
+        *,
+        ceil_mode: bool = False,
     ) -> None:
-        super().__init__(pool_size, stride, padding, layout, name)
+        super().__init__(pool_size, stride, padding, layout, name, ceil_mode=ceil_mode)
         self.count_include_pad = bool(count_include_pad)
 
     def _divisor(self, dtype) -> np.ndarray:
         ph, pw = self.pool_size
+        _, h, w = _util.image(self.input_shape, self)
+        if self.count_include_pad and any(self.extra):  # padding counts, ceil_mode's cells not
+            t, b, left, r = self.pads
+            eh, ew = self.extra
+            ones = np.ones((1, 1, h + t + b - eh, w + left + r - ew), dtype=dtype)
+            return _window_sum(windows(ones, ph, pw, self.strides, (0, eh, 0, ew)))[0, 0]
         if self.count_include_pad or not any(self.pads):
             return np.asarray(ph * pw, dtype=dtype)
-        _, h, w = _util.image(self.input_shape, self)
         ones = np.ones((1, 1, h, w), dtype=dtype)
         return _window_sum(windows(ones, ph, pw, self.strides, self.pads))[0, 0]
 
