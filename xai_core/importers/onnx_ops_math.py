@@ -21,7 +21,7 @@ from xai_core import nn
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import Builder, _axis, _f32, _store
 from xai_core.importers.onnx_registry import register
-from xai_core.nn.elementwise import UnaryFunction
+from xai_core.nn.activations import UnaryFunction
 
 __all__ = ["UNARY"]
 

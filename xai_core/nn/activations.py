@@ -17,6 +17,7 @@ from xai_core.validation import check_number
 
 __all__ = [
     "Activation",
+    "UnaryFunction",
     "ReLU",
     "ReLU6",
     "Clip",
@@ -40,16 +41,23 @@ class Activation(Layer):
         return None
 
 
-class _OfInput(Activation):
-    """An activation whose derivative is computed from its input ``x``."""
+class UnaryFunction(Activation):
+    """A parameter-free function applied to every element; its derivative from the input.
+
+    Subclasses define :meth:`fn` (``y = f(x)``), :meth:`dfn` (``g * f'(x)``) and the
+    operation counts :attr:`ops`, :attr:`grad_ops` for the backend's cycle estimate; the
+    forward and backward passes are one ``backend.elementwise`` call each.
+    """
 
     ops: ClassVar[int] = 1
     grad_ops: ClassVar[int] = 2
 
-    def fn(self, x):
+    def fn(self, x: np.ndarray) -> np.ndarray:
+        """``f(x)``, elementwise, in the dtype of ``x``."""
         raise NotImplementedError
 
-    def dfn(self, g, x):
+    def dfn(self, g: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``g * f'(x)``, elementwise."""
         raise NotImplementedError
 
     def apply(self, x, backend, record):
@@ -63,7 +71,7 @@ class _OfInput(Activation):
         return gx, {}
 
 
-class ReLU(_OfInput):
+class ReLU(UnaryFunction):
     """``max(x, 0)``; the derivative at 0 is taken as 0."""
 
     kind: ClassVar[str] = "relu"
@@ -78,7 +86,7 @@ class ReLU(_OfInput):
         return (0.0, np.inf)
 
 
-class Clip(_OfInput):
+class Clip(UnaryFunction):
     """``min(max(x, min_value), max_value)`` (ONNX ``Clip``); the derivative is 1 strictly inside.
 
     Parameters
@@ -142,7 +150,7 @@ class ReLU6(Clip):
         return {}
 
 
-class LeakyReLU(_OfInput):
+class LeakyReLU(UnaryFunction):
     """``x`` for ``x > 0``, else ``alpha * x``.
 
     Parameters
@@ -170,7 +178,7 @@ class LeakyReLU(_OfInput):
         return {"alpha": self.alpha}
 
 
-class HardSwish(_OfInput):
+class HardSwish(UnaryFunction):
     """``x * min(max(x + 3, 0), 6) / 6`` (MobileNetV3; ONNX ``HardSwish``)."""
 
     kind: ClassVar[str] = "hard_swish"

@@ -4,7 +4,8 @@ HardSigmoid, Erf, Gelu (exact and tanh), Sqrt, Power (a constant exponent), Exp,
 Neg, Abs, Reciprocal, Softplus, Elu, Selu, Sin, Cos, and PRelu (a trained slope that
 broadcasts per sample). Each computes its function, and its derivative in the backward
 pass, in one ``backend.elementwise`` call, so it runs in the backend's numerics and is
-counted by it; :meth:`UnaryFunction.fn` is also what an importer folds a constant with.
+counted by it (:class:`~xai_core.nn.activations.UnaryFunction`, the base they share with
+ReLU and HardSwish); :meth:`UnaryFunction.fn` is also what an importer folds a constant with.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ import numpy as np
 from scipy.special import erf, expit
 
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.nn.activations import Activation
+from xai_core.nn.activations import Activation, UnaryFunction
 from xai_core.validation import check_number
 
 __all__ = [
-    "UnaryFunction",
     "HardSigmoid",
     "Erf",
     "Gelu",
@@ -46,35 +46,6 @@ _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-class UnaryFunction(Activation):
-    """A parameter-free function applied to every element; its derivative from the input.
-
-    Subclasses define :meth:`fn` (``y = f(x)``), :meth:`dfn` (``g * f'(x)``) and the
-    operation counts :attr:`ops`, :attr:`grad_ops` for the backend's cycle estimate.
-    """
-
-    ops: ClassVar[int] = 1
-    grad_ops: ClassVar[int] = 2
-
-    def fn(self, x: np.ndarray) -> np.ndarray:
-        """``f(x)``, elementwise, in the dtype of ``x``."""
-        raise NotImplementedError
-
-    def dfn(self, g: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """``g * f'(x)``, elementwise."""
-        raise NotImplementedError
-
-    def apply(self, x, backend, record):
-        if record is not None:
-            record["x"] = x
-        return backend.elementwise(self.fn, x, ops=self.ops)
-
-    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
-        x = self._need(record, self)["x"]
-        gx = backend.elementwise(self.dfn, grad, x, ops=self.grad_ops) if input_grad else None
-        return gx, {}
 
 
 def _c(x: np.ndarray, value: float) -> Any:
