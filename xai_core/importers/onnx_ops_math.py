@@ -185,6 +185,24 @@ def op_layer_norm(b: Builder, node: IRNode) -> None:
     b.g.set_params(name, gamma=operand(1, 1.0), beta=operand(2, 0.0))
 
 
+def op_lrn(b: Builder, node: IRNode) -> None:
+    """``LRN`` across the channels of an NCHW tensor (AlexNet, GoogLeNet, ZFNet)."""
+    x = node.inputs[0]
+    if b.rank(node, x) < 3 or b.g.layout != "NCHW":
+        raise b.fail(node, "LRN needs an NCHW tensor of rank 3 or more (channels on axis 1).")
+    if "size" not in node.attrs:
+        raise b.fail(node, "the size attribute is required.")
+    if int(node.attrs["size"]) % 2 == 0:  # as onnxruntime, which takes odd windows only
+        raise b.fail(node, f"an odd size is supported (onnxruntime's); got {node.attrs['size']}.")
+    layer = nn.LocalResponseNormalization(
+        int(node.attrs["size"]),
+        alpha=_attr(node, "alpha", 1e-4),
+        beta=_attr(node, "beta", 0.75),
+        bias=_attr(node, "bias", 1.0),
+    )
+    b.add(node, layer, x)
+
+
 def _softmax(log: bool, legacy: bool) -> Callable[[Builder, IRNode], None]:
     """Softmax or LogSoftmax; ``legacy``: opsets before 13 (coerced to 2-D at ``axis``)."""
 
@@ -281,6 +299,7 @@ for _op, _fn, _since, _until, _limits in [
         None,
         "constant scale and bias; output Y only; not over the batch axis",
     ),
+    ("LRN", op_lrn, 1, None, "NCHW tensors, across the channels; odd sizes (as onnxruntime)"),
     ("Softmax", _softmax(False, True), 1, 12, "any axis but the batch's (coerced to 2-D at axis)"),
     ("Softmax", _softmax(False, False), 13, None, "any axis but the batch's"),
     ("LogSoftmax", _softmax(True, True), 1, 12, "any axis but the batch's (coerced to 2-D)"),

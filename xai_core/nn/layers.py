@@ -42,6 +42,7 @@ from xai_core.nn.elementwise import (
     Sqrt,
 )
 from xai_core.nn.layer_norm import LayerNormalization
+from xai_core.nn.lrn import LocalResponseNormalization
 from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Subtract
 from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
@@ -75,6 +76,7 @@ __all__ = [
     "HardSwish",
     "Identity",
     "LayerNormalization",
+    "LocalResponseNormalization",
     "LeakyReLU",
     "Linear",
     "Log",
