@@ -15,8 +15,11 @@ from onnx import TensorProto, helper  # noqa: E402
 SHAPE = (7, 5, 4)  # channels, height, width
 
 
-def lrn_model(size: int, **attrs) -> bytes:
-    node = helper.make_node("LRN", ["x"], ["y"], name="lrn", size=size, **attrs)
+def lrn_model(size: int | None, **attrs) -> bytes:
+    """A one-node LRN model (``size=None``: without the required attribute)."""
+    if size is not None:
+        attrs["size"] = size
+    node = helper.make_node("LRN", ["x"], ["y"], name="lrn", **attrs)
     graph = helper.make_graph(
         [node],
         "lrn",
@@ -94,16 +97,8 @@ def test_lrn_saves_and_loads(tmp_path):
 
 def test_lrn_without_size_is_refused():
     """size is required by the spec: a file without it is refused naming the node."""
-    node = helper.make_node("LRN", ["x"], ["y"], name="lrn")
-    graph = helper.make_graph(
-        [node],
-        "lrn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *SHAPE])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", *SHAPE])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     with pytest.raises((xai.CapabilityError, xai.ModelFormatError), match="lrn"):
-        xai.from_onnx(model.SerializeToString())
+        xai.from_onnx(lrn_model(None))
 
 
 def test_an_even_window_is_refused_as_onnxruntime_refuses_it():
