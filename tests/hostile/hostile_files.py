@@ -27,6 +27,18 @@ FIXTURES = HERE.parent / "fixtures" / "tflite"
 SIZES = (0, 1, 2, 255, 2**16, 2**24, 2**31 - 1, 2**31, 2**32 - 1)
 
 
+def assert_refused(read, path: Path, error: type[Exception], words: tuple[str, ...]) -> None:
+    """``read(path)`` raises ``error`` with a message naming the file and holding ``words``."""
+    import pytest
+
+    with pytest.raises(error) as raised:
+        read(path)
+    text = str(raised.value)
+    assert path.name in text, text
+    for w in words:
+        assert w in text, (w, text)
+
+
 def mutations(n_bytes: int):
     """A hypothesis strategy of 1-4 changes to a file of ``n_bytes`` bytes."""
     from hypothesis import strategies as st
