@@ -706,21 +706,27 @@ class Attention(torch.nn.Module):
         return torch.softmax(q @ k.transpose(-2, -1) * self.scale, dim=-1) @ v
 
 
+def _imported_like_torch(module, X: np.ndarray, output: int):
+    """``module`` imported from torch: its outputs and the gradient of ``output`` equal
+    torch's, and the TPU's outputs are within bf16's reach. Returns the network and the
+    TPU runner, its counters from that one prediction."""
+    net = xai.from_torch(module, torch.tensor(X))
+    want = module(torch.tensor(X)).detach().numpy().reshape(len(X), -1)
+    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)
+    x = torch.tensor(X, requires_grad=True)
+    module(x).reshape(len(X), -1)[:, output].sum().backward()
+    np.testing.assert_allclose(
+        xai.ModelRunner(net).gradient(X, output), x.grad.numpy(), rtol=1e-4, atol=1e-6
+    )
+    tpu = xai.ModelRunner(net, backend="tpu")
+    np.testing.assert_allclose(tpu.predict(X), want, rtol=0, atol=0.05 * (np.abs(want).max() + 1))
+    return net, tpu
+
+
 def test_attention_from_torch_matches_torch_on_cpu_and_tpu():
     """softmax(Q K^T / sqrt(d)) V from torch: forward and gradient equal torch; the TPU agrees."""
     torch.manual_seed(0)
-    module = Attention().eval()
-    X = _batch((5, 8), n=3)
-    net = xai.from_torch(module, torch.tensor(X))
-    want = module(torch.tensor(X)).detach().numpy().reshape(3, -1)
-    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)
-    x = torch.tensor(X, requires_grad=True)
-    module(x).reshape(3, -1)[:, 7].sum().backward()
-    np.testing.assert_allclose(
-        xai.ModelRunner(net).gradient(X, 7), x.grad.numpy(), rtol=1e-4, atol=1e-6
-    )
-    tpu = xai.ModelRunner(net, backend="tpu").predict(X)
-    np.testing.assert_allclose(tpu, want, rtol=0, atol=0.05 * (np.abs(want).max() + 1))
+    _imported_like_torch(Attention().eval(), _batch((5, 8), n=3), 7)
 
 
 class MultiHeadBatchFirst(torch.nn.Module):
@@ -748,20 +754,8 @@ def test_multi_head_attention_written_batch_first_imports_and_counts_gemms():
     """Heads via view/permute with the batch size from x.size(): forward, gradient and IG;
     the TPU counts the attention products as GEMMs (one per sample and head)."""
     torch.manual_seed(0)
-    module = MultiHeadBatchFirst().eval()
     X = _batch((5, 8), n=3)
-    net = xai.from_torch(module, torch.tensor(X))
-    want = module(torch.tensor(X)).detach().numpy().reshape(3, -1)
-    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)
-    x = torch.tensor(X, requires_grad=True)
-    module(x).reshape(3, -1)[:, 11].sum().backward()
-    np.testing.assert_allclose(
-        xai.ModelRunner(net).gradient(X, 11), x.grad.numpy(), rtol=1e-4, atol=1e-6
-    )
-    runner = xai.ModelRunner(net, backend="tpu")
-    np.testing.assert_allclose(
-        runner.predict(X), want, rtol=0, atol=0.05 * (np.abs(want).max() + 1)
-    )
+    net, runner = _imported_like_torch(MultiHeadBatchFirst().eval(), X, 11)
     products = [layer for layer in net.layers if type(layer).__name__ == "MatMul"]
     assert len(products) >= 2 + 4  # Q @ K^T, P @ V, and the four projections of sequences
     assert runner.counters["matmuls"] >= 3 * 2 * 2
