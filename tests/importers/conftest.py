@@ -151,3 +151,26 @@ def ort_run(model_bytes: bytes, X: np.ndarray) -> np.ndarray:
     sess = ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
     (out,) = sess.run(None, {sess.get_inputs()[0].name: X.astype(np.float32)})
     return out
+
+
+def one_node_model(
+    op, attrs=None, inits=None, shape=(4,), inputs=None, nodes=(), opset=17, outputs=None
+) -> bytes:
+    """The bytes of a model of one ``op`` node reading the input ``x`` (of per-sample
+    ``shape``, batch axis dynamic) and the constants ``inits``, after ``nodes``, at ``opset``."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = inits or {}
+    node = helper.make_node(
+        op, inputs or ["x", *inits], outputs or ["y"], name=f"the_{op.lower()}", **(attrs or {})
+    )
+    graph = helper.make_graph(
+        [*nodes, node],
+        f"{op}_alone",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *shape])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import xai_core as xai
 
-from .conftest import ort_run
+from .conftest import one_node_model, ort_run
 
 RNG = np.random.default_rng(0)
 IMAGE = (3, 7, 8)  # channels, height, width: odd and even sizes, not square
@@ -19,21 +19,9 @@ def w(*shape, scale=0.5):
 
 
 def single(op, attrs=None, inits=None, shape=IMAGE, extra_inputs=(), inputs=None, nodes=()):
-    """A model of one ``op`` node reading the input ``x`` (and ``inits``), opset 17."""
-    inits = inits or {}
-    node = helper.make_node(
-        op, inputs or ["x", *inits, *extra_inputs], ["y"], name=f"the_{op.lower()}", **(attrs or {})
-    )
-    graph = helper.make_graph(
-        [*nodes, node],
-        f"{op}_alone",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *shape])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model.SerializeToString(), shape
+    """A model of one ``op`` node reading the input ``x`` (and ``inits``), opset 17; and its shape."""
+    inputs = inputs or ["x", *(inits or {}), *extra_inputs]
+    return one_node_model(op, attrs, inits, shape, inputs, nodes), shape
 
 
 def const_node(name, value):

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 import xai_core as xai
 from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.onnx_registry import find_converter, operator_table
 from xai_core.nn import Record
 
-from .conftest import ort_run
+from .conftest import one_node_model, ort_run
 
 RNG = np.random.default_rng(31)
 SHAPE = (3, 5, 4)  # per sample: channels, height, width (odd and even, not square)
@@ -30,20 +30,7 @@ def w(*shape, scale=0.5, positive=False):
 
 def model(op, attrs=None, inits=None, shape=SHAPE, inputs=None, nodes=(), opset=17, outputs=None):
     """One ``op`` node reading the input ``x`` (and the constants ``inits``), at ``opset``."""
-    inits = inits or {}
-    node = helper.make_node(
-        op, inputs or ["x", *inits], outputs or ["y"], name=f"the_{op.lower()}", **(attrs or {})
-    )
-    graph = helper.make_graph(
-        [*nodes, node],
-        f"{op}_alone",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *shape])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()],
-    )
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 9
-    return m.SerializeToString()
+    return one_node_model(op, attrs, inits, shape, inputs, nodes, opset, outputs)
 
 
 @dataclass
