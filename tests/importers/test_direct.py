@@ -356,3 +356,12 @@ def test_every_entry_point_imports_the_same_way(onnx_file, exports):
     assert len(exports) == 1  # one trace for all of them
     w = xai.what_if(onnx_file, X)
     np.testing.assert_allclose(w.outputs, xai.from_onnx(onnx_file).predict(X), rtol=1e-6)
+
+
+def test_the_projector_reads_an_imported_layer():
+    """project(module, X, layer=) reads the imported network's node, as the explicit import's."""
+    m = torch_mlp()
+    net = xai.from_torch(m, X)
+    layer = net.nodes[-2].name
+    p = xai.project(m, X, layer=layer, method="pca")
+    np.testing.assert_array_equal(p.vectors, xai.project(net, X, layer=layer, method="pca").vectors)
