@@ -365,3 +365,11 @@ def test_the_projector_reads_an_imported_layer():
     layer = net.nodes[-2].name
     p = xai.project(m, X, layer=layer, method="pca")
     np.testing.assert_array_equal(p.vectors, xai.project(net, X, layer=layer, method="pca").vectors)
+
+
+def test_rows_with_nan_are_refused_before_the_trace(exports):
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(xai.ValidationError, match="X"):
+        xai.explain(torch_mlp(), bad)
+    assert exports == []

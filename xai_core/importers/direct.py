@@ -196,7 +196,7 @@ def _example(module: Any, X: Any) -> np.ndarray:
         X = X[:EXAMPLE_ROWS]
     if hasattr(X, "detach") and hasattr(X, "numpy"):  # a torch tensor
         X = X.detach().cpu().numpy()
-    rows = check_array(X, "X", allow_nan=True)
+    rows = check_array(X, "X")  # NaN refused here, naming X, before any trace
     if rows.ndim < 2:
         raise ShapeError(
             f"X must have shape (n_samples, *input_shape) to import the torch module "
