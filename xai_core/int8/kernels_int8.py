@@ -25,6 +25,8 @@ from xai_core.int8.fixedpoint import (
     saturating_left_shift,
     saturating_rounding_doubling_high_mul,
 )
+from xai_core.int8.geometry import depth_to_space as _depth_to_space
+from xai_core.int8.geometry import resize_coordinates, strided_slice_key, whole_batch
 from xai_core.int8.graph import OperatorInfo, TensorInfo
 from xai_core.int8.numerics import (
     QMAX,
@@ -40,8 +42,10 @@ from xai_core.int8.numerics import (
 __all__ = [
     "INT8_KERNELS",
     "activation_range",
+    "depth_to_space",
     "float_bias",
     "quantize_real",
+    "strided_slice",
     "transpose",
     "window_patches",
 ]
@@ -281,6 +285,52 @@ def transpose(op, tensors, inputs, backend):
     return np.ascontiguousarray(inputs[0].transpose(perm))
 
 
+def strided_slice(op, tensors, inputs, backend):
+    """STRIDED_SLICE of any type: a numpy index (see :func:`~.geometry.strided_slice_key`)."""
+    begin, end, strides = (tensors[t].data.astype(np.int64).ravel() for t in op.inputs[1:4])
+    key = strided_slice_key(begin, end, strides, op.options)
+    key = whole_batch(key, tensors[op.inputs[0]].shape[0])
+    return np.ascontiguousarray(inputs[0][key])
+
+
+def depth_to_space(op, tensors, inputs, backend):
+    """DEPTH_TO_SPACE of any type (data movement only)."""
+    return _depth_to_space(inputs[0], int(op.options["BlockSize"]))
+
+
+def resize_bilinear(op, tensors, inputs, backend):
+    """TFLite's reference ``ResizeBilinearInteger``: source positions in units of 1/1024, the
+    four products in int64, rounded half away from zero by 2**20 (input and output share
+    their quantisation: no rescaling)."""
+    x = inputs[0]
+    out_h, out_w = tensors[op.outputs[0]].shape[1:3]
+    align = bool(op.options.get("AlignCorners", False))
+    half = bool(op.options.get("HalfPixelCenters", False))
+    ys, y0, y1 = resize_coordinates(out_h, x.shape[1], align, half, integer=True)
+    xs, x0, x1 = resize_coordinates(out_w, x.shape[2], align, half, integer=True)
+    one = 1 << 10
+    fy = (ys - one * y0)[None, :, None, None]
+    fx = (xs - one * x0)[None, None, :, None]
+    wide = x.astype(np.int64)
+    rows0, rows1 = wide[:, y0], wide[:, y1]
+
+    def blend(a, b, c, d, wy, wx):
+        total = (
+            a * (one - wy) * (one - wx) + b * wy * (one - wx) + c * (one - wy) * wx + d * wy * wx
+        )
+        half_unit = np.where(total > 0, 1 << 19, -(1 << 19))
+        q = np.abs(total + half_unit) // (1 << 20)  # C's division, towards zero
+        return np.where(total + half_unit < 0, -q, q)
+
+    out = int8_elementwise(
+        backend,
+        blend,
+        *(rows0[:, :, x0], rows1[:, :, x0], rows0[:, :, x1], rows1[:, :, x1], fy, fx),
+        ops=11,
+    )
+    return np.clip(out, QMIN, QMAX).astype(np.int8)
+
+
 def concatenation(op, tensors, inputs, backend):
     axis = int(op.options.get("Axis", 0))
     out_t = tensors[op.outputs[0]]
@@ -444,6 +494,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "AVERAGE_POOL_2D": average_pool_2d,
     "CONCATENATION": concatenation,
     "CONV_2D": conv_2d,
+    "DEPTH_TO_SPACE": depth_to_space,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
     "FULLY_CONNECTED": fully_connected,
@@ -458,8 +509,10 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "RELU": relu,
     "RELU6": relu6,
     "RESHAPE": reshape,
+    "RESIZE_BILINEAR": resize_bilinear,
     "SOFTMAX": softmax,
     "SQUEEZE": reshape,
+    "STRIDED_SLICE": strided_slice,
     "SUB": sub,
     "TANH": _lut(np.tanh),
     "TRANSPOSE": transpose,
