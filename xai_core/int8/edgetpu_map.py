@@ -129,4 +129,10 @@ def operator_macs(graph: TFLiteGraph, index: int) -> int:
     if op.op == "DEPTHWISE_CONV_2D":
         w = graph.tensors[op.inputs[1]].shape
         return int(np.prod(out[1:], dtype=np.int64)) * int(w[1] * w[2])
+    if op.kind in ("TRANSPOSE_CONV", "Convolution2DTransposeBias"):
+        data = op.inputs[0] if op.custom_code else op.inputs[2]
+        x = graph.tensors[data].shape
+        return int(np.prod(x[1:], dtype=np.int64)) * int(
+            np.prod(graph.tensors[op.inputs[1]].shape[:3])
+        )
     return 0

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.attribution.cost import Cost, check_cost
-from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError
+from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError, ValidationError
 from xai_core.int8.fold import fold_constants
 from xai_core.int8.graph import TensorInfo, TFLiteGraph
 from xai_core.int8.signatures import activation_bytes, check_operators
@@ -128,7 +128,8 @@ class TFLiteModel(Model):
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        """The names of the graph's output tensors, in the file's order."""
+        """The names of the graph's output tensors, in the file's order (overrides
+        :attr:`xai_core.model.base.Model.outputs`)."""
         return tuple(self.graph.tensors[t].name for t in self.graph.outputs)
 
     @property
@@ -141,14 +142,18 @@ class TFLiteModel(Model):
         names = self.outputs
         if isinstance(output, (int, np.integer)) and not isinstance(output, bool):
             if not -len(names) <= int(output) < len(names):
-                raise UnknownNameError("output", str(output), [str(i) for i in range(len(names))])
+                raise ValidationError(
+                    f"output index {output} is out of range for a model with {len(names)} "
+                    f"output(s): {list(names)}."
+                )
             return int(output) % len(names)
-        if output not in names:
+        if not isinstance(output, str) or output not in names:
             raise UnknownNameError("output", str(output), list(names))
         return names.index(output)
 
     def with_output(self, output: int | str) -> TFLiteModel:
-        """The model with ``output`` (name or index) as the one :meth:`predict` returns.
+        """The model with ``output`` (name or index) as the one :meth:`predict` returns
+        (overrides :meth:`xai_core.model.base.Model.with_output`).
 
         Returns
         -------

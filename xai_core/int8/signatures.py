@@ -660,6 +660,10 @@ def activation_bytes(graph: TFLiteGraph) -> int:
         if op.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             w = graph.tensors[op.inputs[1]].shape
             taps = w[1] * w[2] * (w[3] if op.op == "CONV_2D" else 1)
+        elif op.kind in ("TRANSPOSE_CONV", "Convolution2DTransposeBias"):
+            w = graph.tensors[op.inputs[1]].shape  # every input pixel's products, kept at once
+            data = graph.tensors[op.inputs[0] if op.custom_code else op.inputs[2]].shape
+            out = max(out, per_sample(data) // max(w[3], 1) * w[0] * w[1] * w[2])
         elif op.op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             taps = int(op.options.get("FilterHeight", 1)) * int(op.options.get("FilterWidth", 1))
         work = max(work, 8 * out * (taps + 2))
