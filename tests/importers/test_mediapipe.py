@@ -174,13 +174,17 @@ def test_every_output_equals_litert(name):
             )
 
 
-def test_a_float_model_runs_on_the_cpu_and_is_refused_by_the_edge_tpu():
-    """A float MediaPipe model runs on cpu (as predict does) and the edgetpu backend, which
-    runs int8 models only, says so and what to do."""
+def test_a_float_model_runs_on_cpu_and_gpu_and_is_refused_by_the_edge_tpu():
+    """A float MediaPipe model runs on cpu (as predict does) and gpu (counted), and the
+    edgetpu backend, which runs int8 models only, says so and what to do."""
     model = xai.from_tflite(mediapipe("hand_recrop.tflite"))
     assert not model.is_quantized and (model.placement_table().device == "host").all()
     X = inputs(model, 2, seed=2)
-    np.testing.assert_array_equal(xai.ModelRunner(model, "cpu").predict(X), model.predict(X))
+    cpu = xai.ModelRunner(model, "cpu").predict(X)
+    np.testing.assert_array_equal(cpu, model.predict(X))
+    gpu = xai.ModelRunner(model, "gpu")
+    np.testing.assert_allclose(gpu.predict(X), cpu, rtol=1e-5, atol=1e-5 * np.abs(cpu).max())
+    assert gpu.counters["cycles"] > 0
     with pytest.raises(xai.CapabilityError, match="int8"):
         xai.ModelRunner(model, "edgetpu").predict(X)
 
