@@ -451,3 +451,36 @@ def test_densify_refuses_inconsistent_sparsity(segments, match):
     blob = sparse_model(sparse_weights(5, 8, 1), None, segments=np.array(segments))
     with pytest.raises(xai.ModelFormatError, match=match):
         xai.from_tflite(blob)
+
+
+# -- the Edge TPU ---------------------------------------------------------------------------
+
+
+def slice_then_resize(stride: int) -> bytes:
+    b = Builder()
+    q = (0.05, 3)
+    x = b.tensor((1, 6, 6, 3), I8, quant=q)
+    consts = [b.tensor((4,), I32, data=v) for v in ([0, 0, 0, 0], [1, 6, 6, 3], [1, stride, 1, 1])]
+    s = b.tensor((1, 6 // stride, 6, 3), I8, quant=q)
+    b.op("STRIDED_SLICE", [x, *consts], [s], "StridedSliceOptions")
+    size = b.tensor((2,), I32, data=[12 // stride, 12])
+    y = b.tensor((1, 12 // stride, 12, 3), I8, quant=q)
+    b.op("RESIZE_BILINEAR", [s, size], [y], "ResizeBilinearOptions", HalfPixelCenters=True)
+    return b.bytes([x], [y])
+
+
+@pytest.mark.parametrize("stride", [1, 2], ids=["stride-1", "stride-2"])
+def test_edge_tpu_maps_unit_stride_slices_and_resizes(stride):
+    """STRIDED_SLICE maps to the Edge TPU only with strides of 1 (Coral's table); RESIZE_BILINEAR
+    maps; on edgetpu the integers are the cpu's (and LiteRT's) either way."""
+    blob = slice_then_resize(stride)
+    model = check(blob, int8_inputs((6, 6, 3)), exact=True)
+    table = model.placement_table()
+    if stride == 1:
+        assert list(table.device) == ["edgetpu", "edgetpu"]
+    else:
+        assert list(table.device) == ["host", "host"] and "strides of 1" in table.reason[0]
+    X = np.random.default_rng(9).uniform(-1, 1, (4, 6, 6, 3)).astype(np.float32)
+    runner = xai.ModelRunner(model, "edgetpu")
+    np.testing.assert_array_equal(runner.predict(X), xai.ModelRunner(model, "cpu").predict(X))
+    assert runner.counters["edgetpu_operators"] == (table.device == "edgetpu").sum()
