@@ -484,3 +484,56 @@ def test_edge_tpu_maps_unit_stride_slices_and_resizes(stride):
     runner = xai.ModelRunner(model, "edgetpu")
     np.testing.assert_array_equal(runner.predict(X), xai.ModelRunner(model, "cpu").predict(X))
     assert runner.counters["edgetpu_operators"] == (table.device == "edgetpu").sum()
+
+
+# -- SHAPE and PACK -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, I8], ids=["float", "int8"])
+def test_a_reshape_to_a_computed_shape_matches_litert(dtype):
+    """SHAPE -> STRIDED_SLICE (shrink) -> PACK with a constant -> RESHAPE: the shape arithmetic
+    converters write folds to a constant, and the reshape runs on any batch as LiteRT's."""
+    b = Builder()
+    quant = (0.1, 0) if dtype == I8 else None
+    x = b.tensor((1, 4, 6), dtype, quant=quant)
+    shape = b.tensor((3,), I32)
+    b.op("SHAPE", [x], [shape], "ShapeOptions", OutType=2)
+    consts = [b.tensor((1,), I32, data=v) for v in ([0], [1], [1])]
+    batch = b.tensor((), I32)
+    b.op("STRIDED_SLICE", [shape, *consts], [batch], "StridedSliceOptions", ShrinkAxisMask=1)
+    width = b.tensor((), I32, data=24)
+    target = b.tensor((2,), I32)
+    b.op("PACK", [batch, width], [target], "PackOptions", ValuesCount=2, Axis=0)
+    y = b.tensor((1, 24), dtype, quant=quant)
+    b.op("RESHAPE", [x, target], [y], "ReshapeOptions")
+    X = int8_inputs((4, 6)) if dtype == I8 else float_inputs((4, 6))
+    model = check(b.bytes([x], [y]), X, exact=True)
+    assert model.operators == ["RESHAPE"]  # SHAPE, STRIDED_SLICE and PACK folded
+
+
+@pytest.mark.parametrize("axis", [1, 2, -1], ids=["axis-1", "axis-2", "axis-minus-1"])
+@pytest.mark.parametrize("dtype", [F32, I8], ids=["float", "int8"])
+def test_pack_of_activations_matches_litert(axis, dtype):
+    """PACK of computed tensors along a new non-batch axis equals LiteRT's kernel."""
+    b = Builder()
+    quant = (0.1, -3) if dtype == I8 else None
+    x = b.tensor((1, 3, 4), dtype, quant=quant)
+    r = b.tensor((1, 3, 4), dtype, quant=quant)
+    b.op("RELU", [x], [r])
+    out_shape = {1: (1, 2, 3, 4), 2: (1, 3, 2, 4), -1: (1, 3, 4, 2)}[axis]
+    y = b.tensor(out_shape, dtype, quant=quant)
+    b.op("PACK", [x, r], [y], "PackOptions", ValuesCount=2, Axis=axis)
+    X = int8_inputs((3, 4)) if dtype == I8 else float_inputs((3, 4))
+    check(b.bytes([x], [y]), X, exact=True)
+
+
+def test_pack_along_the_batch_axis_is_refused():
+    """PACK along axis 0 would stack samples: refused, naming the batch axis."""
+    b = Builder()
+    x = b.tensor((1, 4))
+    r = b.tensor((1, 4))
+    b.op("RELU", [x], [r])
+    y = b.tensor((2, 1, 4))
+    b.op("PACK", [x, r], [y], "PackOptions", ValuesCount=2, Axis=0)
+    with pytest.raises(xai.ModelFormatError, match="batch axis"):
+        xai.from_tflite(b.bytes([x], [y]))

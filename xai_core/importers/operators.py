@@ -54,8 +54,9 @@ def _tflite() -> list[str]:
         f"{len(names) - len(custom)} builtin operators and {len(custom)} custom one "
         f"({', '.join(f'`{n}`' for n in custom)}, MediaPipe's), each run by TFLite's own "
         "kernels: int8 (bit-exact against LiteRT's reference kernels) and float32. "
-        "`DEQUANTIZE` of a float16 constant and `DENSIFY` of a sparse constant are folded "
-        "into the constant when the file is read.",
+        "`DEQUANTIZE` of a float16 constant, `DENSIFY` of a sparse constant and `SHAPE` (with "
+        "`STRIDED_SLICE` and `PACK` of the shapes it gives) are folded into constants when "
+        "the file is read.",
         "",
         "| operator | float32 | int8 |",
         "|---|---|---|",

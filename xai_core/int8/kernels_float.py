@@ -15,6 +15,7 @@ from xai_core.int8.geometry import resize_coordinates, transpose_conv_padding
 from xai_core.int8.kernels_int8 import (
     depth_to_space,
     float_bias,
+    pack,
     strided_slice,
     transpose,
     window_patches,
@@ -225,6 +226,7 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
     "MUL": _binary(np.multiply),
+    "PACK": pack,
     "PAD": pad,
     "PADV2": pad,
     "PRELU": prelu,

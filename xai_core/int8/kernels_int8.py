@@ -44,6 +44,7 @@ __all__ = [
     "activation_range",
     "depth_to_space",
     "float_bias",
+    "pack",
     "quantize_real",
     "strided_slice",
     "transpose",
@@ -293,6 +294,12 @@ def strided_slice(op, tensors, inputs, backend):
     return np.ascontiguousarray(inputs[0][key])
 
 
+def pack(op, tensors, inputs, backend):
+    """PACK of any type: the inputs stacked along a new axis (never the batch axis)."""
+    axis = int(op.options.get("Axis", 0)) % (inputs[0].ndim + 1)
+    return np.stack(inputs, axis=axis)
+
+
 def depth_to_space(op, tensors, inputs, backend):
     """DEPTH_TO_SPACE of any type (data movement only)."""
     return _depth_to_space(inputs[0], int(op.options["BlockSize"]))
@@ -503,6 +510,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
     "MUL": mul,
+    "PACK": pack,
     "PAD": pad,
     "PADV2": pad,
     "QUANTIZE": quantize,

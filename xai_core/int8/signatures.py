@@ -367,6 +367,29 @@ def _strided_slice(op: _Op) -> tuple[int, ...]:
     return (x[0], *shapes[0][1:])
 
 
+def _pack(op: _Op) -> tuple[int, ...]:
+    shapes = [op.shape(k) for k in range(len(op.op.inputs))]
+    if len(set(shapes)) != 1:
+        raise op.fail(f"the inputs have shapes {shapes}; PACK stacks inputs of one shape.")
+    if op.option("ValuesCount", len(shapes)) != len(shapes):
+        raise op.fail(
+            f"option ValuesCount is {op.option('ValuesCount')}; it has {len(shapes)} inputs."
+        )
+    axis = op.axis(op.option("Axis"), len(shapes[0]) + 1, "axis")
+    for k in range(len(shapes)):
+        t = op.tensor(k)
+        if op.integer and (
+            float(t.scale[0]) != float(op.out.scale[0])
+            or int(t.zero_point[0]) != int(op.out.zero_point[0])
+        ):
+            raise op.fail(
+                f"input {k}, {tensor_label(t)}, is quantised unlike the output; TFLite's int8 "
+                "PACK does not rescale."
+            )
+    x = shapes[0]
+    return (*x[:axis], len(shapes), *x[axis:])
+
+
 def _depth_to_space(op: _Op) -> tuple[int, ...]:
     n, h, w, c = op.rank(0, 4)
     (block,) = op.positive("BlockSize")
@@ -439,6 +462,7 @@ SIGNATURES: dict[str, Signature] = {
     "MAX_POOL_2D": _sig((1, 1), _pool, fused=True),
     "MEAN": _sig((2, 2), _mean, constant={1}, indices={1}),
     "MUL": _BINARY,
+    "PACK": _sig((1, 2**31), _pack),
     "PAD": _sig((2, 2), _pad, constant={1}, indices={1}),
     "PADV2": _sig((2, 3), _pad, optional={2}, constant={1, 2}, indices={1}),
     "PRELU": _sig((2, 2), _broadcast, constant={1}),
