@@ -537,3 +537,15 @@ def test_pack_along_the_batch_axis_is_refused():
     b.op("PACK", [x, r], [y], "PackOptions", ValuesCount=2, Axis=0)
     with pytest.raises(xai.ModelFormatError, match="batch axis"):
         xai.from_tflite(b.bytes([x], [y]))
+
+
+@pytest.mark.parametrize("alpha_shape", [(1, 1, 4), (4,)], ids=["per-channel", "vector"])
+def test_prelu_int8_is_bit_identical_to_litert(alpha_shape):
+    """Int8 PRELU (two fixed-point rescalings, one per sign) gives LiteRT's integers."""
+    b = Builder()
+    x = b.tensor((1, 5, 6, 4), I8, quant=(0.05, 4))
+    slopes = np.random.default_rng(5).integers(-128, 128, alpha_shape)
+    alpha = b.tensor(alpha_shape, I8, data=slopes, quant=(0.004, 2))
+    y = b.tensor((1, 5, 6, 4), I8, quant=(0.03, -7))
+    b.op("PRELU", [x, alpha], [y])
+    check(b.bytes([x], [y]), int8_inputs((5, 6, 4)), exact=True)

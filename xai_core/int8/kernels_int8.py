@@ -393,6 +393,25 @@ def mul(op, tensors, inputs, backend):
     return requantize(prod, q, shift, _zp(out_t), lo, hi)
 
 
+def prelu(op, tensors, inputs, backend):
+    """TFLite's reference int8 PRELU: ``x`` rescaled by ``s_x / s_out`` where ``x >= 0``, else
+    ``x * alpha`` rescaled by ``s_x * s_alpha / s_out`` (both ratios computed in float32, as
+    ``PreluPrepare`` computes them, then written as fixed-point multipliers)."""
+    x_t, a_t, out_t = (tensors[i] for i in (*op.inputs, op.outputs[0]))
+    q1, shift1 = quantize_multiplier(np.float64(_scale(x_t) / _scale(out_t)))
+    q2, shift2 = quantize_multiplier(np.float64(_scale(x_t) * _scale(a_t) / _scale(out_t)))
+    x = inputs[0].astype(np.int64) - _zp(x_t)
+    alpha = inputs[1].astype(np.int64) - _zp(a_t)
+
+    def blend(v, a):
+        positive = multiply_by_quantized_multiplier(v, q1, shift1)
+        negative = multiply_by_quantized_multiplier(v * a, q2, shift2)
+        return np.where(v >= 0, positive, negative)
+
+    out = int8_elementwise(backend, blend, x, alpha, ops=3) + _zp(out_t)
+    return np.clip(out, QMIN, QMAX).astype(np.int8)
+
+
 def _relu_x(op, tensors, inputs, bounds):
     x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
     q, shift = quantize_multiplier(np.float64(_scale(x_t)) / np.float64(_scale(out_t)))
@@ -513,6 +532,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "PACK": pack,
     "PAD": pad,
     "PADV2": pad,
+    "PRELU": prelu,
     "QUANTIZE": quantize,
     "RELU": relu,
     "RELU6": relu6,
