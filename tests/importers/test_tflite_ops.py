@@ -549,3 +549,42 @@ def test_prelu_int8_is_bit_identical_to_litert(alpha_shape):
     y = b.tensor((1, 5, 6, 4), I8, quant=(0.03, -7))
     b.op("PRELU", [x, alpha], [y])
     check(b.bytes([x], [y]), int8_inputs((5, 6, 4)), exact=True)
+
+
+@pytest.mark.parametrize("src, dst, k, stride, padding, bias", TRANSPOSE_CONVS)
+def test_transpose_conv_int8_is_bit_identical_to_litert(src, dst, k, stride, padding, bias):
+    """Int8 TRANSPOSE_CONV (per-channel weights, int32 bias) gives LiteRT's integers."""
+    rng = np.random.default_rng(6)
+    b = Builder()
+    shape = b.tensor((4,), I32, data=[1, *dst, 5])
+    w = b.tensor((5, k, k, 3), I8, data=rng.integers(-127, 128, (5, k, k, 3)))
+    scales = rng.uniform(0.002, 0.01, 5).astype(np.float32)
+    b.tensors[w] = TensorInfo(
+        w, "w", (5, k, k, 3), I8, scales, np.zeros(5, np.int64), 0, b.tensors[w].data
+    )
+    x = b.tensor((1, *src, 3), I8, quant=(0.05, -4))
+    inputs = [shape, w, x]
+    if bias:
+        bias_t = b.tensor((5,), I32, data=rng.integers(-2000, 2000, 5))
+        b.tensors[bias_t] = TensorInfo(
+            bias_t,
+            "b",
+            (5,),
+            I32,
+            scales * np.float32(0.05),
+            np.zeros(5, np.int64),
+            0,
+            b.tensors[bias_t].data,
+        )
+        inputs.append(bias_t)
+    y = b.tensor((1, *dst, 5), I8, quant=(0.08, 6))
+    b.op(
+        "TRANSPOSE_CONV",
+        inputs,
+        [y],
+        "TransposeConvOptions",
+        Padding=padding,
+        StrideH=stride,
+        StrideW=stride,
+    )
+    check(b.bytes([x], [y]), int8_inputs((*src, 3)), exact=True)

@@ -26,7 +26,12 @@ from xai_core.int8.fixedpoint import (
     saturating_rounding_doubling_high_mul,
 )
 from xai_core.int8.geometry import depth_to_space as _depth_to_space
-from xai_core.int8.geometry import resize_coordinates, strided_slice_key, whole_batch
+from xai_core.int8.geometry import (
+    resize_coordinates,
+    strided_slice_key,
+    transpose_conv_padding,
+    whole_batch,
+)
 from xai_core.int8.graph import OperatorInfo, TensorInfo
 from xai_core.int8.numerics import (
     QMAX,
@@ -220,6 +225,40 @@ def _pool_windows(op, x, pad_value):
     opts = op.options
     kh, kw = int(opts["FilterHeight"]), int(opts["FilterWidth"])
     return window_patches(x, kh, kw, opts, pad_value)
+
+
+def transpose_conv(op, tensors, inputs, backend):
+    """TFLite's reference int8 ``TransposeConv``: each input pixel's ``(x - zp) * w`` added
+    into its output window in integers, the int32 bias added, then the per-channel
+    fixed-point rescaling of CONV_2D and the fused activation's clamp."""
+    x = inputs[2]
+    x_t, w_t, out_t = tensors[op.inputs[2]], tensors[op.inputs[1]], tensors[op.outputs[0]]
+    w = w_t.data  # (oc, kh, kw, ic)
+    oc, kh, kw, ic = w.shape
+    n, h, wd, _ = x.shape
+    out_h, out_w = out_t.shape[1:3]
+    sh, sw = int(op.options.get("StrideH", 1)), int(op.options.get("StrideW", 1))
+    same = int(op.options.get("Padding", 0)) == 0
+    top, _ = transpose_conv_padding(out_h, h, kh, sh, same)
+    left, _ = transpose_conv_padding(out_w, wd, kw, sw, same)
+    w_kc = np.ascontiguousarray(w.transpose(3, 1, 2, 0).reshape(ic, -1))
+    taps = int8_matmul(backend, x.reshape(n * h * wd, ic), w_kc)
+    taps -= _zp(x_t) * w_kc.astype(np.int64).sum(axis=0)
+    taps = taps.reshape(n, h, wd, kh, kw, oc)
+    full_h = max((h - 1) * sh + kh, top + out_h)
+    full_w = max((wd - 1) * sw + kw, left + out_w)
+    full = np.zeros((n, full_h, full_w, oc), np.int64)
+    for fy in range(kh):
+        for fx in range(kw):
+            full[:, fy : fy + (h - 1) * sh + 1 : sh, fx : fx + (wd - 1) * sw + 1 : sw] += taps[
+                :, :, :, fy, fx
+            ]
+    acc = full[:, top : top + out_h, left : left + out_w]
+    if len(op.inputs) > 3 and op.inputs[3] >= 0:
+        acc = acc + tensors[op.inputs[3]].data.astype(np.int64)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    q, shift = _per_channel_multipliers(x_t, w_t, out_t)
+    return int8_elementwise(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
 
 
 def max_pool_2d(op, tensors, inputs, backend):
@@ -544,4 +583,5 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "SUB": sub,
     "TANH": _lut(np.tanh),
     "TRANSPOSE": transpose,
+    "TRANSPOSE_CONV": transpose_conv,
 }

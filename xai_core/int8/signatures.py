@@ -144,6 +144,8 @@ class Signature:
     constant: frozenset[int] = frozenset()
     indices: frozenset[int] = frozenset()
     weights: int | None = None
+    #: The position of the bias (int32 in an int8 operator), when ``weights`` is set.
+    bias: int = 2
     fused: bool = False
 
 
@@ -478,10 +480,17 @@ SIGNATURES: dict[str, Signature] = {
     "TANH": _UNARY,
     "TRANSPOSE": _sig((2, 2), _transpose, constant={1}, indices={1}),
     "TRANSPOSE_CONV": _sig(
-        (3, 4), _transpose_conv, optional={3}, constant={0, 1, 3}, indices={0}, fused=True
+        (3, 4),
+        _transpose_conv,
+        optional={3},
+        constant={0, 1, 3},
+        indices={0},
+        weights=0,
+        bias=3,
+        fused=True,
     ),
     # MediaPipe's custom operator: (input, weights, bias), TfLiteTransposeConvParams options
-    "Convolution2DTransposeBias": _sig((3, 3), _transpose_conv, constant={1, 2}),
+    "Convolution2DTransposeBias": _sig((3, 3), _transpose_conv, constant={1, 2}, weights=0),
 }
 
 
@@ -536,7 +545,7 @@ def _check_types(op: _Op, sig: Signature) -> None:
             allowed = (_FLOAT, _INT8, _UINT8) if k == 0 else (_INT8, _UINT8)
         elif name == "DEQUANTIZE":
             allowed = (_INT8, _UINT8) if k == 0 else (_FLOAT,)
-        elif k == 2 and sig.weights is not None:
+        elif k == sig.bias and sig.weights is not None:
             allowed = (_INT32,) if op.integer else (_FLOAT,)
         else:
             allowed = (_INT8,) if op.integer else (_FLOAT,)
@@ -552,7 +561,7 @@ def _check_types(op: _Op, sig: Signature) -> None:
                 )
                 + "."
             )
-        if t.dtype in (_INT8, _UINT8) or (op.integer and k == 2 and sig.weights is not None):
+        if t.dtype in (_INT8, _UINT8) or (op.integer and k == sig.bias and sig.weights is not None):
             _check_scales(op, sig, role, t, k)
     if op.integer:
         _check_rescaling(op, sig, roles)
@@ -580,7 +589,7 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
     scales = [
         (role, t, float(np.max(t.scale)))
         for role, t, k in roles
-        if k is not None and t.scale is not None and not (k == 2 and sig.weights is not None)
+        if k is not None and t.scale is not None and not (k == sig.bias and sig.weights is not None)
     ]
     ratios = [(f"{role}'s scale", s / s_out) for role, t, s in scales]
     if len(scales) > 1:
@@ -603,8 +612,8 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
 
 
 def _check_scales(op: _Op, sig: Signature, role: str, t: TensorInfo, k: int | None) -> None:
-    weights = sig.weights is not None and k in (1, 2)
-    if t.scale is None and not (weights and k == 2):
+    weights = sig.weights is not None and k in (1, sig.bias)
+    if t.scale is None and not (weights and k == sig.bias):
         raise op.fail(f"{role}, {tensor_label(t)}, is {t.dtype} without quantisation parameters.")
     if not weights:
         if len(t.scale) != 1:
@@ -626,7 +635,7 @@ def _check_scales(op: _Op, sig: Signature, role: str, t: TensorInfo, k: int | No
             f"{role}, {tensor_label(t)}, has zero point {int(t.zero_point[t.zero_point != 0][0])}; "
             "weights and biases are symmetric (zero point 0) in TFLite's int8 specification."
         )
-    if k == 2 and len(t.scale) not in (1, t.shape[0] if t.shape else 1):
+    if k == sig.bias and len(t.scale) not in (1, t.shape[0] if t.shape else 1):
         raise op.fail(f"{role}, {tensor_label(t)}, has {len(t.scale)} scales for {t.shape}.")
 
 
