@@ -220,3 +220,18 @@ def test_the_licence_is_apache():
     mediapipe("face_landmark.tflite")
     text = (fetch.cache_dir() / fetch.VERSION / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0" in text
+
+
+def test_a_written_copy_runs_in_litert_like_the_original(tmp_path):
+    """to_tflite of a MediaPipe model (its float16 weights folded to float32) is a file
+    LiteRT runs with the original's outputs."""
+    path = mediapipe("face_detection_short_range.tflite")
+    model = xai.from_tflite(path)
+    assert "DEQUANTIZE" not in model.operators
+    copy = xai.to_tflite(model, tmp_path / "copy.tflite")
+    X = inputs(model, 1, seed=4)
+    original = invoke(interpreter(path.read_bytes()), X[0])
+    written = invoke(interpreter(copy.read_bytes()), X[0])
+    assert set(original) == set(written)
+    for name, value in original.items():
+        np.testing.assert_array_equal(written[name], value)

@@ -588,3 +588,19 @@ def test_transpose_conv_int8_is_bit_identical_to_litert(src, dst, k, stride, pad
         StrideW=stride,
     )
     check(b.bytes([x], [y]), int8_inputs((*src, 3)), exact=True)
+
+
+def test_densify_refuses_a_dense_shape_past_the_format_limit():
+    """A sparse constant declaring 16 GB dense is refused before anything is allocated."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromPackedBuf(sparse_model(sparse_weights(5, 8, 1), None), 0)
+    tensor = next(t for t in model.subgraphs[0].tensors if t.sparsity is not None)
+    tensor.shape = [2**20, 2**12]
+    tensor.sparsity.dimMetadata[0].denseSize = 2**20
+    import flatbuffers
+
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    with pytest.raises(xai.ModelFormatError, match="2 GB"):
+        xai.from_tflite(bytes(builder.Output()))
