@@ -604,3 +604,69 @@ def test_densify_refuses_a_dense_shape_past_the_format_limit():
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     with pytest.raises(xai.ModelFormatError, match="2 GB"):
         xai.from_tflite(bytes(builder.Output()))
+
+
+def encode_sparse(dense: np.ndarray, formats: str):
+    """TFLite's sparse encoding of ``dense`` (traversal in axis order): ``formats`` has one
+    letter per axis, ``d`` (DENSE) or ``s`` (SPARSE_CSR, keeping the children with a non-zero
+    below them). Returns the DimensionMetadata values and the stored values."""
+    paths, meta = [()], []
+    for axis, kind in enumerate(formats):
+        size = dense.shape[axis]
+        if kind == "d":
+            paths = [p + (i,) for p in paths for i in range(size)]
+            meta.append(("d", size))
+            continue
+        segments, indices, kept = [0], [], []
+        for p in paths:
+            for i in range(size):
+                if np.any(dense[p + (i,)] != 0):
+                    indices.append(i)
+                    kept.append(p + (i,))
+            segments.append(len(indices))
+        paths = kept
+        meta.append(("s", segments, indices))
+    return meta, np.array([dense[p] for p in paths], np.float32)
+
+
+def test_densify_of_several_sparse_levels_matches_litert():
+    """A 4-D sparse constant with two CSR levels, DENSIFY then ADD to the input, equals LiteRT."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    rng = np.random.default_rng(11)
+    dense = rng.normal(0, 1, (1, 4, 3, 5)).astype(np.float32)
+    dense *= rng.uniform(0, 1, dense.shape) < 0.3
+    dense[0, 2] = 0  # a whole empty row of the first sparse level
+    b = Builder()
+    x = b.tensor((1, 4, 3, 5))
+    c = b.tensor((1, 4, 3, 5), data=dense)
+    cd = b.tensor((1, 4, 3, 5))
+    y = b.tensor((1, 4, 3, 5))
+    b.op("DENSIFY", [c], [cd])
+    b.op("ADD", [x, cd], [y], "AddOptions")
+    model = schema.ModelT.InitFromPackedBuf(b.bytes([x], [y]), 0)
+    meta, values = encode_sparse(dense, "ddss")
+    dims = []
+    for m in meta:
+        dm = schema.DimensionMetadataT()
+        if m[0] == "d":
+            dm.format, dm.denseSize = schema.DimensionType.DENSE, m[1]
+        else:
+            dm.format = schema.DimensionType.SPARSE_CSR
+            dm.arraySegmentsType = schema.SparseIndexVector.Uint16Vector
+            dm.arraySegments = schema.Uint16VectorT()
+            dm.arraySegments.values = m[1]
+            dm.arrayIndicesType = schema.SparseIndexVector.Int32Vector
+            dm.arrayIndices = schema.Int32VectorT()
+            dm.arrayIndices.values = m[2]
+        dims.append(dm)
+    tensor = model.subgraphs[0].tensors[c]
+    tensor.sparsity = schema.SparsityParametersT()
+    tensor.sparsity.traversalOrder, tensor.sparsity.dimMetadata = [0, 1, 2, 3], dims
+    model.buffers[tensor.buffer].data = values.view(np.uint8).tolist()
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    blob = bytes(builder.Output())
+    ours = check(blob, float_inputs((4, 3, 5)), exact=True)
+    np.testing.assert_array_equal(ours.graph.tensors[c].data, dense)
