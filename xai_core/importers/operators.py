@@ -46,12 +46,17 @@ def _tflite() -> list[str]:
     from xai_core.int8.kernels_float import FLOAT_KERNELS
     from xai_core.int8.kernels_int8 import INT8_KERNELS
 
-    names = sorted({*FLOAT_KERNELS, *INT8_KERNELS})
+    names = sorted({*FLOAT_KERNELS, *INT8_KERNELS}, key=str.upper)
+    custom = [n for n in names if not n.isupper()]
     lines = [
         "## TFLite",
         "",
-        f"{len(names)} builtin operators, each run by TFLite's own kernels: int8 (bit-exact "
-        "against LiteRT's reference kernels) and float32.",
+        f"{len(names) - len(custom)} builtin operators and {len(custom)} custom one "
+        f"({', '.join(f'`{n}`' for n in custom)}, MediaPipe's), each run by TFLite's own "
+        "kernels: int8 (bit-exact against LiteRT's reference kernels) and float32. "
+        "`DEQUANTIZE` of a float16 constant, `DENSIFY` of a sparse constant and `SHAPE` (with "
+        "`STRIDED_SLICE` and `PACK` of the shapes it gives) are folded into constants when "
+        "the file is read.",
         "",
         "| operator | float32 | int8 |",
         "|---|---|---|",

@@ -75,6 +75,14 @@ def _limit(graph: TFLiteGraph, index: int) -> str | None:
         widths = graph.tensors[op.inputs[1]].data
         if widths is not None and (np.any(widths[0]) or (len(widths) > 3 and np.any(widths[3]))):
             return f"{NOT_SUPPORTED}: PAD pads along x and/or y only"
+    if op.op == "STRIDED_SLICE":
+        strides = graph.tensors[op.inputs[3]].data
+        masks = int(op.options.get("EllipsisMask", 0)) | int(op.options.get("NewAxisMask", 0))
+        if strides is None or np.any(strides != 1) or masks:
+            return (
+                f"{NOT_SUPPORTED}: STRIDED_SLICE supports only strides of 1, without ellipsis "
+                "or new-axis masks"
+            )
     for t in (*op.inputs, *op.outputs):  # activations; weights are 4-D by nature
         tensor = graph.tensors[t] if t >= 0 else None
         if tensor is not None and tensor.data is None and sum(d > 1 for d in tensor.shape) > 3:
@@ -129,4 +137,10 @@ def operator_macs(graph: TFLiteGraph, index: int) -> int:
     if op.op == "DEPTHWISE_CONV_2D":
         w = graph.tensors[op.inputs[1]].shape
         return int(np.prod(out[1:], dtype=np.int64)) * int(w[1] * w[2])
+    if op.kind in ("TRANSPOSE_CONV", "Convolution2DTransposeBias"):
+        data = op.inputs[0] if op.custom_code else op.inputs[2]
+        x = graph.tensors[data].shape
+        return int(np.prod(x[1:], dtype=np.int64)) * int(
+            np.prod(graph.tensors[op.inputs[1]].shape[:3])
+        )
     return 0

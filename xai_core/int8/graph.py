@@ -83,6 +83,13 @@ class OperatorInfo:
     custom_code: str | None = None
     #: Name of the builtin options table (``"Conv2DOptions"``), for writing the file again.
     options_type: str | None = None
+    #: A custom operator's options, as the file stores them (their layout is the operator's).
+    custom_options: bytes = b""
+
+    @property
+    def kind(self) -> str:
+        """What the kernels and signatures are keyed by: the custom code, else the builtin."""
+        return self.custom_code or self.op
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,15 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core.errors import ModelFormatError
-from xai_core.int8.kernels_int8 import float_bias, transpose, window_patches
+from xai_core.int8.geometry import resize_coordinates, transpose_conv_padding
+from xai_core.int8.kernels_int8 import (
+    depth_to_space,
+    float_bias,
+    pack,
+    strided_slice,
+    transpose,
+    window_patches,
+)
 
 __all__ = ["FLOAT_KERNELS"]
 
@@ -122,6 +130,16 @@ def _unary(fn, ops=1):
     return kernel
 
 
+def _logistic(v: np.ndarray) -> np.ndarray:
+    """TFLite's reference float ``Logistic``: 1 above 16.619..., ``exp(v)`` below -9, else
+    ``1 / (1 + exp(-v))`` (float32)."""
+    v = np.asarray(v, np.float32)
+    with np.errstate(over="ignore"):
+        mid = np.float32(1) / (np.float32(1) + np.exp(-v))
+    out = np.where(v < np.float32(-9.0), np.exp(np.minimum(v, 0)), mid)
+    return np.where(v > np.float32(16.619047164916992188), np.float32(1), out).astype(np.float32)
+
+
 def softmax(op, tensors, inputs, backend):
     beta = np.float32(op.options.get("Beta", 1.0))
     x = inputs[0]
@@ -130,27 +148,97 @@ def softmax(op, tensors, inputs, backend):
     return backend.elementwise(np.divide, e, backend.reduce(np.sum, e, axis=-1)[..., None])
 
 
+def prelu(op, tensors, inputs, backend):
+    """``x`` where ``x >= 0``, else ``alpha * x`` (``alpha`` broadcast, TFLite's reference)."""
+    return backend.elementwise(lambda v, a: np.where(v >= 0, v, v * a), *inputs, ops=2)
+
+
+def resize_bilinear(op, tensors, inputs, backend):
+    """TFLite's reference ``ResizeBilinear`` (float32 arithmetic, the same order of terms)."""
+    x = inputs[0]
+    out_h, out_w = tensors[op.outputs[0]].shape[1:3]
+    align = bool(op.options.get("AlignCorners", False))
+    half = bool(op.options.get("HalfPixelCenters", False))
+    ys, y0, y1 = resize_coordinates(out_h, x.shape[1], align, half, integer=False)
+    xs, x0, x1 = resize_coordinates(out_w, x.shape[2], align, half, integer=False)
+    dy = (ys - y0.astype(np.float32))[None, :, None, None]
+    dx = (xs - x0.astype(np.float32))[None, None, :, None]
+    rows0, rows1 = x[:, y0], x[:, y1]
+    corners = (rows0[:, :, x0], rows1[:, :, x0], rows0[:, :, x1], rows1[:, :, x1])
+    one = np.float32(1)
+
+    def blend(a, b, c, d, fy, fx):
+        return a * (one - fy) * (one - fx) + b * fy * (one - fx) + c * (one - fy) * fx + d * fy * fx
+
+    return backend.elementwise(blend, *corners, dy, dx, ops=11)
+
+
+def transpose_conv(op, tensors, inputs, backend):
+    """TFLite's reference ``TransposeConv``: every input pixel's products added into a window
+    of the output, bias added, fused activation applied.
+
+    Inputs are TFLite's (output shape, weights (oc, kh, kw, ic), input, [bias]), or MediaPipe's
+    ``Convolution2DTransposeBias`` (input, weights, bias).
+    """
+    if op.custom_code:
+        x, w_t, b_t = inputs[0], tensors[op.inputs[1]], tensors[op.inputs[2]]
+        bias = np.asarray(b_t.data, np.float32)
+    else:
+        x, w_t = inputs[2], tensors[op.inputs[1]]
+        has_bias = len(op.inputs) > 3 and op.inputs[3] >= 0
+        bias = np.asarray(tensors[op.inputs[3]].data, np.float32) if has_bias else None
+    w = w_t.data
+    oc, kh, kw, ic = w.shape
+    n, h, wd, _ = x.shape
+    out_h, out_w = tensors[op.outputs[0]].shape[1:3]
+    sh, sw = int(op.options.get("StrideH", 1)), int(op.options.get("StrideW", 1))
+    same = int(op.options.get("Padding", 0)) == 0
+    top, _ = transpose_conv_padding(out_h, h, kh, sh, same)
+    left, _ = transpose_conv_padding(out_w, wd, kw, sw, same)
+    taps = backend.matmul(x.reshape(n * h * wd, ic), w.transpose(3, 1, 2, 0).reshape(ic, -1))
+    taps = np.asarray(taps, np.float32).reshape(n, h, wd, kh, kw, oc)
+    full_h = max((h - 1) * sh + kh, top + out_h)
+    full_w = max((wd - 1) * sw + kw, left + out_w)
+    full = np.zeros((n, full_h, full_w, oc), np.float32)
+    for fy in range(kh):
+        for fx in range(kw):
+            full[:, fy : fy + (h - 1) * sh + 1 : sh, fx : fx + (wd - 1) * sw + 1 : sw] += taps[
+                :, :, :, fy, fx
+            ]
+    y = full[:, top : top + out_h, left : left + out_w]
+    if bias is not None:
+        y = backend.elementwise(np.add, y, bias)
+    return _fused(op, y, backend)
+
+
 FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "ADD": _binary(np.add),
     "AVERAGE_POOL_2D": average_pool_2d,
     "CONCATENATION": concatenation,
     "CONV_2D": conv_2d,
+    "Convolution2DTransposeBias": transpose_conv,
+    "DEPTH_TO_SPACE": depth_to_space,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DIV": _binary(np.divide),
     "FULLY_CONNECTED": fully_connected,
     "HARD_SWISH": _unary(lambda v: v * np.clip(v + 3, 0, 6) / 6, ops=4),
-    "LOGISTIC": _unary(lambda v: 1 / (1 + np.exp(-v)), ops=3),
+    "LOGISTIC": _unary(_logistic, ops=3),
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
     "MUL": _binary(np.multiply),
+    "PACK": pack,
     "PAD": pad,
     "PADV2": pad,
+    "PRELU": prelu,
     "RELU": _unary(lambda v: np.maximum(v, 0)),
     "RELU6": _unary(lambda v: np.clip(v, 0, 6)),
     "RESHAPE": reshape,
+    "RESIZE_BILINEAR": resize_bilinear,
     "SOFTMAX": softmax,
     "SQUEEZE": reshape,
+    "STRIDED_SLICE": strided_slice,
     "SUB": _binary(np.subtract),
     "TANH": _unary(np.tanh, ops=3),
     "TRANSPOSE": transpose,
+    "TRANSPOSE_CONV": transpose_conv,
 }

@@ -25,6 +25,13 @@ from xai_core.int8.fixedpoint import (
     saturating_left_shift,
     saturating_rounding_doubling_high_mul,
 )
+from xai_core.int8.geometry import depth_to_space as _depth_to_space
+from xai_core.int8.geometry import (
+    resize_coordinates,
+    strided_slice_key,
+    transpose_conv_padding,
+    whole_batch,
+)
 from xai_core.int8.graph import OperatorInfo, TensorInfo
 from xai_core.int8.numerics import (
     QMAX,
@@ -40,8 +47,11 @@ from xai_core.int8.numerics import (
 __all__ = [
     "INT8_KERNELS",
     "activation_range",
+    "depth_to_space",
     "float_bias",
+    "pack",
     "quantize_real",
+    "strided_slice",
     "transpose",
     "window_patches",
 ]
@@ -217,6 +227,40 @@ def _pool_windows(op, x, pad_value):
     return window_patches(x, kh, kw, opts, pad_value)
 
 
+def transpose_conv(op, tensors, inputs, backend):
+    """TFLite's reference int8 ``TransposeConv``: each input pixel's ``(x - zp) * w`` added
+    into its output window in integers, the int32 bias added, then the per-channel
+    fixed-point rescaling of CONV_2D and the fused activation's clamp."""
+    x = inputs[2]
+    x_t, w_t, out_t = tensors[op.inputs[2]], tensors[op.inputs[1]], tensors[op.outputs[0]]
+    w = w_t.data  # (oc, kh, kw, ic)
+    oc, kh, kw, ic = w.shape
+    n, h, wd, _ = x.shape
+    out_h, out_w = out_t.shape[1:3]
+    sh, sw = int(op.options.get("StrideH", 1)), int(op.options.get("StrideW", 1))
+    same = int(op.options.get("Padding", 0)) == 0
+    top, _ = transpose_conv_padding(out_h, h, kh, sh, same)
+    left, _ = transpose_conv_padding(out_w, wd, kw, sw, same)
+    w_kc = np.ascontiguousarray(w.transpose(3, 1, 2, 0).reshape(ic, -1))
+    taps = int8_matmul(backend, x.reshape(n * h * wd, ic), w_kc)
+    taps -= _zp(x_t) * w_kc.astype(np.int64).sum(axis=0)
+    taps = taps.reshape(n, h, wd, kh, kw, oc)
+    full_h = max((h - 1) * sh + kh, top + out_h)
+    full_w = max((wd - 1) * sw + kw, left + out_w)
+    full = np.zeros((n, full_h, full_w, oc), np.int64)
+    for fy in range(kh):
+        for fx in range(kw):
+            full[:, fy : fy + (h - 1) * sh + 1 : sh, fx : fx + (wd - 1) * sw + 1 : sw] += taps[
+                :, :, :, fy, fx
+            ]
+    acc = full[:, top : top + out_h, left : left + out_w]
+    if len(op.inputs) > 3 and op.inputs[3] >= 0:
+        acc = acc + tensors[op.inputs[3]].data.astype(np.int64)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    q, shift = _per_channel_multipliers(x_t, w_t, out_t)
+    return int8_elementwise(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
+
+
 def max_pool_2d(op, tensors, inputs, backend):
     x = inputs[0]
     out_t = tensors[op.outputs[0]]
@@ -281,6 +325,58 @@ def transpose(op, tensors, inputs, backend):
     return np.ascontiguousarray(inputs[0].transpose(perm))
 
 
+def strided_slice(op, tensors, inputs, backend):
+    """STRIDED_SLICE of any type: a numpy index (see :func:`~.geometry.strided_slice_key`)."""
+    begin, end, strides = (tensors[t].data.astype(np.int64).ravel() for t in op.inputs[1:4])
+    key = strided_slice_key(begin, end, strides, op.options)
+    key = whole_batch(key, tensors[op.inputs[0]].shape[0])
+    return np.ascontiguousarray(inputs[0][key])
+
+
+def pack(op, tensors, inputs, backend):
+    """PACK of any type: the inputs stacked along a new axis (never the batch axis)."""
+    axis = int(op.options.get("Axis", 0)) % (inputs[0].ndim + 1)
+    return np.stack(inputs, axis=axis)
+
+
+def depth_to_space(op, tensors, inputs, backend):
+    """DEPTH_TO_SPACE of any type (data movement only)."""
+    return _depth_to_space(inputs[0], int(op.options["BlockSize"]))
+
+
+def resize_bilinear(op, tensors, inputs, backend):
+    """TFLite's reference ``ResizeBilinearInteger``: source positions in units of 1/1024, the
+    four products in int64, rounded half away from zero by 2**20 (input and output share
+    their quantisation: no rescaling)."""
+    x = inputs[0]
+    out_h, out_w = tensors[op.outputs[0]].shape[1:3]
+    align = bool(op.options.get("AlignCorners", False))
+    half = bool(op.options.get("HalfPixelCenters", False))
+    ys, y0, y1 = resize_coordinates(out_h, x.shape[1], align, half, integer=True)
+    xs, x0, x1 = resize_coordinates(out_w, x.shape[2], align, half, integer=True)
+    one = 1 << 10
+    fy = (ys - one * y0)[None, :, None, None]
+    fx = (xs - one * x0)[None, None, :, None]
+    wide = x.astype(np.int64)
+    rows0, rows1 = wide[:, y0], wide[:, y1]
+
+    def blend(a, b, c, d, wy, wx):
+        total = (
+            a * (one - wy) * (one - wx) + b * wy * (one - wx) + c * (one - wy) * wx + d * wy * wx
+        )
+        half_unit = np.where(total > 0, 1 << 19, -(1 << 19))
+        q = np.abs(total + half_unit) // (1 << 20)  # C's division, towards zero
+        return np.where(total + half_unit < 0, -q, q)
+
+    out = int8_elementwise(
+        backend,
+        blend,
+        *(rows0[:, :, x0], rows1[:, :, x0], rows0[:, :, x1], rows1[:, :, x1], fy, fx),
+        ops=11,
+    )
+    return np.clip(out, QMIN, QMAX).astype(np.int8)
+
+
 def concatenation(op, tensors, inputs, backend):
     axis = int(op.options.get("Axis", 0))
     out_t = tensors[op.outputs[0]]
@@ -334,6 +430,25 @@ def mul(op, tensors, inputs, backend):
     prod = (inputs[0].astype(np.int64) - _zp(a_t)) * (inputs[1].astype(np.int64) - _zp(b_t))
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
     return requantize(prod, q, shift, _zp(out_t), lo, hi)
+
+
+def prelu(op, tensors, inputs, backend):
+    """TFLite's reference int8 PRELU: ``x`` rescaled by ``s_x / s_out`` where ``x >= 0``, else
+    ``x * alpha`` rescaled by ``s_x * s_alpha / s_out`` (both ratios computed in float32, as
+    ``PreluPrepare`` computes them, then written as fixed-point multipliers)."""
+    x_t, a_t, out_t = (tensors[i] for i in (*op.inputs, op.outputs[0]))
+    q1, shift1 = quantize_multiplier(np.float64(_scale(x_t) / _scale(out_t)))
+    q2, shift2 = quantize_multiplier(np.float64(_scale(x_t) * _scale(a_t) / _scale(out_t)))
+    x = inputs[0].astype(np.int64) - _zp(x_t)
+    alpha = inputs[1].astype(np.int64) - _zp(a_t)
+
+    def blend(v, a):
+        positive = multiply_by_quantized_multiplier(v, q1, shift1)
+        negative = multiply_by_quantized_multiplier(v * a, q2, shift2)
+        return np.where(v >= 0, positive, negative)
+
+    out = int8_elementwise(backend, blend, x, alpha, ops=3) + _zp(out_t)
+    return np.clip(out, QMIN, QMAX).astype(np.int8)
 
 
 def _relu_x(op, tensors, inputs, bounds):
@@ -444,6 +559,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "AVERAGE_POOL_2D": average_pool_2d,
     "CONCATENATION": concatenation,
     "CONV_2D": conv_2d,
+    "DEPTH_TO_SPACE": depth_to_space,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
     "FULLY_CONNECTED": fully_connected,
@@ -452,15 +568,20 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
     "MUL": mul,
+    "PACK": pack,
     "PAD": pad,
     "PADV2": pad,
+    "PRELU": prelu,
     "QUANTIZE": quantize,
     "RELU": relu,
     "RELU6": relu6,
     "RESHAPE": reshape,
+    "RESIZE_BILINEAR": resize_bilinear,
     "SOFTMAX": softmax,
     "SQUEEZE": reshape,
+    "STRIDED_SLICE": strided_slice,
     "SUB": sub,
     "TANH": _lut(np.tanh),
     "TRANSPOSE": transpose,
+    "TRANSPOSE_CONV": transpose_conv,
 }

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from xai_core.attribution.cost import Cost, check_cost
-from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError
+from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError, ValidationError
+from xai_core.int8.fold import fold_constants
 from xai_core.int8.graph import TensorInfo, TFLiteGraph
 from xai_core.int8.signatures import activation_bytes, check_operators
 from xai_core.model.base import Model
@@ -60,25 +62,20 @@ class TFLiteModel(Model):
         from xai_core.int8.kernels_float import FLOAT_KERNELS
         from xai_core.int8.kernels_int8 import INT8_KERNELS
 
+        graph = fold_constants(graph)
         self.graph = graph
         self.name = name
         where = graph.where
-        custom = [op for op in graph.operators if op.custom_code]
-        if any(op.custom_code == EDGETPU_CUSTOM_OP for op in custom):
+        if any(op.custom_code == EDGETPU_CUSTOM_OP for op in graph.operators):
             raise ModelFormatError(
                 f"{where}: this file was compiled for the Edge TPU (it holds "
                 "'edgetpu-custom-op', a binary only the Edge TPU runs). Load the .tflite file "
                 "you gave the Edge TPU compiler (the one without the _edgetpu suffix) instead."
             )
-        if custom:
+        if len(graph.inputs) != 1 or not graph.outputs:
             raise ModelFormatError(
-                f"{where}: custom operators cannot run here: "
-                f"{sorted({op.custom_code for op in custom})}."
-            )
-        if len(graph.inputs) != 1 or len(graph.outputs) != 1:
-            raise ModelFormatError(
-                f"{where}: only models with one input and one output are supported; this one "
-                f"has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs."
+                f"{where}: only models with one input and at least one output are supported; "
+                f"this one has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs."
             )
         self.is_quantized = any(
             graph.tensors[op.outputs[0]].dtype in _INTEGER for op in graph.operators
@@ -90,10 +87,11 @@ class TFLiteModel(Model):
             out = graph.tensors[op.outputs[0]]
             integer.append(out.dtype in _INTEGER or op.op == "DEQUANTIZE")
             table = INT8_KERNELS if integer[-1] else FLOAT_KERNELS
-            kernel = table.get(op.op)
+            kernel = table.get(op.kind)
             if kernel is None:
+                what = f"custom {op.custom_code!r}" if op.custom_code else op.op
                 unsupported.append(
-                    f"{op.op} (operator {op.index}, output {out.name!r}, {out.dtype})"
+                    f"{what} (operator {op.index}, output {out.name!r}, {out.dtype})"
                 )
             self._kernels.append(kernel)
         if unsupported:
@@ -108,9 +106,8 @@ class TFLiteModel(Model):
             f"{where}: running one sample through the model",
         )
         self.input_tensor: TensorInfo = graph.tensors[graph.inputs[0]]
-        self.output_tensor: TensorInfo = graph.tensors[graph.outputs[0]]
         self.input_shape = tuple(self.input_tensor.shape[1:])
-        self.n_outputs = int(np.prod(self.output_tensor.shape[1:], dtype=np.int64))
+        self._select(0)
         self.image_shape = self.input_shape if len(self.input_shape) == 3 else None
         if output_names is not None:
             output_names = tuple(str(n) for n in output_names)
@@ -122,6 +119,78 @@ class TFLiteModel(Model):
         self.output_names = output_names
         self.preprocessing = dict(preprocessing or {})
         self._placement = None
+
+    # -- outputs ---------------------------------------------------------------------------
+    def _select(self, k: int) -> None:
+        self._output = k
+        self.output_tensor: TensorInfo = self.graph.tensors[self.graph.outputs[k]]
+        self.n_outputs = int(np.prod(self.output_tensor.shape[1:], dtype=np.int64))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The names of the graph's output tensors, in the file's order (overrides
+        :attr:`xai_core.model.base.Model.outputs`)."""
+        return tuple(self.graph.tensors[t].name for t in self.graph.outputs)
+
+    @property
+    def output(self) -> str:
+        """The name of the output :meth:`predict` returns (the first, unless chosen)."""
+        return self.outputs[self._output]
+
+    def output_index(self, output: int | str) -> int:
+        """The position of ``output`` (a name from :attr:`outputs` or an index) among them."""
+        names = self.outputs
+        if isinstance(output, (int, np.integer)) and not isinstance(output, bool):
+            if not -len(names) <= int(output) < len(names):
+                raise ValidationError(
+                    f"output index {output} is out of range for a model with {len(names)} "
+                    f"output(s): {list(names)}."
+                )
+            return int(output) % len(names)
+        if not isinstance(output, str) or output not in names:
+            raise UnknownNameError("output", str(output), list(names))
+        return names.index(output)
+
+    def with_output(self, output: int | str) -> TFLiteModel:
+        """The model with ``output`` (name or index) as the one :meth:`predict` returns
+        (overrides :meth:`xai_core.model.base.Model.with_output`).
+
+        Returns
+        -------
+        TFLiteModel
+            A view sharing the graph and kernels: its ``predict``, ``activations`` and every
+            explainer see that output, of shape (n_samples, prod(its shape)).
+        """
+        k = self.output_index(output)
+        if k == self._output:
+            return self
+        view = copy.copy(self)
+        view._select(k)
+        view.output_names = None  # class names belong to the first output
+        return view
+
+    def predict_outputs(self, X: Any, backend: Any = None) -> dict[str, np.ndarray]:
+        """Every output from one run, dequantised.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+        backend : str or Backend, optional
+
+        Returns
+        -------
+        dict of str to ndarray of float32
+            Output name -> array of shape (n_samples, *that output's shape without the batch
+            axis), in the order of :attr:`outputs`.
+        """
+        X = check_array(X, "X", feature_shape=self.input_shape)
+        values = self.run(self.quantize_input(X), backend)
+        return {
+            self.graph.tensors[t].name: self._output_float(t, values[t]).reshape(
+                len(X), *self.graph.tensors[t].shape[1:]
+            )
+            for t in self.graph.outputs
+        }
 
     # -- running ---------------------------------------------------------------------------
     def _backend(self, backend: Any):
@@ -217,21 +286,20 @@ class TFLiteModel(Model):
             Default ``cpu``.
         """
         X = check_array(X, "X", feature_shape=self.input_shape)
-        out = self.run(self.quantize_input(X), backend)[self.graph.outputs[0]]
-        return self._output_float(self.graph.outputs[0], out).reshape(len(X), -1)
+        return self.predict_checked(X, backend)
 
     def predict_checked(self, X: np.ndarray, backend: Any) -> np.ndarray:
-        out = self.run(self.quantize_input(X), backend)[self.graph.outputs[0]]
-        return self._output_float(self.graph.outputs[0], out).reshape(len(X), -1)
+        index = self.output_tensor.index
+        out = self.run(self.quantize_input(X), backend)[index]
+        return self._output_float(index, out).reshape(len(X), -1)
 
     def tensor_index(self, layer: int | str) -> int:
         """The tensor index of ``layer``: a tensor name, or an operator index (its output)."""
         if isinstance(layer, (int, np.integer)) and not isinstance(layer, bool):
-            if not 0 <= int(layer) < len(self.graph.operators):
-                raise UnknownNameError(
-                    "operator index", str(layer), [str(i) for i in range(len(self.graph.operators))]
-                )
-            return self.graph.operators[int(layer)].outputs[0]
+            by_index = {op.index: op.outputs[0] for op in self.graph.operators}
+            if int(layer) not in by_index:
+                raise UnknownNameError("operator index", str(layer), [str(i) for i in by_index])
+            return by_index[int(layer)]
         names = {
             self.graph.tensors[op.outputs[0]].name: op.outputs[0] for op in self.graph.operators
         }

@@ -144,6 +144,8 @@ class Signature:
     constant: frozenset[int] = frozenset()
     indices: frozenset[int] = frozenset()
     weights: int | None = None
+    #: The position of the bias (int32 in an int8 operator), when ``weights`` is set.
+    bias: int = 2
     fused: bool = False
 
 
@@ -313,6 +315,129 @@ def _softmax(op: _Op) -> tuple[int, ...]:
     return _same(op)
 
 
+def _same_quantization(op: _Op) -> None:
+    """An int8 operator that only moves or blends values writes them quantised as it reads."""
+    x, out = op.tensor(0), op.out
+    if op.integer and x.scale is not None and out.scale is not None:
+        if float(x.scale[0]) != float(out.scale[0]) or int(x.zero_point[0]) != int(
+            out.zero_point[0]
+        ):
+            raise op.fail(
+                f"the input, {tensor_label(x)}, and the output, {tensor_label(out)}, are "
+                f"quantised differently; TFLite's int8 {op.op.op} does not rescale."
+            )
+
+
+def _size_pair(op: _Op, k: int, what: str) -> tuple[int, int]:
+    values = op.ints(k).reshape(-1)
+    if values.shape != (2,) or (values < 1).any():
+        raise op.fail(f"the {what}, {tensor_label(op.tensor(k))}, must be 2 values >= 1.")
+    return int(values[0]), int(values[1])
+
+
+def _resize_bilinear(op: _Op) -> tuple[int, ...]:
+    n, _, _, c = op.rank(0, 4)
+    if op.op.options.get("AlignCorners") and op.op.options.get("HalfPixelCenters"):
+        raise op.fail("options AlignCorners and HalfPixelCenters cannot both be set.")
+    _same_quantization(op)
+    return (n, *_size_pair(op, 1, "size"), c)
+
+
+def _strided_slice(op: _Op) -> tuple[int, ...]:
+    from xai_core.int8.geometry import strided_slice_key, whole_batch
+
+    x = op.rank(0, 1, 2, 3, 4, 5)
+    begin, end, strides = (op.ints(k).reshape(-1) for k in (1, 2, 3))
+    if not len(begin) == len(end) == len(strides) or (strides == 0).any():
+        raise op.fail(
+            f"begin {begin.tolist()}, end {end.tolist()} and strides {strides.tolist()} must "
+            "have one entry each per axis and no stride 0."
+        )
+    if bin(op.option("EllipsisMask")).count("1") > 1:
+        raise op.fail("option EllipsisMask names more than one ellipsis.")
+    key = whole_batch(strided_slice_key(begin, end, strides, op.op.options), x[0])
+    shapes = []
+    for batch in (2, 3):  # the batch axis must pass through unchanged, whatever its size
+        dummy = np.broadcast_to(np.zeros((), np.int8), (batch, *x[1:]))
+        try:
+            shapes.append(dummy[key].shape)
+        except IndexError as exc:
+            raise op.fail(f"the slice does not fit {x}: {exc}.") from None
+    if any(s[:1] != (b,) for s, b in zip(shapes, (2, 3))) or shapes[0][1:] != shapes[1][1:]:
+        raise op.fail("the slice changes the batch axis, which the kernels keep.")
+    _same_quantization(op)
+    return (x[0], *shapes[0][1:])
+
+
+def _pack(op: _Op) -> tuple[int, ...]:
+    shapes = [op.shape(k) for k in range(len(op.op.inputs))]
+    if len(set(shapes)) != 1:
+        raise op.fail(f"the inputs have shapes {shapes}; PACK stacks inputs of one shape.")
+    if op.option("ValuesCount", len(shapes)) != len(shapes):
+        raise op.fail(
+            f"option ValuesCount is {op.option('ValuesCount')}; it has {len(shapes)} inputs."
+        )
+    axis = op.axis(op.option("Axis"), len(shapes[0]) + 1, "axis")
+    for k in range(len(shapes)):
+        t = op.tensor(k)
+        if op.integer and (
+            float(t.scale[0]) != float(op.out.scale[0])
+            or int(t.zero_point[0]) != int(op.out.zero_point[0])
+        ):
+            raise op.fail(
+                f"input {k}, {tensor_label(t)}, is quantised unlike the output; TFLite's int8 "
+                "PACK does not rescale."
+            )
+    x = shapes[0]
+    return (*x[:axis], len(shapes), *x[axis:])
+
+
+def _depth_to_space(op: _Op) -> tuple[int, ...]:
+    n, h, w, c = op.rank(0, 4)
+    (block,) = op.positive("BlockSize")
+    if c % (block * block):
+        raise op.fail(f"{c} channels do not split into blocks of {block} x {block}.")
+    _same_quantization(op)
+    return (n, h * block, w * block, c // (block * block))
+
+
+def _transpose_conv(op: _Op) -> tuple[int, ...]:
+    from xai_core.int8.geometry import transpose_conv_padding
+
+    custom = op.op.custom_code is not None
+    data, bias = (0, 2) if custom else (2, 3)
+    n, h, w, c = op.rank(data, 4)
+    oc, kh, kw, ic = op.rank(1, 4)
+    if ic != c:
+        raise op.fail(f"the input has {c} channels and the weights, {op.shape(1)}, take {ic}.")
+    if op.has(bias) and op.shape(bias) != (oc,):
+        raise op.fail(
+            f"the bias, {tensor_label(op.tensor(bias))}, has shape {op.shape(bias)}; expected "
+            f"({oc},)."
+        )
+    sh, sw = op.positive("StrideH", "StrideW")
+    padding = op.option("Padding", 0)
+    if padding not in _PADDINGS:
+        raise op.fail(f"option Padding is {padding}; expected 0 (SAME) or 1 (VALID).")
+    same = padding == 0
+    if custom:  # MediaPipe's operator computes its output size
+        out_h, out_w = (h * sh, w * sw) if same else ((h - 1) * sh + kh, (w - 1) * sw + kw)
+    else:
+        shape = op.ints(0).reshape(-1)
+        if shape.shape != (4,) or (shape[1:] < 1).any():
+            raise op.fail(f"the output shape {shape.tolist()} must be 4 values >= 1 (NHWC).")
+        if int(shape[3]) != oc:
+            raise op.fail(f"the output shape {shape.tolist()} has not the weights' {oc} channels.")
+        out_h, out_w = int(shape[1]), int(shape[2])
+        for size, src, k, s, what in ((out_h, h, kh, sh, "height"), (out_w, w, kw, sw, "width")):
+            if transpose_conv_padding(size, src, k, s, same)[1] != src:
+                raise op.fail(
+                    f"an output {what} of {size} does not come from an input {what} of {src} "
+                    f"with a window of {k} and stride {s}."
+                )
+    return (n, out_h, out_w, oc)
+
+
 def _sig(n: tuple[int, int], shape, **kw: Any) -> Signature:
     return Signature(
         n, shape, **{k: frozenset(v) if isinstance(v, set) else v for k, v in kw.items()}
@@ -329,6 +454,7 @@ SIGNATURES: dict[str, Signature] = {
     "AVERAGE_POOL_2D": _sig((1, 1), _pool, fused=True),
     "CONCATENATION": _sig((1, 2**31), _concatenation, fused=True),
     "CONV_2D": _sig((2, 3), _conv, **_CONV),
+    "DEPTH_TO_SPACE": _sig((1, 1), _depth_to_space),
     "DEPTHWISE_CONV_2D": _sig((2, 3), _depthwise, **{**_CONV, "weights": 3}),
     "DEQUANTIZE": _UNARY,
     "DIV": _BINARY,
@@ -338,17 +464,33 @@ SIGNATURES: dict[str, Signature] = {
     "MAX_POOL_2D": _sig((1, 1), _pool, fused=True),
     "MEAN": _sig((2, 2), _mean, constant={1}, indices={1}),
     "MUL": _BINARY,
+    "PACK": _sig((1, 2**31), _pack),
     "PAD": _sig((2, 2), _pad, constant={1}, indices={1}),
     "PADV2": _sig((2, 3), _pad, optional={2}, constant={1, 2}, indices={1}),
+    "PRELU": _sig((2, 2), _broadcast, constant={1}),
     "QUANTIZE": _UNARY,
     "RELU": _UNARY,
     "RELU6": _UNARY,
     "RESHAPE": _sig((1, 2), _reshape, optional={1}, indices={1}),
+    "RESIZE_BILINEAR": _sig((2, 2), _resize_bilinear, constant={1}, indices={1}),
     "SOFTMAX": _sig((1, 1), _softmax),
     "SQUEEZE": _sig((1, 1), _reshape),
+    "STRIDED_SLICE": _sig((4, 4), _strided_slice, constant={1, 2, 3}, indices={1, 2, 3}),
     "SUB": _BINARY,
     "TANH": _UNARY,
     "TRANSPOSE": _sig((2, 2), _transpose, constant={1}, indices={1}),
+    "TRANSPOSE_CONV": _sig(
+        (3, 4),
+        _transpose_conv,
+        optional={3},
+        constant={0, 1, 3},
+        indices={0},
+        weights=0,
+        bias=3,
+        fused=True,
+    ),
+    # MediaPipe's custom operator: (input, weights, bias), TfLiteTransposeConvParams options
+    "Convolution2DTransposeBias": _sig((3, 3), _transpose_conv, constant={1, 2}, weights=0),
 }
 
 
@@ -403,7 +545,7 @@ def _check_types(op: _Op, sig: Signature) -> None:
             allowed = (_FLOAT, _INT8, _UINT8) if k == 0 else (_INT8, _UINT8)
         elif name == "DEQUANTIZE":
             allowed = (_INT8, _UINT8) if k == 0 else (_FLOAT,)
-        elif k == 2 and sig.weights is not None:
+        elif k == sig.bias and sig.weights is not None:
             allowed = (_INT32,) if op.integer else (_FLOAT,)
         else:
             allowed = (_INT8,) if op.integer else (_FLOAT,)
@@ -419,7 +561,7 @@ def _check_types(op: _Op, sig: Signature) -> None:
                 )
                 + "."
             )
-        if t.dtype in (_INT8, _UINT8) or (op.integer and k == 2 and sig.weights is not None):
+        if t.dtype in (_INT8, _UINT8) or (op.integer and k == sig.bias and sig.weights is not None):
             _check_scales(op, sig, role, t, k)
     if op.integer:
         _check_rescaling(op, sig, roles)
@@ -447,7 +589,7 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
     scales = [
         (role, t, float(np.max(t.scale)))
         for role, t, k in roles
-        if k is not None and t.scale is not None and not (k == 2 and sig.weights is not None)
+        if k is not None and t.scale is not None and not (k == sig.bias and sig.weights is not None)
     ]
     ratios = [(f"{role}'s scale", s / s_out) for role, t, s in scales]
     if len(scales) > 1:
@@ -470,8 +612,8 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
 
 
 def _check_scales(op: _Op, sig: Signature, role: str, t: TensorInfo, k: int | None) -> None:
-    weights = sig.weights is not None and k in (1, 2)
-    if t.scale is None and not (weights and k == 2):
+    weights = sig.weights is not None and k in (1, sig.bias)
+    if t.scale is None and not (weights and k == sig.bias):
         raise op.fail(f"{role}, {tensor_label(t)}, is {t.dtype} without quantisation parameters.")
     if not weights:
         if len(t.scale) != 1:
@@ -493,7 +635,7 @@ def _check_scales(op: _Op, sig: Signature, role: str, t: TensorInfo, k: int | No
             f"{role}, {tensor_label(t)}, has zero point {int(t.zero_point[t.zero_point != 0][0])}; "
             "weights and biases are symmetric (zero point 0) in TFLite's int8 specification."
         )
-    if k == 2 and len(t.scale) not in (1, t.shape[0] if t.shape else 1):
+    if k == sig.bias and len(t.scale) not in (1, t.shape[0] if t.shape else 1):
         raise op.fail(f"{role}, {tensor_label(t)}, has {len(t.scale)} scales for {t.shape}.")
 
 
@@ -520,7 +662,7 @@ def check_operators(graph: TFLiteGraph, integer: list[bool]) -> None:
         )
     for op_info, is_int in zip(graph.operators, integer):
         op = _Op(graph, op_info, is_int)
-        sig = SIGNATURES[op_info.op]
+        sig = SIGNATURES[op_info.kind]
         _check_inputs(op, sig)
         _check_types(op, sig)
         expected = tuple(int(d) for d in sig.shape(op))
@@ -551,6 +693,10 @@ def activation_bytes(graph: TFLiteGraph) -> int:
         if op.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             w = graph.tensors[op.inputs[1]].shape
             taps = w[1] * w[2] * (w[3] if op.op == "CONV_2D" else 1)
+        elif op.kind in ("TRANSPOSE_CONV", "Convolution2DTransposeBias"):
+            w = graph.tensors[op.inputs[1]].shape  # every input pixel's products, kept at once
+            data = graph.tensors[op.inputs[0] if op.custom_code else op.inputs[2]].shape
+            out = max(out, per_sample(data) // max(w[3], 1) * w[0] * w[1] * w[2])
         elif op.op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             taps = int(op.options.get("FilterHeight", 1)) * int(op.options.get("FilterWidth", 1))
         work = max(work, 8 * out * (taps + 2))

@@ -4,7 +4,9 @@ The flatbuffer is parsed with the ``tflite`` package (the schema's generated rea
 is allocated from a size the file declares until it has been checked against the bytes that
 are really there: a constant tensor's shape times its element size must equal its buffer's
 length, and a buffer stored after the flatbuffer (``offset``/``size``, for models over 2 GB)
-must lie inside the file.
+must lie inside the file. A sparse constant (TFLite's ``SparsityParameters``, the input of
+``DENSIFY``) is decoded to its dense value by :func:`.sparsity.densify`, which checks every
+declared size and index first.
 
 Every tensor's quantisation is checked as it is read (:func:`check_quantization`): finite,
 positive, normal float32 scales, zero points within the tensor type's range, as many zero
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.errors import ModelFormatError
+from xai_core.importers.tflite.sparsity import densify
 from xai_core.int8.graph import (
     TENSOR_TYPES,
     OperatorInfo,
@@ -313,6 +316,32 @@ def _check_quantizations(graph: TFLiteGraph) -> None:
             )
 
 
+#: MediaPipe's ``TfLitePadding`` (1 SAME, 2 VALID) -> the schema's ``Padding`` (0 SAME, 1 VALID).
+_TFLITE_PADDING = {1: 0, 2: 1}
+
+
+def _custom_options(code: str, blob: bytes, where: str, index: int) -> dict[str, Any]:
+    """The options of a custom operator whose layout is known, by the builtin options' names.
+
+    MediaPipe's ``Convolution2DTransposeBias`` stores a ``TfLiteTransposeConvParams`` struct:
+    int32 padding (``TfLitePadding``), stride width, stride height (later fields ignored).
+    """
+    if code != "Convolution2DTransposeBias":
+        return {}
+    if len(blob) < 12:
+        raise ModelFormatError(
+            f"{where}: operator {index} ({code}) has {len(blob)} bytes of options; its "
+            "TfLiteTransposeConvParams take at least 12 (padding, stride width, stride height)."
+        )
+    padding, stride_w, stride_h = (int(v) for v in np.frombuffer(blob[:12], "<i4"))
+    if padding not in _TFLITE_PADDING:
+        raise ModelFormatError(
+            f"{where}: operator {index} ({code}) has padding {padding}; expected 1 (SAME) or "
+            "2 (VALID)."
+        )
+    return {"Padding": _TFLITE_PADDING[padding], "StrideW": stride_w, "StrideH": stride_h}
+
+
 def _read_graph(model: Any, raw: bytes, path: str | None, where: str) -> TFLiteGraph:
     """The first subgraph's tensors and operators (the flatbuffer read field by field)."""
     if model.SubgraphsLength() < 1:
@@ -335,6 +364,9 @@ def _read_graph(model: Any, raw: bytes, path: str | None, where: str) -> TFLiteG
         builtin = max(int(code.BuiltinCode()), int(code.DeprecatedBuiltinCode()))
         custom = code.CustomCode()
         options_type, options = _read_options(op)
+        custom_options = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
+        if custom:
+            options = _custom_options(custom.decode("utf-8", "replace"), custom_options, where, i)
         operators.append(
             OperatorInfo(
                 index=i,
@@ -344,6 +376,7 @@ def _read_graph(model: Any, raw: bytes, path: str | None, where: str) -> TFLiteG
                 options=options,
                 custom_code=custom.decode("utf-8", "replace") if custom else None,
                 options_type=options_type,
+                custom_options=custom_options,
             )
         )
     description = model.Description()
@@ -388,12 +421,22 @@ def _read_tensor(model: Any, t: Any, index: int, raw: bytes, where: str) -> Tens
         for d in shape:  # Python ints: no overflow on absurd shapes
             count *= d
         expected = count * dtype.itemsize
-        if expected != len(blob):
+        sparsity = t.Sparsity()
+        if sparsity is not None:  # only the non-zero values are stored
+            if len(blob) % dtype.itemsize:
+                raise ModelFormatError(
+                    f"{where}: the sparse {label} of {dtype} holds {len(blob):,} bytes, not a "
+                    f"whole number of {dtype.itemsize}-byte values."
+                )
+            values = np.frombuffer(blob, dtype=dtype).copy()
+            data = densify(sparsity, values, shape, label, where)
+        elif expected != len(blob):
             raise ModelFormatError(
                 f"{where}: {label} declares shape {shape} of {dtype} ({expected:,} bytes) but "
                 f"its buffer holds {len(blob):,} bytes."
             )
-        data = np.frombuffer(blob, dtype=dtype).reshape(shape).copy()
+        else:
+            data = np.frombuffer(blob, dtype=dtype).reshape(shape).copy()
         if dtype.kind == "f" and np.isnan(data).any():
             raise ModelFormatError(f"{where}: the constant {label} holds NaN.")
     return TensorInfo(index, name, shape, dtype, scale, zero_point, qdim, data)

@@ -89,6 +89,8 @@ def graph_to_bytes(graph: TFLiteGraph, *, description: str = "xai-core") -> byte
         ot.inputs = list(op.inputs)
         ot.outputs = list(op.outputs)
         ot.builtinOptionsType, ot.builtinOptions = _options(schema, op.options_type, op.options)
+        if op.custom_options:
+            ot.customOptions = list(op.custom_options)
         sub.operators.append(ot)
     sub.inputs = list(graph.inputs)
     sub.outputs = list(graph.outputs)
