@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,11 @@ def load_onnx_model(source: Any):
     return model, where
 
 
+#: TensorProto data types whose raw bytes are the numpy array's, little-endian
+#: (FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, BOOL, FLOAT16, DOUBLE, UINT32, UINT64).
+_PLAIN_RAW = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13))
+
+
 def _tensor(t, where: str) -> np.ndarray:
     """A checked numpy copy of a TensorProto."""
     onnx = _onnx()
@@ -80,7 +86,10 @@ def _tensor(t, where: str) -> np.ndarray:
             f"{where}: tensor {t.name!r} has an unknown data type {t.data_type}."
         ) from None
     if t.HasField("raw_data"):
-        check_size(t.name, t.dims, len(t.raw_data), dtype.itemsize, where)
+        raw = t.raw_data  # each read of the field is a copy of its bytes: read it once
+        check_size(t.name, t.dims, len(raw), dtype.itemsize, where)
+        if t.data_type in _PLAIN_RAW and sys.byteorder == "little":
+            return np.frombuffer(raw, dtype=dtype).reshape(tuple(t.dims)).copy()
     else:
         fields = (
             "float_data",

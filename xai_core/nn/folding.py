@@ -80,12 +80,12 @@ def fold_batch_norm(net: Any, *, copy: bool = True) -> Any:
         scale, shift = (v.astype(np.float64) for v in bn.scale_shift(cpu))
         b = prod.params["bias"].astype(np.float64) if prod.use_bias else np.zeros(len(scale))
         per_output = scale[None, :] if isinstance(prod, Dense) else scale[:, None, None, None]
-        w = np.multiply(prod.params["weight"], per_output, dtype=np.float64)
+        w = prod.params["weight"]
+        # computed in float64 and rounded once into the new weights, in a single pass
+        folded = np.empty(w.shape, dtype=out.dtype)
+        np.multiply(w, per_output, out=folded, dtype=np.float64, casting="same_kind")
         prod.use_bias = True
-        prod.params = {
-            "weight": w.astype(out.dtype),
-            "bias": (b * scale + shift).astype(out.dtype),
-        }
+        prod.params = {"weight": folded, "bias": (b * scale + shift).astype(out.dtype)}
         ident = Identity(name=bn.name, folded_into=prod.name)
         ident.build(bn.input_shape, None, out.dtype)
         out.nodes[i] = node._replace(layer=ident)
