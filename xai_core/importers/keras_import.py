@@ -26,6 +26,7 @@ from xai_core.importers.keras_reader import (
     tensor_ref,
 )
 from xai_core.jsonfile import Either, List, Obj, check, join_path
+from xai_core.nn.folding import fold_batch_norm as fold
 
 __all__ = ["from_keras", "SUPPORTED_KERAS_LAYERS"]
 
@@ -258,4 +259,4 @@ def from_keras(
     except ShapeError as exc:
         raise ModelFormatError(f"{where}: {exc}") from exc
     g = name_outputs(g, output_names, src.meta)
-    return g.fold_batch_norm() if fold_batch_norm else g
+    return fold(g, copy=False) if fold_batch_norm else g  # in place: the network is new

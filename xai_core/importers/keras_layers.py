@@ -50,8 +50,9 @@ class KerasBuilder:
     def unique(self, base: str) -> str:
         return unique_node_name(self.g, base)
 
-    def add(self, layer: Any, inputs: list[str], name: str) -> str:
-        return self.g.add(layer, inputs, name=self.unique(name))
+    def add(self, layer: Any, inputs: list[str], name: str, params: Any = None) -> str:
+        """Add ``layer``; ``params`` (the file's weights) are set as it is built, drawing none."""
+        return self.g.add(layer, inputs, name=self.unique(name), params=params)
 
     def activation(self, kind: str, name: str, act: Any, x: str) -> str:
         """``x`` followed by the Keras activation ``act`` (a name), as a separate node."""
@@ -126,8 +127,7 @@ def k_dense(b, kind, name, c, w, ins):
     if use_bias:
         params["bias"] = _weights(kind, name, w, "bias", where=b.where)[0]
         _expect(b, kind, name, "bias", params["bias"], (units,), why)
-    node = b.add(nn.Dense(units, use_bias=use_bias), ins, name)
-    b.g.set_params(node, **params)
+    node = b.add(nn.Dense(units, use_bias=use_bias), ins, name, params)
     return b.activation(kind, name, c.get("activation", "linear"), node)
 
 
@@ -144,10 +144,8 @@ def _conv(b, kind, name, c, ins, weight, bias, *, depthwise=False, filters=None)
         layer = nn.DepthwiseConv2D(depth_multiplier=int(c.get("depth_multiplier", 1)), **args)
     else:
         layer = nn.Conv2D(filters, groups=int(c.get("groups", 1)), **args)
-    node = b.add(layer, ins, name)
     params = {"weight": weight} if bias is None else {"weight": weight, "bias": bias}
-    b.g.set_params(node, **params)
-    return node
+    return b.add(layer, ins, name, params)
 
 
 def _bias(b, kind, name, c, w, n: int, why: str):

@@ -12,6 +12,7 @@ from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
 from xai_core.importers.onnx_registry import find_converter, supported_ops
 from xai_core.jsonfile import parse_json
+from xai_core.nn.folding import fold_batch_norm as fold
 
 __all__ = ["from_onnx", "build_onnx", "SUPPORTED_ONNX_OPS"]
 
@@ -136,6 +137,6 @@ def from_onnx(
     ir = read_onnx(path_or_model)
     ir.meta.setdefault("class_names", _class_names(ir.meta.get("metadata", {})))
     net = build_onnx(ir, output_names=output_names, dtype=dtype)
-    if fold_batch_norm and any(isinstance(n.layer, nn.BatchNormalization) for n in net.nodes):
-        return net.fold_batch_norm()  # a copy: skipped when there is nothing to fold
+    if fold_batch_norm:
+        fold(net, copy=False)  # in place: the network is nobody else's yet
     return net

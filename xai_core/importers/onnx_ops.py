@@ -109,10 +109,13 @@ class Builder:
         """Rank of a full (batched) activation."""
         return len(self.g.shape_of(self.node_of(node, name))) + 1
 
-    def add(self, node: IRNode, layer, inputs, *, suffix: str = "") -> str:
-        """Add ``layer`` reading ``inputs`` (ONNX names or node names); map the output."""
+    def add(self, node: IRNode, layer, inputs, *, suffix: str = "", params=None) -> str:
+        """Add ``layer`` reading ``inputs`` (ONNX names or node names); map the output.
+
+        ``params`` (the file's weights) are set as the layer is built, drawing none.
+        """
         ins = [self._node_name(node, i) for i in ([inputs] if isinstance(inputs, str) else inputs)]
-        name = self.g.add(layer, ins, name=self.unique(node.name + suffix))
+        name = self.g.add(layer, ins, name=self.unique(node.name + suffix), params=params)
         self._made.add(name)
         if not suffix:
             self.act[node.outputs[0]] = name
@@ -231,11 +234,10 @@ def op_gemm(b: Builder, node: IRNode) -> None:
 
 
 def _dense(b: Builder, node: IRNode, w: np.ndarray, bias) -> None:
-    name = b.add(node, nn.Dense(w.shape[1], use_bias=bias is not None), node.inputs[0])
     params = {"weight": w}
     if bias is not None:
         params["bias"] = bias
-    b.g.set_params(name, **params)
+    b.add(node, nn.Dense(w.shape[1], use_bias=bias is not None), node.inputs[0], params=params)
 
 
 def op_matmul(b: Builder, node: IRNode) -> None:
@@ -263,11 +265,10 @@ def op_conv(b: Builder, node: IRNode) -> None:
         groups=int(node.attrs.get("group", 1)),
         use_bias=has_bias,
     )
-    name = b.add(node, layer, node.inputs[0])
     params = {"weight": w}
     if has_bias:
         params["bias"] = b.numbers(node, node.inputs[2])
-    b.g.set_params(name, **params)
+    b.add(node, layer, node.inputs[0], params=params)
 
 
 def _transpose_pads(b: Builder, node: IRNode, kernel, strides, dilations, size, out_pad):
@@ -322,8 +323,8 @@ def op_batchnorm(b: Builder, node: IRNode) -> None:
         raise b.fail(node, "training_mode=1 is not supported; export the model in eval mode.")
     scale, bias, mean, var = (b.numbers(node, i) for i in node.inputs[1:5])
     layer = nn.BatchNormalization(epsilon=_f32(node.attrs.get("epsilon", 1e-5)), axis=0)
-    name = b.add(node, layer, node.inputs[0])
-    b.g.set_params(name, gamma=scale, beta=bias, mean=mean, variance=var)
+    params = {"gamma": scale, "beta": bias, "mean": mean, "variance": var}
+    b.add(node, layer, node.inputs[0], params=params)
 
 
 def _unary(make: Callable[[Builder, IRNode], Any]) -> Callable[[Builder, IRNode], None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,11 @@ def load_onnx_model(source: Any):
     return model, where
 
 
+#: TensorProto data types whose raw bytes are the numpy array's, little-endian
+#: (FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, BOOL, FLOAT16, DOUBLE, UINT32, UINT64).
+_PLAIN_RAW = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13))
+
+
 def _tensor(t, where: str) -> np.ndarray:
     """A checked numpy copy of a TensorProto."""
     onnx = _onnx()
@@ -80,7 +86,10 @@ def _tensor(t, where: str) -> np.ndarray:
             f"{where}: tensor {t.name!r} has an unknown data type {t.data_type}."
         ) from None
     if t.HasField("raw_data"):
-        check_size(t.name, t.dims, len(t.raw_data), dtype.itemsize, where)
+        raw = t.raw_data  # each read of the field is a copy of its bytes: read it once
+        check_size(t.name, t.dims, len(raw), dtype.itemsize, where)
+        if t.data_type in _PLAIN_RAW and sys.byteorder == "little":
+            return np.frombuffer(raw, dtype=dtype).reshape(tuple(t.dims)).copy()
     else:
         fields = (
             "float_data",
@@ -271,6 +280,46 @@ def _check_schema(
                 )
 
 
+#: Initialisers of at most this many elements keep their values for shape inference.
+SMALL_CONSTANT = 64
+
+
+def _shapes_only(model: Any, onnx: Any) -> Any:
+    """``model`` for shape inference: each large floating-point initialiser a graph input
+    of its type and shape instead, so its bytes are not serialised for ONNX's inference.
+
+    Integer and small initialisers (reshape targets, axes, pads, scales: the values an
+    output shape can depend on) keep their values, so the shapes inferred are those of
+    the whole model.
+    """
+    graph = model.graph
+    float_types = {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.DOUBLE,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+    }
+    big = [
+        t
+        for t in graph.initializer
+        if t.data_type in float_types and np.prod(t.dims, dtype=np.float64) > SMALL_CONSTANT
+    ]
+    if not big:
+        return model
+    slim = onnx.ModelProto()
+    slim.ir_version = model.ir_version
+    slim.opset_import.extend(model.opset_import)
+    g = slim.graph
+    g.node.extend(graph.node)
+    held = {t.name for t in big}
+    g.initializer.extend(t for t in graph.initializer if t.name not in held)
+    g.input.extend(vi for vi in graph.input if vi.name not in held)
+    g.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in big)
+    g.output.extend(graph.output)
+    g.value_info.extend(graph.value_info)
+    return slim
+
+
 def read_onnx(source: Any) -> IRGraph:
     """Read an ONNX model (path, bytes or ModelProto) into an :class:`IRGraph`.
 
@@ -338,7 +387,7 @@ def read_onnx(source: Any) -> IRGraph:
 
     declared: dict[str, tuple[int, ...]] = {}
     try:
-        inferred = onnx.shape_inference.infer_shapes(model).graph
+        inferred = onnx.shape_inference.infer_shapes(_shapes_only(model, onnx)).graph
         infos = [*inferred.value_info, *inferred.output]
     except Exception:  # inference is a cross-check only; fall back to what the file states
         infos = [*graph.value_info, *graph.output]

@@ -93,12 +93,23 @@ def _tracer_notes(caught: list[warnings.WarningMessage]) -> list[str]:
     return list(dict.fromkeys(notes))  # once each, in order
 
 
-def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, list[str]]:
-    """The ONNX bytes of ``module`` traced on ``example``, and the tracer's warnings."""
+def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, list[str], Any]:
+    """The ONNX bytes of ``module`` traced on ``example``, the tracer's warnings, and the
+    module's output on ``example`` (a tensor, or None when it returns something else).
+
+    The output is the one the trace computed (kept by a forward hook; the copy it makes is
+    read by nothing, so the exported graph is unchanged), not a second forward pass.
+    """
     torch = _torch()
     buf = io.BytesIO()
+    outputs: list[Any] = []
+
+    def keep(mod: Any, args: Any, out: Any) -> None:
+        outputs.append(out.detach().clone() if isinstance(out, torch.Tensor) else None)
+
     was_training = module.training
     module.eval()
+    hook = module.register_forward_hook(keep)
     try:
         with (
             warnings.catch_warnings(record=True) as caught,
@@ -119,8 +130,9 @@ def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, li
                 do_constant_folding=fold,
             )
     finally:
+        hook.remove()
         module.train(was_training)
-    return buf.getvalue(), _tracer_notes(caught)
+    return buf.getvalue(), _tracer_notes(caught), outputs[0] if len(outputs) == 1 else None
 
 
 def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:
@@ -158,7 +170,7 @@ def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], stric
             f"the tracer warned that the trace may hold only the path example_input took, "
             f"and strict_trace=True refuses that: {lines}. {_REWRITE}"
         )
-    other, _ = _trace(module, _second_batch(example), 17, False)
+    other, _, _ = _trace(module, _second_batch(example), 17, False)
     if other != data:
         raise CapabilityError(
             f"the module takes another path on other inputs: traced on example_input and on a "
@@ -176,17 +188,37 @@ def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], stric
     )
 
 
-def _check_faithful(module: Any, net: nn.Graph, X: Any, batch: str) -> None:
-    """Raise unless ``net`` reproduces ``module`` on the batch ``X`` (float32 tensor)."""
+def _module_output(module: Any, X: Any) -> Any:
+    """``module``'s output on the batch ``X`` in eval mode, without gradients."""
     torch = _torch()
     was_training = module.training
     module.eval()
     try:
         with torch.no_grad():
-            want = module(X).detach().cpu().numpy().reshape(len(X), -1)
+            return module(X)
     finally:
         module.train(was_training)
-    got = net.predict(X.numpy())
+
+
+def _check_faithful(module: Any, net: nn.Graph, batches: list[tuple[Any, str, Any]]) -> None:
+    """Raise unless ``net`` reproduces ``module`` on each batch.
+
+    ``batches`` holds ``(X, label, want)``: a float32 tensor, how messages name it, and the
+    module's output on it if already known (else None: computed here). The network runs
+    once on all the batches together (its samples do not see each other); the module
+    runs on each batch alone, as it was traced.
+    """
+    wants = [
+        (want if want is not None else _module_output(module, X)).detach().cpu().numpy()
+        for X, _, want in batches
+    ]
+    gots = np.split(net.predict(np.concatenate([X.numpy() for X, _, _ in batches])), len(batches))
+    for (X, batch, _), want, got in zip(batches, wants, gots):
+        _compare(want.reshape(len(X), -1), got, batch)
+
+
+def _compare(want: np.ndarray, got: np.ndarray, batch: str) -> None:
+    """Raise unless the network's outputs ``got`` on ``batch`` are the module's ``want``."""
     finite = np.isfinite(want)
     if got.shape != want.shape:
         raise ModelFormatError(
@@ -278,7 +310,7 @@ def from_torch(
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
     example_input = example_input.detach().to(torch.float32)
-    data, notes = _trace(module, example_input, 17, False)
+    data, notes, want = _trace(module, example_input, 17, False)
     _check_trace(module, example_input, data, notes, strict_trace)
     net = from_onnx(
         data,
@@ -286,8 +318,6 @@ def from_torch(
         dtype=dtype,
         fold_batch_norm=fold_batch_norm,
     )
-    _check_faithful(module, net, example_input, "example_input")
-    _check_faithful(
-        module, net, _second_batch(example_input), "a second batch (-2 * example_input plus noise)"
-    )
+    second = (_second_batch(example_input), "a second batch (-2 * example_input plus noise)", None)
+    _check_faithful(module, net, [(example_input, "example_input", want), second])
     return net

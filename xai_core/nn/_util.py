@@ -29,7 +29,13 @@ def _stride(layer: Any) -> int | tuple[int, int]:
 stride = property(_stride, doc="The stride: an int when both axes step alike.")
 
 
-def glorot(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int, fan_out: int, dtype: Any):
+def glorot(
+    rng: np.random.Generator | None, shape: tuple[int, ...], fan_in: int, fan_out: int, dtype: Any
+):
+    """Glorot-uniform weights of ``shape``; zeros, drawing nothing, when ``rng`` is None
+    (the weights are about to be set, as an importer does)."""
+    if rng is None:
+        return np.zeros(shape, dtype=dtype)
     bound = np.sqrt(6.0 / (fan_in + fan_out))
     return rng.uniform(-bound, bound, size=shape).astype(dtype)
 

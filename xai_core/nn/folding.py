@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
+from copy import deepcopy
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ def _foldable(net: Any, i: int, index: dict[str, int], readers: Counter) -> int 
     return j if ok else None
 
 
-def fold_batch_norm(net: Any) -> Any:
+def fold_batch_norm(net: Any, *, copy: bool = True) -> Any:
     """A copy of ``net`` with each batch norm merged into the Conv2D / Dense layer feeding it.
 
     A batch norm folds when its input is the output of a ``Conv2D``, ``DepthwiseConv2D``
@@ -53,17 +53,21 @@ def fold_batch_norm(net: Any) -> Any:
     Parameters
     ----------
     net : Sequential or Graph
+    copy : bool, default=True
+        ``False`` folds ``net`` itself, copying nothing (for a network nobody else holds
+        yet, as an importer's): its producers' parameters are replaced, never written into.
 
     Returns
     -------
     Sequential or Graph
-        A new network computing the same function (to rounding) with fewer operations.
+        A network computing the same function (to rounding) with fewer operations: a new
+        one, or ``net`` when ``copy=False``.
     """
     from xai_core.backends.cpu import CPUBackend
     from xai_core.nn.shape import Identity
 
     net._require_built()
-    out = copy.deepcopy(net)
+    out = deepcopy(net) if copy else net
     cpu = CPUBackend(dtype=np.float64)
     index = {node.name: k for k, node in enumerate(out.nodes)}
     readers = Counter(name for node in out.nodes for name in set(node.inputs))
@@ -74,17 +78,14 @@ def fold_batch_norm(net: Any) -> Any:
         node, prod = out.nodes[i], out.nodes[j].layer
         bn = node.layer
         scale, shift = (v.astype(np.float64) for v in bn.scale_shift(cpu))
-        w = prod.params["weight"].astype(np.float64)
         b = prod.params["bias"].astype(np.float64) if prod.use_bias else np.zeros(len(scale))
-        if isinstance(prod, Dense):
-            w = w * scale[None, :]
-        else:
-            w = w * scale[:, None, None, None]
+        per_output = scale[None, :] if isinstance(prod, Dense) else scale[:, None, None, None]
+        w = prod.params["weight"]
+        # computed in float64 and rounded once into the new weights, in a single pass
+        folded = np.empty(w.shape, dtype=out.dtype)
+        np.multiply(w, per_output, out=folded, dtype=np.float64, casting="same_kind")
         prod.use_bias = True
-        prod.params = {
-            "weight": w.astype(out.dtype),
-            "bias": (b * scale + shift).astype(out.dtype),
-        }
+        prod.params = {"weight": folded, "bias": (b * scale + shift).astype(out.dtype)}
         ident = Identity(name=bn.name, folded_into=prod.name)
         ident.build(bn.input_shape, None, out.dtype)
         out.nodes[i] = node._replace(layer=ident)

@@ -49,6 +49,8 @@ Rules:
 - ``set_params(node, **arrays)`` sets a node's parameters (``weight``, ``bias``,
   ``gamma``, ...) and buffers (``mean``, ``variance``, ``value``) from arrays of exactly
   their shapes (cast to the network's dtype; non-finite values are refused).
+  ``add(layer, inputs, params={...})`` does both at once without drawing initial
+  weights (what importers use: nothing is drawn only to be overwritten).
 - Shapes, axes and permutations are **per sample**: the batch axis is never included.
   ``Reshape((-1,))``, ``Transpose((1, 2, 0))``, ``Concatenate(axis=0)`` (channels of
   NCHW) act on one sample. An ONNX ``perm`` of ``[0, 2, 3, 1]`` becomes ``(1, 2, 0)``.
@@ -96,6 +98,17 @@ from xai_core.nn.trainable import Trainable
 __all__ = ["Graph"]
 
 LAYOUTS = ("NCHW", "NHWC")
+
+
+def _set_all(layer: Layer, params: Mapping[str, Any]) -> None:
+    """Set ``params`` on the just-built ``layer``, refusing any parameter left out."""
+    missing = [k for k in layer.params if k not in params]
+    if missing:
+        raise ValidationError(
+            f"params must give every parameter of {type(layer).__name__} "
+            f"({', '.join(layer.params)}); {', '.join(missing)} missing."
+        )
+    layer.set_params(**params)
 
 
 class Graph(Trainable, Network):
@@ -154,7 +167,12 @@ class Graph(Trainable, Network):
 
     # -- building ---------------------------------------------------------------------
     def add(
-        self, layer: Layer, inputs: str | Sequence[str] | None = None, *, name: str | None = None
+        self,
+        layer: Layer,
+        inputs: str | Sequence[str] | None = None,
+        *,
+        name: str | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> str:
         """Add a node applying ``layer`` to ``inputs``; return its name.
 
@@ -166,6 +184,11 @@ class Graph(Trainable, Network):
             Names of earlier nodes or the graph input; default the last node added.
         name : str, optional
             The node's (and layer's) name; default the layer's name or ``"<type>_<k>"``.
+        params : mapping of str to array-like, optional
+            Every parameter of the layer (and any of its buffers), as
+            :meth:`set_params` takes them: the layer is then built without drawing
+            initial weights (nothing is taken from ``seed``), and these arrays are set.
+            What an importer uses; a parameter left out is refused.
 
         Returns
         -------
@@ -206,8 +229,11 @@ class Graph(Trainable, Network):
         shapes = [self._shapes[i] for i in inputs]
         shape_in = shapes[0] if layer.n_inputs == 1 else shapes
         try:
-            out = layer.build(shape_in, self._rng, self.dtype)
+            out = layer.build(shape_in, self._rng if params is None else None, self.dtype)
+            if params is not None:
+                _set_all(layer, params)
         except (ShapeError, ValidationError) as exc:
+            layer.output_shape = None  # not added: the layer may be given again
             raise type(exc)(f"node {layer.name!r}: {exc}") from exc
         self._index[layer.name] = len(self.nodes)
         self.nodes.append(Node(layer.name, layer, tuple(inputs)))

@@ -9,7 +9,8 @@ The protocol a network runs (stateless: what backward needs lives in a per-call 
 ``build(input_shape, rng, dtype) -> output_shape``
     Given the per-sample shape of the input (a list of shapes for a layer with several
     inputs, :attr:`n_inputs` ``!= 1``), create the parameters and return the per-sample
-    output shape. Called once by the network when the node is added (or built).
+    output shape. Called once by the network when the node is added (or built). With
+    ``rng=None`` nothing is drawn: weights start at zero (the caller sets them next).
 ``apply(x, backend, record) -> y``
     ``x`` has shape (n_samples, *input_shape) (a list of such arrays for several inputs);
     ``y`` has shape (n_samples, *output_shape). ``record`` is a fresh ``dict`` owned by
