@@ -46,6 +46,7 @@ from xai_core.kernels.im2col import same_pads
 from xai_core.nn.layers import (
     Add,
     AvgPool2D,
+    BatchNormalization,
     Clip,
     Concatenate,
     Constant,
@@ -150,6 +151,11 @@ class Converter:
         The layer's output is its input (Identity, Dropout, Linear): a fusion looks past it.
     fixed_output : (float, int) or None
         TFLite's fixed output scale and zero point (Tanh, Sigmoid, Softmax).
+    intermediates : callable or None
+        ``intermediates(layer, x) -> {key: array}``: float values of tensors inside the
+        layer's operators (a batch norm's ``x * scale`` before its ADD) on the network's
+        input ``x`` of the layer; calibration records their ranges as ``"<node>/<key>"``
+        (:meth:`Builder.range_of`), as the converter's calibration sees every tensor.
     """
 
     convert: Callable[[Builder, Conversion], Value]
@@ -157,6 +163,7 @@ class Converter:
     fused_activation: int | None = None
     passes_through: bool = False
     fixed_output: tuple[float, int] | None = None
+    intermediates: Callable[[Any, np.ndarray], dict[str, np.ndarray]] | None = None
 
 
 #: Layer class -> its converter; filled by :func:`add_converter`, read by :func:`converter_for`.
@@ -169,6 +176,7 @@ def add_converter(
     fused_activation: int | None = None,
     passes_through: bool = False,
     fixed_output: tuple[float, int] | None = None,
+    intermediates: Callable[[Any, np.ndarray], dict[str, np.ndarray]] | None = None,
 ) -> Callable:
     """Register the decorated function as the converter of ``layer_types`` (and their subclasses).
 
@@ -176,7 +184,7 @@ def add_converter(
     ----------
     *layer_types : type
         Layer classes; a later registration of a class replaces the earlier one.
-    fuses_activation, fused_activation, passes_through, fixed_output
+    fuses_activation, fused_activation, passes_through, fixed_output, intermediates
         As in :class:`Converter`.
 
     Returns
@@ -189,7 +197,9 @@ def add_converter(
             raise ValidationError(f"add_converter takes layer classes; got {cls!r}.")
 
     def register(fn: Callable[[Builder, Conversion], Value]) -> Callable:
-        converter = Converter(fn, fuses_activation, fused_activation, passes_through, fixed_output)
+        converter = Converter(
+            fn, fuses_activation, fused_activation, passes_through, fixed_output, intermediates
+        )
         for cls in layer_types:
             CONVERTERS[cls] = converter
         return fn
@@ -209,10 +219,26 @@ def converter_for(layer: Any) -> Converter | None:
 class Builder:
     """The tensors and operators of the graph being built, and how to add to them."""
 
-    def __init__(self, int8: bool = True) -> None:
+    def __init__(self, int8: bool = True, ranges: dict | None = None) -> None:
         self.int8 = int8  # False: a float32 graph with the same operators
+        self.ranges = ranges or {}
         self.tensors: list[TensorInfo] = []
         self.ops: list[OperatorInfo] = []
+
+    def range_of(self, name: str) -> tuple[float, int]:
+        """The int8 scale and zero point of the calibrated tensor ``name``."""
+        if name not in self.ranges:
+            raise ValidationError(f"no calibration range for {name!r}; quantise with xai.quantize.")
+        return _params(*self.ranges[name])
+
+    def constant(self, name: str, value, *, dtype=None) -> int:
+        """A constant: int8 at its own range (zero included), or float32."""
+        value = np.asarray(value, np.float64)
+        if not self.int8:
+            return self.tensor(name, value.shape, np.float32, data=value.astype(np.float32))
+        cs, cz = _params(min(float(value.min()), 0.0), max(float(value.max()), 0.0))
+        q = QuantParams(cs, cz).quantize(value)
+        return self.tensor(name, q.shape, scale=cs, zero_point=cz, data=q)
 
     def activation(self, name: str, shape, scale: float, zero_point: int) -> int:
         """An activation tensor: int8 at ``scale`` / ``zero_point``, or float32."""
@@ -315,14 +341,19 @@ def _bias(b: np.ndarray | None, n: int, s_in: float, s_w: np.ndarray) -> np.ndar
 
 
 def check_quantisable(net: Any) -> None:
-    """Raise :class:`CapabilityError` naming the first layer of ``net`` that cannot be quantised."""
-    for node in net.nodes:
-        if converter_for(node.layer) is None:
-            names = sorted(cls.__name__ for cls in CONVERTERS)
-            raise CapabilityError(
-                f"layer {node.name!r} ({type(node.layer).__name__}) cannot be quantised; "
-                f"quantisable layers: {', '.join(names)}."
-            )
+    """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised."""
+    refused = [
+        f"{node.name!r} ({type(node.layer).__name__})"
+        for node in net.nodes
+        if converter_for(node.layer) is None
+    ]
+    if refused:
+        names = sorted(cls.__name__ for cls in CONVERTERS)
+        which = "layer" if len(refused) == 1 else f"{len(refused)} layers"
+        raise CapabilityError(
+            f"{which} {', '.join(refused)} cannot be quantised; quantisable layers: "
+            f"{', '.join(names)}."
+        )
 
 
 def _fusion(net, node, consumers) -> tuple[Any, list[str]]:
@@ -362,7 +393,7 @@ def build_int8_graph(
         the network's NCHW image as NHWC.
     """
     check_quantisable(net)
-    b = Builder(int8=ranges is not None)
+    b = Builder(int8=ranges is not None, ranges=ranges)
     consumers = _consumers(net)
     input_shape = tuple(net.input_shape)
     s, z = _params(*ranges[net.input_name]) if b.int8 else (None, None)
@@ -500,11 +531,9 @@ def _conv(b: Builder, c: Conversion) -> Value:
         padding = 1
     weight = np.asarray(layer.weight, np.float64)  # (f, c / groups, kh, kw)
     f, _, kh, kw = weight.shape
+    # one group per channel is TFLite's DEPTHWISE_CONV_2D; other groups stay a CONV_2D whose
+    # filters take channels / groups inputs, as the converter writes a grouped convolution
     depthwise = layer.groups == channels and layer.groups > 1
-    if layer.groups != 1 and not depthwise:
-        raise CapabilityError(
-            f"layer {name!r}: grouped convolutions with 1 < groups < channels cannot be quantised."
-        )
     sh, sw = layer.strides
     dh, dw = layer.dilation
     if depthwise:  # TFLite: (1, kh, kw, f), quantised along the last axis
@@ -516,7 +545,7 @@ def _conv(b: Builder, c: Conversion) -> Value:
         )
         op, options = "DEPTHWISE_CONV_2D", {"DepthMultiplier": f // channels}
         opts_type = "DepthwiseConv2DOptions"
-    else:  # TFLite: (f, kh, kw, c)
+    else:  # TFLite: (f, kh, kw, c / groups)
         w_t, s_w = b.weights(f"{name}/weight", weight, lambda w: w.transpose(0, 2, 3, 1))
         op, options, opts_type = "CONV_2D", {}, "Conv2DOptions"
     bias_t = b.bias(f"{name}/bias", layer.bias, f, a.tensor, s_w)
@@ -688,6 +717,39 @@ def _subtract(b: Builder, c: Conversion) -> Value:
 @add_converter(Multiply)
 def _multiply(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "MUL", "MulOptions")
+
+
+def _channel_axis(v: Value, axis: int, ndim: int) -> int:
+    """The graph tensor's axis of a layer's per-sample ``axis`` (images NHWC inside)."""
+    return {0: 3, 1: 1, 2: 2}[axis] if v.nhwc_of_nchw else axis + 1
+
+
+def _batch_norm_scaled(layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    from xai_core.backends.cpu import CPUBackend
+
+    scale, _ = layer.scale_shift(CPUBackend(dtype=np.float64))
+    return {"scaled": np.asarray(x, np.float64) * scale.reshape(layer._shape())}
+
+
+@add_converter(BatchNormalization, intermediates=_batch_norm_scaled)
+def _batch_norm(b: Builder, c: Conversion) -> Value:
+    """A batch norm nothing folds into (after a concatenation, a pool, the input): the
+    converter's MUL by the per-channel scale, then ADD of the per-channel shift."""
+    from xai_core.backends.cpu import CPUBackend
+
+    layer, a, name = c.layer, c.x, c.node.name
+    scale, shift = (np.asarray(v, np.float64) for v in layer.scale_shift(CPUBackend(np.float64)))
+    shape_in = b.tensors[a.tensor].shape
+    shape = [1] * len(shape_in)
+    shape[_channel_axis(a, layer.channel_axis, len(shape_in))] = len(scale)
+    s_t = b.constant(f"{name}/scale", scale.reshape(shape))
+    t_t = b.constant(f"{name}/shift", shift.reshape(shape))
+    ms, mz = b.range_of(f"{name}/scaled") if b.int8 else (None, None)
+    scaled = b.activation(f"{name}/scaled", shape_in, ms, mz)
+    b.op("MUL", [a.tensor, s_t], [scaled], "MulOptions", FusedActivationFunction=0)
+    out = b.output(c, shape_in)
+    b.op("ADD", [scaled, t_t], [out], "AddOptions", FusedActivationFunction=0)
+    return Value(out, a.nhwc_of_nchw)
 
 
 @add_converter(Concatenate)

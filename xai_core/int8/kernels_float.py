@@ -34,11 +34,16 @@ def conv_2d(op, tensors, inputs, backend):
     x = inputs[0]
     w = tensors[op.inputs[1]].data  # (out_c, kh, kw, in_c)
     oc, kh, kw, ic = w.shape
-    if x.shape[-1] != ic:
-        raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
+    groups = x.shape[-1] // ic
     patches = window_patches(x, kh, kw, op.options, 0.0)
     n, oh, ow = patches.shape[:3]
-    y = backend.matmul(patches.reshape(n * oh * ow, -1), w.reshape(oc, -1).T)
+    if groups == 1:
+        y = backend.matmul(patches.reshape(n * oh * ow, -1), w.reshape(oc, -1).T)
+    else:  # group g: input channels g*ic.., output channels g*(oc/groups)..
+        cols = patches.reshape(n * oh * ow, kh * kw, groups, ic).transpose(2, 0, 1, 3)
+        cols = np.ascontiguousarray(cols.reshape(groups, n * oh * ow, kh * kw * ic))
+        wk = np.ascontiguousarray(w.reshape(groups, oc // groups, -1).transpose(0, 2, 1))
+        y = np.asarray(backend.batched_matmul(cols, wk)).transpose(1, 0, 2).reshape(-1, oc)
     y = backend.elementwise(np.add, y, float_bias(op, tensors, oc))
     return _fused(op, y, backend).reshape(n, oh, ow, oc)
 

@@ -168,10 +168,22 @@ def conv_2d(op, tensors, inputs, backend):
     patches = window_patches(x, kh, kw, op.options, _zp(x_t))
     n, oh, ow = patches.shape[:3]
     groups = x.shape[-1] // ic
-    if groups != 1:
-        raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
-    cols = patches.reshape(n * oh * ow, kh * kw * ic)
-    out = _gemm_requant(cols, w.reshape(oc, -1).T, op, tensors, backend, x_t, w_t, out_t)
+    if groups == 1:
+        cols = patches.reshape(n * oh * ow, kh * kw * ic)
+        out = _gemm_requant(cols, w.reshape(oc, -1).T, op, tensors, backend, x_t, w_t, out_t)
+        return out.reshape(n, oh, ow, oc)
+    # grouped (TFLite's reference ConvPerChannel): group g reads input channels
+    # g*ic..(g+1)*ic and writes output channels g*(oc/groups)..; one stacked product
+    per = oc // groups
+    cols = patches.reshape(n * oh * ow, kh * kw, groups, ic).transpose(2, 0, 1, 3)
+    cols = np.ascontiguousarray(cols.reshape(groups, n * oh * ow, kh * kw * ic))
+    wk = np.ascontiguousarray(w.reshape(groups, per, kh * kw * ic).transpose(0, 2, 1))
+    acc = int8_batched_matmul(backend, cols, wk).transpose(1, 0, 2).reshape(n * oh * ow, oc)
+    acc -= _zp(x_t) * w.reshape(oc, -1).astype(np.int64).sum(axis=1)
+    acc += _bias(op, tensors, oc)
+    q, shift = _per_channel_multipliers(x_t, w_t, out_t)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    out = int8_elementwise(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
     return out.reshape(n, oh, ow, oc)
 
 

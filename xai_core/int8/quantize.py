@@ -60,11 +60,13 @@ def _calibrate(
 ) -> dict[str, tuple[float, float]]:
     """The range of the input and of every node's output on ``X``, in fp32 on the cpu."""
     from xai_core.backends.cpu import CPUBackend
+    from xai_core.int8.convert import converter_for
     from xai_core.progress import progress_bar
 
     cpu = CPUBackend(dtype=net.dtype)
     lo = {net.input_name: np.inf, **{n.name: np.inf for n in net.nodes}}
     hi = {k: -np.inf for k in lo}
+    inside = {n.name: converter_for(n.layer).intermediates for n in net.nodes}
     starts = range(0, len(X), batch_size)
     long = len(starts) > 1
     with progress_bar(len(X), progress=progress, desc="calibrating", unit="row", long=long) as bar:
@@ -75,6 +77,12 @@ def _calibrate(
                 values[node.name] = node.layer.apply(
                     args[0] if node.layer.n_inputs == 1 else args, cpu, None
                 )
+                if inside[node.name] is not None:  # tensors inside the layer's operators
+                    for key, v in inside[node.name](node.layer, args[0]).items():
+                        extra = f"{node.name}/{key}"
+                        values[extra] = v
+                        lo.setdefault(extra, np.inf)
+                        hi.setdefault(extra, -np.inf)
             for name, v in values.items():
                 lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
             bar.update(len(values[net.input_name]))

@@ -180,10 +180,11 @@ def _spatial(op: _Op, kh: int, kw: int, dilated: bool) -> tuple[int, int]:
 def _conv(op: _Op) -> tuple[int, ...]:
     n, _, _, c = op.rank(0, 4)
     oc, kh, kw, ic = op.rank(1, 4)
-    if c != ic:
+    if c % ic or oc % (c // ic):
         raise op.fail(
-            f"the input has {c} channels and the weights take {ic}; grouped CONV_2D is not "
-            "supported."
+            f"the input has {c} channels and the weights, of shape {op.shape(1)}, take {ic}: a "
+            f"grouped CONV_2D needs the filters' input channels to divide the input's and the "
+            "groups to divide the filters."
         )
     _bias(op, oc)
     return (n, *_spatial(op, kh, kw, True), oc)
