@@ -55,12 +55,16 @@ from xai_core.nn.layers import (
     DepthwiseConv2D,
     Dropout,
     Flatten,
+    Gelu,
     GlobalAveragePooling2D,
+    HardSigmoid,
     HardSwish,
     Identity,
+    LeakyReLU,
     Linear,
     MaxPool2D,
     Multiply,
+    Reduce,
     ReLU,
     ReLU6,
     Reshape,
@@ -68,6 +72,7 @@ from xai_core.nn.layers import (
     Softmax,
     Subtract,
     Tanh,
+    Transpose,
     ZeroPadding2D,
 )
 
@@ -156,6 +161,9 @@ class Converter:
         layer's operators (a batch norm's ``x * scale`` before its ADD) on the network's
         input ``x`` of the layer; calibration records their ranges as ``"<node>/<key>"``
         (:meth:`Builder.range_of`), as the converter's calibration sees every tensor.
+    refuses : callable or None
+        ``refuses(layer) -> str or None``: why this layer's settings cannot be quantised
+        (``Clip(-1, 2)``, an L2 reduction), checked with every other layer before any work.
     """
 
     convert: Callable[[Builder, Conversion], Value]
@@ -164,6 +172,7 @@ class Converter:
     passes_through: bool = False
     fixed_output: tuple[float, int] | None = None
     intermediates: Callable[[Any, np.ndarray], dict[str, np.ndarray]] | None = None
+    refuses: Callable[[Any], str | None] | None = None
 
 
 #: Layer class -> its converter; filled by :func:`add_converter`, read by :func:`converter_for`.
@@ -177,6 +186,7 @@ def add_converter(
     passes_through: bool = False,
     fixed_output: tuple[float, int] | None = None,
     intermediates: Callable[[Any, np.ndarray], dict[str, np.ndarray]] | None = None,
+    refuses: Callable[[Any], str | None] | None = None,
 ) -> Callable:
     """Register the decorated function as the converter of ``layer_types`` (and their subclasses).
 
@@ -184,7 +194,7 @@ def add_converter(
     ----------
     *layer_types : type
         Layer classes; a later registration of a class replaces the earlier one.
-    fuses_activation, fused_activation, passes_through, fixed_output, intermediates
+    fuses_activation, fused_activation, passes_through, fixed_output, intermediates, refuses
         As in :class:`Converter`.
 
     Returns
@@ -198,7 +208,13 @@ def add_converter(
 
     def register(fn: Callable[[Builder, Conversion], Value]) -> Callable:
         converter = Converter(
-            fn, fuses_activation, fused_activation, passes_through, fixed_output, intermediates
+            fn,
+            fuses_activation,
+            fused_activation,
+            passes_through,
+            fixed_output,
+            intermediates,
+            refuses,
         )
         for cls in layer_types:
             CONVERTERS[cls] = converter
@@ -342,16 +358,21 @@ def _bias(b: np.ndarray | None, n: int, s_in: float, s_w: np.ndarray) -> np.ndar
 
 def check_quantisable(net: Any) -> None:
     """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised."""
-    refused = [
-        f"{node.name!r} ({type(node.layer).__name__})"
-        for node in net.nodes
-        if converter_for(node.layer) is None
-    ]
+    refused = []
+    for node in net.nodes:
+        converter = converter_for(node.layer)
+        why = None
+        if converter is None:
+            why = "no int8 operator"
+        elif converter.refuses is not None:
+            why = converter.refuses(node.layer)
+        if why is not None:
+            refused.append(f"{node.name!r} ({type(node.layer).__name__}: {why})")
     if refused:
         names = sorted(cls.__name__ for cls in CONVERTERS)
         which = "layer" if len(refused) == 1 else f"{len(refused)} layers"
         raise CapabilityError(
-            f"{which} {', '.join(refused)} cannot be quantised; quantisable layers: "
+            f"{which} cannot be quantised: {'; '.join(refused)}. Quantisable layers: "
             f"{', '.join(names)}."
         )
 
@@ -592,7 +613,9 @@ def _pool(b: Builder, c: Conversion, op: str) -> Value:
     padding, pads = _padding_option(layer, (h, w))
     average = op == "AVERAGE_POOL_2D"
     include_pad = average and getattr(layer, "count_include_pad", True)
-    if pads is not None and not average:  # a value that never wins a max
+    if pads is not None and not average and b.int8 and b.params_of(t)[1] == QMIN:
+        t = _pad(b, t, pads, name)  # the zero point is QMIN already (a ReLU's output): PAD
+    elif pads is not None and not average:  # a value that never wins a max: PADV2
         t = _pad(b, t, pads, name, value=QMIN if b.int8 else float(np.finfo(np.float32).min))
     elif pads is not None and include_pad:
         t = _pad(b, t, pads, name)  # zeros that count, as the layer counts them
@@ -654,11 +677,52 @@ def _relu6(b: Builder, c: Conversion) -> Value:
     return _unary(b, c, "RELU6")
 
 
-@add_converter(Clip)
+def _clip_refuses(layer) -> str | None:
+    if (layer.min_value, layer.max_value) != (0.0, 6.0):
+        return f"Clip({layer.min_value}, {layer.max_value}); only Clip(0, 6), ReLU6, quantises"
+    return None
+
+
+@add_converter(Clip, refuses=_clip_refuses)
 def _clip(b: Builder, c: Conversion) -> Value:
-    if (c.layer.min_value, c.layer.max_value) != (0.0, 6.0):
-        raise CapabilityError(f"layer {c.node.name!r}: only Clip(0, 6) (ReLU6) quantises.")
     return _unary(b, c, "RELU6")
+
+
+@add_converter(LeakyReLU)
+def _leaky_relu(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "LEAKY_RELU", "LeakyReluOptions", Alpha=float(c.layer.alpha))
+
+
+@add_converter(Gelu)
+def _gelu(b: Builder, c: Conversion) -> Value:
+    approximate = c.layer.approximate == "tanh"
+    return _unary(b, c, "GELU", "GeluOptions", Approximate=approximate)
+
+
+def _hard_sigmoid_scaled(layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    return {"scaled": np.asarray(x, np.float64) * layer.alpha}
+
+
+@add_converter(HardSigmoid, fixed_output=(1 / 255, -128), intermediates=_hard_sigmoid_scaled)
+def _hard_sigmoid(b: Builder, c: Conversion) -> Value:
+    """``clip(alpha x + beta, 0, 1)``: MUL and ADD, the ADD's output quantised over exactly
+    [0, 1] so that its int8 saturation is the clip (both operators map to the Edge TPU)."""
+    a, name = c.x, c.node.name
+    shape = b.tensors[a.tensor].shape
+    one = (1,) * len(shape)
+    alpha = b.constant(f"{name}/alpha", np.full(one, c.layer.alpha))
+    beta = b.constant(f"{name}/beta", np.full(one, c.layer.beta))
+    ms, mz = b.range_of(f"{name}/scaled") if b.int8 else (None, None)
+    scaled = b.activation(f"{name}/scaled", shape, ms, mz)
+    b.op("MUL", [a.tensor, alpha], [scaled], "MulOptions", FusedActivationFunction=0)
+    out = b.output(c, shape)
+    if b.int8:
+        b.op("ADD", [scaled, beta], [out], "AddOptions", FusedActivationFunction=0)
+    else:  # a float graph clips explicitly: ADD, then RELU_N1_TO_1 would clip to [-1, 1]
+        raise CapabilityError(
+            f"layer {name!r}: HardSigmoid is written only in an int8 graph (quantise first)."
+        )
+    return Value(out, a.nhwc_of_nchw)
 
 
 @add_converter(Tanh, fixed_output=(1 / 128, 0))
@@ -673,7 +737,62 @@ def _sigmoid(b: Builder, c: Conversion) -> Value:
 
 @add_converter(Softmax, fixed_output=(1 / 256, -128))
 def _softmax(b: Builder, c: Conversion) -> Value:
-    return _unary(b, c, "SOFTMAX", "SoftmaxOptions", Beta=1.0)
+    """SOFTMAX over the last axis; an NCHW image's last axis (width) is found by going back
+    to NCHW first, and the result is laid out NHWC again."""
+    a = c.x
+    if not a.nhwc_of_nchw:
+        return _unary(b, c, "SOFTMAX", "SoftmaxOptions", Beta=1.0)
+    t = _to_nchw(b, a.tensor, c.node.name)
+    out = b.output(c, b.tensors[t].shape)
+    b.op("SOFTMAX", [t], [out], "SoftmaxOptions", Beta=1.0)
+    return Value(_to_nhwc(b, out, b.tensors[t].shape[1:], c.name), True)
+
+
+_REDUCERS = {"max": "REDUCE_MAX", "min": "REDUCE_MIN", "mean": "MEAN"}
+
+
+def _reduce_refuses(layer) -> str | None:
+    if layer.reduction not in _REDUCERS:
+        return f"a {layer.reduction!r} reduction; max, min and mean quantise"
+    return None
+
+
+@add_converter(Reduce, refuses=_reduce_refuses)
+def _reduce(b: Builder, c: Conversion) -> Value:
+    """MEAN (requantised to its output's range), REDUCE_MAX or REDUCE_MIN (the input's
+    parameters kept, as the converter ties them) over the layer's axes."""
+    layer, a, name = c.layer, c.x, c.node.name
+    rank = len(layer.input_shape)
+    axes = sorted({int(ax) % rank for ax in layer.axes})
+    t, image = a.tensor, a.nhwc_of_nchw
+    if image and not layer.keepdims:
+        kept = [_channel_axis(a, k, rank) for k in range(rank) if k not in axes]
+        if kept != sorted(kept):  # the axes left would come out in another order
+            t, image = _to_nchw(b, t, name), False
+    graph_axes = sorted(_channel_axis(Value(t, image), ax, rank) for ax in axes)
+    shape = list(b.tensors[t].shape)
+    for ax in graph_axes:
+        shape[ax] = 1
+    if not layer.keepdims:
+        shape = [d for k, d in enumerate(shape) if k not in graph_axes]
+    op = _REDUCERS[layer.reduction]
+    axes_t = b.const_int32(f"{name}/axes", graph_axes)
+    out = b.output(c, tuple(shape)) if op == "MEAN" else b.like(c.name, t, tuple(shape))
+    b.op(op, [t, axes_t], [out], "ReducerOptions", KeepDims=bool(layer.keepdims))
+    return Value(out, image and bool(layer.keepdims))
+
+
+@add_converter(Transpose)
+def _transpose(b: Builder, c: Conversion) -> Value:
+    a, name, perm = c.x, c.node.name, c.layer.perm
+    t = _to_nchw(b, a.tensor, name) if a.nhwc_of_nchw else a.tensor
+    src = b.tensors[t].shape
+    shape = (1, *(src[p + 1] for p in perm))
+    perm_t = b.const_int32(f"{name}/perm", [0, *(p + 1 for p in perm)])
+    t = b.op("TRANSPOSE", [t, perm_t], [b.like(c.name, t, shape)], "TransposeOptions")
+    if len(perm) == 3:  # an image again: NHWC inside, as after a reshape
+        return Value(_to_nhwc(b, t, shape[1:], name), True)
+    return Value(t)
 
 
 @add_converter(HardSwish)

@@ -127,6 +127,28 @@ def _unary(fn, ops=1):
     return kernel
 
 
+def _reduce(fn):
+    def kernel(op, tensors, inputs, backend):
+        x = inputs[0]
+        axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
+        keep = bool(op.options.get("KeepDims"))
+        return backend.reduce(lambda v, axis: fn(v, axis=axis, keepdims=keep), x, axis=axes)
+
+    return kernel
+
+
+def leaky_relu(op, tensors, inputs, backend):
+    alpha = np.float32(op.options.get("Alpha", 0.2))
+    return backend.elementwise(lambda v: np.where(v >= 0, v, v * alpha), inputs[0], ops=2)
+
+
+def gelu(op, tensors, inputs, backend):
+    from xai_core.int8.kernels_int8 import gelu_transform
+
+    fn = gelu_transform(bool(op.options.get("Approximate")))
+    return backend.elementwise(fn, inputs[0], ops=10)
+
+
 def softmax(op, tensors, inputs, backend):
     beta = np.float32(op.options.get("Beta", 1.0))
     x = inputs[0]
@@ -143,6 +165,10 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DIV": _binary(np.divide),
     "FULLY_CONNECTED": fully_connected,
+    "GELU": gelu,
+    "LEAKY_RELU": leaky_relu,
+    "REDUCE_MAX": _reduce(np.max),
+    "REDUCE_MIN": _reduce(np.min),
     "HARD_SWISH": _unary(lambda v: v * np.clip(v + 3, 0, 6) / 6, ops=4),
     "LOGISTIC": _unary(lambda v: 1 / (1 + np.exp(-v)), ops=3),
     "MAX_POOL_2D": max_pool_2d,

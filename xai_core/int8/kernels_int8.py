@@ -41,6 +41,7 @@ __all__ = [
     "INT8_KERNELS",
     "activation_range",
     "float_bias",
+    "gelu_transform",
     "quantize_real",
     "transpose",
     "window_patches",
@@ -378,6 +379,59 @@ def _lut(fn: Callable[[np.ndarray], np.ndarray]):
     return kernel
 
 
+def leaky_relu(op, tensors, inputs, backend):
+    """LEAKY_RELU: TFLite's ``QuantizeLeakyRelu``, one multiplier per sign of the input."""
+    x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    alpha = np.float32(op.options.get("Alpha", 0.2))
+    s_in, s_out = _scale(x_t), _scale(out_t)
+    q_id, sh_id = quantize_multiplier(np.float64(np.float32(s_in / s_out)))
+    q_al, sh_al = quantize_multiplier(np.float64(np.float32(s_in * alpha / s_out)))
+    v = inputs[0].astype(np.int64) - _zp(x_t)
+    out = np.where(
+        v >= 0,
+        multiply_by_quantized_multiplier(v, q_id, sh_id),
+        multiply_by_quantized_multiplier(v, q_al, sh_al),
+    )
+    return np.clip(out + _zp(out_t), QMIN, QMAX).astype(np.int8)
+
+
+def _reduce_extreme(fn):
+    """REDUCE_MAX / REDUCE_MIN: the extreme int8 value (input and output share parameters)."""
+
+    def kernel(op, tensors, inputs, backend):
+        x = inputs[0]
+        axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
+        return fn(x, axis=axes, keepdims=bool(op.options.get("KeepDims")))
+
+    return kernel
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """TFLite's ``GeluTransform`` in float32: ``0.5 x erfc(-x / sqrt 2)``."""
+    from scipy.special import erfc
+
+    x = np.asarray(x, np.float32)
+    return np.float32(0.5) * x * erfc(x * np.float32(-np.sqrt(0.5))).astype(np.float32)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """TFLite's ``GeluTransformApproximate`` in float32."""
+    x = np.asarray(x, np.float32)
+    k = np.float32(np.sqrt(2.0 / np.pi))
+    inner = k * (x + np.float32(0.044715) * x * x * x)
+    return np.float32(0.5) * x * (np.float32(1) + np.tanh(inner))
+
+
+def gelu_transform(approximate: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """TFLite's GELU of float32 values: exact (erfc) or its tanh approximation."""
+    return _gelu_tanh if approximate else _gelu
+
+
+def gelu(op, tensors, inputs, backend):
+    """GELU: a 256-entry table of TFLite's transform, as its int8 kernel fills it."""
+    return _lut(gelu_transform(bool(op.options.get("Approximate"))))(op, tensors, inputs, backend)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
 
@@ -459,7 +513,9 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
     "FULLY_CONNECTED": fully_connected,
+    "GELU": gelu,
     "HARD_SWISH": hard_swish,
+    "LEAKY_RELU": leaky_relu,
     "LOGISTIC": _lut(_sigmoid),
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
@@ -467,6 +523,8 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "PAD": pad,
     "PADV2": pad,
     "QUANTIZE": quantize,
+    "REDUCE_MAX": _reduce_extreme(np.max),
+    "REDUCE_MIN": _reduce_extreme(np.min),
     "RELU": relu,
     "RELU6": relu6,
     "RESHAPE": reshape,

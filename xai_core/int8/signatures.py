@@ -334,7 +334,9 @@ SIGNATURES: dict[str, Signature] = {
     "DEQUANTIZE": _UNARY,
     "DIV": _BINARY,
     "FULLY_CONNECTED": _sig((2, 3), _fully_connected, **_CONV),
+    "GELU": _UNARY,
     "HARD_SWISH": _UNARY,
+    "LEAKY_RELU": _UNARY,
     "LOGISTIC": _UNARY,
     "MAX_POOL_2D": _sig((1, 1), _pool, fused=True),
     "MEAN": _sig((2, 2), _mean, constant={1}, indices={1}),
@@ -342,6 +344,8 @@ SIGNATURES: dict[str, Signature] = {
     "PAD": _sig((2, 2), _pad, constant={1}, indices={1}),
     "PADV2": _sig((2, 3), _pad, optional={2}, constant={1, 2}, indices={1}),
     "QUANTIZE": _UNARY,
+    "REDUCE_MAX": _sig((2, 2), _mean, constant={1}, indices={1}),
+    "REDUCE_MIN": _sig((2, 2), _mean, constant={1}, indices={1}),
     "RELU": _UNARY,
     "RELU6": _UNARY,
     "RESHAPE": _sig((1, 2), _reshape, optional={1}, indices={1}),
@@ -461,12 +465,12 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
                 f"{what} over the output's, {tensor_label(out)}, is {ratio:.3g}; TFLite's int8 "
                 f"kernels rescale by at most 2**31."
             )
-    if op.op.op == "CONCATENATION":
+    if op.op.op in ("CONCATENATION", "REDUCE_MAX", "REDUCE_MIN"):
         for role, t, _ in scales:
             if float(t.scale[0]) != s_out or int(t.zero_point[0]) != int(out.zero_point[0]):
                 raise op.fail(
                     f"{role}, {tensor_label(t)}, is quantised unlike the output, which "
-                    "TFLite's int8 CONCATENATION does not rescale."
+                    f"TFLite's int8 {op.op.op} does not rescale."
                 )
 
 

@@ -1,0 +1,130 @@
+"""xai.quantize of the layers beyond convolutions: each as the TFLite operator the converter emits, or refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xai_core as xai
+from xai_core import nn
+
+litert = pytest.importorskip(
+    "ai_edge_litert.interpreter", reason="the tflite extra is not installed"
+)
+
+#: Largest |int8 - float| of the layer's own output over that output's range, on the
+#: calibration rows (measured: 0.4% to 1.0%, about one int8 step of the convolution before
+#: the layer; a wrong layout, axis or table gives errors of the order of the range itself).
+TOLERANCE = 0.03
+
+
+def litert_outputs(path, Q: np.ndarray) -> np.ndarray:
+    """LiteRT's reference kernels on each row of the int8 inputs Q."""
+    it = litert.Interpreter(
+        str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
+    )
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+    rows = []
+    for row in Q:
+        it.set_tensor(inp, row[None])
+        it.invoke()
+        rows.append(it.get_tensor(out).copy())
+    return np.concatenate(rows)
+
+
+def _after_conv(layer, head: bool = True) -> nn.Graph:
+    """An NCHW convolution, then the layer (node ``x``), then a dense head."""
+    g = nn.Graph(input_shape=(4, 6, 6), input_name="image", seed=0)
+    g.add(nn.Conv2D(6, 3, padding="same"), "image", name="c")
+    g.add(layer, name="x")
+    if head:
+        g.add(nn.Flatten(), name="f")
+        g.add(nn.Dense(3), name="d")
+    return g
+
+
+# layer, the operators it becomes, whether the Edge TPU runs them
+CASES = {
+    "leaky-relu": (lambda: nn.LeakyReLU(0.1), ["LEAKY_RELU"], False),
+    "gelu": (lambda: nn.Gelu(), ["GELU"], False),
+    "gelu-tanh": (lambda: nn.Gelu("tanh"), ["GELU"], False),
+    "hard-sigmoid": (lambda: nn.HardSigmoid(1 / 6, 0.5), ["MUL", "ADD"], True),
+    "hard-swish": (lambda: nn.HardSwish(), ["HARD_SWISH"], False),
+    "softmax-of-width": (lambda: nn.Softmax(), ["TRANSPOSE", "SOFTMAX", "TRANSPOSE"], False),
+    "max-of-channels": (lambda: nn.Reduce("max", (0,), keepdims=True), ["REDUCE_MAX"], True),
+    "min-of-pixels": (lambda: nn.Reduce("min", (1, 2), keepdims=False), ["REDUCE_MIN"], True),
+    "mean-of-channels": (lambda: nn.Reduce("mean", (0,), keepdims=False), ["MEAN"], False),
+    "mean-of-rows": (
+        lambda: nn.Reduce("mean", (1,), keepdims=False),
+        ["TRANSPOSE", "MEAN"],
+        True,
+    ),
+    "mean-of-pixels": (lambda: nn.Reduce("mean", (1, 2), keepdims=True), ["MEAN"], True),
+    "transpose": (
+        lambda: nn.Transpose((0, 2, 1)),
+        ["TRANSPOSE", "TRANSPOSE", "TRANSPOSE"],
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_layer_quantises_to_the_converters_operator_bit_identical_with_litert(name, tmp_path):
+    """The layer's TFLite operators; LiteRT's integers on 200 inputs; its output near float; Edge TPU placement."""
+    make, ops, on_edgetpu = CASES[name]
+    g = _after_conv(make())
+    X = np.random.default_rng(0).uniform(-1, 1, (200, *g.input_shape)).astype(np.float32)
+    q = xai.quantize(g, X, progress=False)
+    conv = q.operators.index("CONV_2D")
+    assert q.operators[conv + 1 : conv + 1 + len(ops)] == ops
+
+    path = xai.to_tflite(q, tmp_path / f"{name}.tflite")
+    Q = q.quantize_input(X)
+    ours = q.run(Q)[q.graph.outputs[0]]
+    np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
+
+    expected = g.activations(X, "x")
+    error = np.abs(q.activations(X, "x") - expected).max() / np.ptp(expected)
+    assert error < TOLERANCE, f"{name}: {error:.1%} of the output's range"
+
+    placement = q.placement()
+    mapped = [p.device == "edgetpu" for p in placement[conv + 1 : conv + 1 + len(ops)]]
+    assert all(mapped) == on_edgetpu  # not mapped: one of its operators stays on the host
+    runner = xai.ModelRunner(q, backend="edgetpu")
+    np.testing.assert_array_equal(runner.predict(X[:10]), q.predict(X[:10]))
+    assert runner.counters["host_operators"] == sum(p.device == "host" for p in placement)
+
+
+def test_hard_sigmoid_output_is_exactly_zero_to_one():
+    """HardSigmoid's ADD writes [0, 1] at scale 1/255: its saturation is the clip, 0 and 1 exact."""
+    g = _after_conv(nn.HardSigmoid(1.0, 0.5), head=False)
+    X = np.random.default_rng(1).uniform(-3, 3, (100, *g.input_shape)).astype(np.float32)
+    q = xai.quantize(g, X, progress=False)
+    y = q.activations(X, "x")
+    assert y.min() == 0.0 and y.max() == 1.0
+    # against the float function of the int8 convolution's output: MUL's and ADD's rounding
+    c = q.activations(X, "c").astype(np.float64)
+    np.testing.assert_allclose(y, np.clip(c + 0.5, 0, 1), atol=3 / 255)
+
+
+def test_every_layer_that_cannot_be_quantised_is_named_at_once():
+    """One refusal lists each unquantisable layer with its reason, before calibration runs."""
+    g = nn.Graph(input_shape=(8,), input_name="x", seed=0)
+    g.add(nn.Dense(8), "x", name="d1")
+    g.add(nn.LayerNormalization(), name="ln")
+    g.add(nn.Sqrt(), name="root")
+    g.add(nn.Clip(-1.0, 2.0), name="clip")
+    g.add(nn.Reduce("l2", (0,)), name="norm")
+    with pytest.raises(xai.CapabilityError) as info:
+        xai.quantize(g, np.ones((4, 8), np.float32))
+    message = str(info.value)
+    assert message.startswith("4 layers cannot be quantised")
+    for part in (
+        "'ln' (LayerNormalization: no int8 operator)",
+        "'root' (Sqrt: no int8 operator)",
+        "'clip' (Clip: Clip(-1.0, 2.0); only Clip(0, 6), ReLU6, quantises)",
+        "'norm' (Reduce: a 'l2' reduction; max, min and mean quantise)",
+    ):
+        assert part in message
+    assert "Quantisable layers:" in message and "BatchNormalization" in message
