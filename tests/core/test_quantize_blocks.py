@@ -171,7 +171,7 @@ def test_grouped_convolutions_are_grouped_conv_2d_operators():
 
 
 def test_batch_norms_after_a_concatenation_become_mul_and_add():
-    """The three batch norms nothing folds into are a MUL and an ADD by per-channel constants each."""
+    """The batch norms nothing folds into are a MUL and an ADD by per-channel constants, the ReLU after each fused."""
     _, net, q, _, _ = _quantised("densenet")
     g = q.graph
     ops = q.operators
@@ -183,6 +183,9 @@ def test_batch_norms_after_a_concatenation_become_mul_and_add():
         channels = g.tensors[op.inputs[0]].shape[-1]
         assert const.dtype == np.int8 and const.shape == (1, 1, 1, channels)
         assert len(const.scale) == 1  # TFLite's int8 MUL and ADD take per-tensor quantisation
+    adds = [op for op in g.operators if op.op == "ADD"]
+    assert [op.options["FusedActivationFunction"] for op in adds] == [1, 1, 1, 1]  # ReLUs fused
+    assert "RELU" not in ops
 
 
 @pytest.mark.parametrize("name", list(BLOCKS))

@@ -38,6 +38,9 @@ def _after_conv(layer, head: bool = True) -> nn.Graph:
     g = nn.Graph(input_shape=(4, 6, 6), input_name="image", seed=0)
     g.add(nn.Conv2D(6, 3, padding="same"), "image", name="c")
     g.add(layer, name="x")
+    if isinstance(layer, nn.PRelu):  # slopes that differ per channel, as trained ones do
+        slope = np.random.default_rng(1).uniform(0.05, 0.5, layer.slope_shape)
+        g.set_params("x", slope=slope.astype(np.float32))
     if head:
         g.add(nn.Flatten(), name="f")
         g.add(nn.Dense(3), name="d")
@@ -47,6 +50,8 @@ def _after_conv(layer, head: bool = True) -> nn.Graph:
 # layer, the operators it becomes, whether the Edge TPU runs them
 CASES = {
     "leaky-relu": (lambda: nn.LeakyReLU(0.1), ["LEAKY_RELU"], False),
+    "prelu-per-channel": (lambda: nn.PRelu((6, 1, 1)), ["PRELU"], True),
+    "prelu-one-slope": (lambda: nn.PRelu(()), ["PRELU"], True),
     "gelu": (lambda: nn.Gelu(), ["GELU"], False),
     "gelu-tanh": (lambda: nn.Gelu("tanh"), ["GELU"], False),
     "hard-sigmoid": (lambda: nn.HardSigmoid(1 / 6, 0.5), ["MUL", "ADD"], True),

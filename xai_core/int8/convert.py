@@ -64,6 +64,7 @@ from xai_core.nn.layers import (
     Linear,
     MaxPool2D,
     Multiply,
+    PRelu,
     Reduce,
     ReLU,
     ReLU6,
@@ -693,6 +694,22 @@ def _leaky_relu(b: Builder, c: Conversion) -> Value:
     return _unary(b, c, "LEAKY_RELU", "LeakyReluOptions", Alpha=float(c.layer.alpha))
 
 
+@add_converter(PRelu)
+def _prelu(b: Builder, c: Conversion) -> Value:
+    """PRELU with the slope as an int8 constant laid out as the graph holds the samples."""
+    a, name = c.x, c.node.name
+    shape = b.tensors[a.tensor].shape
+    rank = len(shape) - 1
+    slope = np.asarray(c.layer.slope, np.float64)
+    slope = slope.reshape((1,) * (rank - slope.ndim) + slope.shape)
+    if a.nhwc_of_nchw:
+        slope = slope.transpose(1, 2, 0)
+    alpha = b.constant(f"{name}/slope", slope[None])
+    out = b.output(c, shape)
+    b.op("PRELU", [a.tensor, alpha], [out])
+    return Value(out, a.nhwc_of_nchw)
+
+
 @add_converter(Gelu)
 def _gelu(b: Builder, c: Conversion) -> Value:
     approximate = c.layer.approximate == "tanh"
@@ -850,10 +867,11 @@ def _batch_norm_scaled(layer, x: np.ndarray) -> dict[str, np.ndarray]:
     return {"scaled": np.asarray(x, np.float64) * scale.reshape(layer._shape())}
 
 
-@add_converter(BatchNormalization, intermediates=_batch_norm_scaled)
+@add_converter(BatchNormalization, fuses_activation=True, intermediates=_batch_norm_scaled)
 def _batch_norm(b: Builder, c: Conversion) -> Value:
     """A batch norm nothing folds into (after a concatenation, a pool, the input): the
-    converter's MUL by the per-channel scale, then ADD of the per-channel shift."""
+    converter's MUL by the per-channel scale, then ADD of the per-channel shift, a ReLU or
+    ReLU6 after it fused into the ADD."""
     from xai_core.backends.cpu import CPUBackend
 
     layer, a, name = c.layer, c.x, c.node.name
@@ -867,7 +885,7 @@ def _batch_norm(b: Builder, c: Conversion) -> Value:
     scaled = b.activation(f"{name}/scaled", shape_in, ms, mz)
     b.op("MUL", [a.tensor, s_t], [scaled], "MulOptions", FusedActivationFunction=0)
     out = b.output(c, shape_in)
-    b.op("ADD", [scaled, t_t], [out], "AddOptions", FusedActivationFunction=0)
+    b.op("ADD", [scaled, t_t], [out], "AddOptions", FusedActivationFunction=c.activation)
     return Value(out, a.nhwc_of_nchw)
 
 

@@ -167,6 +167,7 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "FULLY_CONNECTED": fully_connected,
     "GELU": gelu,
     "LEAKY_RELU": leaky_relu,
+    "PRELU": _binary(lambda v, a: np.where(v >= 0, v, v * a)),
     "REDUCE_MAX": _reduce(np.max),
     "REDUCE_MIN": _reduce(np.min),
     "HARD_SWISH": _unary(lambda v: v * np.clip(v + 3, 0, 6) / 6, ops=4),

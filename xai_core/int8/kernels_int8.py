@@ -395,6 +395,22 @@ def leaky_relu(op, tensors, inputs, backend):
     return np.clip(out + _zp(out_t), QMIN, QMAX).astype(np.int8)
 
 
+def prelu(op, tensors, inputs, backend):
+    """PRELU: TFLite's ``BroadcastPrelu4DSlow``; negative inputs times the int8 slope."""
+    x_t, a_t, out_t = tensors[op.inputs[0]], tensors[op.inputs[1]], tensors[op.outputs[0]]
+    s_in, s_a, s_out = _scale(x_t), _scale(a_t), _scale(out_t)
+    q1, sh1 = quantize_multiplier(np.float64(np.float32(s_in / s_out)))
+    q2, sh2 = quantize_multiplier(np.float64(np.float32(s_in * s_a / s_out)))
+    v = inputs[0].astype(np.int64) - _zp(x_t)
+    alpha = inputs[1].astype(np.int64) - _zp(a_t)
+    out = np.where(
+        v >= 0,
+        multiply_by_quantized_multiplier(v, q1, sh1),
+        multiply_by_quantized_multiplier(v * alpha, q2, sh2),
+    )
+    return np.clip(out + _zp(out_t), QMIN, QMAX).astype(np.int8)
+
+
 def _reduce_extreme(fn):
     """REDUCE_MAX / REDUCE_MIN: the extreme int8 value (input and output share parameters)."""
 
@@ -522,6 +538,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "MUL": mul,
     "PAD": pad,
     "PADV2": pad,
+    "PRELU": prelu,
     "QUANTIZE": quantize,
     "REDUCE_MAX": _reduce_extreme(np.max),
     "REDUCE_MIN": _reduce_extreme(np.min),

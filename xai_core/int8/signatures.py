@@ -343,6 +343,7 @@ SIGNATURES: dict[str, Signature] = {
     "MUL": _BINARY,
     "PAD": _sig((2, 2), _pad, constant={1}, indices={1}),
     "PADV2": _sig((2, 3), _pad, optional={2}, constant={1, 2}, indices={1}),
+    "PRELU": _sig((2, 2), _broadcast, constant={1}),
     "QUANTIZE": _UNARY,
     "REDUCE_MAX": _sig((2, 2), _mean, constant={1}, indices={1}),
     "REDUCE_MIN": _sig((2, 2), _mean, constant={1}, indices={1}),
