@@ -213,3 +213,45 @@ def test_quantised_block_on_the_edge_tpu(name):
         assert first.device == "host" and "grouped CONV_2D" in first.reason
         assert on_host[0].index == first.index  # everything before it runs on the Edge TPU
         assert counters["macs"] > 0 and counters["host_macs"] > 0
+
+
+def _native(kind: str) -> xai.nn.Graph:
+    """Native networks with a batch norm on the input, and grouped NHWC convolutions."""
+    nn = xai.nn
+    if kind == "mlp-bn-on-input":
+        g = nn.Graph(input_shape=(10,), input_name="x", seed=0)
+        g.add(nn.BatchNormalization(), "x", name="bn")
+        g.add(nn.Dense(8), name="d1")
+        g.add(nn.ReLU(), name="r")
+        g.add(nn.Dense(3), name="d2")
+        c = 10
+    else:
+        g = nn.Graph(input_shape=(8, 8, 6), input_name="image", layout="NHWC", seed=0)
+        a = g.add(nn.Conv2D(6, 3, padding="same", groups=3, layout="NHWC"), "image", name="g1")
+        b = g.add(nn.Conv2D(4, 3, stride=1, dilation=2, padding="same", groups=2, layout="NHWC"), "image", name="g2")  # fmt: skip
+        h = g.add(nn.Concatenate(axis=-1), [a, b], name="cat")
+        h = g.add(nn.BatchNormalization(axis=-1), h, name="bn")
+        h = g.add(nn.ReLU6(), h, name="r")
+        g.add(nn.GlobalAveragePooling2D(layout="NHWC"), h, name="gap")
+        g.add(nn.Dense(3), name="d")
+        c = 10
+    rng = np.random.default_rng(3)
+    g.set_params("bn", gamma=rng.uniform(0.5, 1.5, c), beta=rng.normal(0, 0.3, c))
+    g.set_params("bn", mean=rng.normal(0, 0.3, c), variance=rng.uniform(0.5, 1.5, c))
+    return g
+
+
+@pytest.mark.parametrize("kind", ["mlp-bn-on-input", "nhwc-grouped-dilated"])
+def test_native_networks_with_unfolded_batch_norms_and_groups(kind, tmp_path):
+    """A batch norm on the input, grouped dilated NHWC convolutions: LiteRT's integers, near float."""
+    net = _native(kind)
+    X = np.random.default_rng(4).uniform(-1, 1, (200, *net.input_shape)).astype(np.float32)
+    q = xai.quantize(net, X, progress=False)
+    assert "MUL" in q.operators and "ADD" in q.operators
+    path = xai.to_tflite(q, tmp_path / f"{kind}.tflite")
+    Q = q.quantize_input(X)
+    ours = q.run(Q)[q.graph.outputs[0]]
+    np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
+    expected = net.predict(X)
+    error = np.abs(q.predict(X) - expected).max() / np.abs(expected).max()
+    assert error < TOLERANCE, f"{kind}: {error:.1%}"

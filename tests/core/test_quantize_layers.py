@@ -66,6 +66,8 @@ CASES = {
         True,
     ),
     "mean-of-pixels": (lambda: nn.Reduce("mean", (1, 2), keepdims=True), ["MEAN"], True),
+    "slice-of-channels": (lambda: nn.Slice(0, 1, 5, 2), ["STRIDED_SLICE"], True),
+    "slice-of-columns": (lambda: nn.Slice(2, -4, 6), ["STRIDED_SLICE"], True),
     "transpose": (
         lambda: nn.Transpose((0, 2, 1)),
         ["TRANSPOSE", "TRANSPOSE", "TRANSPOSE"],
@@ -76,7 +78,7 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_layer_quantises_to_the_converters_operator_bit_identical_with_litert(name, tmp_path):
-    """The layer's TFLite operators; LiteRT's integers on 200 inputs; its output near float; Edge TPU placement."""
+    """The layer's TFLite operators; LiteRT's integers on 200 inputs, and the file's read back; near float; Edge TPU placement."""
     make, ops, on_edgetpu = CASES[name]
     g = _after_conv(make())
     X = np.random.default_rng(0).uniform(-1, 1, (200, *g.input_shape)).astype(np.float32)
@@ -88,6 +90,8 @@ def test_layer_quantises_to_the_converters_operator_bit_identical_with_litert(na
     Q = q.quantize_input(X)
     ours = q.run(Q)[q.graph.outputs[0]]
     np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
+    back = xai.from_tflite(path)  # the file read back runs the same integers
+    np.testing.assert_array_equal(back.run(Q)[back.graph.outputs[0]], ours)
 
     expected = g.activations(X, "x")
     error = np.abs(q.activations(X, "x") - expected).max() / np.ptp(expected)

@@ -70,6 +70,7 @@ from xai_core.nn.layers import (
     ReLU6,
     Reshape,
     Sigmoid,
+    Slice,
     Softmax,
     Subtract,
     Tanh,
@@ -797,6 +798,25 @@ def _reduce(b: Builder, c: Conversion) -> Value:
     out = b.output(c, tuple(shape)) if op == "MEAN" else b.like(c.name, t, tuple(shape))
     b.op(op, [t, axes_t], [out], "ReducerOptions", KeepDims=bool(layer.keepdims))
     return Value(out, image and bool(layer.keepdims))
+
+
+@add_converter(Slice)
+def _slice(b: Builder, c: Conversion) -> Value:
+    """STRIDED_SLICE along the layer's axis (in the graph's layout), every other axis whole;
+    the output keeps the input's parameters (no arithmetic)."""
+    layer, a, name = c.layer, c.x, c.node.name
+    shape = list(b.tensors[a.tensor].shape)
+    axis = _channel_axis(a, layer.axis, len(shape) - 1)
+    start, stop, step = slice(layer.start, layer.stop, layer.step).indices(shape[axis])
+    begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    begin[axis], end[axis], strides[axis] = start, stop, step
+    shape[axis] = len(range(start, stop, step))
+    mask = ((1 << len(shape)) - 1) & ~(1 << axis)  # every axis but the sliced one taken whole
+    tensors = [a.tensor, *(b.const_int32(f"{name}/{k}", v) for k, v in
+               (("begin", begin), ("end", end), ("strides", strides)))]  # fmt: skip
+    out = b.like(c.name, a.tensor, tuple(shape))
+    b.op("STRIDED_SLICE", tensors, [out], "StridedSliceOptions", BeginMask=mask, EndMask=mask)
+    return Value(out, a.nhwc_of_nchw)
 
 
 @add_converter(Transpose)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core.errors import ModelFormatError
-from xai_core.int8.kernels_int8 import float_bias, transpose, window_patches
+from xai_core.int8.kernels_int8 import float_bias, strided_slice, transpose, window_patches
 
 __all__ = ["FLOAT_KERNELS"]
 
@@ -182,6 +182,7 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "RESHAPE": reshape,
     "SOFTMAX": softmax,
     "SQUEEZE": reshape,
+    "STRIDED_SLICE": strided_slice,
     "SUB": _binary(np.subtract),
     "TANH": _unary(np.tanh, ops=3),
     "TRANSPOSE": transpose,

@@ -43,6 +43,7 @@ __all__ = [
     "float_bias",
     "gelu_transform",
     "quantize_real",
+    "strided_slice",
     "transpose",
     "window_patches",
 ]
@@ -285,6 +286,20 @@ def reshape(op, tensors, inputs, backend):
     x = inputs[0]
     out_shape = tensors[op.outputs[0]].shape
     return x.reshape(len(x), *out_shape[1:])
+
+
+def strided_slice(op, tensors, inputs, backend):
+    """STRIDED_SLICE with positive strides; the batch axis is always taken whole (its begin and
+    end masks set, as the converter writes a per-sample slice). Values are not touched."""
+    x = inputs[0]
+    begin, end, strides = (np.ravel(tensors[i].data).astype(np.int64) for i in op.inputs[1:4])
+    begin_mask, end_mask = int(op.options.get("BeginMask", 0)), int(op.options.get("EndMask", 0))
+    index = [slice(None)]
+    for k in range(1, x.ndim):
+        lo = None if begin_mask >> k & 1 else int(begin[k])
+        hi = None if end_mask >> k & 1 else int(end[k])
+        index.append(slice(lo, hi, int(strides[k])))
+    return np.ascontiguousarray(x[tuple(index)])
 
 
 def transpose(op, tensors, inputs, backend):
@@ -547,6 +562,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "RESHAPE": reshape,
     "SOFTMAX": softmax,
     "SQUEEZE": reshape,
+    "STRIDED_SLICE": strided_slice,
     "SUB": sub,
     "TANH": _lut(np.tanh),
     "TRANSPOSE": transpose,

@@ -280,6 +280,33 @@ def _transpose(op: _Op) -> tuple[int, ...]:
     return tuple(x[p] for p in perm)
 
 
+def _strided_slice(op: _Op) -> tuple[int, ...]:
+    x = op.shape(0)
+    begin, end, strides = (op.ints(k).reshape(-1) for k in (1, 2, 3))
+    if not len(begin) == len(end) == len(strides) == len(x):
+        raise op.fail(
+            f"begin, end and strides have {len(begin)}, {len(end)} and {len(strides)} values; "
+            f"the input has {len(x)} axes."
+        )
+    for mask in ("EllipsisMask", "NewAxisMask", "ShrinkAxisMask", "Offset"):
+        if op.option(mask):
+            raise op.fail(f"option {mask} is {op.option(mask)}; only 0 is supported.")
+    begin_mask, end_mask = op.option("BeginMask"), op.option("EndMask")
+    if not (begin_mask & 1 and end_mask & 1):
+        raise op.fail("the batch axis must be taken whole (bit 0 of BeginMask and EndMask set).")
+    if (strides[1:] < 1).any():
+        raise op.fail(f"strides {strides.tolist()}: only positive strides are supported.")
+    out = [x[0]]
+    for k in range(1, len(x)):
+        lo = None if begin_mask >> k & 1 else int(begin[k])
+        hi = None if end_mask >> k & 1 else int(end[k])
+        size = len(range(*slice(lo, hi, int(strides[k])).indices(x[k])))
+        if size == 0:
+            raise op.fail(f"axis {k} of {x} sliced [{lo}:{hi}:{int(strides[k])}] is empty.")
+        out.append(size)
+    return tuple(out)
+
+
 def _concatenation(op: _Op) -> tuple[int, ...]:
     shapes = [op.shape(k) for k in range(len(op.op.inputs))]
     rank = len(shapes[0])
@@ -352,6 +379,7 @@ SIGNATURES: dict[str, Signature] = {
     "RESHAPE": _sig((1, 2), _reshape, optional={1}, indices={1}),
     "SOFTMAX": _sig((1, 1), _softmax),
     "SQUEEZE": _sig((1, 1), _reshape),
+    "STRIDED_SLICE": _sig((4, 4), _strided_slice, constant={1, 2, 3}, indices={1, 2, 3}),
     "SUB": _BINARY,
     "TANH": _UNARY,
     "TRANSPOSE": _sig((2, 2), _transpose, constant={1}, indices={1}),
@@ -466,7 +494,7 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
                 f"{what} over the output's, {tensor_label(out)}, is {ratio:.3g}; TFLite's int8 "
                 f"kernels rescale by at most 2**31."
             )
-    if op.op.op in ("CONCATENATION", "REDUCE_MAX", "REDUCE_MIN"):
+    if op.op.op in ("CONCATENATION", "REDUCE_MAX", "REDUCE_MIN", "STRIDED_SLICE"):
         for role, t, _ in scales:
             if float(t.scale[0]) != s_out or int(t.zero_point[0]) != int(out.zero_point[0]):
                 raise op.fail(
