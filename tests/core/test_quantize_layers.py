@@ -137,3 +137,22 @@ def test_every_layer_that_cannot_be_quantised_is_named_at_once():
     ):
         assert part in message
     assert "Quantisable layers:" in message and "BatchNormalization" in message
+
+
+def test_float_networks_with_the_new_layers_are_written_for_litert(tmp_path):
+    """Unquantised, the same operators in float32 (HardSigmoid clipped by RELU_0_TO_1): LiteRT and xai agree."""
+    g = nn.Graph(input_shape=(4, 6, 6), input_name="image", seed=0)
+    g.add(nn.Conv2D(6, 3, padding="same"), "image", name="c")
+    g.add(nn.HardSigmoid(1 / 6, 0.5), name="hs")
+    g.add(nn.Slice(0, 0, 4), name="s")
+    g.add(nn.Gelu(), name="ge")
+    g.add(nn.Reduce("max", (1,), keepdims=False), name="m")
+    g.add(nn.Flatten(), name="f")
+    g.add(nn.Dense(3), name="d")
+    X = np.random.default_rng(5).uniform(-4, 4, (20, *g.input_shape)).astype(np.float32)
+    path = xai.to_tflite(g, tmp_path / "float.tflite")
+    back = xai.from_tflite(path)
+    assert "RELU_0_TO_1" in back.operators and not back.is_quantized
+    expected = g.predict(X)
+    np.testing.assert_allclose(litert_outputs(path, X).reshape(expected.shape), expected, atol=1e-5)
+    np.testing.assert_allclose(back.predict(X), expected, atol=1e-5)

@@ -8,7 +8,12 @@ calibration rows into a :class:`~xai_core.int8.graph.TFLiteGraph`:
 - activations int8, asymmetric, one scale and zero point per tensor, from the calibration
   range (zero always representable);
 - biases int32 at scale ``s_in * s_w``;
-- a ReLU or ReLU6 that is a convolution's or dense layer's only consumer is fused into it;
+- a ReLU or ReLU6 that is a convolution's, dense layer's or unfolded batch norm's only
+  consumer is fused into it;
+- a grouped convolution is a CONV_2D whose filters take ``channels / groups`` inputs (one
+  group per channel: DEPTHWISE_CONV_2D); a batch norm nothing folds into is MUL by its
+  per-channel scale and ADD of its shift, int8 constants, the MUL's output calibrated
+  through the converter's ``intermediates`` hook;
 - tanh, the logistic function and softmax get TFLite's fixed output scales (1/128; 1/256
   with zero point -128); pools keep their input's parameters; the inputs of a concatenation
   are requantised to its output's parameters where they differ (TFLite's int8 kernel needs
@@ -733,13 +738,15 @@ def _hard_sigmoid(b: Builder, c: Conversion) -> Value:
     ms, mz = b.range_of(f"{name}/scaled") if b.int8 else (None, None)
     scaled = b.activation(f"{name}/scaled", shape, ms, mz)
     b.op("MUL", [a.tensor, alpha], [scaled], "MulOptions", FusedActivationFunction=0)
-    out = b.output(c, shape)
     if b.int8:
+        out = b.output(c, shape)
         b.op("ADD", [scaled, beta], [out], "AddOptions", FusedActivationFunction=0)
-    else:  # a float graph clips explicitly: ADD, then RELU_N1_TO_1 would clip to [-1, 1]
-        raise CapabilityError(
-            f"layer {name!r}: HardSigmoid is written only in an int8 graph (quantise first)."
-        )
+        return Value(out, a.nhwc_of_nchw)
+    # a float graph clips explicitly
+    shifted = b.activation(f"{name}/shifted", shape, None, None)
+    b.op("ADD", [scaled, beta], [shifted], "AddOptions", FusedActivationFunction=0)
+    out = b.output(c, shape)
+    b.op("RELU_0_TO_1", [shifted], [out])
     return Value(out, a.nhwc_of_nchw)
 
 

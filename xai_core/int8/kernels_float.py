@@ -179,6 +179,7 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "PADV2": pad,
     "RELU": _unary(lambda v: np.maximum(v, 0)),
     "RELU6": _unary(lambda v: np.clip(v, 0, 6)),
+    "RELU_0_TO_1": _unary(lambda v: np.clip(v, 0, 1)),
     "RESHAPE": reshape,
     "SOFTMAX": softmax,
     "SQUEEZE": reshape,

@@ -17,7 +17,12 @@ full-integer TFLite graph (:mod:`xai_core.int8.convert`), run by TFLite's int8 k
   and a shift); a following ReLU or ReLU6 is fused into the clamp;
 - Tanh and Sigmoid are TFLite's 256-entry tables onto its fixed output scales (1/128 and
   1/256); Softmax and HardSwish are its fixed-point kernels; additions rescale their inputs
-  as TFLite does; pools, mean, padding, concatenation and reshapes work on int8 values.
+  as TFLite does; pools, mean, padding, concatenation and reshapes work on int8 values;
+- a grouped convolution is one grouped CONV_2D; a batch norm that folds into no layer
+  (after a concatenation, as in DenseNet) is a MUL and an ADD by per-channel constants;
+  LeakyReLU, PReLU, GELU, HardSigmoid, reductions, slices and transposes become the
+  operators TFLite's converter emits (``docs/tflite.md`` has the table), and every layer
+  that cannot be quantised is named, with its reason, before calibration runs.
 
 The integer GEMMs go through ``backend.matmul``. An int8 device (``edgetpu``, ``tpu``
 with ``preset="v1"``) receives the int8 operands. A float backend (``cpu``, ``gpu``,
@@ -95,7 +100,8 @@ def quantize(net: Any, calibration_X: Any, *, batch_size: int = 1024, progress: 
     Parameters
     ----------
     net : xai_core.nn.Graph or xai_core.nn.Sequential
-        A trained native network with known input shape. Batch norms are folded first.
+        A trained native network with known input shape. Batch norms are folded into the
+        convolution or dense layer before them where they can be; the others become MUL + ADD.
     calibration_X : array-like of shape (n_samples, *net.input_shape)
         Representative inputs; the range of every node's output on them sets that tensor's
         scale and zero point. A few hundred rows are usually enough.

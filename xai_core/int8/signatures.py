@@ -376,6 +376,7 @@ SIGNATURES: dict[str, Signature] = {
     "REDUCE_MIN": _sig((2, 2), _mean, constant={1}, indices={1}),
     "RELU": _UNARY,
     "RELU6": _UNARY,
+    "RELU_0_TO_1": _UNARY,
     "RESHAPE": _sig((1, 2), _reshape, optional={1}, indices={1}),
     "SOFTMAX": _sig((1, 1), _softmax),
     "SQUEEZE": _sig((1, 1), _reshape),
