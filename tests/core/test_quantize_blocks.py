@@ -170,6 +170,42 @@ def test_grouped_convolutions_are_grouped_conv_2d_operators():
     assert sum(f[-1] != c for f, c in zip(filters, inputs)) == 1
 
 
+def test_residual_additions_fuse_their_relu():
+    """The ReLU after a residual ADD is its fused activation, as TFLite's converter writes it."""
+    _, _, q, _, _ = _quantised("regnet")
+    adds = [op for op in q.graph.operators if op.op == "ADD"]
+    assert len(adds) == 2 and all(op.options["FusedActivationFunction"] == 1 for op in adds)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu", "tpu"])
+def test_grouped_blocks_give_the_same_integers_on_every_backend(backend):
+    """The grouped products in exact float slices on cpu, gpu and tpu: edgetpu's integers."""
+    _, _, q, X, _ = _quantised("resnext")
+    Q = q.quantize_input(X[:16])
+    reference = q.run(Q, xai.ModelRunner(q, backend="edgetpu").backend)[q.graph.outputs[0]]
+    ours = q.run(Q, xai.get_backend(backend))[q.graph.outputs[0]]
+    np.testing.assert_array_equal(ours, reference)
+
+
+def test_a_file_whose_filters_do_not_divide_the_channels_is_refused(tmp_path):
+    """A CONV_2D whose filters take 5 of 16 channels is refused on reading, naming the operator."""
+    import dataclasses
+
+    _, _, q, _, _ = _quantised("resnext")
+    g = q.graph
+    k = next(i for i, op in enumerate(g.operators) if op.op == "CONV_2D"
+             and g.tensors[op.inputs[1]].shape == (16, 3, 3, 4))  # fmt: skip
+    w = g.tensors[g.operators[k].inputs[1]]
+    bad = dataclasses.replace(w, shape=(16, 3, 3, 5), data=np.zeros((16, 3, 3, 5), np.int8))
+    tensors = list(g.tensors)
+    tensors[w.index] = bad
+    from xai_core.importers.tflite.writer import write_tflite
+
+    path = write_tflite(dataclasses.replace(g, tensors=tuple(tensors)), tmp_path / "bad.tflite")
+    with pytest.raises(xai.ModelFormatError, match=rf"operator {k} \(CONV_2D\).*grouped CONV_2D"):
+        xai.from_tflite(path)
+
+
 def test_batch_norms_after_a_concatenation_become_mul_and_add():
     """The batch norms nothing folds into are a MUL and an ADD by per-channel constants, the ReLU after each fused."""
     _, net, q, _, _ = _quantised("densenet")

@@ -8,8 +8,8 @@ calibration rows into a :class:`~xai_core.int8.graph.TFLiteGraph`:
 - activations int8, asymmetric, one scale and zero point per tensor, from the calibration
   range (zero always representable);
 - biases int32 at scale ``s_in * s_w``;
-- a ReLU or ReLU6 that is a convolution's, dense layer's or unfolded batch norm's only
-  consumer is fused into it;
+- a ReLU or ReLU6 that is the only consumer of a convolution, a dense layer, an addition,
+  subtraction or multiplication, or an unfolded batch norm is fused into it;
 - a grouped convolution is a CONV_2D whose filters take ``channels / groups`` inputs (one
   group per channel: DEPTHWISE_CONV_2D); a batch norm nothing folds into is MUL by its
   per-channel scale and ADD of its shift, int8 constants, the MUL's output calibrated
@@ -863,21 +863,21 @@ def _elementwise(b: Builder, c: Conversion, op: str, options_type: str) -> Value
         tensors.append(v.tensor)
     shape = np.broadcast_shapes(*(b.tensors[t].shape for t in tensors))
     out = b.output(c, tuple(shape))
-    b.op(op, tensors, [out], options_type, FusedActivationFunction=0)
+    b.op(op, tensors, [out], options_type, FusedActivationFunction=c.activation)
     return Value(out, image)
 
 
-@add_converter(Add)
+@add_converter(Add, fuses_activation=True)
 def _add(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "ADD", "AddOptions")
 
 
-@add_converter(Subtract)
+@add_converter(Subtract, fuses_activation=True)
 def _subtract(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "SUB", "SubOptions")
 
 
-@add_converter(Multiply)
+@add_converter(Multiply, fuses_activation=True)
 def _multiply(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "MUL", "MulOptions")
 
