@@ -130,8 +130,8 @@ def test_every_layer_that_cannot_be_quantised_is_named_at_once():
     message = str(info.value)
     assert message.startswith("4 layers cannot be quantised")
     for part in (
-        "'ln' (LayerNormalization: no int8 operator)",
-        "'root' (Sqrt: no int8 operator)",
+        "'ln' (LayerNormalization: no int8 conversion)",
+        "'root' (Sqrt: no int8 conversion)",
         "'clip' (Clip: Clip(-1.0, 2.0); only Clip(0, 6), ReLU6, quantises)",
         "'norm' (Reduce: a 'l2' reduction; max, min and mean quantise)",
     ):
@@ -139,8 +139,7 @@ def test_every_layer_that_cannot_be_quantised_is_named_at_once():
     assert "Quantisable layers:" in message and "BatchNormalization" in message
 
 
-def test_float_networks_with_the_new_layers_are_written_for_litert(tmp_path):
-    """Unquantised, the same operators in float32 (HardSigmoid clipped by RELU_0_TO_1): LiteRT and xai agree."""
+def _mixed() -> nn.Graph:
     g = nn.Graph(input_shape=(4, 6, 6), input_name="image", seed=0)
     g.add(nn.Conv2D(6, 3, padding="same"), "image", name="c")
     g.add(nn.HardSigmoid(1 / 6, 0.5), name="hs")
@@ -148,7 +147,14 @@ def test_float_networks_with_the_new_layers_are_written_for_litert(tmp_path):
     g.add(nn.Gelu(), name="ge")
     g.add(nn.Reduce("max", (1,), keepdims=False), name="m")
     g.add(nn.Flatten(), name="f")
+    g.add(nn.PRelu(), name="p")
     g.add(nn.Dense(3), name="d")
+    return g
+
+
+def test_float_networks_with_the_new_layers_are_written_for_litert(tmp_path):
+    """Unquantised, the same operators in float32 (HardSigmoid clipped by RELU_0_TO_1): LiteRT and xai agree."""
+    g = _mixed()
     X = np.random.default_rng(5).uniform(-4, 4, (20, *g.input_shape)).astype(np.float32)
     path = xai.to_tflite(g, tmp_path / "float.tflite")
     back = xai.from_tflite(path)
@@ -156,3 +162,16 @@ def test_float_networks_with_the_new_layers_are_written_for_litert(tmp_path):
     expected = g.predict(X)
     np.testing.assert_allclose(litert_outputs(path, X).reshape(expected.shape), expected, atol=1e-5)
     np.testing.assert_allclose(back.predict(X), expected, atol=1e-5)
+
+
+def test_quantised_new_operators_save_and_load_in_the_project_format(tmp_path):
+    """HardSigmoid, STRIDED_SLICE, GELU, REDUCE_MAX and PRELU survive save and load with the same integers."""
+    g = _mixed()
+    X = np.random.default_rng(6).uniform(-4, 4, (40, *g.input_shape)).astype(np.float32)
+    q = xai.quantize(g, X, progress=False)
+    for op in ("MUL", "STRIDED_SLICE", "GELU", "REDUCE_MAX", "PRELU"):
+        assert op in q.operators
+    q.save(tmp_path / "q.npz")
+    back = xai.load_model(tmp_path / "q.npz")
+    assert back.operators == q.operators
+    np.testing.assert_array_equal(back.predict(X), q.predict(X))

@@ -370,7 +370,7 @@ def check_quantisable(net: Any) -> None:
         converter = converter_for(node.layer)
         why = None
         if converter is None:
-            why = "no int8 operator"
+            why = "no int8 conversion"
         elif converter.refuses is not None:
             why = converter.refuses(node.layer)
         if why is not None:
