@@ -150,14 +150,18 @@ def _quantised(name: str, n: int = 300):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(BLOCKS))
 def test_quantised_block_runs_in_litert_bit_identically_and_tracks_torch(name, tmp_path):
-    """LiteRT's reference kernels give the same integers on 300 inputs; outputs within 5% of torch's."""
-    _, _, q, X, expected = _quantised(name)
+    """LiteRT's reference kernels give the same integers on 300 inputs; outputs within 5% of torch's; float file too."""
+    _, net, q, X, expected = _quantised(name)
     path = xai.to_tflite(q, tmp_path / f"{name}.tflite")
     Q = q.quantize_input(X)
     ours = q.run(Q)[q.graph.outputs[0]]
     np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
     error = np.abs(q.predict(X) - expected).max() / np.abs(expected).max()
     assert error < TOLERANCE, f"{name}: int8 differs from float by {error:.1%} of the peak output"
+    # the float network written as it is: the same operators in float32, torch's outputs
+    float_path = xai.to_tflite(net, tmp_path / f"{name}_float.tflite")
+    got = litert_outputs(float_path, X[:20]).reshape(20, -1)
+    np.testing.assert_allclose(got, expected[:20], atol=1e-5)
 
 
 def test_grouped_convolutions_are_grouped_conv_2d_operators():
