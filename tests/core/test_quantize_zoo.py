@@ -28,7 +28,7 @@ def _torchvision():
 
 
 #: Largest |int8 - float| over the float logits' peak |value| (measured on these inputs:
-#: 2.5% for regnet_x_400mf and 3.0% for densenet121, with the same top class on every row).
+#: 2.0% for regnet_x_400mf and 3.0% for densenet121, with the same top class on every row).
 TOLERANCE = 0.08
 
 
