@@ -8,7 +8,12 @@ calibration rows into a :class:`~xai_core.int8.graph.TFLiteGraph`:
 - activations int8, asymmetric, one scale and zero point per tensor, from the calibration
   range (zero always representable);
 - biases int32 at scale ``s_in * s_w``;
-- a ReLU or ReLU6 that is a convolution's or dense layer's only consumer is fused into it;
+- a ReLU or ReLU6 that is the only consumer of a convolution, a dense layer, an addition,
+  subtraction or multiplication, or an unfolded batch norm is fused into it;
+- a grouped convolution is a CONV_2D whose filters take ``channels / groups`` inputs (one
+  group per channel: DEPTHWISE_CONV_2D); a batch norm nothing folds into is MUL by its
+  per-channel scale and ADD of its shift, int8 constants, the MUL's output calibrated
+  through the converter's ``intermediates`` hook;
 - tanh, the logistic function and softmax get TFLite's fixed output scales (1/128; 1/256
   with zero point -128); pools keep their input's parameters; the inputs of a concatenation
   are requantised to its output's parameters where they differ (TFLite's int8 kernel needs
@@ -46,6 +51,7 @@ from xai_core.kernels.im2col import same_pads
 from xai_core.nn.layers import (
     Add,
     AvgPool2D,
+    BatchNormalization,
     Clip,
     Concatenate,
     Constant,
@@ -54,19 +60,26 @@ from xai_core.nn.layers import (
     DepthwiseConv2D,
     Dropout,
     Flatten,
+    Gelu,
     GlobalAveragePooling2D,
+    HardSigmoid,
     HardSwish,
     Identity,
+    LeakyReLU,
     Linear,
     MaxPool2D,
     Multiply,
+    PRelu,
+    Reduce,
     ReLU,
     ReLU6,
     Reshape,
     Sigmoid,
+    Slice,
     Softmax,
     Subtract,
     Tanh,
+    Transpose,
     ZeroPadding2D,
 )
 
@@ -150,6 +163,14 @@ class Converter:
         The layer's output is its input (Identity, Dropout, Linear): a fusion looks past it.
     fixed_output : (float, int) or None
         TFLite's fixed output scale and zero point (Tanh, Sigmoid, Softmax).
+    intermediates : callable or None
+        ``intermediates(layer, x) -> {key: array}``: float values of tensors inside the
+        layer's operators (a batch norm's ``x * scale`` before its ADD) on the network's
+        input ``x`` of the layer; calibration records their ranges as ``"<node>/<key>"``
+        (:meth:`Builder.range_of`), as the converter's calibration sees every tensor.
+    refuses : callable or None
+        ``refuses(layer) -> str or None``: why this layer's settings cannot be quantised
+        (``Clip(-1, 2)``, an L2 reduction), checked with every other layer before any work.
     """
 
     convert: Callable[[Builder, Conversion], Value]
@@ -157,6 +178,8 @@ class Converter:
     fused_activation: int | None = None
     passes_through: bool = False
     fixed_output: tuple[float, int] | None = None
+    intermediates: Callable[[Any, np.ndarray], dict[str, np.ndarray]] | None = None
+    refuses: Callable[[Any], str | None] | None = None
 
 
 #: Layer class -> its converter; filled by :func:`add_converter`, read by :func:`converter_for`.
@@ -169,6 +192,8 @@ def add_converter(
     fused_activation: int | None = None,
     passes_through: bool = False,
     fixed_output: tuple[float, int] | None = None,
+    intermediates: Callable[[Any, np.ndarray], dict[str, np.ndarray]] | None = None,
+    refuses: Callable[[Any], str | None] | None = None,
 ) -> Callable:
     """Register the decorated function as the converter of ``layer_types`` (and their subclasses).
 
@@ -176,7 +201,7 @@ def add_converter(
     ----------
     *layer_types : type
         Layer classes; a later registration of a class replaces the earlier one.
-    fuses_activation, fused_activation, passes_through, fixed_output
+    fuses_activation, fused_activation, passes_through, fixed_output, intermediates, refuses
         As in :class:`Converter`.
 
     Returns
@@ -189,7 +214,15 @@ def add_converter(
             raise ValidationError(f"add_converter takes layer classes; got {cls!r}.")
 
     def register(fn: Callable[[Builder, Conversion], Value]) -> Callable:
-        converter = Converter(fn, fuses_activation, fused_activation, passes_through, fixed_output)
+        converter = Converter(
+            fn,
+            fuses_activation,
+            fused_activation,
+            passes_through,
+            fixed_output,
+            intermediates,
+            refuses,
+        )
         for cls in layer_types:
             CONVERTERS[cls] = converter
         return fn
@@ -209,10 +242,26 @@ def converter_for(layer: Any) -> Converter | None:
 class Builder:
     """The tensors and operators of the graph being built, and how to add to them."""
 
-    def __init__(self, int8: bool = True) -> None:
+    def __init__(self, int8: bool = True, ranges: dict | None = None) -> None:
         self.int8 = int8  # False: a float32 graph with the same operators
+        self.ranges = ranges or {}
         self.tensors: list[TensorInfo] = []
         self.ops: list[OperatorInfo] = []
+
+    def range_of(self, name: str) -> tuple[float, int]:
+        """The int8 scale and zero point of the calibrated tensor ``name``."""
+        if name not in self.ranges:
+            raise ValidationError(f"no calibration range for {name!r}; quantise with xai.quantize.")
+        return _params(*self.ranges[name])
+
+    def constant(self, name: str, value, *, dtype=None) -> int:
+        """A constant: int8 at its own range (zero included), or float32."""
+        value = np.asarray(value, np.float64)
+        if not self.int8:
+            return self.tensor(name, value.shape, np.float32, data=value.astype(np.float32))
+        cs, cz = _params(min(float(value.min()), 0.0), max(float(value.max()), 0.0))
+        q = QuantParams(cs, cz).quantize(value)
+        return self.tensor(name, q.shape, scale=cs, zero_point=cz, data=q)
 
     def activation(self, name: str, shape, scale: float, zero_point: int) -> int:
         """An activation tensor: int8 at ``scale`` / ``zero_point``, or float32."""
@@ -315,14 +364,24 @@ def _bias(b: np.ndarray | None, n: int, s_in: float, s_w: np.ndarray) -> np.ndar
 
 
 def check_quantisable(net: Any) -> None:
-    """Raise :class:`CapabilityError` naming the first layer of ``net`` that cannot be quantised."""
+    """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised."""
+    refused = []
     for node in net.nodes:
-        if converter_for(node.layer) is None:
-            names = sorted(cls.__name__ for cls in CONVERTERS)
-            raise CapabilityError(
-                f"layer {node.name!r} ({type(node.layer).__name__}) cannot be quantised; "
-                f"quantisable layers: {', '.join(names)}."
-            )
+        converter = converter_for(node.layer)
+        why = None
+        if converter is None:
+            why = "no int8 conversion"
+        elif converter.refuses is not None:
+            why = converter.refuses(node.layer)
+        if why is not None:
+            refused.append(f"{node.name!r} ({type(node.layer).__name__}: {why})")
+    if refused:
+        names = sorted(cls.__name__ for cls in CONVERTERS)
+        which = "layer" if len(refused) == 1 else f"{len(refused)} layers"
+        raise CapabilityError(
+            f"{which} cannot be quantised: {'; '.join(refused)}. Quantisable layers: "
+            f"{', '.join(names)}."
+        )
 
 
 def _fusion(net, node, consumers) -> tuple[Any, list[str]]:
@@ -362,7 +421,7 @@ def build_int8_graph(
         the network's NCHW image as NHWC.
     """
     check_quantisable(net)
-    b = Builder(int8=ranges is not None)
+    b = Builder(int8=ranges is not None, ranges=ranges)
     consumers = _consumers(net)
     input_shape = tuple(net.input_shape)
     s, z = _params(*ranges[net.input_name]) if b.int8 else (None, None)
@@ -500,11 +559,9 @@ def _conv(b: Builder, c: Conversion) -> Value:
         padding = 1
     weight = np.asarray(layer.weight, np.float64)  # (f, c / groups, kh, kw)
     f, _, kh, kw = weight.shape
+    # one group per channel is TFLite's DEPTHWISE_CONV_2D; other groups stay a CONV_2D whose
+    # filters take channels / groups inputs, as the converter writes a grouped convolution
     depthwise = layer.groups == channels and layer.groups > 1
-    if layer.groups != 1 and not depthwise:
-        raise CapabilityError(
-            f"layer {name!r}: grouped convolutions with 1 < groups < channels cannot be quantised."
-        )
     sh, sw = layer.strides
     dh, dw = layer.dilation
     if depthwise:  # TFLite: (1, kh, kw, f), quantised along the last axis
@@ -516,7 +573,7 @@ def _conv(b: Builder, c: Conversion) -> Value:
         )
         op, options = "DEPTHWISE_CONV_2D", {"DepthMultiplier": f // channels}
         opts_type = "DepthwiseConv2DOptions"
-    else:  # TFLite: (f, kh, kw, c)
+    else:  # TFLite: (f, kh, kw, c / groups)
         w_t, s_w = b.weights(f"{name}/weight", weight, lambda w: w.transpose(0, 2, 3, 1))
         op, options, opts_type = "CONV_2D", {}, "Conv2DOptions"
     bias_t = b.bias(f"{name}/bias", layer.bias, f, a.tensor, s_w)
@@ -563,7 +620,9 @@ def _pool(b: Builder, c: Conversion, op: str) -> Value:
     padding, pads = _padding_option(layer, (h, w))
     average = op == "AVERAGE_POOL_2D"
     include_pad = average and getattr(layer, "count_include_pad", True)
-    if pads is not None and not average:  # a value that never wins a max
+    if pads is not None and not average and b.int8 and b.params_of(t)[1] == QMIN:
+        t = _pad(b, t, pads, name)  # the zero point is QMIN already (a ReLU's output): PAD
+    elif pads is not None and not average:  # a value that never wins a max: PADV2
         t = _pad(b, t, pads, name, value=QMIN if b.int8 else float(np.finfo(np.float32).min))
     elif pads is not None and include_pad:
         t = _pad(b, t, pads, name)  # zeros that count, as the layer counts them
@@ -625,11 +684,70 @@ def _relu6(b: Builder, c: Conversion) -> Value:
     return _unary(b, c, "RELU6")
 
 
-@add_converter(Clip)
+def _clip_refuses(layer) -> str | None:
+    if (layer.min_value, layer.max_value) != (0.0, 6.0):
+        return f"Clip({layer.min_value}, {layer.max_value}); only Clip(0, 6), ReLU6, quantises"
+    return None
+
+
+@add_converter(Clip, refuses=_clip_refuses)
 def _clip(b: Builder, c: Conversion) -> Value:
-    if (c.layer.min_value, c.layer.max_value) != (0.0, 6.0):
-        raise CapabilityError(f"layer {c.node.name!r}: only Clip(0, 6) (ReLU6) quantises.")
     return _unary(b, c, "RELU6")
+
+
+@add_converter(LeakyReLU)
+def _leaky_relu(b: Builder, c: Conversion) -> Value:
+    return _unary(b, c, "LEAKY_RELU", "LeakyReluOptions", Alpha=float(c.layer.alpha))
+
+
+@add_converter(PRelu)
+def _prelu(b: Builder, c: Conversion) -> Value:
+    """PRELU with the slope as an int8 constant laid out as the graph holds the samples."""
+    a, name = c.x, c.node.name
+    shape = b.tensors[a.tensor].shape
+    rank = len(shape) - 1
+    slope = np.asarray(c.layer.slope, np.float64)
+    slope = slope.reshape((1,) * (rank - slope.ndim) + slope.shape)
+    if a.nhwc_of_nchw:
+        slope = slope.transpose(1, 2, 0)
+    alpha = b.constant(f"{name}/slope", slope[None])
+    out = b.output(c, shape)
+    b.op("PRELU", [a.tensor, alpha], [out])
+    return Value(out, a.nhwc_of_nchw)
+
+
+@add_converter(Gelu)
+def _gelu(b: Builder, c: Conversion) -> Value:
+    approximate = c.layer.approximate == "tanh"
+    return _unary(b, c, "GELU", "GeluOptions", Approximate=approximate)
+
+
+def _hard_sigmoid_scaled(layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    return {"scaled": np.asarray(x, np.float64) * layer.alpha}
+
+
+@add_converter(HardSigmoid, fixed_output=(1 / 255, -128), intermediates=_hard_sigmoid_scaled)
+def _hard_sigmoid(b: Builder, c: Conversion) -> Value:
+    """``clip(alpha x + beta, 0, 1)``: MUL and ADD, the ADD's output quantised over exactly
+    [0, 1] so that its int8 saturation is the clip (both operators map to the Edge TPU)."""
+    a, name = c.x, c.node.name
+    shape = b.tensors[a.tensor].shape
+    one = (1,) * len(shape)
+    alpha = b.constant(f"{name}/alpha", np.full(one, c.layer.alpha))
+    beta = b.constant(f"{name}/beta", np.full(one, c.layer.beta))
+    ms, mz = b.range_of(f"{name}/scaled") if b.int8 else (None, None)
+    scaled = b.activation(f"{name}/scaled", shape, ms, mz)
+    b.op("MUL", [a.tensor, alpha], [scaled], "MulOptions", FusedActivationFunction=0)
+    if b.int8:
+        out = b.output(c, shape)
+        b.op("ADD", [scaled, beta], [out], "AddOptions", FusedActivationFunction=0)
+        return Value(out, a.nhwc_of_nchw)
+    # a float graph clips explicitly
+    shifted = b.activation(f"{name}/shifted", shape, None, None)
+    b.op("ADD", [scaled, beta], [shifted], "AddOptions", FusedActivationFunction=0)
+    out = b.output(c, shape)
+    b.op("RELU_0_TO_1", [shifted], [out])
+    return Value(out, a.nhwc_of_nchw)
 
 
 @add_converter(Tanh, fixed_output=(1 / 128, 0))
@@ -644,7 +762,81 @@ def _sigmoid(b: Builder, c: Conversion) -> Value:
 
 @add_converter(Softmax, fixed_output=(1 / 256, -128))
 def _softmax(b: Builder, c: Conversion) -> Value:
-    return _unary(b, c, "SOFTMAX", "SoftmaxOptions", Beta=1.0)
+    """SOFTMAX over the last axis; an NCHW image's last axis (width) is found by going back
+    to NCHW first, and the result is laid out NHWC again."""
+    a = c.x
+    if not a.nhwc_of_nchw:
+        return _unary(b, c, "SOFTMAX", "SoftmaxOptions", Beta=1.0)
+    t = _to_nchw(b, a.tensor, c.node.name)
+    out = b.output(c, b.tensors[t].shape)
+    b.op("SOFTMAX", [t], [out], "SoftmaxOptions", Beta=1.0)
+    return Value(_to_nhwc(b, out, b.tensors[t].shape[1:], c.name), True)
+
+
+_REDUCERS = {"max": "REDUCE_MAX", "min": "REDUCE_MIN", "mean": "MEAN"}
+
+
+def _reduce_refuses(layer) -> str | None:
+    if layer.reduction not in _REDUCERS:
+        return f"a {layer.reduction!r} reduction; max, min and mean quantise"
+    return None
+
+
+@add_converter(Reduce, refuses=_reduce_refuses)
+def _reduce(b: Builder, c: Conversion) -> Value:
+    """MEAN (requantised to its output's range), REDUCE_MAX or REDUCE_MIN (the input's
+    parameters kept, as the converter ties them) over the layer's axes."""
+    layer, a, name = c.layer, c.x, c.node.name
+    rank = len(layer.input_shape)
+    axes = sorted({int(ax) % rank for ax in layer.axes})
+    t, image = a.tensor, a.nhwc_of_nchw
+    if image and not layer.keepdims:
+        kept = [_channel_axis(a, k, rank) for k in range(rank) if k not in axes]
+        if kept != sorted(kept):  # the axes left would come out in another order
+            t, image = _to_nchw(b, t, name), False
+    graph_axes = sorted(_channel_axis(Value(t, image), ax, rank) for ax in axes)
+    shape = list(b.tensors[t].shape)
+    for ax in graph_axes:
+        shape[ax] = 1
+    if not layer.keepdims:
+        shape = [d for k, d in enumerate(shape) if k not in graph_axes]
+    op = _REDUCERS[layer.reduction]
+    axes_t = b.const_int32(f"{name}/axes", graph_axes)
+    out = b.output(c, tuple(shape)) if op == "MEAN" else b.like(c.name, t, tuple(shape))
+    b.op(op, [t, axes_t], [out], "ReducerOptions", KeepDims=bool(layer.keepdims))
+    return Value(out, image and bool(layer.keepdims))
+
+
+@add_converter(Slice)
+def _slice(b: Builder, c: Conversion) -> Value:
+    """STRIDED_SLICE along the layer's axis (in the graph's layout), every other axis whole;
+    the output keeps the input's parameters (no arithmetic)."""
+    layer, a, name = c.layer, c.x, c.node.name
+    shape = list(b.tensors[a.tensor].shape)
+    axis = _channel_axis(a, layer.axis, len(shape) - 1)
+    start, stop, step = slice(layer.start, layer.stop, layer.step).indices(shape[axis])
+    begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    begin[axis], end[axis], strides[axis] = start, stop, step
+    shape[axis] = len(range(start, stop, step))
+    mask = ((1 << len(shape)) - 1) & ~(1 << axis)  # every axis but the sliced one taken whole
+    tensors = [a.tensor, *(b.const_int32(f"{name}/{k}", v) for k, v in
+               (("begin", begin), ("end", end), ("strides", strides)))]  # fmt: skip
+    out = b.like(c.name, a.tensor, tuple(shape))
+    b.op("STRIDED_SLICE", tensors, [out], "StridedSliceOptions", BeginMask=mask, EndMask=mask)
+    return Value(out, a.nhwc_of_nchw)
+
+
+@add_converter(Transpose)
+def _transpose(b: Builder, c: Conversion) -> Value:
+    a, name, perm = c.x, c.node.name, c.layer.perm
+    t = _to_nchw(b, a.tensor, name) if a.nhwc_of_nchw else a.tensor
+    src = b.tensors[t].shape
+    shape = (1, *(src[p + 1] for p in perm))
+    perm_t = b.const_int32(f"{name}/perm", [0, *(p + 1 for p in perm)])
+    t = b.op("TRANSPOSE", [t, perm_t], [b.like(c.name, t, shape)], "TransposeOptions")
+    if len(perm) == 3:  # an image again: NHWC inside, as after a reshape
+        return Value(_to_nhwc(b, t, shape[1:], name), True)
+    return Value(t)
 
 
 @add_converter(HardSwish)
@@ -671,23 +863,57 @@ def _elementwise(b: Builder, c: Conversion, op: str, options_type: str) -> Value
         tensors.append(v.tensor)
     shape = np.broadcast_shapes(*(b.tensors[t].shape for t in tensors))
     out = b.output(c, tuple(shape))
-    b.op(op, tensors, [out], options_type, FusedActivationFunction=0)
+    b.op(op, tensors, [out], options_type, FusedActivationFunction=c.activation)
     return Value(out, image)
 
 
-@add_converter(Add)
+@add_converter(Add, fuses_activation=True)
 def _add(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "ADD", "AddOptions")
 
 
-@add_converter(Subtract)
+@add_converter(Subtract, fuses_activation=True)
 def _subtract(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "SUB", "SubOptions")
 
 
-@add_converter(Multiply)
+@add_converter(Multiply, fuses_activation=True)
 def _multiply(b: Builder, c: Conversion) -> Value:
     return _elementwise(b, c, "MUL", "MulOptions")
+
+
+def _channel_axis(v: Value, axis: int, ndim: int) -> int:
+    """The graph tensor's axis of a layer's per-sample ``axis`` (images NHWC inside)."""
+    return {0: 3, 1: 1, 2: 2}[axis] if v.nhwc_of_nchw else axis + 1
+
+
+def _batch_norm_scaled(layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    from xai_core.backends.cpu import CPUBackend
+
+    scale, _ = layer.scale_shift(CPUBackend(dtype=np.float64))
+    return {"scaled": np.asarray(x, np.float64) * scale.reshape(layer._shape())}
+
+
+@add_converter(BatchNormalization, fuses_activation=True, intermediates=_batch_norm_scaled)
+def _batch_norm(b: Builder, c: Conversion) -> Value:
+    """A batch norm nothing folds into (after a concatenation, a pool, the input): the
+    converter's MUL by the per-channel scale, then ADD of the per-channel shift, a ReLU or
+    ReLU6 after it fused into the ADD."""
+    from xai_core.backends.cpu import CPUBackend
+
+    layer, a, name = c.layer, c.x, c.node.name
+    scale, shift = (np.asarray(v, np.float64) for v in layer.scale_shift(CPUBackend(np.float64)))
+    shape_in = b.tensors[a.tensor].shape
+    shape = [1] * len(shape_in)
+    shape[_channel_axis(a, layer.channel_axis, len(shape_in))] = len(scale)
+    s_t = b.constant(f"{name}/scale", scale.reshape(shape))
+    t_t = b.constant(f"{name}/shift", shift.reshape(shape))
+    ms, mz = b.range_of(f"{name}/scaled") if b.int8 else (None, None)
+    scaled = b.activation(f"{name}/scaled", shape_in, ms, mz)
+    b.op("MUL", [a.tensor, s_t], [scaled], "MulOptions", FusedActivationFunction=0)
+    out = b.output(c, shape_in)
+    b.op("ADD", [scaled, t_t], [out], "AddOptions", FusedActivationFunction=c.activation)
+    return Value(out, a.nhwc_of_nchw)
 
 
 @add_converter(Concatenate)

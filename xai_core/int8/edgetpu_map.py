@@ -11,7 +11,9 @@ Sources: Coral, "TensorFlow models on the Edge TPU", section "Supported operatio
 TPU Compiler 16); statuses as the compiler's operation log words them ("Mapped to Edge
 TPU", "Operation not supported", "Operation is working on an unsupported data type", "More
 than one subgraph is not supported"). LeakyRelu and HardSwish are not mapped
-(google-coral/edgetpu issue 272, compiler 15).
+(google-coral/edgetpu issue 272, compiler 15). A grouped CONV_2D (filters that take fewer
+channels than the input has, which TFLite runs since 2.9) is modelled as not mapped: the
+table does not list it and compiler 16 predates it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def _limit(graph: TFLiteGraph, index: int) -> str | None:
     fused = int(op.options.get("FusedActivationFunction", 0))
     if op.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION") and fused:
         return f"{NOT_SUPPORTED}: no fused activation function on {op.op}"
+    if op.op == "CONV_2D":
+        channels = graph.tensors[op.inputs[0]].shape[-1]
+        if graph.tensors[op.inputs[1]].shape[-1] != channels:
+            return f"{NOT_SUPPORTED}: grouped CONV_2D (filters take fewer channels than the input)"
     if op.op == "SOFTMAX":
         size = int(np.prod(out.shape[1:], dtype=np.int64))
         if sum(d > 1 for d in out.shape) > 1 or size > 16000:

@@ -42,11 +42,16 @@ def conv_2d(op, tensors, inputs, backend):
     x = inputs[0]
     w = tensors[op.inputs[1]].data  # (out_c, kh, kw, in_c)
     oc, kh, kw, ic = w.shape
-    if x.shape[-1] != ic:
-        raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
+    groups = x.shape[-1] // ic
     patches = window_patches(x, kh, kw, op.options, 0.0)
     n, oh, ow = patches.shape[:3]
-    y = backend.matmul(patches.reshape(n * oh * ow, -1), w.reshape(oc, -1).T)
+    if groups == 1:
+        y = backend.matmul(patches.reshape(n * oh * ow, -1), w.reshape(oc, -1).T)
+    else:  # group g: input channels g*ic.., output channels g*(oc/groups)..
+        cols = patches.reshape(n * oh * ow, kh * kw, groups, ic).transpose(2, 0, 1, 3)
+        cols = np.ascontiguousarray(cols.reshape(groups, n * oh * ow, kh * kw * ic))
+        wk = np.ascontiguousarray(w.reshape(groups, oc // groups, -1).transpose(0, 2, 1))
+        y = np.asarray(backend.batched_matmul(cols, wk)).transpose(1, 0, 2).reshape(-1, oc)
     y = backend.elementwise(np.add, y, float_bias(op, tensors, oc))
     return _fused(op, y, backend).reshape(n, oh, ow, oc)
 
@@ -138,6 +143,26 @@ def _logistic(v: np.ndarray) -> np.ndarray:
         mid = np.float32(1) / (np.float32(1) + np.exp(-v))
     out = np.where(v < np.float32(-9.0), np.exp(np.minimum(v, 0)), mid)
     return np.where(v > np.float32(16.619047164916992188), np.float32(1), out).astype(np.float32)
+def _reduce(fn):
+    def kernel(op, tensors, inputs, backend):
+        x = inputs[0]
+        axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
+        keep = bool(op.options.get("KeepDims"))
+        return backend.reduce(lambda v, axis: fn(v, axis=axis, keepdims=keep), x, axis=axes)
+
+    return kernel
+
+
+def leaky_relu(op, tensors, inputs, backend):
+    alpha = np.float32(op.options.get("Alpha", 0.2))
+    return backend.elementwise(lambda v: np.where(v >= 0, v, v * alpha), inputs[0], ops=2)
+
+
+def gelu(op, tensors, inputs, backend):
+    from xai_core.int8.kernels_int8 import gelu_transform
+
+    fn = gelu_transform(bool(op.options.get("Approximate")))
+    return backend.elementwise(fn, inputs[0], ops=10)
 
 
 def softmax(op, tensors, inputs, backend):
@@ -221,6 +246,10 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DIV": _binary(np.divide),
     "FULLY_CONNECTED": fully_connected,
+    "GELU": gelu,
+    "LEAKY_RELU": leaky_relu,
+    "REDUCE_MAX": _reduce(np.max),
+    "REDUCE_MIN": _reduce(np.min),
     "HARD_SWISH": _unary(lambda v: v * np.clip(v + 3, 0, 6) / 6, ops=4),
     "LOGISTIC": _unary(_logistic, ops=3),
     "MAX_POOL_2D": max_pool_2d,
@@ -232,6 +261,7 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "PRELU": prelu,
     "RELU": _unary(lambda v: np.maximum(v, 0)),
     "RELU6": _unary(lambda v: np.clip(v, 0, 6)),
+    "RELU_0_TO_1": _unary(lambda v: np.clip(v, 0, 1)),
     "RESHAPE": reshape,
     "RESIZE_BILINEAR": resize_bilinear,
     "SOFTMAX": softmax,

@@ -50,6 +50,7 @@ __all__ = [
     "depth_to_space",
     "float_bias",
     "pack",
+    "gelu_transform",
     "quantize_real",
     "strided_slice",
     "transpose",
@@ -178,10 +179,22 @@ def conv_2d(op, tensors, inputs, backend):
     patches = window_patches(x, kh, kw, op.options, _zp(x_t))
     n, oh, ow = patches.shape[:3]
     groups = x.shape[-1] // ic
-    if groups != 1:
-        raise ModelFormatError(f"operator {op.index}: grouped CONV_2D is not supported.")
-    cols = patches.reshape(n * oh * ow, kh * kw * ic)
-    out = _gemm_requant(cols, w.reshape(oc, -1).T, op, tensors, backend, x_t, w_t, out_t)
+    if groups == 1:
+        cols = patches.reshape(n * oh * ow, kh * kw * ic)
+        out = _gemm_requant(cols, w.reshape(oc, -1).T, op, tensors, backend, x_t, w_t, out_t)
+        return out.reshape(n, oh, ow, oc)
+    # grouped (TFLite's reference ConvPerChannel): group g reads input channels
+    # g*ic..(g+1)*ic and writes output channels g*(oc/groups)..; one stacked product
+    per = oc // groups
+    cols = patches.reshape(n * oh * ow, kh * kw, groups, ic).transpose(2, 0, 1, 3)
+    cols = np.ascontiguousarray(cols.reshape(groups, n * oh * ow, kh * kw * ic))
+    wk = np.ascontiguousarray(w.reshape(groups, per, kh * kw * ic).transpose(0, 2, 1))
+    acc = int8_batched_matmul(backend, cols, wk).transpose(1, 0, 2).reshape(n * oh * ow, oc)
+    acc -= _zp(x_t) * w.reshape(oc, -1).astype(np.int64).sum(axis=1)
+    acc += _bias(op, tensors, oc)
+    q, shift = _per_channel_multipliers(x_t, w_t, out_t)
+    lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
+    out = int8_elementwise(backend, lambda a: requantize(a, q, shift, _zp(out_t), lo, hi), acc)
     return out.reshape(n, oh, ow, oc)
 
 
@@ -481,6 +494,59 @@ def _lut(fn: Callable[[np.ndarray], np.ndarray]):
     return kernel
 
 
+def leaky_relu(op, tensors, inputs, backend):
+    """LEAKY_RELU: TFLite's ``QuantizeLeakyRelu``, one multiplier per sign of the input."""
+    x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    alpha = np.float32(op.options.get("Alpha", 0.2))
+    s_in, s_out = _scale(x_t), _scale(out_t)
+    q_id, sh_id = quantize_multiplier(np.float64(np.float32(s_in / s_out)))
+    q_al, sh_al = quantize_multiplier(np.float64(np.float32(s_in * alpha / s_out)))
+    v = inputs[0].astype(np.int64) - _zp(x_t)
+    out = np.where(
+        v >= 0,
+        multiply_by_quantized_multiplier(v, q_id, sh_id),
+        multiply_by_quantized_multiplier(v, q_al, sh_al),
+    )
+    return np.clip(out + _zp(out_t), QMIN, QMAX).astype(np.int8)
+
+
+def _reduce_extreme(fn):
+    """REDUCE_MAX / REDUCE_MIN: the extreme int8 value (input and output share parameters)."""
+
+    def kernel(op, tensors, inputs, backend):
+        x = inputs[0]
+        axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
+        return fn(x, axis=axes, keepdims=bool(op.options.get("KeepDims")))
+
+    return kernel
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """TFLite's ``GeluTransform`` in float32: ``0.5 x erfc(-x / sqrt 2)``."""
+    from scipy.special import erfc
+
+    x = np.asarray(x, np.float32)
+    return np.float32(0.5) * x * erfc(x * np.float32(-np.sqrt(0.5))).astype(np.float32)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """TFLite's ``GeluTransformApproximate`` in float32."""
+    x = np.asarray(x, np.float32)
+    k = np.float32(np.sqrt(2.0 / np.pi))
+    inner = k * (x + np.float32(0.044715) * x * x * x)
+    return np.float32(0.5) * x * (np.float32(1) + np.tanh(inner))
+
+
+def gelu_transform(approximate: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """TFLite's GELU of float32 values: exact (erfc) or its tanh approximation."""
+    return _gelu_tanh if approximate else _gelu
+
+
+def gelu(op, tensors, inputs, backend):
+    """GELU: a 256-entry table of TFLite's transform, as its int8 kernel fills it."""
+    return _lut(gelu_transform(bool(op.options.get("Approximate"))))(op, tensors, inputs, backend)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
 
@@ -563,7 +629,9 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
     "FULLY_CONNECTED": fully_connected,
+    "GELU": gelu,
     "HARD_SWISH": hard_swish,
+    "LEAKY_RELU": leaky_relu,
     "LOGISTIC": _lut(_sigmoid),
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
@@ -573,6 +641,8 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "PADV2": pad,
     "PRELU": prelu,
     "QUANTIZE": quantize,
+    "REDUCE_MAX": _reduce_extreme(np.max),
+    "REDUCE_MIN": _reduce_extreme(np.min),
     "RELU": relu,
     "RELU6": relu6,
     "RESHAPE": reshape,

@@ -17,7 +17,12 @@ full-integer TFLite graph (:mod:`xai_core.int8.convert`), run by TFLite's int8 k
   and a shift); a following ReLU or ReLU6 is fused into the clamp;
 - Tanh and Sigmoid are TFLite's 256-entry tables onto its fixed output scales (1/128 and
   1/256); Softmax and HardSwish are its fixed-point kernels; additions rescale their inputs
-  as TFLite does; pools, mean, padding, concatenation and reshapes work on int8 values.
+  as TFLite does; pools, mean, padding, concatenation and reshapes work on int8 values;
+- a grouped convolution is one grouped CONV_2D; a batch norm that folds into no layer
+  (after a concatenation, as in DenseNet) is a MUL and an ADD by per-channel constants;
+  LeakyReLU, PReLU, GELU, HardSigmoid, reductions, slices and transposes become the
+  operators TFLite's converter emits (``docs/tflite.md`` has the table), and every layer
+  that cannot be quantised is named, with its reason, before calibration runs.
 
 The integer GEMMs go through ``backend.matmul``. An int8 device (``edgetpu``, ``tpu``
 with ``preset="v1"``) receives the int8 operands. A float backend (``cpu``, ``gpu``,
@@ -60,11 +65,13 @@ def _calibrate(
 ) -> dict[str, tuple[float, float]]:
     """The range of the input and of every node's output on ``X``, in fp32 on the cpu."""
     from xai_core.backends.cpu import CPUBackend
+    from xai_core.int8.convert import converter_for
     from xai_core.progress import progress_bar
 
     cpu = CPUBackend(dtype=net.dtype)
     lo = {net.input_name: np.inf, **{n.name: np.inf for n in net.nodes}}
     hi = {k: -np.inf for k in lo}
+    inside = {n.name: converter_for(n.layer).intermediates for n in net.nodes}
     starts = range(0, len(X), batch_size)
     long = len(starts) > 1
     with progress_bar(len(X), progress=progress, desc="calibrating", unit="row", long=long) as bar:
@@ -75,6 +82,12 @@ def _calibrate(
                 values[node.name] = node.layer.apply(
                     args[0] if node.layer.n_inputs == 1 else args, cpu, None
                 )
+                if inside[node.name] is not None:  # tensors inside the layer's operators
+                    for key, v in inside[node.name](node.layer, args[0]).items():
+                        extra = f"{node.name}/{key}"
+                        values[extra] = v
+                        lo.setdefault(extra, np.inf)
+                        hi.setdefault(extra, -np.inf)
             for name, v in values.items():
                 lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
             bar.update(len(values[net.input_name]))
@@ -87,7 +100,8 @@ def quantize(net: Any, calibration_X: Any, *, batch_size: int = 1024, progress: 
     Parameters
     ----------
     net : xai_core.nn.Graph or xai_core.nn.Sequential
-        A trained native network with known input shape. Batch norms are folded first.
+        A trained native network with known input shape. Batch norms are folded into the
+        convolution or dense layer before them where they can be; the others become MUL + ADD.
     calibration_X : array-like of shape (n_samples, *net.input_shape)
         Representative inputs; the range of every node's output on them sets that tensor's
         scale and zero point. A few hundred rows are usually enough.

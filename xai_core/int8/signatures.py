@@ -182,10 +182,11 @@ def _spatial(op: _Op, kh: int, kw: int, dilated: bool) -> tuple[int, int]:
 def _conv(op: _Op) -> tuple[int, ...]:
     n, _, _, c = op.rank(0, 4)
     oc, kh, kw, ic = op.rank(1, 4)
-    if c != ic:
+    if c % ic or oc % (c // ic):
         raise op.fail(
-            f"the input has {c} channels and the weights take {ic}; grouped CONV_2D is not "
-            "supported."
+            f"the input has {c} channels and the weights, of shape {op.shape(1)}, take {ic}: a "
+            f"grouped CONV_2D needs the filters' input channels to divide the input's and the "
+            "groups to divide the filters."
         )
     _bias(op, oc)
     return (n, *_spatial(op, kh, kw, True), oc)
@@ -279,6 +280,33 @@ def _transpose(op: _Op) -> tuple[int, ...]:
     if perm[0] != 0:
         raise op.fail(f"perm {perm} moves the batch axis.")
     return tuple(x[p] for p in perm)
+
+
+def _strided_slice(op: _Op) -> tuple[int, ...]:
+    x = op.shape(0)
+    begin, end, strides = (op.ints(k).reshape(-1) for k in (1, 2, 3))
+    if not len(begin) == len(end) == len(strides) == len(x):
+        raise op.fail(
+            f"begin, end and strides have {len(begin)}, {len(end)} and {len(strides)} values; "
+            f"the input has {len(x)} axes."
+        )
+    for mask in ("EllipsisMask", "NewAxisMask", "ShrinkAxisMask", "Offset"):
+        if op.option(mask):
+            raise op.fail(f"option {mask} is {op.option(mask)}; only 0 is supported.")
+    begin_mask, end_mask = op.option("BeginMask"), op.option("EndMask")
+    if not (begin_mask & 1 and end_mask & 1):
+        raise op.fail("the batch axis must be taken whole (bit 0 of BeginMask and EndMask set).")
+    if (strides[1:] < 1).any():
+        raise op.fail(f"strides {strides.tolist()}: only positive strides are supported.")
+    out = [x[0]]
+    for k in range(1, len(x)):
+        lo = None if begin_mask >> k & 1 else int(begin[k])
+        hi = None if end_mask >> k & 1 else int(end[k])
+        size = len(range(*slice(lo, hi, int(strides[k])).indices(x[k])))
+        if size == 0:
+            raise op.fail(f"axis {k} of {x} sliced [{lo}:{hi}:{int(strides[k])}] is empty.")
+        out.append(size)
+    return tuple(out)
 
 
 def _concatenation(op: _Op) -> tuple[int, ...]:
@@ -459,7 +487,9 @@ SIGNATURES: dict[str, Signature] = {
     "DEQUANTIZE": _UNARY,
     "DIV": _BINARY,
     "FULLY_CONNECTED": _sig((2, 3), _fully_connected, **_CONV),
+    "GELU": _UNARY,
     "HARD_SWISH": _UNARY,
+    "LEAKY_RELU": _UNARY,
     "LOGISTIC": _UNARY,
     "MAX_POOL_2D": _sig((1, 1), _pool, fused=True),
     "MEAN": _sig((2, 2), _mean, constant={1}, indices={1}),
@@ -469,8 +499,11 @@ SIGNATURES: dict[str, Signature] = {
     "PADV2": _sig((2, 3), _pad, optional={2}, constant={1, 2}, indices={1}),
     "PRELU": _sig((2, 2), _broadcast, constant={1}),
     "QUANTIZE": _UNARY,
+    "REDUCE_MAX": _sig((2, 2), _mean, constant={1}, indices={1}),
+    "REDUCE_MIN": _sig((2, 2), _mean, constant={1}, indices={1}),
     "RELU": _UNARY,
     "RELU6": _UNARY,
+    "RELU_0_TO_1": _UNARY,
     "RESHAPE": _sig((1, 2), _reshape, optional={1}, indices={1}),
     "RESIZE_BILINEAR": _sig((2, 2), _resize_bilinear, constant={1}, indices={1}),
     "SOFTMAX": _sig((1, 1), _softmax),
@@ -602,12 +635,12 @@ def _check_rescaling(op: _Op, sig: Signature, roles: list) -> None:
                 f"{what} over the output's, {tensor_label(out)}, is {ratio:.3g}; TFLite's int8 "
                 f"kernels rescale by at most 2**31."
             )
-    if op.op.op == "CONCATENATION":
+    if op.op.op in ("CONCATENATION", "REDUCE_MAX", "REDUCE_MIN", "STRIDED_SLICE"):
         for role, t, _ in scales:
             if float(t.scale[0]) != s_out or int(t.zero_point[0]) != int(out.zero_point[0]):
                 raise op.fail(
                     f"{role}, {tensor_label(t)}, is quantised unlike the output, which "
-                    "TFLite's int8 CONCATENATION does not rescale."
+                    f"TFLite's int8 {op.op.op} does not rescale."
                 )
 
 
