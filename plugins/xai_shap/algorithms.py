@@ -111,52 +111,117 @@ def estimator_kind(model: Any) -> tuple[Any, str | None]:
     return estimator, getattr(fn, "__name__", None)
 
 
+#: The libraries whose scikit-learn classes shap's TreeExplainer reads.
+TREE_LIBRARIES = ("xgboost", "lightgbm", "catboost")
+#: How far shap's copy of the trees may be from the model's own outputs.
+TREE_TOLERANCE = 1e-5
+
+
+def _library(estimator: Any) -> str:
+    return type(estimator).__module__.split(".")[0]
+
+
 def is_tree_model(estimator: Any) -> bool:
-    """Whether ``estimator`` is built of decision trees (single, bagged or boosted)."""
+    """Whether ``estimator`` is built of decision trees (single, bagged or boosted):
+    scikit-learn's, or XGBoost's, LightGBM's or CatBoost's scikit-learn classes."""
+    if _library(estimator) in TREE_LIBRARIES:
+        return True
     return any(hasattr(estimator, a) for a in ("tree_", "estimators_", "_predictors"))
 
 
-def tree_explainer(model: Any, background: np.ndarray) -> Any:
-    """A ``shap.TreeExplainer`` for the model's tree ensemble, or :class:`CapabilityError`."""
-    import shap
+def _boosted(estimator: Any) -> bool:
+    """Whether the trees' sum goes through a link (boosting), so probabilities do not add."""
+    return (
+        _library(estimator) in TREE_LIBRARIES
+        or hasattr(estimator, "_predictors")
+        or (hasattr(estimator, "estimators_") and hasattr(estimator, "loss"))
+    )
 
-    estimator, method = estimator_kind(model)
-    if estimator is None:
-        raise CapabilityError(
-            f"algorithm='tree' needs a fitted scikit-learn tree model (decision tree, random "
-            f"forest, extra trees, gradient boosting); got {model!r}. Use algorithm='exact', "
-            "'permutation' or 'kernel', which work for any model."
-        )
-    if not is_tree_model(estimator):
-        raise CapabilityError(
-            f"algorithm='tree' needs a scikit-learn tree model (decision tree, random forest, "
-            f"extra trees, gradient boosting); got {type(estimator).__name__}. Use "
-            "algorithm='exact', 'permutation' or 'kernel', which work for any model."
-        )
-    if method not in ("predict_proba", "predict"):
-        raise CapabilityError(
-            f"algorithm='tree' explains predict_proba or predict; the model calls {method!r}."
-        )
+
+def _refuse(why: str) -> CapabilityError:
+    return CapabilityError(
+        f"algorithm='tree' {why} Use algorithm='exact', 'permutation' or 'kernel', which "
+        "work for any model."
+    )
+
+
+def tree_explainer(runner: Any, background: np.ndarray, X: np.ndarray) -> tuple[Any, str]:
+    """A ``shap.TreeExplainer`` for the runner's tree model and its output space, checked
+    to reproduce the model's outputs on ``background`` and ``X`` (one model call), or
+    :class:`CapabilityError`.
+
+    A forest's probabilities are averages of its trees' and are explained as they are
+    (``"model output"``). A boosted classifier's probability is the logistic of its trees'
+    sum, which shap's interventional solver does not split exactly, so it is explained in
+    the space where the trees add up, the log-odds of class 1 (``"log_odds"``): exact
+    Shapley values of the margin, class 0 the negated ones.
+    """
+    import shap
     from sklearn.base import is_classifier
 
-    if is_classifier(estimator) and method == "predict":
-        raise CapabilityError(
-            f"algorithm='tree' cannot explain class labels ({type(estimator).__name__}.predict); "
-            "pass the classifier itself (its predict_proba is explained)."
+    model = runner.model
+    estimator, method = estimator_kind(model)
+    if estimator is None or not is_tree_model(estimator):
+        got = repr(model) if estimator is None else type(estimator).__name__
+        raise _refuse(
+            "needs a fitted scikit-learn tree model (decision tree, random forest, extra "
+            f"trees, gradient boosting) or an XGBoost, LightGBM or CatBoost one; got {got}."
         )
-    output = "probability" if method == "predict_proba" else "raw"
+    if method not in ("predict_proba", "predict"):
+        raise _refuse(f"explains predict_proba or predict; the model calls {method!r}.")
+    classifier = is_classifier(estimator)
+    if classifier and method == "predict":
+        raise _refuse(
+            f"cannot explain class labels ({type(estimator).__name__}.predict); pass the "
+            "classifier itself (its predict_proba is explained)."
+        )
+    classes = getattr(estimator, "classes_", None) if classifier else None
+    n_classes = 0 if classes is None else len(classes)
+    if classifier and n_classes > 2 and _boosted(estimator):
+        # a softmax over the classes' tree sums does not split over trees (and shap's reader
+        # crashes the process on some of them): refused before shap sees the model
+        raise _refuse(
+            f"explains a boosted classifier's probabilities for two classes; "
+            f"{type(estimator).__name__} has {n_classes}."
+        )
+    log_odds = classifier and _boosted(estimator)
+    output = "probability" if method == "predict_proba" and not log_odds else "raw"
+    space = "log_odds" if log_odds else "model output"
     try:
-        return shap.TreeExplainer(
+        explainer = shap.TreeExplainer(
             estimator,
             data=background.reshape(len(background), -1).astype(np.float64),
             feature_perturbation="interventional",
             model_output=output,
         )
     except Exception as exc:  # noqa: BLE001 - shap raises many types for unsupported models
-        raise CapabilityError(
-            f"algorithm='tree' cannot explain {type(estimator).__name__}: {exc} Use "
-            "algorithm='exact', 'permutation' or 'kernel', which work for any model."
-        ) from None
+        raise _refuse(f"cannot explain {type(estimator).__name__}: {exc}") from None
+    rows = np.concatenate([background, X])
+    copy = tree_predictions((explainer, space), model, rows)
+    if copy is not None:
+        own = np.asarray(runner.predict_validated(rows), dtype=np.float64)
+        if log_odds:
+            copy = 1.0 / (1.0 + np.exp(-copy))  # [-m, m] -> [1 - p, p]
+        gap = float(np.max(np.abs(copy - own))) if own.size else 0.0
+        if gap > TREE_TOLERANCE * max(1.0, float(np.max(np.abs(own)))):
+            raise _refuse(
+                f"cannot explain this {type(estimator).__name__}: shap's copy of its trees "
+                f"predicts up to {gap:.3g} away from the model on the background and X "
+                "(missing values routed differently, say)."
+            )
+        probe = np.concatenate([X[:8], background[:8]])
+        n_outputs = copy.shape[1]
+        values, base = run_tree((explainer, space), probe, n_outputs)
+        reached = base + values.sum(axis=1)
+        target = tree_predictions((explainer, space), model, probe)
+        gap = float(np.max(np.abs(reached - target)))
+        if gap > TREE_TOLERANCE * max(1.0, float(np.max(np.abs(target)))):
+            raise _refuse(
+                f"cannot explain this {type(estimator).__name__}: shap's tree values miss "
+                f"the model's outputs by up to {gap:.3g} (missing values it does not follow "
+                "through the trees, say)."
+            )
+    return explainer, space
 
 
 def linear_explainer(model: Any, background: np.ndarray) -> tuple[Any, str]:
@@ -292,17 +357,22 @@ def run_permutation(
     return _as_outputs(np.concatenate(values), np.concatenate(base_values), len(X))
 
 
-def run_tree(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
-    """shap's ``TreeExplainer`` (interventional, on the background), mapped to the model's outputs."""
+def run_tree(
+    helper: tuple[Any, str], X: np.ndarray, n_outputs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """shap's ``TreeExplainer`` (interventional, on the background), mapped to the model's
+    outputs in the helper's output space (:func:`tree_explainer`)."""
+    explainer, space = helper
     flat = X.reshape(len(X), -1).astype(np.float64)
     values = explainer.shap_values(flat, check_additivity=False)
     if isinstance(values, list):  # older shap: one array per output
         values = np.stack(values, axis=-1)
     values, base = _as_outputs(values, _tiled(explainer.expected_value, len(X)), len(X))
     if values.shape[2] == 1 and n_outputs == 2:
-        # a binary classifier explained as P(class 1): class 0 is its complement
+        # a binary classifier explained as P(class 1) or its log-odds: class 0 is the
+        # complement, or the negated log-odds
         values = np.concatenate([-values, values], axis=2)
-        base = np.concatenate([1.0 - base, base], axis=1)
+        base = np.concatenate([(0.0 if space == "log_odds" else 1.0) - base, base], axis=1)
     if values.shape[2] != n_outputs:
         raise CapabilityError(
             f"shap's TreeExplainer gave {values.shape[2]} output(s) for a model with {n_outputs}."
@@ -310,7 +380,7 @@ def run_tree(explainer: Any, X: np.ndarray, n_outputs: int) -> tuple[np.ndarray,
     return values, base
 
 
-def tree_predictions(explainer: Any, model: Any, X: np.ndarray) -> np.ndarray | None:
+def tree_predictions(helper: tuple[Any, str], model: Any, X: np.ndarray) -> np.ndarray | None:
     """The tree ensemble's outputs at ``X`` by shap's compiled copy of its trees.
 
     What :func:`run_tree`'s values add up to, and what shap's own additivity check
@@ -322,13 +392,16 @@ def tree_predictions(explainer: Any, model: Any, X: np.ndarray) -> np.ndarray | 
     ndarray of float64 of shape (n_samples, n_outputs), or None
         None when shap's outputs do not map onto the model's (then call the model).
     """
+    explainer, space = helper
     estimator, _ = estimator_kind(model)
     out = np.asarray(explainer.model.predict(X.reshape(len(X), -1).astype(np.float64)))
     out = out.astype(np.float64).reshape(len(X), -1)
     classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) == 0:  # a regressor's empty classes_ (CatBoost)
+        classes = None
     n_outputs = len(classes) if classes is not None else int(getattr(estimator, "n_outputs_", 1))
     if out.shape[1] == 1 and n_outputs == 2 and classes is not None:
-        out = np.concatenate([1.0 - out, out], axis=1)
+        out = np.concatenate([(0.0 if space == "log_odds" else 1.0) - out, out], axis=1)
     return out if out.shape[1] == n_outputs else None
 
 

@@ -60,12 +60,25 @@ def _check_columns(background: Any, feature_names: Sequence[str] | None) -> None
         )
 
 
+def _summary(rows: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, str]:
+    """``k`` k-means centres of ``rows``, or, when rows have missing values (which no
+    centre can average), ``k`` of the rows drawn without replacement (seeded)."""
+    if np.isnan(rows).any():
+        pick = np.sort(np.random.default_rng(seed).choice(len(rows), size=k, replace=False))
+        return rows[pick], f"{k} rows drawn (seeded) from the {len(rows)} {{}} rows"
+    return kmeans_summary(
+        rows, k, seed
+    ), f"k-means summary of the {len(rows)} {{}} rows into {k} centres"
+
+
 def resolve_background(
     background: Any,
     n_background: int | None,
     X: np.ndarray,
     seed: int,
     feature_names: Sequence[str] | None = None,
+    *,
+    allow_nan: bool = False,
 ) -> tuple[np.ndarray, str]:
     """The background rows and a one-line description of how they were chosen.
 
@@ -81,6 +94,9 @@ def resolve_background(
         Seed of the k-means summary.
     feature_names : sequence of str, optional
         The model's columns; a DataFrame background must have the same.
+    allow_nan : bool, default=False
+        The model handles missing values: the background may have them, and is then
+        summarised by a seeded sample of its rows instead of k-means centres.
 
     Returns
     -------
@@ -96,16 +112,18 @@ def resolve_background(
             dtype=X.dtype,
             accept_flat=True,
             rows="n_rows",
+            allow_nan=allow_nan,
         )
+        if allow_nan and np.isinf(bg).any():
+            raise ValidationError("background contains infinity; a missing value is NaN.")
         if n_background is not None and len(bg) > n_background:
-            return kmeans_summary(bg, n_background, seed), (
-                f"k-means summary of the {len(bg)} background rows into {n_background} centres"
-            )
+            summary, how = _summary(bg, n_background, seed)
+            return summary, how.format("background")
         return bg, f"{len(bg)} background rows"
     k = DEFAULT_N_BACKGROUND if n_background is None else n_background
     if len(X) > k:
-        bg = kmeans_summary(X, k, seed)
-        desc = f"k-means summary of the {len(X)} explained rows into {k} centres"
+        bg, how = _summary(X, k, seed)
+        desc = how.format("explained")
     else:
         bg = X
         desc = f"the {len(X)} explained row{'s' if len(X) != 1 else ''} themselves"

@@ -33,10 +33,16 @@ class ShapExplainer(Explainer):
         ``permutation``: antithetic permutation sampling (shap's Permutation explainer).
         ``kernel``: Kernel SHAP's estimator, vectorised here (shap's KernelExplainer's
         sampling and weights, one batched model call per chunk, one constrained solve).
-        ``tree``: shap's TreeExplainer on a scikit-learn tree model, interventional.
+        ``tree``: shap's TreeExplainer, interventional, on a tree model: scikit-learn's
+        trees, forests and gradient boosting, XGBoost, LightGBM and CatBoost (their
+        scikit-learn classes). A classifier's probabilities are explained for forests and
+        for boosted models of two classes; shap's copy of the trees is checked against
+        the model on the background and ``X`` first, and a model it does not reproduce
+        (a boosted model of more classes, missing values it routes differently) is refused
+        here and left to ``exact``/``permutation`` by ``auto``.
         ``linear``: shap's LinearExplainer on a scikit-learn linear model (a classifier's
         ``decision_function``, see ``meta["output_space"]``).
-        ``auto``: tree for tree models, linear for linear regressors, exact up to 10
+        ``auto``: tree for tree models shap reproduces, linear for linear regressors, exact up to 10
         features (or groups), permutation above; ``meta["algorithm"]`` records the choice.
     background : array-like of shape (n_rows, *input_shape), optional
         Reference rows the game averages over (training rows or a sample of them). By
@@ -83,6 +89,9 @@ class ShapExplainer(Explainer):
 
     name: ClassVar[str] = "shap"
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    #: Masking hands the rows' values to the model and never computes with them, so rows
+    #: with missing values are explained for models that handle them.
+    handles_missing: ClassVar[bool] = True
     #: method="auto" for black boxes; the first method compare_methods compares
     default_for: ClassVar[Mapping[str, int]] = {"black_box": 0, "compare": 0}
     constraints: ClassVar[dict] = {
@@ -156,9 +165,14 @@ class ShapExplainer(Explainer):
         groups = self.players(runner, X)
         feature_names = getattr(runner.model, "feature_names", None)
         background, bg_desc = resolve_background(
-            self.background, n_background, X, seed, feature_names
+            self.background,
+            n_background,
+            X,
+            seed,
+            feature_names,
+            allow_nan=bool(getattr(runner.model, "allow_nan", False)),
         )
-        algorithm, helper, budget = self._plan(runner, groups, background, max_evals)
+        algorithm, helper, budget = self._plan(runner, groups, background, max_evals, X)
 
         # -- the work -------------------------------------------------------------------------
         model = CountedModel(runner, X.shape[1:])
@@ -199,6 +213,7 @@ class ShapExplainer(Explainer):
                 full_b[np.arange(len(X)), target] = base[:, 0]
                 values, base = full_v, full_b
         elif algorithm == "tree":
+            output_space = helper[1]
             values, base = alg.run_tree(helper, X, n_outputs)
         else:
             explainer, output_space = helper
@@ -253,17 +268,23 @@ class ShapExplainer(Explainer):
             return {}
         feature_names = getattr(runner.model, "feature_names", None)
         background, _ = resolve_background(
-            None, self.n_background, X, self.run_seed(), feature_names
+            None,
+            self.n_background,
+            X,
+            self.run_seed(),
+            feature_names,
+            allow_nan=bool(getattr(runner.model, "allow_nan", False)),
         )
         return {"background": background, "n_background": None}
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _plan(self, runner: ModelRunner, groups, background: np.ndarray, max_evals: int | None):
-        """The algorithm to run, its shap helper (tree, linear) and its budget; raises before any work."""
+    def _plan(self, runner: ModelRunner, groups, background: np.ndarray, max_evals: int | None, X):
+        """The algorithm to run, its shap helper (tree, linear) and its budget; raises before
+        the explanation's work (a tree helper is first checked on the background and ``X``)."""
         algorithm = self.algorithm
         m = groups.n_groups
         if algorithm == "auto":
-            algorithm, helper = self._auto(runner, groups, background)
+            algorithm, helper = self._auto(runner, groups, background, X)
             if helper is not None:
                 return algorithm, helper, None
         if algorithm in ("tree", "linear") and not groups.is_identity:
@@ -272,7 +293,7 @@ class ShapExplainer(Explainer):
                 "need algorithm='exact', 'permutation' or 'kernel'."
             )
         if algorithm == "tree":
-            return algorithm, alg.tree_explainer(runner.model, background), None
+            return algorithm, alg.tree_explainer(runner, background, X), None
         if algorithm == "linear":
             return algorithm, alg.linear_explainer(runner.model, background), None
         if algorithm == "exact":
@@ -282,7 +303,7 @@ class ShapExplainer(Explainer):
         return algorithm, None, alg.check_kernel(m, max_evals)
 
     @staticmethod
-    def _auto(runner: ModelRunner, groups, background: np.ndarray) -> tuple[str, Any]:
+    def _auto(runner: ModelRunner, groups, background: np.ndarray, X) -> tuple[str, Any]:
         """tree for tree models, linear for linear regressors, else exact or permutation by size."""
         estimator, method = alg.estimator_kind(runner.model)
         if estimator is not None and groups.is_identity:
@@ -290,7 +311,7 @@ class ShapExplainer(Explainer):
 
             if alg.is_tree_model(estimator):
                 try:
-                    return "tree", alg.tree_explainer(runner.model, background)
+                    return "tree", alg.tree_explainer(runner, background, X)
                 except CapabilityError:  # not a tree model shap supports: fall through
                     pass
             if is_regressor(estimator) and method == "predict" and hasattr(estimator, "coef_"):

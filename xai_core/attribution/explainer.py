@@ -98,6 +98,11 @@ class Explainer:
         :func:`~xai_core.compare_methods` compares when given none, in rank order.
         Default: no role. The core names no method itself
         (:func:`~xai_core.plugin.resolve.default_explainer`).
+    handles_missing : bool
+        Whether the method explains rows with missing values (NaN) of a model that
+        handles them (:attr:`~xai_core.model.base.Model.allow_nan`): it must never do
+        arithmetic on the rows' values, only hand them to the model. Default False:
+        :func:`explain` refuses such rows, naming them and the methods that can.
     """
 
     name: ClassVar[str] = ""
@@ -106,6 +111,7 @@ class Explainer:
     constraints: ClassVar[Mapping[str, Constraint]] = {}
     aliases: ClassVar[Mapping[str, Alias]] = {}
     default_for: ClassVar[Mapping[str, int]] = {}
+    handles_missing: ClassVar[bool] = False
     row_index: np.ndarray | None = None
 
     def __init__(self) -> None:
@@ -389,6 +395,8 @@ def explain(
     if feature_names is None:
         feature_names = getattr(runner.model, "feature_names", None)
     X = runner.check_X(X)
+    if not cls.handles_missing:
+        _refuse_missing(X, cls)
     n_features = math.prod(X.shape[1:])
     if feature_names is not None and len(feature_names) != n_features:
         raise ValidationError(
@@ -407,6 +415,20 @@ def explain(
     if chunked:
         return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
     return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
+
+
+def _refuse_missing(X: np.ndarray, cls: type[Explainer]) -> None:
+    """A clear error when ``X`` has missing values the method ``cls`` cannot explain."""
+    missing = np.isnan(X.reshape(len(X), -1)).any(axis=1)
+    if not missing.any():
+        return
+    rows = np.flatnonzero(missing)
+    able = sorted(name for name, c in explainer_classes().items() if c.handles_missing)
+    raise ValidationError(
+        f"X has missing values (NaN) in {len(rows)} row(s), the first {rows[:5].tolist()}; "
+        f"method {cls.name!r} does not explain rows with missing values. Methods that do: "
+        f"{', '.join(able) or 'none installed'}; or impute the rows first."
+    )
 
 
 def resolve_target(

@@ -31,6 +31,11 @@ class Model:
         Names of the outputs (class names), when known.
     is_quantized : bool
         Whether the model is an int8 model that may run on the Edge TPU.
+    allow_nan : bool
+        Whether the model takes missing values (NaN) in its input and handles them itself
+        (histogram gradient boosting, XGBoost, LightGBM, CatBoost): rows with NaN are then
+        explained by the methods that handle them (:attr:`Explainer.handles_missing`).
+        Infinity is refused either way.
     runs_on_backend : bool
         Whether the model's own arithmetic runs on the backend it is given (native
         networks, TFLite models, models with gradients); a black box computes on the host
@@ -42,6 +47,7 @@ class Model:
     n_outputs: int | None = None
     output_names: tuple[str, ...] | None = None
     is_quantized: bool = False
+    allow_nan: bool = False
 
     @property
     def runs_on_backend(self) -> bool:
@@ -111,6 +117,9 @@ class BlackBoxModel(Model):
         fitted on DataFrames).
     name : str, optional
         Shown in reprs and reports.
+    allow_nan : bool, default=False
+        Whether ``fn`` handles missing values (NaN) in its input. An estimator passed to
+        :func:`as_model` declares it through its scikit-learn tags.
 
     Attributes
     ----------
@@ -127,6 +136,7 @@ class BlackBoxModel(Model):
         output_names: Sequence[str] | None = None,
         feature_names: Sequence[str] | None = None,
         name: str | None = None,
+        allow_nan: bool = False,
     ) -> None:
         framework = host_function(fn)
         if framework is None and not callable(fn):
@@ -143,6 +153,7 @@ class BlackBoxModel(Model):
         )
         owner = getattr(fn, "__self__", None)
         self.estimator = owner if hasattr(owner, "fit") else None
+        self.allow_nan = bool(allow_nan)
 
     def predict(self, X: np.ndarray, backend: Any = None) -> np.ndarray:
         arg = X
@@ -202,24 +213,33 @@ def as_model(obj: Any, *, input_shape: Sequence[int] | None = None) -> Model:
         shape = input_shape
         if shape is None and getattr(obj, "n_features_in_", None) is not None:
             shape = (int(obj.n_features_in_),)
+        kind = {"feature_names": names, "name": type(obj).__name__}
+        kind["allow_nan"] = _handles_missing(obj)
         if hasattr(obj, "predict_proba"):
             classes = getattr(obj, "classes_", None)
             return BlackBoxModel(
                 obj.predict_proba,
                 input_shape=shape,
                 output_names=[str(c) for c in classes] if classes is not None else None,
-                feature_names=names,
-                name=type(obj).__name__,
+                **kind,
             )
-        return BlackBoxModel(
-            obj.predict, input_shape=shape, feature_names=names, name=type(obj).__name__
-        )
+        return BlackBoxModel(obj.predict, input_shape=shape, **kind)
     if callable(obj):
         return BlackBoxModel(obj, input_shape=input_shape)
     raise CapabilityError(
         "model must be an xai_core Model, a fitted estimator with predict or predict_proba, "
         f"or a function of a batch; got {type(obj).__name__}."
     )
+
+
+def _handles_missing(estimator: Any) -> bool:
+    """Whether a fitted estimator's scikit-learn tags say it takes NaN in its input."""
+    try:
+        from sklearn.utils import get_tags
+
+        return bool(get_tags(estimator).input_tags.allow_nan)
+    except Exception:  # noqa: BLE001 - not a scikit-learn estimator, or tags it cannot read
+        return False
 
 
 def _check_fitted(estimator: Any) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from xai_core.backends.base import Backend
-from xai_core.errors import CapabilityError
+from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import Model
 from xai_core.plugin.resolve import backends_with, get_backend, methods_within
 from xai_core.validation import check_array, check_positive_int, check_target
@@ -126,8 +126,25 @@ class ModelRunner:
         return self._input_dtype
 
     def check_X(self, X: Any, name: str = "X") -> np.ndarray:
-        """Validate ``X`` against the model's input shape; return a float array."""
-        return check_array(X, name, feature_shape=self.model.input_shape, dtype=self.input_dtype)
+        """Validate ``X`` against the model's input shape; return a float array.
+
+        NaN (a missing value) passes for a model that handles it
+        (:attr:`~xai_core.model.base.Model.allow_nan`); infinity never does.
+        """
+        missing_ok = bool(getattr(self.model, "allow_nan", False))
+        X = check_array(
+            X,
+            name,
+            feature_shape=self.model.input_shape,
+            dtype=self.input_dtype,
+            allow_nan=missing_ok,
+        )
+        if missing_ok and np.isinf(X).any():
+            first = tuple(int(i) for i in np.argwhere(np.isinf(X))[0])
+            raise ValidationError(
+                f"{name} contains infinity (first at index {first}); a missing value is NaN."
+            )
+        return X
 
     def _chunks(self, n: int):
         for start in range(0, n, self.batch_size):
