@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import ModelFormatError, ValidationError, XaiError
+from xai_core.errors import CapabilityError, ModelFormatError, XaiError
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -78,8 +78,9 @@ def build_onnx(
             ) from exc
         check_declared(b, node, ir.declared)
     if ir.output_name not in b.act:
-        raise ValidationError(
-            f"{where}: the output {ir.output_name!r} is a constant, not computed from the input."
+        raise CapabilityError(
+            f"{where}: the output {ir.output_name!r} is a constant (computed from shapes and "
+            "constants while importing); a network's output must be computed from its input."
         )
     g.set_output(b.act[ir.output_name])
     return name_outputs(g, output_names, ir.meta)

@@ -310,6 +310,12 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
         if node.attrs.get("ceil_mode", 0):
             raise b.fail(node, "ceil_mode=1 is not supported.")
         pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
+        if max(pads[:2]) * 2 > kernel[0] or max(pads[2:]) * 2 > kernel[1]:
+            raise b.fail(
+                node,
+                f"pads {list(node.attrs.get('pads', []))} over half the kernel {list(kernel)} "
+                "are not supported (a window could hold padding only).",
+            )
         if kind == "max":
             layer = nn.MaxPool2D(kernel, stride=strides, padding=pads)
         else:
@@ -397,6 +403,12 @@ def op_reshape(b: Builder, node: IRNode) -> None:
         rest.append(src[i] if d == 0 and not node.attrs.get("allowzero", 0) else d)
     if first == -1 and -1 in rest:
         raise b.fail(node, f"target shape {target} has two unknown sizes.")
+    if first == -1 and -1 not in rest and int(np.prod(rest)) != int(np.prod(src)):
+        raise b.fail(
+            node,
+            f"target shape {target} changes the batch axis (samples of shape {tuple(src)} "
+            f"do not fill {tuple(rest)}).",
+        )
     b.add(node, nn.Reshape(tuple(rest)), node.inputs[0])
 
 

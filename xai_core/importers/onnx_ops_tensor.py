@@ -301,6 +301,12 @@ def op_slice(b: Builder, node: IRNode) -> None:
         a = _axis(b, node, int(axis), rank)
         last = k == len(starts) - 1
         size = b.g.shape_of(b.act.get(source, source))[a]
+        if not range(size)[slice(start, end, step)]:
+            raise b.fail(
+                node,
+                f"[{start}:{end}:{step}] of axis {axis} (size {size}) is empty: tensors without "
+                "elements are not supported.",
+            )
         layer = nn.Slice(a, max(min(start, size), -size), max(min(end, size), -size - 1), step)
         source = b.add(node, layer, source, suffix="" if last else f"/{k}")
 

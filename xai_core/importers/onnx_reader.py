@@ -303,6 +303,17 @@ def read_onnx(source: Any) -> IRGraph:
             f"{len(graph.output)} ({', '.join(o.name for o in graph.output)})."
         )
     dims = _dims(inputs[0])
+    if dims is not None and len(dims) < 2:
+        raise CapabilityError(
+            f"{where}: input {inputs[0].name!r} has {len(dims)} dimension"
+            f"{'' if len(dims) == 1 else 's'} ({dims}); the network's input is (batch, *sample) "
+            "with at least one sample axis (a per-sample scalar is not supported)."
+        )
+    if dims is not None and any(d == 0 for d in dims[1:]):
+        raise CapabilityError(
+            f"{where}: input {inputs[0].name!r} declares {dims}: samples with no elements "
+            "(an axis of size 0) are not supported."
+        )
     if dims is None or len(dims) < 2 or any(not isinstance(d, int) or d < 1 for d in dims[1:]):
         raise ModelFormatError(
             f"{where}: input {inputs[0].name!r} must have shape (batch, *sample) with known "
