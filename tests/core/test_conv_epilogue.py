@@ -58,7 +58,7 @@ def _network(layout="NCHW", seed=3):
 
 
 def _unfused(monkeypatch):
-    monkeypatch.setattr(executor, "_epilogues", lambda *args: ({}, {}))
+    monkeypatch.setattr(executor, "_epilogues", lambda *args, **kwargs: ({}, {}))
 
 
 def _run(net, X, name, settings, stop=None):

@@ -28,8 +28,7 @@ def _recorded(net, X, target):
     how = net._plan(target)
     return executor.run_forward(
         net.nodes,
-        net.input_name,
-        X,
+        {net.input_name: X},
         xai.get_backend("cpu", dtype="float64"),
         how,
         executor.Record(),

@@ -258,6 +258,7 @@ def explain(
     backend: Any = "cpu",
     target: Any = None,
     *,
+    output: str | int | None = None,
     feature_names: Any = None,
     batch_size: int = 4096,
     executor: Any = None,
@@ -283,7 +284,12 @@ def explain(
         Where the model runs: a registered name or a Backend instance.
     target : int or array-like of shape (n_samples,), optional
         Output to explain per row; by default the predicted class (the only output
-        for single-output models).
+        for single-output models). With ``output=``, an index within that output.
+    output : str or int, optional
+        For a model with several outputs (a detection or landmark model, a graph with
+        :meth:`~xai_core.nn.Graph.set_outputs`), the one to explain: a name in
+        ``model.outputs`` or its index (:meth:`~xai_core.Model.with_output`). Default:
+        the first.
     feature_names : sequence of str, optional
         One name per feature; taken from a DataFrame's columns when ``X`` is one.
     batch_size : int, default=4096
@@ -324,12 +330,19 @@ def explain(
         check_parallel(executor, chunk_size)
     blas = check_int(blas_threads, "blas_threads", 1, allow_none=True)
     if isinstance(model, ModelRunner):
+        if output is not None:
+            raise ValidationError(
+                "output= selects an output of a model; for a runner, make it of "
+                "model.with_output(output) instead."
+            )
         runner: ModelRunner | None = model
         the_model, the_backend = model.model, model.backend
         capabilities = model.capabilities
     else:
         runner = None
         the_model, the_backend = as_model(model), get_backend(backend)
+        if output is not None:
+            the_model = the_model.with_output(output)
         capabilities = frozenset(the_model.capabilities)
         if not the_backend.supports_gradients:
             capabilities = capabilities - {"gradient"}

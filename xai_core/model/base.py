@@ -69,6 +69,25 @@ class Model:
         """Outputs of ``layer`` (index or name) for ``X``."""
         raise CapabilityError(f"{type(self).__name__} is a black box: it has no layers to read.")
 
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Names of the model's outputs; models with several override it and :meth:`with_output`."""
+        return ("output",)
+
+    def with_output(self, output: str | int) -> Model:
+        """The model whose one output is ``output`` (a name in :attr:`outputs`, or its index).
+
+        A model with one output returns itself for its name, ``0`` or ``-1``.
+        """
+        outputs = self.outputs
+        index = not isinstance(output, bool) and isinstance(output, (int, np.integer))
+        if len(outputs) == 1 and (output in outputs or (index and output in (0, -1))):
+            return self
+        raise CapabilityError(
+            f"output={output!r} is not one of the outputs of this {type(self).__name__}: "
+            f"{list(outputs)}."
+        )
+
 
 class BlackBoxModel(Model):
     """A prediction function of a batch, seen as a model.

@@ -1,7 +1,7 @@
 """The executor of every native network: forward and backward passes over a DAG of nodes.
 
 :func:`run_forward` evaluates nodes in topological order (a :class:`Plan`, made once per
-target by :func:`plan`), freeing each value once its last consumer has run; with a
+target by :func:`plan`; :func:`run_outputs` evaluates several targets in one pass), freeing each value once its last consumer has run; with a
 :class:`Record` it keeps, per node, what that node's layer needs for its backward pass. :func:`run_backward` walks the same nodes in reverse,
 summing the gradients of values read by several nodes. Nothing is stored on the layers
 or the network, so calls from many threads never meet.
@@ -16,7 +16,7 @@ on. The backend computes and counts what the two nodes would.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -35,6 +35,7 @@ __all__ = [
     "Record",
     "plan",
     "run_forward",
+    "run_outputs",
     "run_backward",
     "ancestors",
 ]
@@ -122,12 +123,12 @@ class Step(NamedTuple):
 
 
 class Plan(NamedTuple):
-    """How :func:`run_forward` evaluates one target: made once per target by :func:`plan`.
+    """How :func:`run_forward` evaluates one or more targets: made once per target set by :func:`plan`.
 
     Attributes
     ----------
     order : tuple of int
-        Indices of the nodes to run, in topological order; the last is the target.
+        Indices of the nodes to run, in topological order (every ancestor of a target).
     uses : dict of str to int
         How many nodes of ``order`` read each value (a value is freed after its last
         reader), for a pass with a record, which runs every node of ``order``.
@@ -135,36 +136,53 @@ class Plan(NamedTuple):
         The layer calls of an inference pass: ``order`` without the nodes computed in a
         convolution's call (its activation or residual ``Add``, :func:`_epilogues`) and the
         identities (a folded batch norm, a dropout), whose readers read what they pass on.
-    result : str
-        The name of the value an inference pass returns (the target's, or what it passes on).
+    results : tuple of str
+        Per target, the name of the value an inference pass returns for it (the target's,
+        or what it passes on).
+    targets : tuple of int
+        Indices of the target nodes, in the order asked for.
     """
 
     order: tuple[int, ...]
     uses: dict[str, int]
     steps: tuple[Step, ...]
-    result: str
+    results: tuple[str, ...]
+    targets: tuple[int, ...]
 
     @property
     def target(self) -> int:
-        """Index of the node whose output the pass returns."""
-        return self.order[-1]
+        """Index of the node whose output a one-target pass returns."""
+        return self.targets[-1]
+
+    @property
+    def result(self) -> str:
+        """The value a one-target inference pass returns."""
+        return self.results[-1]
 
 
-def plan(nodes: Sequence[Node], target: str) -> Plan:
-    """The :class:`Plan` of a forward pass from the input to the node called ``target``."""
-    order = tuple(ancestors(nodes, target))
+def plan(nodes: Sequence[Node], target: str | Sequence[str]) -> Plan:
+    """The :class:`Plan` of a forward pass from the inputs to the node(s) called ``target``."""
+    names = (target,) if isinstance(target, str) else tuple(target)
+    index = {node.name: i for i, node in enumerate(nodes)}
+    order = tuple(sorted({i for name in names for i in ancestors(nodes, name)}))
     uses: dict[str, int] = {}
     for i in order:
         for name in nodes[i].inputs:
             uses[name] = uses.get(name, 0) + 1
-    steps, result = _steps(nodes, order, *_epilogues(nodes, order, uses))
-    return Plan(order, uses, steps, result)
+    targets = tuple(index[name] for name in names)
+    fused, passes = _epilogues(nodes, order, uses, keep=set(names))
+    steps, results = _steps(nodes, order, fused, passes, targets)
+    return Plan(order, uses, steps, results, targets)
 
 
 def _steps(
-    nodes: Sequence[Node], order: Sequence[int], fused: dict[int, Epilogue], passes: dict[int, int]
-) -> tuple[tuple[Step, ...], str]:
-    """:attr:`Plan.steps` and :attr:`Plan.result` of a plan's ``order``, with the ``fused``
+    nodes: Sequence[Node],
+    order: Sequence[int],
+    fused: dict[int, Epilogue],
+    passes: dict[int, int],
+    targets: Sequence[int],
+) -> tuple[tuple[Step, ...], tuple[str, ...]]:
+    """:attr:`Plan.steps` and :attr:`Plan.results` of a plan's ``order``, with the ``fused``
     convolutions and the nodes they compute (``passes``) of :func:`_epilogues`."""
     source: dict[str, str] = {}  # a passed-on value's name -> the name of the node computing it
 
@@ -185,18 +203,20 @@ def _steps(
                 epilogue = epilogue._replace(residual=computed(epilogue.residual))
                 inputs += (epilogue.residual,)  # read by this step too
             runs.append((i, inputs, epilogue))
-    result = computed(nodes[order[-1]].name)
+    results = tuple(computed(nodes[t].name) for t in targets)
     last = {name: k for k, (_, inputs, _) in enumerate(runs) for name in inputs}
     steps = tuple(
         Step(
             i,
             inputs[: len(nodes[i].inputs)],
             epilogue,
-            tuple(name for name in dict.fromkeys(inputs) if last[name] == k and name != result),
+            tuple(
+                name for name in dict.fromkeys(inputs) if last[name] == k and name not in results
+            ),
         )
         for k, (i, inputs, epilogue) in enumerate(runs)
     )
-    return steps, result
+    return steps, results
 
 
 def _identity(layer: Layer) -> bool:
@@ -211,7 +231,7 @@ def _sum_of_two(node: Node) -> bool:
 
 
 def _epilogues(
-    nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int]
+    nodes: Sequence[Node], order: Sequence[int], uses: dict[str, int], keep: set[str]
 ) -> tuple[dict[int, Epilogue], dict[int, int]]:
     """The fusable convolutions of ``order``: per convolution index, the :class:`Epilogue` its
     backend call computes too (``fused``), and per node so computed, which of its inputs (by
@@ -225,8 +245,8 @@ def _epilogues(
     - an ``Add`` of two inputs with the convolution's output shape (a residual connection)
       whose other input is computed before the convolution (or is the network's input).
 
-    The target (the last of ``order``) is never fused away: nothing in ``order`` reads it.
-    An activation whose bounds change later is still applied exactly:
+    A target (a name in ``keep``) is never fused away, nor an identity passing one on: its
+    own value must exist. An activation whose bounds change later is still applied exactly:
     :meth:`~xai_core.backends.base.Backend.conv2d_activated` reads them on every call.
     """
     reader: dict[str, int] = {}
@@ -238,13 +258,15 @@ def _epilogues(
     passes: dict[int, int] = {}
     for i in order:
         node = nodes[i]
-        if not hasattr(node.layer, "apply_activated"):
+        if not hasattr(node.layer, "apply_activated") or node.name in keep:
             continue
         name, j = node.name, reader.get(node.name)
         while j is not None and uses.get(name) == 1 and _identity(nodes[j].layer):
+            if name in keep:
+                break
             name = nodes[j].name
             j = reader.get(name)
-        if j is None or uses.get(name) != 1:
+        if j is None or uses.get(name) != 1 or name in keep:
             continue
         after = nodes[j]
         bounds = getattr(after.layer, "clamp_bounds", None)
@@ -260,22 +282,21 @@ def _epilogues(
 
 def run_forward(
     nodes: Sequence[Node],
-    input_name: str,
-    X: np.ndarray,
+    feeds: Mapping[str, np.ndarray],
     backend: Any,
     how: Plan,
     record: Record | None = None,
 ) -> np.ndarray:
-    """Output of the target node of ``how`` for the batch ``X``.
+    """Output of the one target node of ``how`` for the batch in ``feeds``.
 
     Parameters
     ----------
     nodes : sequence of Node
-    input_name : str
-    X : ndarray of shape (n_samples, *input_shape)
+    feeds : mapping of str to ndarray
+        Per input name, its batch of shape (n_samples, *that input's shape).
     backend : Backend
     how : Plan
-        Of the same nodes (:func:`plan`).
+        Of the same nodes (:func:`plan`), to one target.
     record : Record, optional
         Filled with what :func:`run_backward` needs; no pair is fused then.
 
@@ -283,9 +304,13 @@ def run_forward(
     -------
     ndarray of shape (n_samples, *target output shape)
     """
-    values: dict[str, np.ndarray] = {input_name: X}
+    if len(how.targets) != 1:
+        raise ValidationError(
+            f"run_forward returns one target; this plan has {len(how.targets)}: use run_outputs."
+        )
+    values: dict[str, np.ndarray] = dict(feeds)
     if record is None:
-        return np.ascontiguousarray(_infer(nodes, values, backend, how))
+        return np.ascontiguousarray(_infer(nodes, values, backend, how)[how.result])
     uses = dict(how.uses)
     target = nodes[how.target].name
     for i in how.order:
@@ -304,8 +329,26 @@ def run_forward(
     return out
 
 
-def _infer(nodes: Sequence[Node], values: dict[str, np.ndarray], backend: Any, how: Plan):
-    """The value :attr:`Plan.result` after running the steps of ``how`` on ``values``."""
+def run_outputs(
+    nodes: Sequence[Node], feeds: Mapping[str, np.ndarray], backend: Any, how: Plan
+) -> dict[str, np.ndarray]:
+    """Every target's output of ``how`` from one inference pass over the batch in ``feeds``.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Per target node name, its output of shape (n_samples, *that node's output shape).
+    """
+    values = _infer(nodes, dict(feeds), backend, how)
+    return {
+        nodes[t].name: np.ascontiguousarray(values[r]) for t, r in zip(how.targets, how.results)
+    }
+
+
+def _infer(
+    nodes: Sequence[Node], values: dict[str, np.ndarray], backend: Any, how: Plan
+) -> dict[str, np.ndarray]:
+    """``values`` after running the steps of ``how``: the plan's results among them."""
     for i, inputs, epilogue, frees in how.steps:
         layer = nodes[i].layer
         x = values[inputs[0]] if layer.n_inputs == 1 else [values[name] for name in inputs]
@@ -319,7 +362,7 @@ def _infer(nodes: Sequence[Node], values: dict[str, np.ndarray], backend: Any, h
         for name in frees:
             del values[name]
         values[nodes[i].name] = y
-    return values[how.result]
+    return values
 
 
 def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:

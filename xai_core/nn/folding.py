@@ -23,11 +23,11 @@ def _foldable(net: Any, i: int, index: dict[str, int], readers: Counter) -> int 
     """
     node = net.nodes[i]
     bn = node.layer
-    if not isinstance(bn, BatchNormalization) or node.inputs[0] == net.input_name:
+    if not isinstance(bn, BatchNormalization) or node.inputs[0] not in index:  # reads an input
         return None
     j = index[node.inputs[0]]
     prod = net.nodes[j].layer
-    if readers[node.inputs[0]] != 1 or net.output == prod.name:
+    if readers[node.inputs[0]] != 1 or prod.name in net.outputs:
         return None
     if isinstance(prod, Dense):
         ok = len(prod.output_shape) == 1

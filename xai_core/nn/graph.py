@@ -1,7 +1,8 @@
 """Graph networks: a directed acyclic graph of layers, built node by node.
 
-A :class:`Graph` has one input (a batch of samples of ``input_shape``), nodes that each
-apply one layer to the outputs of earlier nodes (or to the input), and one output node.
+A :class:`Graph` has an input (a batch of samples of ``input_shape``), nodes that each
+apply one layer to the outputs of earlier nodes (or to an input), and an output node; it
+may have several of each.
 :class:`~xai_core.nn.Sequential` is the special case of a chain; both run on the same
 executor (:mod:`xai_core.nn.executor`), whose forward pass keeps what the backward pass
 needs in an explicit per-call :class:`~xai_core.nn.executor.Record`, so one network may
@@ -28,6 +29,12 @@ Building a network (what an importer targets)
 >>> g.set_params("bn1", gamma=..., beta=..., mean=..., variance=...)
 >>> g.shape_of("pool")                                   # per-sample shape of a node's output
 (16,)
+
+Several inputs and outputs: ``g.add_input("mask", (16,))`` adds an input nodes read by
+name; ``g.set_outputs(["boxes", "scores"])`` makes several nodes outputs.
+``net.predict_outputs({"input": X, "mask": M})`` returns every output from one pass;
+``net.with_output("scores")`` and ``net.with_inputs(mask=m)`` are views with one output
+and one open input, which ``predict``, ``gradient`` and every explainer take.
 
 Rules:
 
@@ -74,12 +81,14 @@ network and one backend give the results and counters of running them one after 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from xai_core.errors import ShapeError, UnknownNameError, ValidationError
+from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, ValidationError
 from xai_core.nn.layer import Layer
 from xai_core.nn.network import Network, Node
 from xai_core.nn.trainable import Trainable
@@ -139,7 +148,9 @@ class Graph(Trainable, Network):
         self._rng = np.random.default_rng(self.seed)
         self._shapes: dict[str, tuple[int, ...]] = {input_name: self.input_shape}
         self._index: dict[str, int] = {}  # node name -> position in nodes, for node()
-        self._output: str | None = None
+        self._input_shapes: dict[str, tuple[int, ...]] = {input_name: self.input_shape}
+        self._fixed: dict[str, np.ndarray] = {}  # inputs given one value by with_inputs
+        self._outputs: tuple[str, ...] | None = None
 
     # -- building ---------------------------------------------------------------------
     def add(
@@ -215,10 +226,41 @@ class Graph(Trainable, Network):
         """Whether ``name`` is taken: a node's name or the graph input's."""
         return name in self._shapes
 
+    def add_input(self, name: str, shape: Sequence[int]) -> str:
+        """Add a further input of per-sample ``shape``; return its name.
+
+        Nodes read it by ``name``. A network with several inputs runs with
+        :meth:`predict_outputs` (a dict of batches); :meth:`with_inputs` fixes all but the
+        one an explainer attributes to.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValidationError(f"name must be a non-empty string; got {name!r}.")
+        if name in self._shapes:
+            raise ValidationError(f"input names must be unique; {name!r} is taken.")
+        shape = self._check_shape(shape)
+        self._input_shapes[name] = shape
+        self._shapes[name] = shape
+        self._invalidate()
+        return name
+
     def set_output(self, node: str) -> None:
-        """Make ``node`` the network's output (default: the last node added)."""
-        self.node(node)
-        self._output = node
+        """Make ``node`` the network's one output (default: the last node added)."""
+        self.set_outputs([node])
+
+    def set_outputs(self, nodes: Sequence[str]) -> None:
+        """Make several nodes the network's outputs, in order; the first is :attr:`output`.
+
+        ``predict`` returns the first; :meth:`predict_outputs` all of them from one pass;
+        :meth:`with_output` picks one for an explainer.
+        """
+        names = (nodes,) if isinstance(nodes, str) else tuple(nodes)
+        if not names:
+            raise ValidationError("nodes must name at least one output node; got none.")
+        for name in names:
+            self.node(name)
+        if len(set(names)) != len(names):
+            raise ValidationError(f"each output is named once; got {list(names)}.")
+        self._outputs = names
         self._invalidate()
 
     def shape_of(self, node: str) -> tuple[int, ...]:
@@ -229,9 +271,118 @@ class Graph(Trainable, Network):
 
     @property
     def output(self) -> str:
+        """Name of the first output node (what :meth:`predict` returns)."""
+        return self.outputs[0]
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Names of the output nodes, in order (the last node added by default)."""
         if not self.nodes:
             raise ValidationError("the graph has no nodes yet: add layers with Graph.add.")
-        return self._output if self._output is not None else self.nodes[-1].name
+        return self._outputs if self._outputs is not None else (self.nodes[-1].name,)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Names of the inputs a caller feeds (those :meth:`with_inputs` has not fixed)."""
+        return tuple(name for name in self._input_shapes if name not in self._fixed)
+
+    @property
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per input a caller feeds, its per-sample shape."""
+        return {name: self._input_shapes[name] for name in self.inputs}
+
+    # -- views ------------------------------------------------------------------------
+    def _view(self) -> Graph:
+        """A shallow copy sharing the layers, with its own structure and caches."""
+        view = copy.copy(self)
+        view.nodes = list(self.nodes)
+        view._index, view._shapes = dict(self._index), dict(self._shapes)
+        view._input_shapes, view._fixed = dict(self._input_shapes), dict(self._fixed)
+        view._local = threading.local()
+        view._plans = {}
+        return view
+
+    def with_output(self, output: str | int) -> Graph:
+        """The network whose one output is ``output`` (a name in :attr:`outputs`, or its index).
+
+        It shares this network's layers (and so its weights); its ``predict`` gives that
+        output, of shape (n_samples, prod(its shape)), and every explainer takes it. Class
+        names (``output_names``) stay with the first output.
+        """
+        outputs = self.outputs
+        if isinstance(output, (int, np.integer)) and not isinstance(output, bool):
+            if not -len(outputs) <= output < len(outputs):
+                raise ValidationError(
+                    f"output index {output} is out of range for a network with "
+                    f"{len(outputs)} output(s): {list(outputs)}."
+                )
+            name = outputs[int(output)]
+        elif isinstance(output, str) and output in outputs:
+            name = output
+        else:
+            raise UnknownNameError("output", output, list(outputs))
+        view = self._view()
+        view._outputs = (name,)
+        if name != outputs[0]:
+            view.output_names, view.classes_ = None, None
+        return view
+
+    def with_inputs(self, fixed: Mapping[str, Any] | None = None, **values: Any) -> Graph:
+        """The network with some inputs fixed to one per-sample value each.
+
+        Parameters
+        ----------
+        fixed : mapping of str to array-like, optional
+            Per input name, its value for every sample, of that input's per-sample shape
+            (repeated over each batch). Keyword arguments add to it.
+
+        Returns
+        -------
+        Graph
+            Sharing the layers; its :attr:`inputs` are the others, the first of them its
+            ``input_name`` and ``input_shape`` (what explainers attribute to).
+        """
+        given = {**(dict(fixed) if fixed is not None else {}), **values}
+        open_inputs = self.inputs
+        for name, value in given.items():
+            if name not in open_inputs:
+                raise UnknownNameError("input", name, list(open_inputs))
+            array = np.asarray(value, dtype=self.dtype)
+            if array.shape != self._input_shapes[name]:
+                raise ShapeError(
+                    f"the value of input {name!r} must have its per-sample shape "
+                    f"{self._input_shapes[name]}; got {array.shape}."
+                )
+            if not np.all(np.isfinite(array)):
+                raise ValidationError(f"the value of input {name!r} holds NaN or infinity.")
+            given[name] = array
+        if len(given) >= len(open_inputs):
+            raise ValidationError(
+                f"with_inputs must leave at least one input open; {list(open_inputs)} "
+                "would all be fixed."
+            )
+        view = self._view()
+        view._fixed.update(given)
+        view.input_name = view.inputs[0]
+        view.input_shape = view._input_shapes[view.input_name]
+        return view
+
+    def _feeds(self, X: Any) -> dict[str, np.ndarray]:
+        """The executor's feeds: ``X`` for the one open input (or a dict of batches per
+        input), and each fixed input repeated over the batch."""
+        if isinstance(X, Mapping):
+            feeds = dict(X)
+        elif len(self.inputs) != 1:
+            raise CapabilityError(
+                f"the network has {len(self.inputs)} inputs {list(self.inputs)}: pass a dict "
+                "{name: batch} to predict_outputs, or fix all but one with with_inputs(...)."
+            )
+        else:
+            feeds = {self.input_name: X}
+        n = len(next(iter(feeds.values())))
+        for name, value in self._fixed.items():
+            feeds[name] = np.repeat(value[None], n, axis=0)
+        return feeds
 
     @property
     def image_shape(self) -> tuple[int, ...] | None:

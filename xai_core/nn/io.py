@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from xai_core.errors import ModelFormatError, ValidationError
+from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
 from xai_core.files import atomic_write
 from xai_core.int8.quantized import FORMAT_QUANTIZED  # an int8 model made by ``xai.quantize``
 from xai_core.nn import layers as _layers
@@ -111,7 +111,20 @@ def save_model(net: Network, path: str | os.PathLike) -> None:
         ],
     }
     if graph:
-        arch.update(input_name=net.input_name, layout=net.layout, output=net.output)
+        if net._fixed:
+            raise CapabilityError(
+                "save the network before fixing inputs with with_inputs: a saved network "
+                "keeps every input."
+            )
+        extra = {name: list(shape) for name, shape in net.input_shapes.items()}
+        del extra[net.input_name]
+        arch.update(
+            input_name=net.input_name,
+            layout=net.layout,
+            output=net.output,
+            **({"inputs": extra} if extra else {}),
+            **({"outputs": list(net.outputs)} if len(net.outputs) > 1 else {}),
+        )
     arrays = {"architecture": np.frombuffer(json.dumps(arch).encode("utf-8"), dtype=np.uint8)}
     for i, layer in enumerate(net.layers):
         for key, value in {**layer.params, **layer.buffers}.items():
@@ -234,7 +247,7 @@ def load_model(path: str | os.PathLike) -> Network:
         return _rebuild(arch, arrays, bad)
     except ModelFormatError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+    except (LookupError, TypeError, ValueError, AttributeError) as exc:
         raise bad(f"its architecture is inconsistent ({type(exc).__name__}: {exc})") from exc
 
 
@@ -333,6 +346,11 @@ def _rebuild(arch: dict[str, Any], arrays: dict[str, np.ndarray], bad) -> Networ
             dtype=dtype,
             name=arch.get("name"),
         )
+        extra = arch.get("inputs", {})
+        if not isinstance(extra, dict):
+            raise bad("its further inputs are not a JSON object of name: shape")
+        for name, shape in extra.items():
+            net.add_input(name, shape)
         for i, (layer, names) in enumerate(zip(layers, inputs)):
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise bad(f"layer {i} has no list of input names")
@@ -340,7 +358,7 @@ def _rebuild(arch: dict[str, Any], arrays: dict[str, np.ndarray], bad) -> Networ
             if layer.n_inputs != 0:
                 _check_shapes(layer, i, ins[0] if layer.n_inputs == 1 else ins, arrays, bad)
             net.add(layer, names)
-        net.set_output(arch["output"])
+        net.set_outputs(arch.get("outputs", [arch["output"]]))
     else:
         shape = tuple(int(d) for d in arch["input_shape"])
         net = Sequential(

@@ -9,7 +9,7 @@ weights and a summary.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,7 +20,15 @@ from xai_core.errors import CapabilityError, ShapeError, UnknownNameError, Valid
 from xai_core.model.base import Model
 from xai_core.nn._local import ThreadLocalRecord
 from xai_core.nn.activations import Sigmoid, Softmax
-from xai_core.nn.executor import Node, Plan, Record, plan, run_backward, run_forward
+from xai_core.nn.executor import (
+    Node,
+    Plan,
+    Record,
+    plan,
+    run_backward,
+    run_forward,
+    run_outputs,
+)
 from xai_core.nn.layer import Layer
 from xai_core.nn.summary import Summary
 from xai_core.validation import check_array, check_positive_int, check_target
@@ -85,6 +93,21 @@ class Network(Model, ThreadLocalRecord):
     def output(self) -> str:
         """Name of the output node."""
         return self.nodes[-1].name
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Names of the output nodes (:class:`~xai_core.nn.Graph` may have several)."""
+        return (self.output,)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Names of the inputs a caller feeds (:class:`~xai_core.nn.Graph` may have several)."""
+        return (self.input_name,)
+
+    @property
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Per input a caller feeds, its per-sample shape."""
+        return {self.input_name: self.input_shape}
 
     @property
     def output_shape(self) -> tuple[int, ...] | None:
@@ -168,8 +191,9 @@ class Network(Model, ThreadLocalRecord):
     def __iter__(self) -> Iterator[Layer]:
         return iter(self.layers)
 
-    def _plan(self, target: str) -> Plan:
-        """The forward pass to ``target`` (made once; the cache is replaced, never mutated)."""
+    def _plan(self, target: str | tuple[str, ...]) -> Plan:
+        """The forward pass to ``target`` (a node name, or a tuple of them), made once; the
+        cache is replaced, never mutated."""
         how = self._plans.get(target)
         if how is None:
             how = plan(self.nodes, target)
@@ -205,8 +229,45 @@ class Network(Model, ThreadLocalRecord):
 
     def _check_X(self, X: Any, backend: Backend, name: str = "X") -> np.ndarray:
         self._require_built()
+        if isinstance(X, Mapping) or len(self.inputs) != 1:
+            raise CapabilityError(
+                f"{name} must be one batch for the network's one input; this network has "
+                f"inputs {list(self.inputs)}: run it with predict_outputs({{name: batch}}), "
+                "or fix all but one with with_inputs(...) to predict, explain or take gradients."
+            )
         dtype = backend.dtype if backend.dtype in DTYPES else np.float32
         return check_array(X, name, feature_shape=self.input_shape, dtype=dtype)
+
+    def _check_feeds(self, X: Any, backend: Backend) -> dict[str, np.ndarray]:
+        """``X`` (an array for a one-input network, else a dict of batches per input) as
+        validated batches of equal length, per input name."""
+        self._require_built()
+        shapes = self.input_shapes
+        if not isinstance(X, Mapping):
+            return {self.input_name: self._check_X(X, backend)}
+        missing = [name for name in shapes if name not in X]
+        unknown = [name for name in X if name not in shapes]
+        if missing or unknown:
+            raise ValidationError(
+                f"X must give a batch for each input {list(shapes)}; "
+                + (f"missing {missing}" if missing else "")
+                + ("; " if missing and unknown else "")
+                + (f"unknown {unknown}" if unknown else "")
+                + "."
+            )
+        dtype = backend.dtype if backend.dtype in DTYPES else np.float32
+        feeds = {
+            name: check_array(X[name], f"X[{name!r}]", feature_shape=shape, dtype=dtype)
+            for name, shape in shapes.items()
+        }
+        lengths = {name: len(batch) for name, batch in feeds.items()}
+        if len(set(lengths.values())) != 1:
+            raise ShapeError(f"every input's batch must have the same length; got {lengths}.")
+        return feeds
+
+    def _feeds(self, X: Any) -> dict[str, np.ndarray]:
+        """The executor's feeds for a batch ``X`` (a dict of batches for several inputs)."""
+        return dict(X) if isinstance(X, Mapping) else {self.input_name: X}
 
     # -- the passes -------------------------------------------------------------------
     def forward(
@@ -240,7 +301,7 @@ class Network(Model, ThreadLocalRecord):
         if record is None and cache:
             record = Record()
         how = self._plan(self._target(stop))
-        out = run_forward(self.nodes, self.input_name, X, backend, how, record)
+        out = run_forward(self.nodes, self._feeds(X), backend, how, record)
         if cache:
             self._local.record = record
         return out
@@ -324,6 +385,36 @@ class Network(Model, ThreadLocalRecord):
             for s in self._chunks(len(X), batch_size)
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+    def predict_outputs(
+        self, X: Any, backend: Any = None, *, batch_size: int = 4096
+    ) -> dict[str, np.ndarray]:
+        """Every output of the network, from one forward pass per chunk of rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape), or dict of str to array-like
+            One batch per input name for a network with several :attr:`inputs`.
+        backend : str or Backend, optional
+        batch_size : int, default=4096
+
+        Returns
+        -------
+        dict of str to ndarray
+            Per name in :attr:`outputs`, its values of shape (n_samples, *that output's shape).
+        """
+        backend = self._backend(backend)
+        feeds = self._check_feeds(X, backend)
+        batch_size = check_positive_int(batch_size, "batch_size")
+        how = self._plan(self.outputs)
+        n = len(next(iter(feeds.values())))
+        parts = [
+            run_outputs(self.nodes, self._feeds({k: v[s] for k, v in feeds.items()}), backend, how)
+            for s in self._chunks(n, batch_size)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        return {name: np.concatenate([p[name] for p in parts], axis=0) for name in parts[0]}
 
     def predict_checked(self, X: np.ndarray, backend: Any) -> np.ndarray:
         """The outputs for rows the runner has validated: one forward pass, no second check."""
