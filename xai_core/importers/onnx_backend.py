@@ -6,9 +6,13 @@ model's outputs. Here a model becomes a native network as :func:`~xai_core.from_
 builds it, with two adaptations the native network asks for:
 
 - the first axis of every tensor is the batch axis (a network maps samples independently);
-- the explained input is a floating-point tensor: integer and boolean inputs (indices,
-  shapes, axes) are constants of each run, folded into the model as initialisers before it
-  is imported, so an operator that needs them constant sees them as such.
+  a model of elementwise operators alone (:data:`ELEMENTWISE`) whose inputs have fewer than
+  two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars);
+- the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
+  (indices, shapes, axes), and float ones of another first axis (a bias of shape (c,)
+  broadcast against (n, c)), are constants of each run, folded into the model as
+  initialisers before it is imported, so an operator that needs them constant sees them
+  as such.
 
 Outputs are returned in the dtype the model declares (a comparison's 0/1 as ``bool``, an
 ``ArgMax``'s as ``int64``), as the suite checks dtypes.
@@ -41,6 +45,17 @@ except ImportError:  # pragma: no cover - the "import" extra is not installed
     _Backend = _BackendRep = object
 
 _FLOATS = ("float32", "float64")
+
+#: Operators that work elementwise, broadcasting as numpy does, with no axis attribute:
+#: a model made of these alone computes the same values with a leading axis of 1 added to
+#: every input, which is how a case of 1-D (or 0-D) tensors runs as one sample.
+ELEMENTWISE = frozenset(
+    "Abs Acos Acosh Add Asin Asinh Atan Atanh Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
+    "Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu "
+    "Less LessOrEqual Log Max Mean Min Mish Mul Neg Pow PRelu Reciprocal Relu Round Selu "
+    "Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Swish Tan Tanh "
+    "ThresholdedRelu Where".split()
+)
 
 
 def _onnx():
@@ -100,16 +115,23 @@ class XaiBackendRep(_BackendRep):
                 f"are {', '.join(f'{vi.name!r} ({_elem_dtype(vi)})' for vi in self.inputs)}."
             )
         self.float_inputs = [vi.name for vi in floats]
+        self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
         kinds = {_elem_dtype(vi) for vi in floats}
         self.dtype = "float64" if np.dtype("float64") in kinds else "float32"
         self._onnx = onnx
         self._nets: dict[bytes, Any] = {}
 
-    def _network(self, constants: dict[str, np.ndarray]) -> Any:
-        """The native network with ``constants`` as initialisers (one import per set)."""
-        key = b"".join(
-            name.encode() + b"\0" + str(v.dtype).encode() + str(v.shape).encode() + v.tobytes()
-            for name, v in sorted(constants.items())
+    def _network(
+        self, constants: dict[str, np.ndarray], lifted: dict[str, tuple[int, ...]] | None = None
+    ) -> Any:
+        """The native network with ``constants`` as initialisers (one import per set), and
+        the ``lifted`` inputs declared with their new shapes (the outputs' left to infer)."""
+        key = (
+            b"".join(
+                name.encode() + b"\0" + str(v.dtype).encode() + str(v.shape).encode() + v.tobytes()
+                for name, v in sorted(constants.items())
+            )
+            + str(sorted((lifted or {}).items())).encode()
         )
         if key not in self._nets:
             model = self._onnx.ModelProto()
@@ -120,6 +142,14 @@ class XaiBackendRep(_BackendRep):
             graph.input.extend(kept)
             for name, v in constants.items():
                 graph.initializer.append(self._onnx.numpy_helper.from_array(v, name))
+            for vi in graph.input:
+                if lifted and vi.name in lifted:
+                    dims = vi.type.tensor_type.shape.dim
+                    del dims[:]
+                    for d in lifted[vi.name]:
+                        dims.add().dim_value = d
+            for vi in graph.output if lifted else ():
+                vi.type.tensor_type.ClearField("shape")
             self._nets[key] = from_onnx(model, dtype=self.dtype)
         return self._nets[key]
 
@@ -143,23 +173,42 @@ class XaiBackendRep(_BackendRep):
                 )
             values = dict(zip(names, inputs, strict=True))
         values = {k: np.asarray(v) for k, v in values.items()}
+        bad = [k for k in self.float_inputs if k in values and not np.isfinite(values[k]).all()]
+        if bad:
+            raise CapabilityError(
+                f"{self.where}: the inputs {bad} hold NaN or infinite values; a network's "
+                "inputs must be finite."
+            )
         missing = [n for n in names if n not in values]
         if missing:
             raise ValidationError(f"{self.where}: inputs {missing} are missing.")
-        constants = {n: values[n] for n in names if n not in self.float_inputs}
-        net = self._network(constants)
-        outputs = [vi for vi in self.outputs]
-        if len(outputs) != 1:  # the importer refuses these; kept for the error above
-            raise CapabilityError(f"{self.where}: one output is supported.")
-        x = values[self.float_inputs[0]]
-        if len(self.float_inputs) != 1:
+        lift = 0
+        if self.elementwise and all(values[n].ndim < 2 for n in self.float_inputs):
+            # one sample: a leading axis of 1 (two for scalars) on the float inputs
+            lift = 2 - max(values[n].ndim for n in self.float_inputs)
+            values = {
+                m: v.reshape((1,) * lift + v.shape) if m in self.float_inputs else v
+                for m, v in values.items()
+            }
+        batched = [n for n in self.float_inputs if values[n].ndim >= 2]
+        if not batched:
             raise CapabilityError(
-                f"{self.where}: one floating-point input is supported; the model has "
-                f"{len(self.float_inputs)}."
+                f"{self.where}: no floating-point input has a batch axis and a sample axis "
+                f"(shapes {[values[n].shape for n in self.float_inputs]}); a per-sample scalar "
+                "is not supported."
             )
-        n = x.shape[0] if x.ndim else 0
-        y = net.predict(x.astype(self.dtype)).reshape(n, *net.shape_of(net.output))
-        return (y.astype(_elem_dtype(outputs[0])),)
+        n = values[batched[0]].shape[0]
+        # float inputs sharing the first one's batch axis are inputs; the rest (and every
+        # integer or boolean input) are constants of this run
+        feeds = [m for m in batched if values[m].shape[0] == n]
+        constants = {m: values[m] for m in names if m not in feeds}
+        net = self._network(constants, {m: values[m].shape for m in feeds} if lift else None)
+        ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds})
+        out = []
+        for node, vi in zip(net.outputs, self.outputs, strict=True):
+            y = ys[node].reshape(n, *net.shape_of(node)).astype(_elem_dtype(vi))
+            out.append(y.reshape(y.shape[lift:]) if lift else y)
+        return tuple(out)
 
 
 class XaiBackend(_Backend):

@@ -130,9 +130,9 @@ def run_case(case: Case) -> Result:
             warnings.simplefilter("ignore")
             rep = XaiBackend.prepare(case.model)
             for inputs, outputs in case.data_sets:
-                got = rep.run([np.asarray(a) for a in inputs])
+                got = rep.run([_array(a) for a in inputs])
                 Runner.assert_similar_outputs(
-                    [np.asarray(a) for a in outputs], list(got), rtol=case.rtol, atol=case.atol
+                    [_array(a) for a in outputs], list(got), rtol=case.rtol, atol=case.atol
                 )
     except CapabilityError as exc:
         return Result(case.name, case.op, "refused", _first_line(str(exc)))
@@ -143,6 +143,13 @@ def run_case(case: Case) -> Result:
             case.name, case.op, "failed", f"{type(exc).__name__}: {_first_line(str(exc))}"
         )
     return Result(case.name, case.op, "passed")
+
+
+def _array(value: Any) -> np.ndarray:
+    """A case's tensor as an array (some cases hold TensorProtos, as the suite's runner reads)."""
+    from onnx import TensorProto, numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
 
 
 def _first_line(text: str, limit: int = 300) -> str:

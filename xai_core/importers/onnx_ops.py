@@ -54,7 +54,7 @@ class Builder:
         self.batch = batch  # the batch size the input declares, if fixed
         self.const: dict[str, np.ndarray] = dict(initializers)
         self.shape: dict[str, np.ndarray] = {}
-        self.act: dict[str, str] = {graph.input_name: graph.input_name}
+        self.act: dict[str, str] = {name: name for name in graph.inputs}
         self._suffixes: dict[str, int] = {}  # for unique_node_name
         self._constants: dict[tuple[str, int], str] = {}  # (tensor, rank) -> Constant node
         self._made: set[str] = set()  # native nodes added by this builder
@@ -297,6 +297,8 @@ def _clip(b: Builder, node: IRNode):
                     "must be one value."
                 )
             lo, hi = (float(v.reshape(-1)[0]), hi) if k == 1 else (lo, float(v.reshape(-1)[0]))
+    if lo is not None and hi is not None and lo > hi:  # ONNX: every value becomes max
+        lo = hi
     if lo == 0.0 and hi == 6.0:
         return nn.ReLU6()
     return nn.Clip(lo, hi)
@@ -451,6 +453,13 @@ def op_pad(b: Builder, node: IRNode) -> None:
 
 
 def op_identity(b: Builder, node: IRNode) -> None:
+    if node.op == "Dropout" and len(node.inputs) > 2 and node.inputs[2]:
+        training = np.asarray(b.value(node, node.inputs[2])).reshape(-1)
+        ratio = np.asarray(b.value(node, node.inputs[1])) if node.inputs[1] else 0.5
+        if training.size and bool(training[0]) and float(np.asarray(ratio).reshape(-1)[0]) > 0:
+            raise b.fail(node, "training_mode=True (random masks) is not supported.")
+    if any(node.outputs[1:]) and node.op == "Dropout":
+        raise b.fail(node, "the mask output of Dropout is not supported.")
     if b.is_act(node.inputs[0]):  # a node of its own, so its name can be read
         b.add(node, nn.Identity(), node.inputs[0])
     else:
@@ -542,7 +551,7 @@ for _op, _fn, _since, _limits in [
     ("Transpose", op_transpose, 1, "keeping the batch axis first"),
     ("Pad", op_pad, 1, "constant mode"),
     ("Identity", op_identity, 1, ""),
-    ("Dropout", op_identity, 1, "inference (an identity)"),
+    ("Dropout", op_identity, 1, "inference (an identity); not training_mode, not the mask"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
 

@@ -54,6 +54,8 @@ def _attr(node: IRNode, key: str, default: float) -> float:
     return _f32(node.attrs.get(key, default))
 
 
+_FINITE = "float tensors computed in the network (its inputs must be finite)"
+
 #: (ONNX name, first opset, layer from the node, limits).
 UNARY_MORE: list[tuple[str, int, Callable[[IRNode], Any], str]] = [
     ("Tan", 7, lambda n: nn.Tan(), ""),
@@ -69,14 +71,14 @@ UNARY_MORE: list[tuple[str, int, Callable[[IRNode], Any], str]] = [
     ("Ceil", 1, lambda n: nn.Ceil(), "float tensors (gradient 0)"),
     ("Round", 11, lambda n: nn.Round(), "float tensors (gradient 0)"),
     ("Sign", 9, lambda n: nn.Sign(), "float tensors (gradient 0)"),
-    ("IsNaN", 9, lambda n: nn.IsNaN(), "float tensors; the output is 0/1 (gradient 0)"),
+    ("IsNaN", 9, lambda n: nn.IsNaN(), f"{_FINITE}; the output is 0/1 (gradient 0)"),
     (
         "IsInf",
         10,
         lambda n: nn.IsInf(
             bool(n.attrs.get("detect_negative", 1)), bool(n.attrs.get("detect_positive", 1))
         ),
-        "float tensors; detect_negative, detect_positive; the output is 0/1 (gradient 0)",
+        f"{_FINITE}; detect_negative, detect_positive; the output is 0/1 (gradient 0)",
     ),
     ("ThresholdedRelu", 10, lambda n: nn.ThresholdedReLU(_attr(n, "alpha", 1.0)), ""),
     ("Shrink", 9, lambda n: nn.Shrink(_attr(n, "bias", 0.0), _attr(n, "lambd", 0.5)), ""),

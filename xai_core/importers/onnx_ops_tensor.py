@@ -360,8 +360,9 @@ def _resize_matrix(n_in: int, n_out: int, scale: float, attrs: dict, mode: str) 
         x = (o + 0.5) / scale - 0.5
     elif ctm == "pytorch_half_pixel":
         x = (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
-    elif ctm == "align_corners":
-        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
+    elif ctm == "align_corners":  # the resized length unrounded (n_in * scale), as ONNX's
+        size = n_in * scale
+        x = o * (n_in - 1) / (size - 1) if n_out > 1 and size > 1 else np.zeros_like(o)
     else:  # asymmetric
         x = o / scale
     m = np.zeros((n_out, n_in))
