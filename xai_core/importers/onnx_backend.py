@@ -50,7 +50,7 @@ _FLOATS = ("float32", "float64")
 #: a model made of these alone computes the same values with a leading axis of 1 added to
 #: every input, which is how a case of 1-D (or 0-D) tensors runs as one sample.
 ELEMENTWISE = frozenset(
-    "Abs Acos Acosh Add Asin Asinh Atan Atanh Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
+    "Abs Acos Acosh Add Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
     "Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu "
     "Less LessOrEqual Log Max Mean Min Mish Mul Neg Pow PRelu Reciprocal Relu Round Selu "
     "Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Swish Tan Tanh "

@@ -483,6 +483,16 @@ def _store(b: Builder, node: IRNode, out: Any) -> None:
 
 
 def op_gather(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # constant indices along an axis of computed samples
+        from xai_core.importers.onnx_ops_shape import select_along
+
+        idx = np.asarray(b.numbers(node, node.inputs[1])).astype(np.int64)
+        x = node.inputs[0]
+        shape = b.g.shape_of(b.node_of(node, x))
+        a = _axis(b, node, int(node.attrs.get("axis", 0)), len(shape) + 1)
+        picked = select_along(b, node, x, a, idx)
+        b.add(node, nn.Reshape((*shape[:a], *idx.shape, *shape[a + 1 :])), picked)
+        return
     data = np.asarray(b.value(node, node.inputs[0]))
     idx = np.asarray(b.value(node, node.inputs[1])).astype(np.int64)
     _store(b, node, np.take(data, idx, axis=int(node.attrs.get("axis", 0))))
@@ -510,6 +520,16 @@ def op_squeeze(b: Builder, node: IRNode) -> None:
 def op_cast(b: Builder, node: IRNode) -> None:
     import onnx
 
+    if b.is_act(node.inputs[0]):  # float32/float64: the network's own dtype, an identity
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
+        if dtype not in (np.float32, np.float64):
+            raise b.fail(
+                node,
+                f"a cast of a computed tensor to {dtype} is not supported (the network "
+                "computes in float32 or float64).",
+            )
+        b.add(node, nn.Identity(), node.inputs[0])
+        return
     v = np.asarray(b.value(node, node.inputs[0]))
     if v.dtype != object:
         v = v.astype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
@@ -557,12 +577,16 @@ for _op, _fn, _since, _limits in [
 
 for _op, _fn, _limits in [
     ("Shape", op_shape, ""),
-    ("Gather", op_gather, "on constants and shapes"),
+    (
+        "Gather",
+        op_gather,
+        "constants and shapes; computed tensors with constant indices, not along the batch axis",
+    ),
     ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
     ("Squeeze", op_squeeze, "on constants and shapes"),
-    ("Cast", op_cast, "on constants and shapes"),
+    ("Cast", op_cast, "constants and shapes to any type; computed tensors to float32/float64"),
 ]:
-    register(_op, _fn, folds=True, limits=_limits)
+    register(_op, _fn, folds=_op not in ("Cast", "Gather"), limits=_limits)
 
 
 def check_declared(b: Builder, node: IRNode, declared: dict[str, tuple[int, ...]]) -> None:

@@ -120,6 +120,11 @@ def _same(x: object, y: object) -> bool | None:
 
 
 def op_equal(b: Builder, node: IRNode) -> None:
+    if any(b.is_act(i) for i in node.inputs[:2]):  # computed: 1.0 where equal (gradient 0)
+        rank = max(b.rank(node, i) for i in node.inputs[:2] if b.is_act(i))
+        ins = [i if b.is_act(i) else b.constant_node(node, i, rank) for i in node.inputs[:2]]
+        b.add(node, nn.Compare("equal"), ins)
+        return
     x, y = (np.asarray(b.value(node, i)) for i in node.inputs[:2])
     if x.dtype != object and y.dtype != object:
         _store(b, node, np.equal(x, y))
@@ -473,9 +478,15 @@ for _op, _fn, _since, _limits in [
 for _op, _fn, _since, _limits in [
     ("ConstantOfShape", op_constant_of_shape, 9, "a constant shape"),
     ("Range", op_range, 11, "constant bounds"),
-    ("Equal", op_equal, 7, "on constants and shapes (numpy broadcasting)"),
     ("Not", op_not, 1, "on constants"),
     ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
     ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
 ]:
     register(_op, _fn, since=_since, folds=True, limits=_limits)
+
+register(
+    "Equal",
+    op_equal,
+    since=7,
+    limits="constants and shapes folded (numpy broadcasting); computed tensors as 0/1",
+)
