@@ -32,6 +32,17 @@ def _given(node: IRNode, k: int) -> bool:
     return len(node.inputs) > k and bool(node.inputs[k])
 
 
+def _times(b: Builder, node: IRNode, src: str, matrix: np.ndarray, suffix: str) -> str:
+    """The native node ``src`` (last axis m) times the constant (m, k) ``matrix``: a Dense
+    layer without bias for vector samples, a MatMul by a Constant otherwise."""
+    if len(b.g.shape_of(src)) == 1:
+        name = b.add(node, nn.Dense(matrix.shape[1], use_bias=False), src, suffix=suffix)
+        b.g.set_params(name, weight=matrix)
+        return name
+    rank = len(b.g.shape_of(src)) + 1
+    return b.add(node, nn.MatMul(), [src, b.value_node(node, matrix, rank)], suffix=suffix)
+
+
 def op_global_max_pool(b: Builder, node: IRNode) -> None:
     """``GlobalMaxPool``: the largest value of each channel, keeping the spatial axes as 1."""
     shape = _shape(b, node, node.inputs[0])
@@ -121,9 +132,7 @@ def op_cumsum(b: Builder, node: IRNode) -> None:
         perm = list(range(len(shape)))
         perm[a], perm[last] = last, a
         src = b.add(node, nn.Transpose(tuple(perm)), src, suffix="/to_last")
-    summed = b.add(
-        node, nn.MatMul(), [src, b.value_node(node, tri, rank)], suffix="/sum" if a != last else ""
-    )
+    summed = _times(b, node, src, tri, "/sum" if a != last else "")
     if a != last:
         b.add(node, nn.Transpose(tuple(perm)), summed)
 
@@ -246,14 +255,13 @@ def select_along(b: Builder, node: IRNode, x: str, axis: int, index: np.ndarray)
     index = np.where(index < 0, index + m, index)
     pick = np.zeros((m, index.size))
     pick[index, np.arange(index.size)] = 1.0
-    rank = len(shape) + 1
     src = b.node_of(node, x)
     last = len(shape) - 1
     perm = list(range(len(shape)))
     perm[axis], perm[last] = last, axis
     if axis != last:
         src = b.add(node, nn.Transpose(tuple(perm)), src, suffix="/to_last")
-    out = b.add(node, nn.MatMul(), [src, b.value_node(node, pick, rank)], suffix="/picked")
+    out = _times(b, node, src, pick, "/picked")
     if axis != last:
         out = b.add(node, nn.Transpose(tuple(perm)), out, suffix="/back")
     return out
