@@ -219,7 +219,23 @@ def markdown(results: list[Result]) -> str:
             f"| `{op}` | {'yes' if row['listed'] else 'no'} | {n} | {row['passed']} | "
             f"{row['refused']} | {row['failed']} |"
         )
+    lines += [
+        "",
+        "## Cases of supported operators refused or failed, and why",
+        "",
+        "| Operator | Case | Status | Message (first 160 characters) |",
+        "|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: (r.op, r.case)):
+        if r.status != "passed" and r.op in SUPPORTED_ONNX_OPS:
+            why = _cell(r.detail.replace("the ONNX model: ", "")[:160])
+            lines.append(f"| `{r.op}` | `{r.case}` | {r.status} | {why} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text safe in a markdown table cell."""
+    return text.replace("|", "\\|").replace("`", "'")
 
 
 def main(argv: list[str] | None = None) -> int:
