@@ -458,8 +458,12 @@ def op_identity(b: Builder, node: IRNode) -> None:
         ratio = np.asarray(b.value(node, node.inputs[1])) if node.inputs[1] else 0.5
         if training.size and bool(training[0]) and float(np.asarray(ratio).reshape(-1)[0]) > 0:
             raise b.fail(node, "training_mode=True (random masks) is not supported.")
-    if any(node.outputs[1:]) and node.op == "Dropout":
-        raise b.fail(node, "the mask output of Dropout is not supported.")
+    if node.op == "Dropout" and len(node.outputs) > 1 and node.outputs[1]:
+        # inference keeps every element: the mask is a constant of True (a graph output
+        # that is a constant is refused when the network's outputs are set)
+        x = node.inputs[0]
+        shape = b.g.shape_of(b.node_of(node, x)) if b.is_act(x) else np.shape(b.value(node, x))
+        b.const[node.outputs[1]] = np.ones((1, *shape) if b.is_act(x) else shape, dtype=bool)
     if b.is_act(node.inputs[0]):  # a node of its own, so its name can be read
         b.add(node, nn.Identity(), node.inputs[0])
     else:
@@ -571,7 +575,7 @@ for _op, _fn, _since, _limits in [
     ("Transpose", op_transpose, 1, "keeping the batch axis first"),
     ("Pad", op_pad, 1, "constant mode"),
     ("Identity", op_identity, 1, ""),
-    ("Dropout", op_identity, 1, "inference (an identity); not training_mode, not the mask"),
+    ("Dropout", op_identity, 1, "inference (an identity; the mask all True); not training_mode"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
 
