@@ -249,3 +249,42 @@ def test_refusals_name_the_limit(data, words):
     """What the converters cannot compute is refused up front, naming the node."""
     with pytest.raises(CapabilityError, match=words):
         xai.from_onnx(data)
+
+
+def test_layer_norm_mean_and_inv_std_outputs_match_onnxruntime_and_torch():
+    """LayerNormalization's three outputs equal onnxruntime's; InvStdDev's gradient torch's."""
+    import onnxruntime as ort
+
+    node = helper.make_node(
+        "LayerNormalization", ["x", "s", "b"], ["y", "m", "r"], axis=-2, epsilon=1e-3
+    )
+    s = RNG.standard_normal((6, 5)).astype(np.float32)
+    bias = RNG.standard_normal((6, 5)).astype(np.float32)
+    graph = helper.make_graph(
+        [node],
+        "ln3",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *SHAPE])],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, None) for k in "ymr"],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(bias, "b")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    X = RNG.standard_normal((3, *SHAPE)).astype(np.float32)
+    net = xai.from_onnx(data)
+    got = net.predict_outputs(X)
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": X})
+    for name, w in zip(net.outputs, want, strict=True):
+        np.testing.assert_allclose(got[name], w, rtol=1e-4, atol=1e-5)
+    inv = xai.from_onnx(data, dtype="float64").with_output(2)
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = Record()
+    X64 = X.astype(np.float64)
+    out = inv.forward(X64, backend, record=record)
+    seed = RNG.standard_normal(out.shape)
+    gX, _ = inv.vjp(seed, backend, record, param_grads=False)
+    xt = torch.tensor(X64, requires_grad=True)
+    var = xt.var((2, 3), keepdim=True, correction=0)
+    yt = 1 / torch.sqrt(var + 1e-3)
+    (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
+    np.testing.assert_allclose(gX, g.numpy(), rtol=1e-6, atol=1e-9)
