@@ -61,6 +61,23 @@ S4, B4 = RNG.standard_normal(4).astype(np.float32), RNG.standard_normal(4).astyp
 S5 = RNG.standard_normal(5).astype(np.float32)
 
 
+def _where_computed() -> bytes:
+    """``where(x > 0.5, x, c)``: the condition computed by a Greater node."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Greater", ["x", "h"], ["g"]),
+            helper.make_node("Where", ["g", "x", "c"], ["y"], name="the_where"),
+        ],
+        "where_computed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *SHAPE])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.float32(0.5), "h"), numpy_helper.from_array(S5, "c")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
 def _cumsum(x, dim, exclusive=False, reverse=False):
     if reverse:
         x = torch.flip(x, [dim])
@@ -170,6 +187,16 @@ CASES = {
         model("Equal", inputs=["x", "x"], out=TensorProto.BOOL),
         lambda x: (x == x).to(x.dtype) + 0 * x.sum(),
     ),
+    "Unsqueeze": Case(
+        model("Unsqueeze", inits={"a": np.array([-1, 2])}), lambda x: x[:, :, None, :, :, None]
+    ),
+    "Unsqueeze_opset11": Case(model("Unsqueeze", {"axes": [1]}, opset=11), lambda x: x[:, None]),
+    "Squeeze": Case(
+        model("Squeeze", inits={"a": np.array([-2])}, shape=(4, 1, 5)),
+        lambda x: x[:, :, 0],
+        shape=(4, 1, 5),
+    ),
+    "Where_computed_condition": Case(_where_computed(), lambda x: torch.where(x > 0.5, x, T(S5))),
     "QuantizeLinear": Case(
         model(
             "QuantizeLinear",
@@ -242,8 +269,23 @@ def test_operator_saves_and_loads(case, tmp_path):
         (model("Cast", {"to": TensorProto.INT32}), "not supported"),
         (model("MeanVarianceNormalization"), "the batch axis cannot be touched"),
         (model("CumSum", inits={"a": np.array(0)}), "the batch axis cannot be touched"),
+        (model("Unsqueeze", inits={"a": np.array([0])}), "before the batch axis"),
+        (model("Squeeze", inits={"a": np.array([0])}), "squeeze the batch axis"),
+        (
+            model("Add", inits={"m": np.array([0.0, -np.inf, 0.0, 0.0, 0.0], np.float32)}),
+            "NaN or infinite values",
+        ),
     ],
-    ids=["tile_batch", "compress_flat", "cast_to_int", "mvn_default_axes", "cumsum_batch"],
+    ids=[
+        "tile_batch",
+        "compress_flat",
+        "cast_to_int",
+        "mvn_default_axes",
+        "cumsum_batch",
+        "unsqueeze_batch",
+        "squeeze_batch",
+        "infinite_constant",
+    ],
 )
 def test_refusals_name_the_limit(data, words):
     """What the converters cannot compute is refused up front, naming the node."""

@@ -145,6 +145,10 @@ class Builder:
         """A ``Constant`` node holding ``value`` (computed while importing, such as a
         converter's ``log(base)``), an operand of a batched tensor of ``rank`` axes."""
         value = np.asarray(value, dtype=self.g.dtype)
+        if not np.isfinite(value).all():
+            raise self.fail(
+                node, "a constant holding NaN or infinite values (a -inf mask) is not supported."
+            )
         if value.ndim == rank:
             if value.shape[0] != 1:
                 raise self.fail(
@@ -509,6 +513,22 @@ def _axes(b: Builder, node: IRNode) -> list[int]:
 
 
 def op_unsqueeze(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # a computed tensor: a per-sample Reshape
+        shape = list(b.g.shape_of(b.node_of(node, node.inputs[0])))
+        axes = _axes(b, node)
+        total = len(shape) + 1 + len(axes)
+        where = sorted(a + total if a < 0 else a for a in axes)
+        if len(set(where)) != len(where) or not all(0 <= a < total for a in where):
+            raise ModelFormatError(
+                f"{b.where}: Unsqueeze node {node.name!r}: axes {axes} are repeated or out of "
+                f"range for an output of {total} axes."
+            )
+        if where and where[0] == 0:
+            raise b.fail(node, f"axes {axes} add an axis before the batch axis.")
+        for a in where:
+            shape.insert(a - 1, 1)
+        b.add(node, nn.Reshape(tuple(shape)), node.inputs[0])
+        return
     out = np.asarray(b.value(node, node.inputs[0]))
     for a in sorted(_axes(b, node)):
         out = np.expand_dims(out, a if a >= 0 else a + out.ndim + 1)
@@ -516,6 +536,29 @@ def op_unsqueeze(b: Builder, node: IRNode) -> None:
 
 
 def op_squeeze(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # a computed tensor: a per-sample Reshape
+        shape = b.g.shape_of(b.node_of(node, node.inputs[0]))
+        axes = _axes(b, node)
+        if not axes and b.batch == 1:
+            raise b.fail(node, "no axes, and a batch of 1: the batch axis would be squeezed.")
+        rank = len(shape) + 1
+        drop = (
+            {a + rank if a < 0 else a for a in axes}
+            if axes
+            else {i + 1 for i, d in enumerate(shape) if d == 1}
+        )
+        if 0 in drop:
+            raise b.fail(node, f"axes {axes} squeeze the batch axis.")
+        if any(not 0 < a < rank or shape[a - 1] != 1 for a in drop):
+            raise ModelFormatError(
+                f"{b.where}: Squeeze node {node.name!r}: axes {axes} are not axes of size 1 of "
+                f"samples of shape {shape}."
+            )
+        kept = tuple(d for i, d in enumerate(shape) if i + 1 not in drop)
+        if not kept:
+            raise b.fail(node, "the samples would become scalars (no axis left).")
+        b.add(node, nn.Reshape(kept), node.inputs[0])
+        return
     out = np.asarray(b.value(node, node.inputs[0]))
     axes = _axes(b, node)
     _store(b, node, np.squeeze(out, axis=tuple(axes)) if axes else np.squeeze(out))
@@ -586,11 +629,15 @@ for _op, _fn, _limits in [
         op_gather,
         "constants and shapes; computed tensors with constant indices, not along the batch axis",
     ),
-    ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
-    ("Squeeze", op_squeeze, "on constants and shapes"),
+    (
+        "Unsqueeze",
+        op_unsqueeze,
+        "constants and shapes; computed tensors (not before the batch axis)",
+    ),
+    ("Squeeze", op_squeeze, "constants and shapes; computed tensors (not the batch axis)"),
     ("Cast", op_cast, "constants and shapes to any type; computed tensors to float32/float64"),
 ]:
-    register(_op, _fn, folds=_op not in ("Cast", "Gather"), limits=_limits)
+    register(_op, _fn, folds=_op not in ("Cast", "Gather", "Squeeze", "Unsqueeze"), limits=_limits)
 
 
 def check_declared(b: Builder, node: IRNode, declared: dict[str, tuple[int, ...]]) -> None:

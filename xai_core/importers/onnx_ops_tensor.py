@@ -220,9 +220,7 @@ def op_where(b: Builder, node: IRNode) -> None:
         c = np.asarray(b.value(node, cond)).astype(bool)
         _store(b, node, np.where(c, b.value(node, x), b.value(node, y)))
         return
-    if b.is_act(cond):
-        raise b.fail(node, "the condition must be a constant; it is computed at run time.")
-    rank = b.rank(node, x if b.is_act(x) else y)
+    rank = max(b.rank(node, i) for i in (cond, x, y) if b.is_act(i))
     ins = [
         i if b.is_act(i) else b.value_node(node, _plain(b, node, i).astype(float), rank)
         for i in (cond, x, y)
@@ -460,7 +458,12 @@ for _op, _fn, _since, _limits in [
     ("MaxPool", _pool("max"), 1, "2-D; ceil_mode; no dilation, no Indices output"),
     ("AveragePool", _pool("avg"), 1, "2-D; ceil_mode, count_include_pad; no dilation"),
     ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
-    ("Where", op_where, 9, "a constant condition; activations or constants as the branches"),
+    (
+        "Where",
+        op_where,
+        9,
+        "condition and branches computed or constant (gradient 0 for the condition)",
+    ),
     ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
     ("DepthToSpace", op_depth_to_space, 1, "NCHW images; DCR and CRD modes"),
     (
