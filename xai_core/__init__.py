@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         from_teachable_machine,
         from_tflite,
         from_torch,
+        import_model,
         to_teachable_machine,
         to_tflite,
     )
@@ -77,6 +78,7 @@ _EXPORTS: dict[str, list[str]] = {
         "compare_methods",
     ],
     "compare.faithfulness": ["Faithfulness", "faithfulness"],
+    "importers.direct": ["import_model"],
     "importers.keras_import": ["from_keras"],
     "importers.onnx_import": ["from_onnx"],
     "importers.teachable": ["from_teachable_machine", "to_teachable_machine"],
@@ -244,6 +246,7 @@ __all__ = [
     "from_teachable_machine",
     "from_tflite",
     "from_torch",
+    "import_model",
     "to_teachable_machine",
     "to_tflite",
     "get_backend",

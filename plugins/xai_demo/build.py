@@ -79,7 +79,9 @@ def build_report(
     Parameters
     ----------
     model : path, optional
-        A native network saved with ``net.save`` (weights + JSON, never pickle).
+        A model file, imported by :func:`xai_core.import_model`: a native network saved
+        with ``net.save`` (weights + JSON, never pickle), an ``.onnx``, ``.tflite``,
+        ``.keras`` or ``.h5`` file, a TF.js ``model.json`` or a Teachable Machine ``.zip``.
     data : path, optional
         Rows for ``model``: see :func:`load_data`.
     results : sequence of path
@@ -112,11 +114,11 @@ def build_report(
     for path in results:
         report.add(Explanation.load(path), f"{Path(path).name}")
     if model is not None:
-        from xai_core.nn import load_model
+        from xai_core import import_model
 
-        net = load_model(model)
         X, _, names = load_data(data, target)  # type: ignore[arg-type]
         X = select_rows(X, selection, "rows")
+        net = import_model(model, X)
         report.add(
             {"rows": len(X), "features": int(np.prod(X.shape[1:]))}, f"Data: {Path(data).name}"
         )

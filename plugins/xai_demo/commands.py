@@ -35,6 +35,12 @@ def _demo(args: argparse.Namespace) -> int:
     )
 
 
+_MODEL_HELP = (
+    "the model file: a network saved with net.save (.npz), .onnx, .tflite, .keras, .h5, a "
+    "TF.js model.json or a Teachable Machine .zip"
+)
+
+
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--out", default="report.html", help="where to write the report (report.html)"
@@ -51,8 +57,8 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 def _explain(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from xai_core import import_model
     from xai_core.attribution.explainer import explain
-    from xai_core.nn import load_model
     from xai_demo.build import load_data
 
     # Every path and option is checked before any work.
@@ -61,11 +67,11 @@ def _explain(args: argparse.Namespace) -> int:
     output_file(args.out, "--out")
     rows = parse_rows(args.rows)
     options = parse_options(args.option)
-    net = load_model(args.model)
     X, _, names = load_data(args.data, args.target, "--data")
+    X = select_rows(X, rows)
     e = explain(
-        net,
-        select_rows(X, rows),
+        import_model(args.model, X),
+        X,
         method=args.method,
         backend=args.backend,
         feature_names=names,
@@ -82,7 +88,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _explain_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="a network saved with net.save (.npz)")
+    parser.add_argument("--model", required=True, help=_MODEL_HELP)
     parser.add_argument(
         "--data", required=True, help="rows: .npz with X (y, feature_names) or .csv"
     )
@@ -133,7 +139,7 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results", nargs="*", help="explanations saved with Explanation.save (JSON)"
     )
-    parser.add_argument("--model", help="a network saved with net.save (.npz)")
+    parser.add_argument("--model", help=_MODEL_HELP)
     parser.add_argument("--data", help="rows to explain: .npz with X (y, feature_names) or .csv")
     parser.add_argument("--target", help="the target column of a CSV data file")
     parser.add_argument(

@@ -108,7 +108,7 @@ def _resolve_group(spec: Any, labels: np.ndarray | None, n: int, what: str) -> n
 
 
 def vectors_from(source: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    runner = source if isinstance(source, xai.ModelRunner) else xai.ModelRunner(source)
+    runner = source if isinstance(source, xai.ModelRunner) else xai.ModelRunner(source, example=X)
     if layer is None:
         raise ValidationError(
             "layer is required when projecting a model's activations: an index or layer name."

@@ -322,6 +322,9 @@ def project(
     ----------
     vectors : array-like of shape (n_samples, n_features), or a ModelRunner / native model
         The embeddings; or a runner (or model) whose ``activations(X, layer)`` give them.
+        With ``X``, anything that is not array-like is a model, imported as
+        :func:`xai_core.explain` imports it (a torch module traced on ``X``, a Keras model,
+        a model file): its layers are the imported network's nodes.
     X : array-like of shape (n_samples, *input_shape), optional
         The inputs, when ``vectors`` is a runner or model.
     layer : int or str, optional
@@ -392,7 +395,12 @@ def project(
 def _vectors(vectors: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
     """The vectors to project, checked, and where they came from (a layer's activations of ``X``)."""
     source_info: dict[str, Any] = {}
-    if hasattr(vectors, "activations") or isinstance(vectors, xai.Model):
+    not_array = not hasattr(vectors, "__array__") and not isinstance(vectors, (list, tuple))
+    if (
+        hasattr(vectors, "activations")
+        or isinstance(vectors, xai.Model)
+        or (X is not None and not_array)
+    ):
         if X is None:
             raise ValidationError("X is required when projecting a model's activations.")
         vectors, source_info = _inputs.vectors_from(vectors, X, layer)

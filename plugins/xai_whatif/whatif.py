@@ -34,8 +34,10 @@ class WhatIf:
 
     Parameters
     ----------
-    model : ModelRunner, Model, estimator or callable
-        Anything :class:`xai_core.ModelRunner` accepts; every evaluation goes through
+    model : ModelRunner, Model, torch.nn.Module, keras.Model, str, path, estimator or callable
+        Anything :class:`xai_core.ModelRunner` accepts (a torch module, a Keras model or a
+        model file is imported as :func:`xai_core.explain` imports it, a torch module
+        traced on rows of ``X``); every evaluation goes through
         ``runner.predict`` in large batches.
     X : array-like of shape (n_samples, n_features) or (n_samples, *image_shape), or DataFrame
         The data. DataFrame columns of ``category``, ``object`` or ``bool`` dtype are
@@ -89,12 +91,17 @@ class WhatIf:
     ) -> None:
         if task not in TASKS:
             raise UnknownNameError("task", task, TASKS)
+        self.table = Table(X, feature_names, categorical_features)
         self.runner = (
             model
             if isinstance(model, xai.ModelRunner)
-            else xai.ModelRunner(model, backend=backend, batch_size=batch_size)
+            else xai.ModelRunner(
+                model,
+                backend=backend,
+                batch_size=batch_size,
+                example=self.table.X.reshape(len(self.table.X), *self.table.sample_shape),
+            )
         )
-        self.table = Table(X, feature_names, categorical_features)
         self.progress = check_bool(progress, "progress", allow_none=True)
         n, d = self.table.X.shape
         shape = self.runner.model.input_shape

@@ -156,3 +156,31 @@ def test_explain_saves_json_that_report_reads(tmp_path, capsys):
     assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
     assert main(argv[:-2] + ["--option", "stepz=8", "-o", str(out)]) == 2
     assert "Unknown option of method 'ig' 'stepz'" in capsys.readouterr().err
+
+
+def test_explain_and_report_take_an_onnx_file(tmp_path, capsys):
+    """`xai explain --model m.onnx` explains as xai.explain(xai.from_onnx(path), X) does."""
+    import numpy as np
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    import xai_core as xai
+    from xai_core.importers.torch_import import export_onnx
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    X = np.random.default_rng(0).random((6, 3)).astype(np.float32)
+    (tmp_path / "m.onnx").write_bytes(export_onnx(module, torch.from_numpy(X)))
+    np.savez(tmp_path / "d.npz", X=X)
+    out = tmp_path / "e.json"
+    argv = ["explain", "--model", str(tmp_path / "m.onnx"), "--data", str(tmp_path / "d.npz")]
+    assert main([*argv, "--method", "ig", "--rows", "4", "-o", str(out)]) == 0
+    want = xai.explain(xai.from_onnx(tmp_path / "m.onnx"), X[:4], method="ig")
+    assert np.array_equal(xai.Explanation.load(out).values, want.values)
+    report = ["report", "--model", str(tmp_path / "m.onnx"), "--data", str(tmp_path / "d.npz")]
+    assert main([*report, "-o", str(tmp_path / "r.html")]) == 0
+    (tmp_path / "m.pt").write_bytes(b"\0")
+    capsys.readouterr()
+    assert main([*argv[:2], str(tmp_path / "m.pt"), *argv[3:], "-o", str(out)]) == 2
+    assert "'m.pt' is not a model file" in capsys.readouterr().err

@@ -24,7 +24,6 @@ from xai_core.attribution.parallel import check_parallel, explain_chunked
 from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ValidationError
-from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner, predicted_class
 from xai_core.plugin.resolve import (
     backends_with,
@@ -260,6 +259,7 @@ def explain(
     *,
     output: str | int | None = None,
     feature_names: Any = None,
+    output_names: Any = None,
     batch_size: int = 4096,
     executor: Any = None,
     chunk_size: int | None = None,
@@ -270,9 +270,17 @@ def explain(
 
     Parameters
     ----------
-    model : Model, ModelRunner, estimator or callable
-        Anything :func:`xai_core.as_model` accepts, or a runner (then ``backend`` is
-        the runner's).
+    model : Model, ModelRunner, torch.nn.Module, keras.Model, str, path, estimator or callable
+        Imported once by :func:`xai_core.import_model` (and kept for the next call while
+        the weights are unchanged): a torch module (traced on the first rows of ``X``;
+        its input shape is their sample shape), a Keras model of one input, or a model
+        file (``.onnx``, ``.tflite``, ``.keras``, ``.h5``, TF.js ``.json``, a saved
+        ``.npz``, a Teachable Machine ``.zip`` or folder) becomes a native network, with
+        gradients on every backend. A native network, an estimator or a function of a
+        batch is taken as :func:`xai_core.as_model` takes it; a runner as it is (then
+        ``backend`` is the runner's). To explain a torch module or Keras model as a black
+        box instead (predictions only, on the host), pass
+        ``xai.BlackBoxModel(module)``.
     X : array-like of shape (n_samples, *input_shape)
         Rows to explain. Explainers see a read-only view: they cannot change it.
     method : str, default="auto"
@@ -292,6 +300,8 @@ def explain(
         the first.
     feature_names : sequence of str, optional
         One name per feature; taken from a DataFrame's columns when ``X`` is one.
+    output_names : sequence of str, optional
+        Class names of a model imported here (by default those a file holds, if any).
     batch_size : int, default=4096
         Rows per model call.
     executor : concurrent.futures.Executor, distributed.Client or "processes", optional
@@ -317,6 +327,9 @@ def explain(
 
     Raises
     ------
+    CapabilityError, ModelFormatError
+        Importing ``model`` failed: the message names what failed (every unsupported
+        operator or layer) and the black-box way out.
     ResourceError
         Before any model call, when the method's estimate of the work or memory
         (:meth:`Explainer.estimate_cost`) is over the limits of
@@ -330,19 +343,31 @@ def explain(
         check_parallel(executor, chunk_size)
     blas = check_int(blas_threads, "blas_threads", 1, allow_none=True)
     if isinstance(model, ModelRunner):
-        if output is not None:
-            raise ValidationError(
+        for given, why in (
+            (
+                output,
                 "output= selects an output of a model; for a runner, make it of "
-                "model.with_output(output) instead."
-            )
+                "model.with_output(output) instead.",
+            ),
+            (
+                output_names,
+                "output_names names the outputs of a model explain imports; a "
+                "ModelRunner holds its model already: give the names where the model is made.",
+            ),
+        ):
+            if given is not None:
+                raise ValidationError(why)
         runner: ModelRunner | None = model
         the_model, the_backend = model.model, model.backend
         capabilities = model.capabilities
     else:
         runner = None
-        the_model, the_backend = as_model(model), get_backend(backend)
+        from xai_core.importers.direct import import_model
+
+        the_model = import_model(model, X, output_names=output_names)
         if output is not None:
             the_model = the_model.with_output(output)
+        the_backend = get_backend(backend)
         capabilities = frozenset(the_model.capabilities)
         if not the_backend.supports_gradients:
             capabilities = capabilities - {"gradient"}

@@ -21,7 +21,6 @@ from xai_core.backends.base import Backend
 from xai_core.compare import metrics
 from xai_core.compare.results import BackendComparison, MethodComparison
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.model.base import as_model
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.resolve import backend_classes, default_methods, explainer_class, get_backend
 from xai_core.progress import Bar, progress_bar
@@ -111,7 +110,9 @@ def _check_quantized(quantized: Any, model: Any) -> Any:
     """``quantized`` as an int8 model of ``model``'s input shape, or None when not given."""
     if quantized is None:
         return None
-    quantized = as_model(quantized)
+    from xai_core.importers.direct import import_model
+
+    quantized = import_model(quantized)
     if not quantized.is_quantized:
         raise ValidationError(f"quantized must be an int8 model; got {quantized!r}.")
     if tuple(quantized.input_shape or ()) != tuple(model.input_shape or ()):
@@ -272,8 +273,9 @@ def compare_backends(
 
     Parameters
     ----------
-    model : Model, estimator or callable
-        A native network runs on every backend; on ``edgetpu`` its int8 quantisation
+    model : Model, torch.nn.Module, keras.Model, str, path, estimator or callable
+        Imported once as :func:`xai_core.explain` imports it
+        (:func:`xai_core.import_model`). A native network runs on every backend; on ``edgetpu`` its int8 quantisation
         (``xai.quantize(model, calibration)``) runs. A black box runs on the host only.
     X : array-like of shape (n_samples, *input_shape)
     method : str or Explainer subclass, default="auto"
@@ -296,9 +298,9 @@ def compare_backends(
         method's own spread.
     calibration : array-like, optional
         Rows for int8 quantisation; ``X`` by default.
-    quantized : Model, optional
+    quantized : Model, str or path, optional
         The int8 model that int8-only backends (``edgetpu``) run: the ``.tflite`` file you
-        deployed (``xai.from_tflite``) or ``xai.quantize``'s result. By default ``model`` is
+        deployed (its path, or ``xai.from_tflite``'s model) or ``xai.quantize``'s result. By default ``model`` is
         quantised on ``calibration``. Its inputs and outputs must match ``model``'s.
     executor : concurrent.futures.Executor, distributed.Client or "processes", optional
         Run each backend's explanation in chunks there (see :func:`xai_core.explain`).
@@ -314,7 +316,9 @@ def compare_backends(
     cls = None if isinstance(method, str) and method == "auto" else explainer_class(method)
     k = check_positive_int(k, "k")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
-    model = as_model(model)
+    from xai_core.importers.direct import import_model
+
+    model = import_model(model, X)
     pairs, skipped = _compared_backends(backends, reference)
     ref_runner = ModelRunner(model, pairs[0][1])
     if cls is None:
@@ -393,7 +397,8 @@ def compare_methods(
 
     Parameters
     ----------
-    model : Model, estimator or callable
+    model : Model, torch.nn.Module, keras.Model, str, path, estimator or callable
+        Imported once as :func:`xai_core.explain` imports it (:func:`xai_core.import_model`).
     X : array-like of shape (n_samples, *input_shape)
     methods : sequence of str, optional
         Registered explainers, each resolved once, here. By default the explainers that
@@ -426,7 +431,7 @@ def compare_methods(
     unknown = set(method_options) - set(methods)
     if unknown:
         raise ValidationError(f"method_options names methods not compared: {sorted(unknown)}.")
-    runner = ModelRunner(model, backend)
+    runner = ModelRunner(model, backend, example=X)
     X = runner.check_X(X)
     target = resolve_target(runner, X, target)
     explanations: dict[str, Explanation] = {}

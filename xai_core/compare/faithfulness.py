@@ -221,8 +221,8 @@ def faithfulness(
 
     Parameters
     ----------
-    model : Model, ModelRunner, estimator or callable
-        The explained model.
+    model : Model, ModelRunner, torch.nn.Module, keras.Model, str, path, estimator or callable
+        The explained model, imported as :func:`xai_core.explain` imports it.
     explanation : Explanation
         With ``data`` (the explained rows) and ``target``.
     backend : str or Backend, default="cpu"
@@ -255,7 +255,11 @@ def faithfulness(
     steps = check_positive_int(steps, "steps")
     n_random = check_positive_int(n_random, "n_random")
     infidelity_samples = check_positive_int(infidelity_samples, "infidelity_samples")
-    runner = model if isinstance(model, ModelRunner) else ModelRunner(model, backend)
+    runner = (
+        model
+        if isinstance(model, ModelRunner)
+        else ModelRunner(model, backend, example=explanation.data)
+    )
     X = runner.check_X(explanation.data, "explanation.data")
     values = np.asarray(explanation.values, dtype=np.float64)
     target = np.asarray(explanation.target)

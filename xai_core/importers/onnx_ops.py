@@ -274,6 +274,53 @@ def op_conv(b: Builder, node: IRNode) -> None:
     b.g.set_params(name, **params)
 
 
+def _transpose_pads(b: Builder, node: IRNode, kernel, strides, dilations, size, out_pad):
+    """(top, bottom, left, right) of a ConvTranspose from ``pads``, ``auto_pad`` or
+    ``output_shape``, as the ONNX spec computes them."""
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    target = node.attrs.get("output_shape")
+    if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = [n * s for n, s in zip(size, strides)]
+    if target is None:
+        return (0, 0, 0, 0) if auto == "VALID" else _pads(b, node, kernel, strides, dilations, size)
+    target = [int(t) for t in target][-2:]
+    out = []
+    for k, s, d, n, op, t in zip(kernel, strides, dilations, size, out_pad, target):
+        total = s * (n - 1) + op + (k - 1) * d + 1 - t
+        if total < 0:
+            raise b.fail(node, f"output_shape {target} is larger than the kernel can reach.")
+        small = total // 2
+        out.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
+    return out[0][0], out[0][1], out[1][0], out[1][1]
+
+
+def op_conv_transpose(b: Builder, node: IRNode) -> None:
+    w = b.numbers(node, node.inputs[1])
+    if w.ndim != 4:
+        raise b.fail(node, f"only 2-D transposed convolutions are supported; weight {w.shape}.")
+    kernel, strides, dilations = _kernel_attrs(b, node, node.attrs.get("kernel_shape", w.shape[2:]))
+    out_pad = tuple(int(p) for p in node.attrs.get("output_padding", [0, 0]))
+    size = _spatial(b, node, node.inputs[0])
+    pads = _transpose_pads(b, node, kernel, strides, dilations, size, out_pad)
+    groups = int(node.attrs.get("group", 1))
+    has_bias = len(node.inputs) > 2 and bool(node.inputs[2])
+    layer = nn.Conv2DTranspose(
+        w.shape[1] * groups,
+        kernel,
+        stride=strides,
+        padding=pads,
+        output_padding=out_pad,
+        dilation=dilations,
+        groups=groups,
+        use_bias=has_bias,
+    )
+    name = b.add(node, layer, node.inputs[0])
+    params = {"weight": w}
+    if has_bias:
+        params["bias"] = b.numbers(node, node.inputs[2])
+    b.g.set_params(name, **params)
+
+
 def op_batchnorm(b: Builder, node: IRNode) -> None:
     if node.attrs.get("training_mode", 0):
         raise b.fail(node, "training_mode=1 is not supported; export the model in eval mode.")
@@ -600,6 +647,13 @@ def op_slice(b: Builder, node: IRNode) -> None:
 for _op, _fn, _since, _limits in [
     ("Gemm", op_gemm, 1, "a constant B (the weights); transA=0"),
     ("Conv", op_conv, 1, "2-D, constant weights; groups, strides, dilations, pads, auto_pad"),
+    (
+        "ConvTranspose",
+        op_conv_transpose,
+        1,
+        "2-D, constant weights; groups, strides, dilations, pads, auto_pad, output_padding "
+        "(less than the stride), output_shape",
+    ),
     ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
     ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
     ("Clip", _unary(_clip), 1, "constant bounds (attributes before opset 11, inputs after)"),

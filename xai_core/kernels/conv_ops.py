@@ -18,7 +18,14 @@ import numpy as np
 
 from xai_core.kernels.im2col import col2im, conv_output_size, im2col
 
-__all__ = ["ConvGeometry", "conv2d_im2col", "conv2d_im2col_vjp", "add_channel_bias"]
+__all__ = [
+    "ConvGeometry",
+    "conv2d_im2col",
+    "conv2d_im2col_vjp",
+    "conv_transpose2d_im2col",
+    "conv_transpose2d_im2col_vjp",
+    "add_channel_bias",
+]
 
 
 class ConvGeometry(NamedTuple):
@@ -144,10 +151,9 @@ def conv2d_im2col_vjp(
     else:  # the forward ran a backend's fast path, which kept the input
         x = record["x"]
         cols, x_shape = _cols(x, geom), x.shape
-    n, f, g = grad.shape[0], weight.shape[0], geom.groups
-    fg, kg = f // g, cols.shape[1] // g
-    gm = np.ascontiguousarray(grad.reshape(n, f, -1).transpose(0, 2, 1)).reshape(-1, f)
-    w = weight.reshape(f, -1)
+    f, g = weight.shape[0], geom.groups
+    fg = f // g
+    gm = _pixel_rows(grad)
     grads = {}
     # per group, the output channels' gradients (groups, n * oh * ow, filters / groups)
     gg = gm.reshape(-1, g, fg).transpose(1, 0, 2) if g > 1 else None
@@ -161,11 +167,113 @@ def conv2d_im2col_vjp(
             grads["bias"] = backend.reduce(np.sum, gm, axis=0)
     if not input_grad:
         return None, grads
+    return _windows_back(backend, gm, weight, geom, x_shape), grads
+
+
+def _windows_back(
+    backend: Any, gm: np.ndarray, weight: np.ndarray, geom: ConvGeometry, x_shape: tuple[int, ...]
+) -> np.ndarray:
+    """``col2im(gm @ weight)``, per group: each output pixel's values spread back over its
+    window, summed onto an image of ``x_shape``.
+
+    ``gm`` has shape (n * out_pixels, filters); the product is ``backend.matmul`` (or, for
+    ``groups > 1``, one ``backend.batched_matmul``). It is a convolution's input gradient
+    and a transposed convolution's forward pass.
+    """
+    f, g = weight.shape[0], geom.groups
+    w = weight.reshape(f, -1)
     if g == 1:
         dcols = backend.matmul(gm, w)
     else:
+        fg, kg = f // g, w.shape[1]
+        gg = gm.reshape(-1, g, fg).transpose(1, 0, 2)
         dcols = backend.batched_matmul(gg, w.reshape(g, fg, kg))
         dcols = dcols.transpose(1, 0, 2).reshape(-1, g * kg)
     kh, kw = geom.kernel
-    gx = col2im(dcols, x_shape, kh, kw, geom.strides, geom.pads, geom.dilation)
+    return col2im(dcols, x_shape, kh, kw, geom.strides, geom.pads, geom.dilation)
+
+
+def _pixel_rows(x: np.ndarray) -> np.ndarray:
+    """(n, channels, h, w) as the matrix (n * h * w, channels): one row per pixel."""
+    n, c = x.shape[:2]
+    return np.ascontiguousarray(x.reshape(n, c, -1).transpose(0, 2, 1)).reshape(-1, c)
+
+
+def conv_transpose2d_im2col(
+    backend: Any,
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    geom: ConvGeometry,
+    out_hw: tuple[int, int],
+    record: dict | None,
+) -> np.ndarray:
+    """The transposed convolution of ``x``: the input gradient of the convolution ``geom``.
+
+    Parameters
+    ----------
+    backend : Backend
+    x : ndarray of shape (n, in_channels, height, width)
+    weight : ndarray of shape (in_channels, out_channels // groups, kh, kw)
+        ONNX's and PyTorch's layout (a convolution's ``(filters, channels // groups, ...)``
+        from the output back to the input).
+    bias : ndarray of shape (out_channels,) or None
+    geom : ConvGeometry
+        The convolution that maps the output back to ``x``'s size: its pads crop the
+        output.
+    out_hw : (int, int)
+        The output's height and width (``output_padding`` rows and columns included).
+    record : dict or None
+        Filled with what :func:`conv_transpose2d_im2col_vjp` needs (the input).
+
+    Returns
+    -------
+    ndarray of shape (n, out_channels, *out_hw)
+    """
+    n = x.shape[0]
+    c_out = weight.shape[1] * geom.groups
+    y = _windows_back(backend, _pixel_rows(x), weight, geom, (n, c_out, *out_hw))
+    if record is not None:
+        record["x"] = x
+    if bias is not None:
+        y = backend.elementwise(add_channel_bias, y.reshape(n, c_out, -1), bias)
+    return y.reshape(n, c_out, *out_hw)
+
+
+def conv_transpose2d_im2col_vjp(
+    backend: Any,
+    grad: np.ndarray,
+    weight: np.ndarray,
+    geom: ConvGeometry,
+    record: dict,
+    *,
+    use_bias: bool,
+    param_grads: bool = True,
+    input_grad: bool = True,
+) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+    """Gradients of :func:`conv_transpose2d_im2col`: the convolution ``geom`` of ``grad``
+    (input) and that convolution's weight gradient with ``x`` as its output gradient.
+
+    Returns
+    -------
+    grad_x : ndarray of shape (n, in_channels, height, width) or None
+    grads : dict
+        ``weight`` (and ``bias``) when ``param_grads``.
+    """
+    x = record["x"]
+    grads: dict[str, np.ndarray] = {}
+    if param_grads:
+        cols = _cols(grad, geom)
+        _, grads = conv2d_im2col_vjp(
+            backend,
+            x,
+            weight,
+            geom,
+            {"cols": cols, "x_shape": grad.shape},
+            use_bias=False,
+            input_grad=False,
+        )
+        if use_bias:
+            grads["bias"] = backend.reduce(np.sum, grad, axis=(0, 2, 3))
+    gx = conv2d_im2col(backend, grad, weight, None, geom, None) if input_grad else None
     return gx, grads

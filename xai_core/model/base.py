@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core.errors import CapabilityError, ShapeError, ValidationError
+from xai_core.model.frameworks import host_function
 
 __all__ = ["Model", "BlackBoxModel", "as_model"]
 
@@ -94,9 +95,13 @@ class BlackBoxModel(Model):
 
     Parameters
     ----------
-    fn : callable
+    fn : callable, torch.nn.Module or keras.Model
         Maps an array of shape (n_samples, *input_shape) to outputs of shape
-        (n_samples,) or (n_samples, n_outputs).
+        (n_samples,) or (n_samples, n_outputs). A torch module is called on float32
+        tensors in eval mode without gradients (its mode is restored after each call), a
+        Keras model through ``predict(X, verbose=0)``: this is how to explain either as a
+        black box, predictions only, on the host (``xai.explain(xai.BlackBoxModel(module),
+        X, method="shap")``) instead of importing it as :func:`xai_core.explain` does.
     input_shape : tuple of int, optional
         Shape of one sample, if known.
     output_names : sequence of str, optional
@@ -123,16 +128,19 @@ class BlackBoxModel(Model):
         feature_names: Sequence[str] | None = None,
         name: str | None = None,
     ) -> None:
-        if not callable(fn):
+        framework = host_function(fn)
+        if framework is None and not callable(fn):
             raise ValidationError(f"fn must be callable; got {type(fn).__name__}.")
-        self.fn = fn
+        self.fn = framework or fn
         self.input_shape = tuple(input_shape) if input_shape is not None else None
         self.output_names = (
             tuple(str(n) for n in output_names) if output_names is not None else None
         )
         self.n_outputs = len(self.output_names) if self.output_names is not None else None
         self.feature_names = tuple(feature_names) if feature_names is not None else None
-        self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
+        self.name = name or (
+            type(fn).__name__ if framework else getattr(fn, "__qualname__", type(fn).__name__)
+        )
         owner = getattr(fn, "__self__", None)
         self.estimator = owner if hasattr(owner, "fit") else None
 
@@ -164,14 +172,19 @@ class BlackBoxModel(Model):
 
 
 def as_model(obj: Any, *, input_shape: Sequence[int] | None = None) -> Model:
-    """Return ``obj`` as a :class:`Model`.
+    """Return ``obj`` as a :class:`Model`: a native one as it is, anything else a black box.
+
+    :func:`xai_core.explain` and the other entry points call
+    :func:`xai_core.import_model` instead, which imports torch modules, Keras models and
+    model files as native networks and hands everything else to this function.
 
     Parameters
     ----------
-    obj : Model, fitted estimator or callable
-        A native network is returned as it is. A fitted scikit-learn-style estimator
-        becomes a black box over its ``predict_proba`` (classifiers) or ``predict``. Any
-        other callable of a batch becomes a black box.
+    obj : Model, fitted estimator, torch.nn.Module, keras.Model or callable
+        A native network is returned as it is. A torch module or Keras model becomes a
+        black box (:class:`BlackBoxModel`, predictions on the host). A fitted
+        scikit-learn-style estimator becomes a black box over its ``predict_proba``
+        (classifiers) or ``predict``. Any other callable of a batch becomes a black box.
     input_shape : tuple of int, optional
         Shape of one sample, for black boxes.
 
@@ -181,6 +194,8 @@ def as_model(obj: Any, *, input_shape: Sequence[int] | None = None) -> Model:
     """
     if isinstance(obj, Model):
         return obj
+    if host_function(obj) is not None:
+        return BlackBoxModel(obj, input_shape=input_shape)
     if hasattr(obj, "fit") and (hasattr(obj, "predict") or hasattr(obj, "predict_proba")):
         _check_fitted(obj)
         names = getattr(obj, "feature_names_in_", None)

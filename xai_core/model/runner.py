@@ -8,7 +8,7 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError
-from xai_core.model.base import Model, as_model
+from xai_core.model.base import Model
 from xai_core.plugin.resolve import backends_with, get_backend, methods_within
 from xai_core.validation import check_array, check_positive_int, check_target
 
@@ -40,13 +40,18 @@ class ModelRunner:
 
     Parameters
     ----------
-    model : Model, estimator or callable
-        Anything :func:`xai_core.as_model` accepts.
+    model : Model, torch.nn.Module, keras.Model, str, path, estimator or callable
+        Anything :func:`xai_core.import_model` takes: a torch module, a Keras model or a
+        model file is imported (once) as a native network; anything else is taken as
+        :func:`xai_core.as_model` takes it.
     backend : str or Backend, default="cpu"
         Where the model runs: a Backend, or a registered name resolved here, once, by
         :func:`get_backend`; the runner then holds the instance.
     batch_size : int, default=4096
         Rows per chunk, so memory stays bounded however many rows are passed.
+    example : array-like of shape (n_samples, *input_shape), optional
+        Rows the model will run on: needed to import a torch module, which is traced on
+        the first of them and takes their sample shape as its input shape.
 
     Notes
     -----
@@ -62,9 +67,19 @@ class ModelRunner:
     """
 
     def __init__(
-        self, model: Any, backend: str | Backend = "cpu", *, batch_size: int = 4096
+        self,
+        model: Any,
+        backend: str | Backend = "cpu",
+        *,
+        batch_size: int = 4096,
+        example: Any = None,
     ) -> None:
-        self.model: Model = as_model(model)
+        if isinstance(model, Model):
+            self.model: Model = model
+        else:  # the one conversion, above this floor (xai_core.importers.direct)
+            from xai_core.importers.direct import import_model
+
+            self.model = import_model(model, example)
         self.backend: Backend = get_backend(backend)
         self.batch_size = check_positive_int(batch_size, "batch_size")
         if self.backend.requires_quantized and not self.model.is_quantized and self.is_native:
@@ -328,7 +343,10 @@ class ModelRunner:
         black_box_methods = methods_within(frozenset({"predict"}))
         raise CapabilityError(
             f"{self.model!r} cannot compute {what}: it is a black box. Use a native network "
-            "(xai.nn.Sequential, xai.from_sklearn) or a method that needs only predictions: "
+            "(xai.nn.Sequential, xai.from_sklearn; a torch module, Keras model or model file "
+            "passed itself, not in xai.BlackBoxModel, is imported as one: xai.from_torch, "
+            "xai.from_keras, xai.from_onnx, xai.from_tflite) or a method that needs only "
+            "predictions: "
             f"{', '.join(black_box_methods) or '(none installed)'}."
         )
 

@@ -20,6 +20,7 @@ from xai_core.nn.activations import (
 )
 from xai_core.nn.compare import ArgExtreme, Compare, Hardmax, Maximum, Minimum
 from xai_core.nn.conv import Conv2D, DepthwiseConv2D
+from xai_core.nn.conv_transpose import Conv2DTranspose
 from xai_core.nn.dense import Dense
 from xai_core.nn.elementwise import (
     Abs,
@@ -104,6 +105,7 @@ __all__ = [
     "Constant",
     "Celu",
     "Conv2D",
+    "Conv2DTranspose",
     "Cos",
     "Dense",
     "DepthwiseConv2D",
