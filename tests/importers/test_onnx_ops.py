@@ -87,6 +87,9 @@ CASES = {
     "Unsqueeze": single("Unsqueeze", inits={"a": np.array([2], np.int64)}),
     "Squeeze": single("Squeeze", inits={"a": np.array([1], np.int64)}, shape=(1, 5)),
     "Cast": single("Cast", {"to": 1}),
+    "ConvTranspose": single(
+        "ConvTranspose", {"strides": [2, 2], "pads": [1, 1, 1, 1]}, {"W": w(3, 2, 3, 3)}
+    ),
 }
 
 
