@@ -150,19 +150,20 @@ def test_the_cache_is_per_object_and_goes_with_it(exports):
 def test_an_unsupported_operator_names_every_one_and_the_black_box_way():
     """The import failure says what failed, names each unsupported operator, and the way out."""
 
-    class Cumulative(tnn.Module):
+    class Determinant(tnn.Module):
         def __init__(self):
             super().__init__()
-            self.fc = tnn.Linear(6, 3)
+            self.fc = tnn.Linear(6, 9)
 
         def forward(self, x):
-            return torch.floor(torch.cumsum(self.fc(x), dim=1))
+            h = self.fc(x)
+            return torch.linalg.det(h.view(-1, 3, 3)).unsqueeze(1) + torch.topk(h, 2).values
 
     with pytest.raises(xai.CapabilityError) as info:
-        xai.explain(Cumulative(), X, method="ig")
+        xai.explain(Determinant(), X, method="ig")
     message = str(info.value)
-    assert message.startswith("model: importing the torch.nn.Module Cumulative failed")
-    assert "'CumSum'" in message and "'Floor'" in message
+    assert message.startswith("model: importing the torch.nn.Module Determinant failed")
+    assert "'Det'" in message and "'TopK'" in message
     assert "xai.BlackBoxModel(model)" in message
 
 

@@ -83,6 +83,13 @@ CASES = {
     "Identity": single("Identity"),
     "Dropout": single("Dropout"),
     "Constant": single("Add", inputs=["x", "k"], nodes=[const_node("k", w(3, 7, 8))]),
+    "Gather": single("Gather", {"axis": 2}, {"i": np.array([6, 0, -1], np.int64)}),
+    "Unsqueeze": single("Unsqueeze", inits={"a": np.array([2], np.int64)}),
+    "Squeeze": single("Squeeze", inits={"a": np.array([1], np.int64)}, shape=(1, 5)),
+    "Cast": single("Cast", {"to": 1}),
+    "ConvTranspose": single(
+        "ConvTranspose", {"strides": [2, 2], "pads": [1, 1, 1, 1]}, {"W": w(3, 2, 3, 3)}
+    ),
 }
 
 

@@ -351,10 +351,6 @@ REFUSALS = {
         model("LayerNormalization", {"axis": 0}, {"s": np.ones((3, 5, 4), np.float32)}),
         "the batch axis cannot be touched",
     ),
-    "layer_norm_statistics_output": (
-        model("LayerNormalization", {}, {"s": LN_S}, outputs=["y", "mean"]),
-        "only the normalised output Y is supported",
-    ),
     "layer_norm_scale_shape": (
         model("LayerNormalization", {}, {"s": w(3)}),
         r"input 1 of shape \(3,\) does not broadcast to \(4,\)",

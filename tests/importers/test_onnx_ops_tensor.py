@@ -778,12 +778,6 @@ REFUSALS = [
         "the Indices output of MaxPool",
     ),
     (
-        "where_runtime_condition",
-        model([node("Where", ["x", "x", "x"], ["y"])], (3,)),
-        CapabilityError,
-        "the condition must be a constant",
-    ),
-    (
         "equal_batch_vs_positive",
         model(
             [

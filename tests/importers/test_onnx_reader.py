@@ -84,8 +84,10 @@ def test_not_onnx_and_bad_arguments(tmp_path):
         xai.from_onnx(tmp_path / "missing.onnx")
     with pytest.raises(xai.ValidationError, match="path_or_model"):
         xai.from_onnx(3.5)
-    two = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["n", 4]) for n in "ab"]
-    with pytest.raises(xai.CapabilityError, match="exactly one input"):
+    two = [
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, [k, 4]) for n, k in zip("ab", (2, 3))
+    ]
+    with pytest.raises(xai.CapabilityError, match="different batch sizes"):
         xai.from_onnx(_model([helper.make_node("Add", ["a", "b"], ["y"])], inputs=two))
     free = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "features"])]
     with pytest.raises(xai.ModelFormatError, match="known sample sizes"):

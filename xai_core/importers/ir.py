@@ -66,6 +66,11 @@ class IRGraph:
         Declared per-sample shapes of intermediate tensors, where the file states them.
     meta : dict
         Source-specific facts: class names, producer, layout.
+    more_inputs : dict of str to tuple of int
+        Further inputs after the first, by name, with their per-sample shapes (all share
+        the batch axis).
+    more_outputs : list of str
+        Further outputs after the first, in order.
     """
 
     nodes: list[IRNode]
@@ -75,6 +80,18 @@ class IRGraph:
     output_name: str
     declared: dict[str, tuple[int, ...]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    more_inputs: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    more_outputs: list[str] = field(default_factory=list)
+
+    @property
+    def input_names(self) -> list[str]:
+        """Every input, the first one first."""
+        return [self.input_name, *self.more_inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        """Every output, the first one first."""
+        return [self.output_name, *self.more_outputs]
 
 
 def check_supported(nodes: list[IRNode], supported: set[str] | dict, source: str) -> None:

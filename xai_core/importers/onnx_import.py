@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import ModelFormatError, ValidationError, XaiError
+from xai_core.errors import CapabilityError, ModelFormatError, XaiError
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -64,6 +64,8 @@ def build_onnx(
     converters = {node.op: find_converter(node.op, opset) for node in ir.nodes}
     check_supported(ir.nodes, set(supported_ops(opset)), f"{where}: ONNX (opset {opset})")
     g = nn.Graph(ir.input_shape, input_name=ir.input_name, layout=_layout(ir), dtype=dtype)
+    for name, shape in ir.more_inputs.items():
+        g.add_input(name, shape)
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
     for node in ir.nodes:
         try:
@@ -78,11 +80,18 @@ def build_onnx(
                 f"be read: {type(exc).__name__}: {exc}"
             ) from exc
         check_declared(b, node, ir.declared)
-    if ir.output_name not in b.act:
-        raise ValidationError(
-            f"{where}: the output {ir.output_name!r} is a constant, not computed from the input."
-        )
-    g.set_output(b.act[ir.output_name])
+    outputs: list[str] = []
+    for name in ir.output_names:
+        if name not in b.act:
+            raise CapabilityError(
+                f"{where}: the output {name!r} is a constant (computed from shapes and "
+                "constants while importing); a network's output must be computed from its input."
+            )
+        node = b.act[name]
+        if node in outputs or node in g.inputs:  # one node, two outputs; or an input itself
+            node = g.add(nn.Identity(), [node], name=b.unique(f"{name}/output"))
+        outputs.append(node)
+    g.set_outputs(outputs)
     return name_outputs(g, output_names, ir.meta)
 
 
@@ -103,7 +112,8 @@ def from_onnx(
     Parameters
     ----------
     path_or_model : str, path, bytes or onnx.ModelProto
-        An ``.onnx`` file or its contents. One input of shape (batch, *sample), one output.
+        An ``.onnx`` file or its contents. Inputs of shape (batch, *sample), sharing the
+        batch axis; one output or more (``net.outputs``, in the file's order).
     output_names : sequence of str, optional
         Class names; by default those in the model's metadata (``class_names`` or
         ``labels``), if any.

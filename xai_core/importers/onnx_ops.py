@@ -54,7 +54,7 @@ class Builder:
         self.batch = batch  # the batch size the input declares, if fixed
         self.const: dict[str, np.ndarray] = dict(initializers)
         self.shape: dict[str, np.ndarray] = {}
-        self.act: dict[str, str] = {graph.input_name: graph.input_name}
+        self.act: dict[str, str] = {name: name for name in graph.inputs}
         self._suffixes: dict[str, int] = {}  # for unique_node_name
         self._constants: dict[tuple[str, int], str] = {}  # (tensor, rank) -> Constant node
         self._made: set[str] = set()  # native nodes added by this builder
@@ -148,6 +148,10 @@ class Builder:
         """A ``Constant`` node holding ``value`` (computed while importing, such as a
         converter's ``log(base)``), an operand of a batched tensor of ``rank`` axes."""
         value = np.asarray(value, dtype=self.g.dtype)
+        if not np.isfinite(value).all():
+            raise self.fail(
+                node, "a constant holding NaN or infinite values (a -inf mask) is not supported."
+            )
         if value.ndim == rank:
             if value.shape[0] != 1:
                 raise self.fail(
@@ -345,6 +349,8 @@ def _clip(b: Builder, node: IRNode):
                     "must be one value."
                 )
             lo, hi = (float(v.reshape(-1)[0]), hi) if k == 1 else (lo, float(v.reshape(-1)[0]))
+    if lo is not None and hi is not None and lo > hi:  # ONNX: every value becomes max
+        lo = hi
     if lo == 0.0 and hi == 6.0:
         return nn.ReLU6()
     return nn.Clip(lo, hi)
@@ -358,6 +364,12 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
         if node.attrs.get("ceil_mode", 0):
             raise b.fail(node, "ceil_mode=1 is not supported.")
         pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
+        if max(pads[:2]) * 2 > kernel[0] or max(pads[2:]) * 2 > kernel[1]:
+            raise b.fail(
+                node,
+                f"pads {list(node.attrs.get('pads', []))} over half the kernel {list(kernel)} "
+                "are not supported (a window could hold padding only).",
+            )
         if kind == "max":
             layer = nn.MaxPool2D(kernel, stride=strides, padding=pads)
         else:
@@ -445,6 +457,12 @@ def op_reshape(b: Builder, node: IRNode) -> None:
         rest.append(src[i] if d == 0 and not node.attrs.get("allowzero", 0) else d)
     if first == -1 and -1 in rest:
         raise b.fail(node, f"target shape {target} has two unknown sizes.")
+    if first == -1 and -1 not in rest and int(np.prod(rest)) != int(np.prod(src)):
+        raise b.fail(
+            node,
+            f"target shape {target} changes the batch axis (samples of shape {tuple(src)} "
+            f"do not fill {tuple(rest)}).",
+        )
     b.add(node, nn.Reshape(tuple(rest)), node.inputs[0])
 
 
@@ -487,6 +505,17 @@ def op_pad(b: Builder, node: IRNode) -> None:
 
 
 def op_identity(b: Builder, node: IRNode) -> None:
+    if node.op == "Dropout" and len(node.inputs) > 2 and node.inputs[2]:
+        training = np.asarray(b.value(node, node.inputs[2])).reshape(-1)
+        ratio = np.asarray(b.value(node, node.inputs[1])) if node.inputs[1] else 0.5
+        if training.size and bool(training[0]) and float(np.asarray(ratio).reshape(-1)[0]) > 0:
+            raise b.fail(node, "training_mode=True (random masks) is not supported.")
+    if node.op == "Dropout" and len(node.outputs) > 1 and node.outputs[1]:
+        # inference keeps every element: the mask is a constant of True (a graph output
+        # that is a constant is refused when the network's outputs are set)
+        x = node.inputs[0]
+        shape = b.g.shape_of(b.node_of(node, x)) if b.is_act(x) else np.shape(b.value(node, x))
+        b.const[node.outputs[1]] = np.ones((1, *shape) if b.is_act(x) else shape, dtype=bool)
     if b.is_act(node.inputs[0]):  # a node of its own, so its name can be read
         b.add(node, nn.Identity(), node.inputs[0])
     else:
@@ -510,6 +539,16 @@ def _store(b: Builder, node: IRNode, out: Any) -> None:
 
 
 def op_gather(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # constant indices along an axis of computed samples
+        from xai_core.importers.onnx_ops_shape import select_along
+
+        idx = np.asarray(b.numbers(node, node.inputs[1])).astype(np.int64)
+        x = node.inputs[0]
+        shape = b.g.shape_of(b.node_of(node, x))
+        a = _axis(b, node, int(node.attrs.get("axis", 0)), len(shape) + 1)
+        picked = select_along(b, node, x, a, idx)
+        b.add(node, nn.Reshape((*shape[:a], *idx.shape, *shape[a + 1 :])), picked)
+        return
     data = np.asarray(b.value(node, node.inputs[0]))
     idx = np.asarray(b.value(node, node.inputs[1])).astype(np.int64)
     _store(b, node, np.take(data, idx, axis=int(node.attrs.get("axis", 0))))
@@ -522,6 +561,22 @@ def _axes(b: Builder, node: IRNode) -> list[int]:
 
 
 def op_unsqueeze(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # a computed tensor: a per-sample Reshape
+        shape = list(b.g.shape_of(b.node_of(node, node.inputs[0])))
+        axes = _axes(b, node)
+        total = len(shape) + 1 + len(axes)
+        where = sorted(a + total if a < 0 else a for a in axes)
+        if len(set(where)) != len(where) or not all(0 <= a < total for a in where):
+            raise ModelFormatError(
+                f"{b.where}: Unsqueeze node {node.name!r}: axes {axes} are repeated or out of "
+                f"range for an output of {total} axes."
+            )
+        if where and where[0] == 0:
+            raise b.fail(node, f"axes {axes} add an axis before the batch axis.")
+        for a in where:
+            shape.insert(a - 1, 1)
+        b.add(node, nn.Reshape(tuple(shape)), node.inputs[0])
+        return
     out = np.asarray(b.value(node, node.inputs[0]))
     for a in sorted(_axes(b, node)):
         out = np.expand_dims(out, a if a >= 0 else a + out.ndim + 1)
@@ -529,6 +584,29 @@ def op_unsqueeze(b: Builder, node: IRNode) -> None:
 
 
 def op_squeeze(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):  # a computed tensor: a per-sample Reshape
+        shape = b.g.shape_of(b.node_of(node, node.inputs[0]))
+        axes = _axes(b, node)
+        if not axes and b.batch == 1:
+            raise b.fail(node, "no axes, and a batch of 1: the batch axis would be squeezed.")
+        rank = len(shape) + 1
+        drop = (
+            {a + rank if a < 0 else a for a in axes}
+            if axes
+            else {i + 1 for i, d in enumerate(shape) if d == 1}
+        )
+        if 0 in drop:
+            raise b.fail(node, f"axes {axes} squeeze the batch axis.")
+        if any(not 0 < a < rank or shape[a - 1] != 1 for a in drop):
+            raise ModelFormatError(
+                f"{b.where}: Squeeze node {node.name!r}: axes {axes} are not axes of size 1 of "
+                f"samples of shape {shape}."
+            )
+        kept = tuple(d for i, d in enumerate(shape) if i + 1 not in drop)
+        if not kept:
+            raise b.fail(node, "the samples would become scalars (no axis left).")
+        b.add(node, nn.Reshape(kept), node.inputs[0])
+        return
     out = np.asarray(b.value(node, node.inputs[0]))
     axes = _axes(b, node)
     _store(b, node, np.squeeze(out, axis=tuple(axes)) if axes else np.squeeze(out))
@@ -537,6 +615,16 @@ def op_squeeze(b: Builder, node: IRNode) -> None:
 def op_cast(b: Builder, node: IRNode) -> None:
     import onnx
 
+    if b.is_act(node.inputs[0]):  # float32/float64: the network's own dtype, an identity
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
+        if dtype not in (np.float32, np.float64):
+            raise b.fail(
+                node,
+                f"a cast of a computed tensor to {dtype} is not supported (the network "
+                "computes in float32 or float64).",
+            )
+        b.add(node, nn.Identity(), node.inputs[0])
+        return
     v = np.asarray(b.value(node, node.inputs[0]))
     if v.dtype != object:
         v = v.astype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
@@ -585,18 +673,26 @@ for _op, _fn, _since, _limits in [
     ("Transpose", op_transpose, 1, "keeping the batch axis first"),
     ("Pad", op_pad, 1, "constant mode"),
     ("Identity", op_identity, 1, ""),
-    ("Dropout", op_identity, 1, "inference (an identity)"),
+    ("Dropout", op_identity, 1, "inference (an identity; the mask all True); not training_mode"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
 
 for _op, _fn, _limits in [
     ("Shape", op_shape, ""),
-    ("Gather", op_gather, "on constants and shapes"),
-    ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
-    ("Squeeze", op_squeeze, "on constants and shapes"),
-    ("Cast", op_cast, "on constants and shapes"),
+    (
+        "Gather",
+        op_gather,
+        "constants and shapes; computed tensors with constant indices, not along the batch axis",
+    ),
+    (
+        "Unsqueeze",
+        op_unsqueeze,
+        "constants and shapes; computed tensors (not before the batch axis)",
+    ),
+    ("Squeeze", op_squeeze, "constants and shapes; computed tensors (not the batch axis)"),
+    ("Cast", op_cast, "constants and shapes to any type; computed tensors to float32/float64"),
 ]:
-    register(_op, _fn, folds=True, limits=_limits)
+    register(_op, _fn, folds=_op not in ("Cast", "Gather", "Squeeze", "Unsqueeze"), limits=_limits)
 
 
 def check_declared(b: Builder, node: IRNode, declared: dict[str, tuple[int, ...]]) -> None:

@@ -161,9 +161,8 @@ def op_prelu(b: Builder, node: IRNode) -> None:
 
 
 def op_layer_norm(b: Builder, node: IRNode) -> None:
-    """``LayerNormalization`` (opset 17) over the axes from ``axis``, with constant scale and bias."""
-    if any(node.outputs[1:]):
-        raise b.fail(node, "only the normalised output Y is supported (not Mean or InvStdDev).")
+    """``LayerNormalization`` (opset 17) over the axes from ``axis``, with constant scale and
+    bias; the Mean and InvStdDev outputs, when read, are reductions of their own."""
     x = node.inputs[0]
     rank = b.rank(node, x)
     axis = _axis(b, node, int(node.attrs.get("axis", -1)), rank)
@@ -183,6 +182,26 @@ def op_layer_norm(b: Builder, node: IRNode) -> None:
     layer = nn.LayerNormalization(axis=axis, epsilon=_attr(node, "epsilon", 1e-5))
     name = b.add(node, layer, x)
     b.g.set_params(name, gamma=operand(1, 1.0), beta=operand(2, 0.0))
+    if any(node.outputs[1:]):
+        _layer_norm_statistics(b, node, axis, rank, layer.epsilon)
+
+
+def _layer_norm_statistics(b: Builder, node: IRNode, axis: int, rank: int, eps: float) -> None:
+    """LayerNormalization's Mean and InvStdDev outputs: ``mean(x)`` and
+    ``1 / sqrt(mean((x - mean)**2) + epsilon)`` over the normalised axes, kept as size 1."""
+    x = b.node_of(node, node.inputs[0])
+    axes = tuple(range(axis, rank - 1))
+    mean = b.add(node, nn.Reduce("mean", axes, keepdims=True), x, suffix="/mean")
+    centred = b.add(node, nn.Subtract(), [x, mean], suffix="/centred")
+    square = b.add(node, nn.Power(2.0), centred, suffix="/square")
+    var = b.add(node, nn.Reduce("mean", axes, keepdims=True), square, suffix="/var")
+    eps_node = b.value_node(node, np.full([1] * rank, eps), rank)
+    shifted = b.add(node, nn.Add(), [var, eps_node], suffix="/var_eps")
+    std = b.add(node, nn.Sqrt(), shifted, suffix="/std")
+    inv = b.add(node, nn.Reciprocal(), std, suffix="/inv_std")
+    for k, made in ((1, mean), (2, inv)):
+        if len(node.outputs) > k and node.outputs[k]:
+            b.act[node.outputs[k]] = made
 
 
 def op_lrn(b: Builder, node: IRNode) -> None:
@@ -297,7 +316,7 @@ for _op, _fn, _since, _until, _limits in [
         op_layer_norm,
         17,
         None,
-        "constant scale and bias; output Y only; not over the batch axis",
+        "constant scale and bias; not over the batch axis; Mean and InvStdDev outputs",
     ),
     ("LRN", op_lrn, 1, None, "NCHW tensors, across the channels; odd sizes (as onnxruntime)"),
     ("Softmax", _softmax(False, True), 1, 12, "any axis but the batch's (coerced to 2-D at axis)"),

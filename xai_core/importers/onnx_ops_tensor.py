@@ -120,6 +120,11 @@ def _same(x: object, y: object) -> bool | None:
 
 
 def op_equal(b: Builder, node: IRNode) -> None:
+    if any(b.is_act(i) for i in node.inputs[:2]):  # computed: 1.0 where equal (gradient 0)
+        rank = max(b.rank(node, i) for i in node.inputs[:2] if b.is_act(i))
+        ins = [i if b.is_act(i) else b.constant_node(node, i, rank) for i in node.inputs[:2]]
+        b.add(node, nn.Compare("equal"), ins)
+        return
     x, y = (np.asarray(b.value(node, i)) for i in node.inputs[:2])
     if x.dtype != object and y.dtype != object:
         _store(b, node, np.equal(x, y))
@@ -215,9 +220,7 @@ def op_where(b: Builder, node: IRNode) -> None:
         c = np.asarray(b.value(node, cond)).astype(bool)
         _store(b, node, np.where(c, b.value(node, x), b.value(node, y)))
         return
-    if b.is_act(cond):
-        raise b.fail(node, "the condition must be a constant; it is computed at run time.")
-    rank = b.rank(node, x if b.is_act(x) else y)
+    rank = max(b.rank(node, i) for i in (cond, x, y) if b.is_act(i))
     ins = [
         i if b.is_act(i) else b.value_node(node, _plain(b, node, i).astype(float), rank)
         for i in (cond, x, y)
@@ -301,6 +304,12 @@ def op_slice(b: Builder, node: IRNode) -> None:
         a = _axis(b, node, int(axis), rank)
         last = k == len(starts) - 1
         size = b.g.shape_of(b.act.get(source, source))[a]
+        if not range(size)[slice(start, end, step)]:
+            raise b.fail(
+                node,
+                f"[{start}:{end}:{step}] of axis {axis} (size {size}) is empty: tensors without "
+                "elements are not supported.",
+            )
         layer = nn.Slice(a, max(min(start, size), -size), max(min(end, size), -size - 1), step)
         source = b.add(node, layer, source, suffix="" if last else f"/{k}")
 
@@ -354,8 +363,9 @@ def _resize_matrix(n_in: int, n_out: int, scale: float, attrs: dict, mode: str) 
         x = (o + 0.5) / scale - 0.5
     elif ctm == "pytorch_half_pixel":
         x = (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
-    elif ctm == "align_corners":
-        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(o)
+    elif ctm == "align_corners":  # the resized length unrounded (n_in * scale), as ONNX's
+        size = n_in * scale
+        x = o * (n_in - 1) / (size - 1) if n_out > 1 and size > 1 else np.zeros_like(o)
     else:  # asymmetric
         x = o / scale
     m = np.zeros((n_out, n_in))
@@ -448,7 +458,12 @@ for _op, _fn, _since, _limits in [
     ("MaxPool", _pool("max"), 1, "2-D; ceil_mode; no dilation, no Indices output"),
     ("AveragePool", _pool("avg"), 1, "2-D; ceil_mode, count_include_pad; no dilation"),
     ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
-    ("Where", op_where, 9, "a constant condition; activations or constants as the branches"),
+    (
+        "Where",
+        op_where,
+        9,
+        "condition and branches computed or constant (gradient 0 for the condition)",
+    ),
     ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
     ("DepthToSpace", op_depth_to_space, 1, "NCHW images; DCR and CRD modes"),
     (
@@ -466,9 +481,15 @@ for _op, _fn, _since, _limits in [
 for _op, _fn, _since, _limits in [
     ("ConstantOfShape", op_constant_of_shape, 9, "a constant shape"),
     ("Range", op_range, 11, "constant bounds"),
-    ("Equal", op_equal, 7, "on constants and shapes (numpy broadcasting)"),
     ("Not", op_not, 1, "on constants"),
     ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
     ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
 ]:
     register(_op, _fn, since=_since, folds=True, limits=_limits)
+
+register(
+    "Equal",
+    op_equal,
+    since=7,
+    limits="constants and shapes folded (numpy broadcasting); computed tensors as 0/1",
+)

@@ -161,7 +161,7 @@ def _node_label(node: IRNode, i: int) -> str:
 
 
 def _node_order(
-    nodes: list[IRNode], input_name: str, initializers: dict[str, Any], where: str
+    nodes: list[IRNode], input_names: set[str], initializers: dict[str, Any], where: str
 ) -> list[int]:
     """The nodes' indices in an order where each reads only tensors written before it.
 
@@ -184,8 +184,8 @@ def _node_order(
             raise ModelFormatError(f"{where}: {_node_label(node, i)} writes no tensor.")
         for o in outs:
             first = (
-                "the graph input"
-                if o == input_name
+                f"the graph input {o!r}"
+                if o in input_names
                 else "an initializer"
                 if o in initializers
                 else _node_label(nodes[writer[o]], writer[o])
@@ -204,7 +204,7 @@ def _node_order(
     for i, node in enumerate(nodes):
         pending = set()
         for name in node.inputs:
-            if not name or name in initializers or name == input_name:
+            if not name or name in initializers or name in input_names:
                 continue
             if name not in writer:
                 raise ModelFormatError(
@@ -264,8 +264,14 @@ def _check_schema(
                 f"{where}: {_node_label(node, i)} has {got} {kind}; {op} takes {takes} (ONNX "
                 f"opset {opset})."
             )
-    if not all(node.inputs[: schema.min_input]):
-        k = node.inputs.index("")
+    formal = list(schema.inputs)
+    optional = {
+        k
+        for k, f in enumerate(formal)
+        if f.option == onnx.defs.OpSchema.FormalParameterOption.Optional
+    }
+    if not all(name or k in optional for k, name in enumerate(node.inputs[: schema.min_input])):
+        k = next(k for k, name in enumerate(node.inputs) if not name and k not in optional)
         raise ModelFormatError(
             f"{where}: {_node_label(node, i)} leaves its required input {k} empty."
         )
@@ -320,6 +326,36 @@ def _shapes_only(model: Any, onnx: Any) -> Any:
     return slim
 
 
+def _sample_shape(vi: Any, where: str) -> tuple[int, ...]:
+    """The per-sample shape of a graph input of shape (batch, *sample).
+
+    Raises
+    ------
+    CapabilityError
+        A per-sample scalar (fewer than two dimensions) or an axis of size 0.
+    ModelFormatError
+        Unknown or invalid sample sizes.
+    """
+    dims = _dims(vi)
+    if dims is not None and len(dims) < 2:
+        raise CapabilityError(
+            f"{where}: input {vi.name!r} has {len(dims)} dimension"
+            f"{'' if len(dims) == 1 else 's'} ({dims}); the network's input is (batch, *sample) "
+            "with at least one sample axis (a per-sample scalar is not supported)."
+        )
+    if dims is not None and any(d == 0 for d in dims[1:]):
+        raise CapabilityError(
+            f"{where}: input {vi.name!r} declares {dims}: samples with no elements "
+            "(an axis of size 0) are not supported."
+        )
+    if dims is None or len(dims) < 2 or any(not isinstance(d, int) or d < 1 for d in dims[1:]):
+        raise ModelFormatError(
+            f"{where}: input {vi.name!r} must have shape (batch, *sample) with known "
+            f"sample sizes; it declares {dims}."
+        )
+    return tuple(int(d) for d in dims[1:])
+
+
 def read_onnx(source: Any) -> IRGraph:
     """Read an ONNX model (path, bytes or ModelProto) into an :class:`IRGraph`.
 
@@ -330,7 +366,8 @@ def read_onnx(source: Any) -> IRGraph:
         weights, no single input of known per-sample shape, or a graph whose nodes do not
         fit together (a tensor written twice, read but never written, a cycle).
     CapabilityError
-        Several inputs or outputs, an operator outside the default domain, control flow.
+        Inputs of different batch sizes, an operator outside the default domain, control
+        flow.
     """
     onnx = _onnx()
     model, where = load_onnx_model(source)
@@ -341,28 +378,28 @@ def read_onnx(source: Any) -> IRGraph:
             raise ModelFormatError(f"{where}: two initializers are named {t.name!r}.")
         initializers[t.name] = _tensor(t, where)
     inputs = [vi for vi in graph.input if vi.name not in initializers]
-    if len(inputs) != 1:
-        raise CapabilityError(
-            f"{where}: networks with exactly one input are supported; this graph has "
-            f"{len(inputs)} ({', '.join(vi.name for vi in inputs) or 'none'})."
-        )
-    if len(graph.output) != 1:
-        raise CapabilityError(
-            f"{where}: networks with exactly one output are supported; this graph has "
-            f"{len(graph.output)} ({', '.join(o.name for o in graph.output)})."
-        )
+    if not inputs:
+        raise CapabilityError(f"{where}: the graph has no input (every input is an initializer).")
+    if not graph.output:
+        raise ModelFormatError(f"{where}: the graph has no output.")
+    shapes = [_sample_shape(vi, where) for vi in inputs]
     dims = _dims(inputs[0])
-    if dims is None or len(dims) < 2 or any(not isinstance(d, int) or d < 1 for d in dims[1:]):
-        raise ModelFormatError(
-            f"{where}: input {inputs[0].name!r} must have shape (batch, *sample) with known "
-            f"sample sizes; it declares {dims}."
+    batches = {vi.name: _dims(vi)[0] for vi in inputs if isinstance(_dims(vi)[0], int)}
+    if len(set(batches.values())) > 1:
+        raise CapabilityError(
+            f"{where}: the inputs declare different batch sizes {batches}; every input's "
+            "first axis is the batch axis the samples share."
         )
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     protos = list(graph.node)
     parsed = [IRNode(p.op_type, p.name, list(p.input), list(p.output)) for p in protos]
-    order = _node_order(parsed, inputs[0].name, initializers, where)
+    order = _node_order(parsed, {vi.name for vi in inputs}, initializers, where)
     names = {o.name for o in graph.output}
-    missing = names - {inputs[0].name, *initializers, *(o for n in parsed for o in n.outputs)}
+    missing = names - {
+        *(vi.name for vi in inputs),
+        *initializers,
+        *(o for n in parsed for o in n.outputs),
+    }
     if missing:
         raise ModelFormatError(
             f"{where}: the graph output {sorted(missing)[0]!r} is written by no node, "
@@ -399,8 +436,10 @@ def read_onnx(source: Any) -> IRGraph:
         nodes=nodes,
         initializers=initializers,
         input_name=inputs[0].name,
-        input_shape=tuple(int(d) for d in dims[1:]),
+        input_shape=shapes[0],
         output_name=graph.output[0].name,
+        more_inputs={vi.name: shape for vi, shape in zip(inputs[1:], shapes[1:])},
+        more_outputs=[o.name for o in graph.output[1:]],
         declared=declared,
         meta={
             "source": where,

@@ -18,6 +18,7 @@ from xai_core.nn.activations import (
     Softmax,
     Tanh,
 )
+from xai_core.nn.compare import ArgExtreme, Compare, Hardmax, Maximum, Minimum
 from xai_core.nn.conv import Conv2D, DepthwiseConv2D
 from xai_core.nn.conv_transpose import Conv2DTranspose
 from xai_core.nn.dense import Dense
@@ -42,6 +43,26 @@ from xai_core.nn.elementwise import (
     Softsign,
     Sqrt,
 )
+from xai_core.nn.elementwise_math import (
+    Acos,
+    Acosh,
+    Asin,
+    Asinh,
+    Atan,
+    Atanh,
+    Ceil,
+    Cosh,
+    Floor,
+    IsInf,
+    IsNaN,
+    Round,
+    Shrink,
+    Sign,
+    Sinh,
+    Swish,
+    Tan,
+    ThresholdedReLU,
+)
 from xai_core.nn.layer_norm import LayerNormalization
 from xai_core.nn.lrn import LocalResponseNormalization
 from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Subtract
@@ -52,6 +73,29 @@ from xai_core.nn.shape import Constant, Dropout, Flatten, Identity, Reshape, Tra
 from xai_core.nn.tensor_ops import Expand, MatMul, Slice, Where
 
 __all__ = [
+    "ArgExtreme",
+    "Compare",
+    "Hardmax",
+    "Maximum",
+    "Minimum",
+    "Acos",
+    "Acosh",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "Ceil",
+    "Cosh",
+    "Floor",
+    "IsInf",
+    "IsNaN",
+    "Round",
+    "Shrink",
+    "Sign",
+    "Sinh",
+    "Swish",
+    "Tan",
+    "ThresholdedReLU",
     "Abs",
     "Add",
     "AvgPool2D",

@@ -1,0 +1,107 @@
+"""ONNX's backend test suite through the backend adapter: no case of a supported operator
+fails, every refusal is a CapabilityError, and docs/onnx_conformance.md is the fresh run's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xai_core.errors import CapabilityError
+from xai_core.importers.onnx_import import SUPPORTED_ONNX_OPS
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnx.backend.test.case.node")
+
+from xai_core.importers import onnx_conformance as conf  # noqa: E402
+from xai_core.importers.onnx_backend import XaiBackend  # noqa: E402
+
+PAGE = Path(__file__).parents[2] / "docs" / "onnx_conformance.md"
+
+
+@pytest.fixture(scope="module")
+def results():
+    """Every node case of the installed onnx, run once for the module."""
+    return conf.run_cases(conf.node_cases())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", SUPPORTED_ONNX_OPS)
+def test_no_case_of_a_supported_operator_fails(results, op):
+    """Each case of the operator passes, or is refused with a CapabilityError naming why."""
+    mine = [r for r in results if r.op == op]
+    if not mine:
+        pytest.skip(f"the suite has no case of {op}")
+    failed = [f"{r.case}: {r.detail}" for r in mine if r.status == "failed"]
+    assert not failed, "\n".join(failed)
+    assert all(r.detail for r in mine if r.status == "refused")
+
+
+@pytest.mark.slow
+def test_the_whole_suite_has_no_failure_and_120_operators_are_supported(results):
+    """No case of any operator fails (unsupported ones are refused up front), at least 120 of
+    the suite's operators are supported, and most of their cases pass or are refused."""
+    totals = conf.totals(results)
+    assert totals["failed"] == 0, [r for r in results if r.status == "failed"][:5]
+    rows = conf.summary(results)
+    assert sum(row["listed"] for row in rows.values()) >= 120
+    assert conf.totals(results, listed_only=True)["passed"] >= 400
+
+
+@pytest.mark.slow
+def test_the_page_is_the_fresh_run(results):
+    """docs/onnx_conformance.md equals what the run generates (regenerate it with
+    ``python -m xai_core.importers.onnx_conformance --markdown > docs/onnx_conformance.md``)."""
+    assert PAGE.read_text(encoding="utf-8") == conf.markdown(results)
+
+
+def test_the_adapter_is_an_onnx_backend():
+    """XaiBackend is onnx's Backend; prepare returns a BackendRep whose run gives outputs."""
+    from onnx import TensorProto, helper
+    from onnx.backend.base import Backend, BackendRep
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("ArgMax", ["x"], ["i"], axis=1)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2, 1]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    assert issubclass(XaiBackend, Backend)
+    rep = XaiBackend.prepare(model)
+    assert isinstance(rep, BackendRep)
+    x = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, 0.5]], np.float32)
+    y, i = rep.run([x])
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    assert i.dtype == np.int64 and i.tolist() == [[2], [1]]
+
+
+def test_a_case_is_classified_passed_refused_or_failed():
+    """A case that runs right passes, one the importer cannot take is refused with its
+    reason, and one whose expected output is wrong fails."""
+    from onnx import TensorProto, helper
+
+    def case(op, want, shape=(2, 3)):
+        graph = helper.make_graph(
+            [helper.make_node(op, ["x"], ["y"])],
+            op,
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        x = np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        return conf.Case(f"test_{op}", op, model, (([x], [want(x)]),))
+
+    assert conf.run_case(case("Relu", lambda x: np.maximum(x, 0))).status == "passed"
+    wrong = conf.run_case(case("Relu", lambda x: x))
+    assert wrong.status == "failed" and "wrong output" in wrong.detail
+    refused = conf.run_case(case("Det", lambda x: x))
+    assert refused.status == "refused" and "'Det'" in refused.detail
+    with pytest.raises(CapabilityError, match="no floating-point input"):
+        graph = case("Relu", lambda x: x).model
+        graph.graph.input[0].type.tensor_type.elem_type = TensorProto.INT32
+        XaiBackend.prepare(graph)

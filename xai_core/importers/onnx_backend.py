@@ -1,0 +1,245 @@
+"""xai-core as an ONNX backend: ``onnx.backend.base.Backend`` over :func:`from_onnx`.
+
+Runtimes report how much of ONNX's backend test suite they pass through this interface:
+``prepare(model)`` returns a :class:`XaiBackendRep` whose ``run(inputs)`` returns the
+model's outputs. Here a model becomes a native network as :func:`~xai_core.from_onnx`
+builds it, with two adaptations the native network asks for:
+
+- the first axis of every tensor is the batch axis (a network maps samples independently);
+  a model of elementwise operators alone (:data:`ELEMENTWISE`) whose inputs have fewer than
+  two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars);
+- the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
+  (indices, shapes, axes), and float ones of another first axis (a bias of shape (c,)
+  broadcast against (n, c)), are constants of each run, folded into the model as
+  initialisers before it is imported, so an operator that needs them constant sees them
+  as such.
+
+Outputs are returned in the dtype the model declares (a comparison's 0/1 as ``bool``, an
+``ArgMax``'s as ``int64``), as the suite checks dtypes.
+
+Examples
+--------
+>>> from xai_core.importers.onnx_backend import XaiBackend
+>>> rep = XaiBackend.prepare(onnx.load("model.onnx"))
+>>> (y,) = rep.run([x])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xai_core.errors import CapabilityError, ValidationError
+from xai_core.importers.onnx_import import from_onnx
+from xai_core.importers.onnx_reader import load_onnx_model
+from xai_core.optional import require
+
+__all__ = ["XaiBackend", "XaiBackendRep", "prepare", "run_model"]
+
+try:  # onnx is optional: without it the classes stand alone (and nothing can be read)
+    from onnx.backend.base import Backend as _Backend
+    from onnx.backend.base import BackendRep as _BackendRep
+except ImportError:  # pragma: no cover - the "import" extra is not installed
+    _Backend = _BackendRep = object
+
+_FLOATS = ("float32", "float64")
+
+#: Operators that work elementwise, broadcasting as numpy does, with no axis attribute:
+#: a model made of these alone computes the same values with a leading axis of 1 added to
+#: every input, which is how a case of 1-D (or 0-D) tensors runs as one sample.
+ELEMENTWISE = frozenset(
+    "Abs Acos Acosh Add Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
+    "Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu "
+    "Less LessOrEqual Log Max Mean Min Mish Mul Neg Pow PRelu Reciprocal Relu Round Selu "
+    "Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Swish Tan Tanh "
+    "ThresholdedRelu Where".split()
+)
+
+
+def _onnx():
+    return require("onnx", extra="import", need="the ONNX backend interface")
+
+
+def _elem_dtype(value_info: Any) -> np.dtype | None:
+    """The numpy dtype a graph input or output declares (None: not a tensor)."""
+    onnx = _onnx()
+    t = value_info.type
+    if not t.HasField("tensor_type"):
+        return None
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type))
+    except Exception:
+        return None
+
+
+class XaiBackendRep(_BackendRep):
+    """A prepared model: :meth:`run` imports it with each run's constant inputs folded in.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+    """
+
+    def __init__(self, model: Any) -> None:
+        onnx = _onnx()
+        self.model = model
+        inits = {t.name for t in model.graph.initializer}
+        self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
+        self.outputs = list(model.graph.output)
+        self.where = f"ONNX graph {model.graph.name!r}" if model.graph.name else "the ONNX model"
+        bad = [
+            f"{vi.name!r} ({_elem_dtype(vi)})"
+            for vi in [*self.inputs, *self.outputs]
+            if _elem_dtype(vi) is None or _elem_dtype(vi).kind not in "biuf"
+        ]
+        if bad:
+            raise CapabilityError(
+                f"{self.where}: inputs and outputs must be numeric tensors; "
+                f"{', '.join(bad)} are not."
+            )
+        floats = [vi for vi in self.inputs if _elem_dtype(vi).kind == "f"]
+        odd = [
+            f"{vi.name!r} ({_elem_dtype(vi)})" for vi in floats if _elem_dtype(vi) not in _FLOATS
+        ]
+        if odd:
+            raise CapabilityError(
+                f"{self.where}: float32 and float64 tensors are computed; the inputs "
+                f"{', '.join(odd)} are of another floating-point type."
+            )
+        if not floats:
+            raise CapabilityError(
+                f"{self.where}: no floating-point input: the network's input is a float "
+                "tensor (integer inputs are folded in as constants), and this model's inputs "
+                f"are {', '.join(f'{vi.name!r} ({_elem_dtype(vi)})' for vi in self.inputs)}."
+            )
+        self.float_inputs = [vi.name for vi in floats]
+        self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
+        kinds = {_elem_dtype(vi) for vi in floats}
+        self.dtype = "float64" if np.dtype("float64") in kinds else "float32"
+        self._onnx = onnx
+        self._nets: dict[bytes, Any] = {}
+
+    def _network(
+        self, constants: dict[str, np.ndarray], lifted: dict[str, tuple[int, ...]] | None = None
+    ) -> Any:
+        """The native network with ``constants`` as initialisers (one import per set), and
+        the ``lifted`` inputs declared with their new shapes (the outputs' left to infer)."""
+        key = (
+            b"".join(
+                name.encode() + b"\0" + str(v.dtype).encode() + str(v.shape).encode() + v.tobytes()
+                for name, v in sorted(constants.items())
+            )
+            + str(sorted((lifted or {}).items())).encode()
+        )
+        if key not in self._nets:
+            model = self._onnx.ModelProto()
+            model.CopyFrom(self.model)
+            graph = model.graph
+            kept = [vi for vi in graph.input if vi.name not in constants]
+            del graph.input[:]
+            graph.input.extend(kept)
+            for name, v in constants.items():
+                graph.initializer.append(self._onnx.numpy_helper.from_array(v, name))
+            for vi in graph.input:
+                if lifted and vi.name in lifted:
+                    dims = vi.type.tensor_type.shape.dim
+                    del dims[:]
+                    for d in lifted[vi.name]:
+                        dims.add().dim_value = d
+            for vi in graph.output if lifted else ():
+                vi.type.tensor_type.ClearField("shape")
+            self._nets[key] = from_onnx(model, dtype=self.dtype)
+        return self._nets[key]
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        """The model's outputs for ``inputs`` (a list in graph-input order, or a dict).
+
+        Returns
+        -------
+        tuple of ndarray
+            One per graph output, of its full (batched) shape and declared dtype.
+        """
+        names = [vi.name for vi in self.inputs]
+        if isinstance(inputs, dict):
+            values = dict(inputs)
+        else:
+            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            if len(inputs) != len(names):
+                raise ValidationError(
+                    f"{self.where}: {len(names)} inputs ({', '.join(map(repr, names))}) are "
+                    f"declared; {len(inputs)} arrived."
+                )
+            values = dict(zip(names, inputs, strict=True))
+        values = {k: np.asarray(v) for k, v in values.items()}
+        bad = [k for k in self.float_inputs if k in values and not np.isfinite(values[k]).all()]
+        if bad:
+            raise CapabilityError(
+                f"{self.where}: the inputs {bad} hold NaN or infinite values; a network's "
+                "inputs must be finite."
+            )
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise ValidationError(f"{self.where}: inputs {missing} are missing.")
+        lift = 0
+        if self.elementwise and all(values[n].ndim < 2 for n in self.float_inputs):
+            # one sample: a leading axis of 1 (two for scalars) on the float inputs
+            lift = 2 - max(values[n].ndim for n in self.float_inputs)
+            values = {
+                m: v.reshape((1,) * lift + v.shape) if m in self.float_inputs else v
+                for m, v in values.items()
+            }
+        batched = [n for n in self.float_inputs if values[n].ndim >= 2]
+        if not batched:
+            raise CapabilityError(
+                f"{self.where}: no floating-point input has a batch axis and a sample axis "
+                f"(shapes {[values[n].shape for n in self.float_inputs]}); a per-sample scalar "
+                "is not supported."
+            )
+        n = values[batched[0]].shape[0]
+        # float inputs sharing the first one's batch axis are inputs; the rest (and every
+        # integer or boolean input) are constants of this run
+        feeds = [m for m in batched if values[m].shape[0] == n]
+        constants = {m: values[m] for m in names if m not in feeds}
+        net = self._network(constants, {m: values[m].shape for m in feeds} if lift else None)
+        ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds})
+        out = []
+        for node, vi in zip(net.outputs, self.outputs, strict=True):
+            y = ys[node].reshape(n, *net.shape_of(node)).astype(_elem_dtype(vi))
+            out.append(y.reshape(y.shape[lift:]) if lift else y)
+        return tuple(out)
+
+
+class XaiBackend(_Backend):
+    """The ``onnx.backend.base.Backend`` interface, on :func:`~xai_core.from_onnx`."""
+
+    @classmethod
+    def is_compatible(cls, model: Any, device: str = "CPU", **kwargs: Any) -> bool:
+        return device == "CPU"
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device == "CPU"
+
+    @classmethod
+    def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> XaiBackendRep:
+        """A :class:`XaiBackendRep` of ``model`` (a ModelProto, path or bytes)."""
+        model, _ = load_onnx_model(model)
+        return XaiBackendRep(model)
+
+    @classmethod
+    def run_model(
+        cls, model: Any, inputs: Sequence[Any], device: str = "CPU", **kwargs: Any
+    ) -> tuple[np.ndarray, ...]:
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def run_node(cls, node: Any, inputs: Any, device: str = "CPU", **kwargs: Any) -> Any:
+        raise CapabilityError(
+            "run_node: nodes are run as one-node models (prepare(model)), not on their own."
+        )
+
+
+prepare = XaiBackend.prepare
+run_model = XaiBackend.run_model

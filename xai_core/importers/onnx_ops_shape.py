@@ -1,0 +1,388 @@
+"""ONNX operators that move, repeat, mask, accumulate or cast samples, as native layers.
+
+``GlobalMaxPool`` is a max :class:`~xai_core.nn.Reduce` over the spatial axes;
+``SpaceToDepth`` a Reshape, a Transpose and a Reshape; ``Tile`` one
+:class:`~xai_core.nn.Expand` between Reshapes per repeated axis; ``Trilu`` a product with a
+constant 0/1 mask; ``CumSum`` a :class:`~xai_core.nn.MatMul` by a constant triangular
+matrix along the axis; ``CastLike`` (and ``Cast`` of an activation) to float32 or float64
+is an identity (the network computes in its own dtype; the output's declared type is the
+caller's to apply); ``QuantizeLinear`` is ``clip(round(x / scale) + zero_point)``;
+``Size`` folds when the batch size is fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from xai_core import nn
+from xai_core.importers.ir import IRNode
+from xai_core.importers.onnx_ops import Builder, _axis, _store
+from xai_core.importers.onnx_registry import register
+
+__all__: list[str] = []
+
+
+def _shape(b: Builder, node: IRNode, x: str) -> tuple[int, ...]:
+    return b.g.shape_of(b.node_of(node, x))
+
+
+def _given(node: IRNode, k: int) -> bool:
+    return len(node.inputs) > k and bool(node.inputs[k])
+
+
+def _times(b: Builder, node: IRNode, src: str, matrix: np.ndarray, suffix: str) -> str:
+    """The native node ``src`` (last axis m) times the constant (m, k) ``matrix``: a Dense
+    layer without bias for vector samples, a MatMul by a Constant otherwise."""
+    if len(b.g.shape_of(src)) == 1:
+        name = b.add(node, nn.Dense(matrix.shape[1], use_bias=False), src, suffix=suffix)
+        b.g.set_params(name, weight=matrix)
+        return name
+    rank = len(b.g.shape_of(src)) + 1
+    return b.add(node, nn.MatMul(), [src, b.value_node(node, matrix, rank)], suffix=suffix)
+
+
+def op_global_max_pool(b: Builder, node: IRNode) -> None:
+    """``GlobalMaxPool``: the largest value of each channel, keeping the spatial axes as 1."""
+    shape = _shape(b, node, node.inputs[0])
+    if len(shape) < 2:
+        raise b.fail(node, f"needs (C, *spatial) samples; got {shape}.")
+    b.add(node, nn.Reduce("max", tuple(range(1, len(shape))), keepdims=True), node.inputs[0])
+
+
+def op_space_to_depth(b: Builder, node: IRNode) -> None:
+    """Blocks of pixels to channels (DepthToSpace's DCR inverse): no arithmetic."""
+    shape = _shape(b, node, node.inputs[0])
+    if len(shape) != 3:
+        raise b.fail(node, f"needs NCHW images; got samples of shape {shape}.")
+    c, h, w = shape
+    bs = int(node.attrs["blocksize"])
+    if bs < 1 or h % bs or w % bs:
+        raise b.fail(node, f"height {h} and width {w} do not split into blocks of {bs}.")
+    mode = node.attrs.get("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise b.fail(node, f"unknown mode {mode!r}; expected 'DCR' or 'CRD'.")
+    perm = (2, 4, 0, 1, 3) if mode == "DCR" else (0, 2, 4, 1, 3)
+    split = b.add(node, nn.Reshape((c, h // bs, bs, w // bs, bs)), node.inputs[0], suffix="/split")
+    moved = b.add(node, nn.Transpose(perm), split, suffix="/moved")
+    b.add(node, nn.Reshape((c * bs * bs, h // bs, w // bs)), moved)
+
+
+def op_tile(b: Builder, node: IRNode) -> None:
+    """``Tile`` with constant repeats (1 on the batch axis): an Expand per repeated axis."""
+    x = node.inputs[0]
+    repeats = b.ints(node, node.inputs[1])
+    if not b.is_act(x):
+        _store(b, node, np.tile(np.asarray(b.value(node, x)), repeats))
+        return
+    shape = list(_shape(b, node, x))
+    if len(repeats) != len(shape) + 1 or repeats[0] != 1 or min(repeats) < 1:
+        raise b.fail(
+            node,
+            f"repeats {repeats} must be 1 on the batch axis and positive on the {len(shape)} "
+            "axes of each sample.",
+        )
+    src = b.node_of(node, x)
+    todo = [(a, r) for a, r in enumerate(repeats[1:]) if r != 1]
+    if not todo:
+        b.add(node, nn.Identity(), src)
+        return
+    for k, (a, r) in enumerate(todo):
+        last = k == len(todo) - 1
+        lifted = b.add(node, nn.Reshape((*shape[:a], 1, *shape[a:])), src, suffix=f"/lift{a}")
+        wide = b.add(node, nn.Expand((*shape[:a], r, *shape[a:])), lifted, suffix=f"/repeat{a}")
+        shape[a] *= r
+        src = b.add(node, nn.Reshape(tuple(shape)), wide, suffix="" if last else f"/tile{a}")
+
+
+def op_trilu(b: Builder, node: IRNode) -> None:
+    """``Trilu``: the upper or lower triangle of the last two axes (k a constant)."""
+    x = node.inputs[0]
+    k = b.ints(node, node.inputs[1])[0] if _given(node, 1) else 0
+    upper = bool(node.attrs.get("upper", 1))
+    if not b.is_act(x):
+        v = np.asarray(b.value(node, x))
+        _store(b, node, np.triu(v, k) if upper else np.tril(v, k))
+        return
+    shape = _shape(b, node, x)
+    if len(shape) < 2:
+        raise b.fail(node, "the last two axes include the batch axis; samples need two axes.")
+    ones = np.ones(shape[-2:])
+    mask = np.triu(ones, k) if upper else np.tril(ones, k)
+    rank = len(shape) + 1
+    b.add(node, nn.Multiply(), [b.node_of(node, x), b.value_node(node, mask, rank)])
+
+
+def op_cumsum(b: Builder, node: IRNode) -> None:
+    """``CumSum`` along a constant axis: a MatMul by a triangular 0/1 matrix there."""
+    x = node.inputs[0]
+    axis = b.ints(node, node.inputs[1])[0]
+    exclusive, reverse = bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0))
+    shape = _shape(b, node, x)
+    rank = len(shape) + 1
+    a = _axis(b, node, axis, rank)
+    m = shape[a]
+    i, j = np.indices((m, m))  # out[..., j] = sum over i of x[..., i] * T[i, j]
+    tri = (i > j if exclusive else i >= j) if reverse else (i < j if exclusive else i <= j)
+    tri = tri.astype(np.float64)
+    src = b.node_of(node, x)
+    last = len(shape) - 1
+    if a != last:
+        perm = list(range(len(shape)))
+        perm[a], perm[last] = last, a
+        src = b.add(node, nn.Transpose(tuple(perm)), src, suffix="/to_last")
+    summed = _times(b, node, src, tri, "/sum" if a != last else "")
+    if a != last:
+        b.add(node, nn.Transpose(tuple(perm)), summed)
+
+
+def _float_cast(to_of: Callable[[Builder, IRNode], int]) -> Callable[[Builder, IRNode], None]:
+    """A cast: folded on constants; on an activation, to float32/float64 an identity."""
+
+    def convert(b: Builder, node: IRNode) -> None:
+        import onnx
+
+        to = to_of(b, node)
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(to))
+        x = node.inputs[0]
+        if not b.is_act(x):
+            v = np.asarray(b.value(node, x))
+            _store(b, node, v if v.dtype == object else v.astype(dtype))
+            return
+        if dtype not in (np.float32, np.float64):
+            raise b.fail(
+                node,
+                f"a cast of a computed tensor to {dtype} is not supported (the network "
+                "computes in float32 or float64).",
+            )
+        b.add(node, nn.Identity(), x)
+
+    return convert
+
+
+def _like_type(b: Builder, node: IRNode) -> int:
+    import onnx
+
+    like = node.inputs[1]
+    if b.is_act(like):
+        return onnx.TensorProto.FLOAT if b.g.dtype == np.float32 else onnx.TensorProto.DOUBLE
+    return onnx.helper.np_dtype_to_tensor_dtype(np.asarray(b.value(node, like)).dtype)
+
+
+def op_quantize_linear(b: Builder, node: IRNode) -> None:
+    """``QuantizeLinear`` of an activation: ``clip(round(x / scale) + zero_point)`` per
+    tensor (one scale, one zero point), int8 or uint8; the gradient is 0 (rounding)."""
+    x = node.inputs[0]
+    scale = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64)
+    zp = np.asarray(b.numbers(node, node.inputs[2])) if _given(node, 2) else np.zeros((), np.uint8)
+    if scale.size != 1 or zp.size != 1:
+        raise b.fail(node, "one scale and one zero point (per-tensor quantisation) only.")
+    if zp.dtype not in (np.int8, np.uint8) or node.attrs.get("output_dtype", 0):
+        raise b.fail(node, f"int8 and uint8 outputs only; the zero point is {zp.dtype}.")
+    if not b.is_act(x):
+        raise b.fail(node, "a constant input: nothing to compute.")
+    info = np.iinfo(zp.dtype)
+    rank = b.rank(node, x)
+    ones = [1] * rank
+    scaled = b.add(
+        node,
+        nn.Multiply(),
+        [
+            b.node_of(node, x),
+            b.value_node(node, np.full(ones, 1 / float(scale.reshape(-1)[0])), rank),
+        ],
+        suffix="/scaled",
+    )
+    rounded = b.add(node, nn.Round(), scaled, suffix="/rounded")
+    shifted = b.add(
+        node,
+        nn.Add(),
+        [rounded, b.value_node(node, np.full(ones, float(zp.reshape(-1)[0])), rank)],
+        suffix="/shifted",
+    )
+    b.add(node, nn.Clip(float(info.min), float(info.max)), shifted)
+
+
+def op_size(b: Builder, node: IRNode) -> None:
+    """``Size``: folded, from the per-sample shape and the batch size the input fixes."""
+    x = node.inputs[0]
+    if not b.is_act(x):
+        _store(b, node, np.asarray(np.asarray(b.value(node, x)).size, dtype=np.int64))
+        return
+    per_sample = int(np.prod(_shape(b, node, x)))
+    if b.batch is None:
+        raise b.fail(node, "the size depends on the batch size, which the input leaves open.")
+    _store(b, node, np.asarray(b.batch * per_sample, dtype=np.int64))
+
+
+for _op, _fn, _since, _folds, _limits in [
+    ("GlobalMaxPool", op_global_max_pool, 1, False, "(C, *spatial) samples"),
+    ("SpaceToDepth", op_space_to_depth, 1, False, "NCHW images; DCR and CRD modes"),
+    ("Tile", op_tile, 6, False, "constant repeats, 1 on the batch axis"),
+    ("Trilu", op_trilu, 14, False, "constant k; samples of two or more axes"),
+    ("CumSum", op_cumsum, 11, False, "a constant axis, not the batch's; exclusive, reverse"),
+    (
+        "CastLike",
+        _float_cast(_like_type),
+        15,
+        False,
+        "computed tensors to float32/float64 (an identity); constants to any type",
+    ),
+    (
+        "QuantizeLinear",
+        op_quantize_linear,
+        10,
+        False,
+        "per tensor; int8 or uint8; constant scale and zero point (gradient 0)",
+    ),
+    ("Size", op_size, 1, True, "folded: a constant, or an activation with a fixed batch size"),
+]:
+    register(_op, _fn, since=_since, folds=_folds, limits=_limits)
+
+
+# -- selections, products and pools composed of native layers ---------------------------
+def select_along(b: Builder, node: IRNode, x: str, axis: int, index: np.ndarray) -> str:
+    """The native node of ``x`` with its per-sample ``axis`` replaced by the elements
+    ``index`` (1-D, negative from the end): a MatMul by a constant one-hot matrix there,
+    so the gradient flows back to the elements picked. The last layer is the node's
+    output unless a reshape follows (its suffix ``/picked``)."""
+    shape = _shape(b, node, x)
+    m = shape[axis]
+    index = np.asarray(index, dtype=np.int64).reshape(-1)
+    if index.size == 0 or np.any(index < -m) or np.any(index >= m):
+        raise b.fail(node, f"indices {index.tolist()} are empty or out of range for size {m}.")
+    index = np.where(index < 0, index + m, index)
+    pick = np.zeros((m, index.size))
+    pick[index, np.arange(index.size)] = 1.0
+    src = b.node_of(node, x)
+    last = len(shape) - 1
+    perm = list(range(len(shape)))
+    perm[axis], perm[last] = last, axis
+    if axis != last:
+        src = b.add(node, nn.Transpose(tuple(perm)), src, suffix="/to_last")
+    out = _times(b, node, src, pick, "/picked")
+    if axis != last:
+        out = b.add(node, nn.Transpose(tuple(perm)), out, suffix="/back")
+    return out
+
+
+def op_compress(b: Builder, node: IRNode) -> None:
+    """``Compress`` with a constant condition along an axis (not the batch's)."""
+    x = node.inputs[0]
+    cond = np.asarray(b.value(node, node.inputs[1])).reshape(-1).astype(bool)
+    if not b.is_act(x):
+        axis = node.attrs.get("axis")
+        _store(b, node, np.compress(cond, np.asarray(b.value(node, x)), axis=axis))
+        return
+    if "axis" not in node.attrs:
+        raise b.fail(node, "no axis: compressing the flattened tensor mixes the batch's samples.")
+    a = _axis(b, node, int(node.attrs["axis"]), b.rank(node, x))
+    out = select_along(b, node, x, a, np.flatnonzero(cond))
+    b.add(node, nn.Identity(), out)
+
+
+def op_reduce_prod(axes_input: bool) -> Callable[[Builder, IRNode], None]:
+    """``ReduceProd``: ``exp(sum(log|x|))`` times the sign ``cos(pi * #negatives)``."""
+
+    def convert(b: Builder, node: IRNode) -> None:
+        x = node.inputs[0]
+        keep = bool(node.attrs.get("keepdims", 1))
+        if axes_input:
+            axes = b.ints(node, node.inputs[1]) if _given(node, 1) else []
+            if not axes and node.attrs.get("noop_with_empty_axes", 0):
+                if b.is_act(x):
+                    b.add(node, nn.Identity(), x)
+                else:
+                    _store(b, node, np.asarray(b.value(node, x)))
+                return
+        else:
+            axes = [int(a) for a in node.attrs.get("axes", [])]
+        if not b.is_act(x):
+            v = np.asarray(b.value(node, x))
+            _store(b, node, np.prod(v, axis=tuple(axes) if axes else None, keepdims=keep))
+            return
+        if not axes:
+            raise b.fail(
+                node, "no axes given: the reduction over every axis would mix the batch's samples."
+            )
+        rank = b.rank(node, x)
+        sample_axes = tuple(sorted({_axis(b, node, a, rank) for a in axes}))
+        src = b.node_of(node, x)
+        mag = b.add(node, nn.Abs(), src, suffix="/abs")
+        log = b.add(node, nn.Log(), mag, suffix="/log")
+        total = b.add(node, nn.Reduce("sum", sample_axes, keepdims=keep), log, suffix="/sum")
+        size = b.add(node, nn.Exp(), total, suffix="/magnitude")
+        zero = b.value_node(node, np.zeros([1] * rank), rank)
+        neg = b.add(node, nn.Compare("less"), [src, zero], suffix="/negative")
+        count = b.add(node, nn.Reduce("sum", sample_axes, keepdims=keep), neg, suffix="/count")
+        out_rank = len(b.g.shape_of(count)) + 1
+        pi = b.value_node(node, np.full([1] * out_rank, np.pi), out_rank)
+        turn = b.add(node, nn.Multiply(), [count, pi], suffix="/angle")
+        sign = b.add(node, nn.Cos(), turn, suffix="/sign")
+        b.add(node, nn.Multiply(), [size, sign])
+
+    return convert
+
+
+def op_lp_pool(b: Builder, node: IRNode) -> None:
+    """``LpPool`` of NCHW images: ``(sum over the window of |x|**p) ** (1/p)``, the sum an
+    average pool (padding counted as 0) times the window's area."""
+    from xai_core.importers.onnx_ops import _kernel_attrs, _pads, _spatial
+
+    x = node.inputs[0]
+    kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
+    if dilations != (1, 1) or node.attrs.get("ceil_mode", 0):
+        raise b.fail(node, "dilations and ceil_mode are not supported.")
+    pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, x))
+    if max(pads[:2]) * 2 > kernel[0] or max(pads[2:]) * 2 > kernel[1]:
+        raise b.fail(node, f"pads over half the kernel {list(kernel)} are not supported.")
+    p = float(node.attrs.get("p", 2))
+    if p <= 0:
+        raise b.fail(node, f"p must be positive; got {p}.")
+    src = b.node_of(node, x)
+    mag = b.add(node, nn.Abs(), src, suffix="/abs") if p != 2 else src
+    powered = b.add(node, nn.Power(p), mag, suffix="/power")
+    pooled = b.add(
+        node,
+        nn.AvgPool2D(kernel, stride=strides, padding=pads, count_include_pad=True),
+        powered,
+        suffix="/mean",
+    )
+    rank = len(b.g.shape_of(pooled)) + 1
+    area = b.value_node(node, np.full([1] * rank, float(kernel[0] * kernel[1])), rank)
+    total = b.add(node, nn.Multiply(), [pooled, area], suffix="/sum")
+    b.add(node, nn.Power(1.0 / p), total)
+
+
+def op_upsample(b: Builder, node: IRNode) -> None:
+    """``Upsample`` (opsets 7 to 9): ``Resize`` with asymmetric coordinates (nearest: floor)."""
+    from xai_core.importers.onnx_ops_tensor import op_resize
+
+    if len(node.inputs) > 1 and node.inputs[1]:
+        scales = node.inputs[1]
+    else:
+        scales = f"{node.name}/scales"
+        b.const[scales] = np.asarray(node.attrs["scales"], dtype=np.float32)
+    mode = node.attrs.get("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise b.fail(node, f"mode {mode!r}; supported: nearest, linear.")
+    attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    op_resize(b, IRNode("Resize", node.name, [node.inputs[0], "", scales], node.outputs, attrs))
+
+
+_NOT_BATCH = "axes not including the batch axis; keepdims"
+for _op, _fn, _since, _until, _limits in [
+    ("Compress", op_compress, 9, None, "a constant condition along an axis not the batch's"),
+    ("ReduceProd", op_reduce_prod(False), 1, 17, f"{_NOT_BATCH} (attribute)"),
+    (
+        "ReduceProd",
+        op_reduce_prod(True),
+        18,
+        None,
+        f"{_NOT_BATCH}; constant axes input; noop_with_empty_axes; gradient undefined at 0",
+    ),
+    ("LpPool", op_lp_pool, 2, None, "2-D kernels on NCHW images; no dilations, no ceil_mode"),
+    ("Upsample", op_upsample, 7, 9, "NCHW images; nearest or linear; scales 1 on N and C"),
+]:
+    register(_op, _fn, since=_since, until=_until, limits=_limits)
