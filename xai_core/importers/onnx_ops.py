@@ -456,7 +456,7 @@ def op_shape(b: Builder, node: IRNode) -> None:
 
 def _store(b: Builder, node: IRNode, out: Any) -> None:
     out = np.asarray(out)
-    if out.dtype == object and not any(v is BATCH for v in out.reshape(-1)):
+    if out.dtype == object and not any(isinstance(v, _Batch) for v in out.reshape(-1)):
         out = out.astype(np.int64)  # sizes read from a shape without the batch: plain ints
     (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
 
@@ -527,7 +527,7 @@ for _op, _fn, _since, _limits in [
     ("Concat", op_concat, 1, ""),
     ("Flatten", op_flatten, 1, ""),
     ("Reshape", op_reshape, 5, "a constant or folded shape"),
-    ("Transpose", op_transpose, 1, "keeping the batch axis first"),
+    ("Transpose", op_transpose, 1, "any perm; one moving the batch axis: see onnx_ops_attention"),
     ("Pad", op_pad, 1, "constant mode"),
     ("Identity", op_identity, 1, ""),
     ("Dropout", op_identity, 1, "inference (an identity)"),
@@ -536,7 +536,6 @@ for _op, _fn, _since, _limits in [
 
 for _op, _fn, _limits in [
     ("Shape", op_shape, ""),
-    ("Gather", op_gather, "on constants and shapes"),
     ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
     ("Squeeze", op_squeeze, "on constants and shapes"),
     ("Cast", op_cast, "on constants and shapes"),
