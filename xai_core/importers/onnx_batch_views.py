@@ -421,7 +421,38 @@ def _identity(b: Builder, node: IRNode, x: View) -> None:
     _put(b, node, node.outputs[0], x.node, x.groups(b), x.origin)
 
 
+#: Operators of one input acting on each element alone: their converters run unchanged on
+#: the view's node.
+ELEMENTWISE = frozenset(
+    "Relu LeakyRelu Sigmoid Tanh Erf Gelu Sqrt Exp Log Neg Abs Reciprocal Softplus Softsign "
+    "HardSigmoid HardSwish Mish Elu Selu Celu Sin Cos Clip".split()
+)
+
+
+def _pass_through(b: Builder, node: IRNode, x: View) -> None:
+    """An elementwise operator, or one over trailing axes that exclude the batch group
+    (``LayerNormalization``), run by its registered converter on the view's node."""
+    from xai_core.importers.onnx_registry import find_converter
+
+    if node.op == "LayerNormalization":
+        groups = x.groups(b)
+        axis = int(node.attrs.get("axis", -1))
+        if axis >= 0 or any("B" in g for g in groups[axis:]):
+            raise b.fail(
+                node, f"axis {axis}: only trailing axes after the batch axis are normalised here."
+            )
+    name = node.inputs[0]
+    b.act[name] = x.node
+    try:
+        find_converter(node.op, b.opset).fn(b, node)
+    finally:
+        del b.act[name]
+    _put(b, node, node.outputs[0], b.act.pop(node.outputs[0]), x.groups(b), x.origin)
+
+
 _OPS: dict[str, Callable[[Builder, IRNode, View], None]] = {
+    "LayerNormalization": _pass_through,
+    **{op: _pass_through for op in ELEMENTWISE},
     "Transpose": _transpose,
     "Reshape": _reshape,
     "Shape": _shape,
