@@ -223,3 +223,17 @@ def test_tpu_runs_and_counts_every_product(name):
     if name != "convnext":  # ConvNeXt has no attention
         assert _attention_gemms(net, len(X)) > 0
         assert tpu.counters["matmuls"] >= _attention_gemms(net, len(X))
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param("bert", marks=pytest.mark.slow), "transformer_encoder_layer"]
+)
+def test_integrated_gradients_on_the_tpu_agree_with_the_cpu(name):
+    """IG through the TPU's bf16 products stays close to the CPU's attributions."""
+    _, net, shape, _ = imported(name)
+    X, baseline = _batch(shape, 1, 4), _batch(shape, 1, 5)
+    options = {"method": "ig", "target": 0, "steps": 16, "baseline": baseline}
+    cpu = xai.explain(net, X, backend="cpu", **options).values.reshape(-1)
+    tpu = xai.explain(net, X, backend="tpu", **options).values.reshape(-1)
+    assert np.all(np.isfinite(tpu))
+    assert np.corrcoef(cpu, tpu)[0, 1] > 0.95
