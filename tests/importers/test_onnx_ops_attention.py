@@ -219,6 +219,20 @@ CASES = {
     ),
 }
 
+C1, C2 = (RNG.standard_normal((1, 2, 3)).astype(np.float32) for _ in range(2))
+CASES["constants_concatenated_nd"] = (
+    model(
+        [
+            node("Concat", ["c1", "c2"], ["cc"], axis=1),
+            node("Add", ["x", "cc"], ["y"]),
+        ],
+        (4, 3),
+        {"c1": C1, "c2": C2},
+    ),
+    (4, 3),
+    lambda x: x + torch.as_tensor(np.concatenate([C1, C2], 1), dtype=x.dtype),
+)
+
 MASK = np.array([[1, 1, 0, 1, 1]], dtype=np.int64)
 # transformers' mask: the batch index (Range to the batch size) indexes a mask expanded to
 # the batch, flattened; comparisons and logic on constants; an additive mask on scores.

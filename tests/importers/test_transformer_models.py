@@ -75,6 +75,22 @@ def build_torchvision_vit():
     return m.eval(), (3, 32, 32), {}
 
 
+def build_torchvision_swin():
+    """torchvision's SwinTransformer (shifted windows; the window mask built by Concat of
+    constants), a small config at 32 x 32 pixels with 2 x 2 windows."""
+    from torchvision.models.swin_transformer import SwinTransformer
+
+    m = SwinTransformer(
+        patch_size=[4, 4],
+        embed_dim=24,
+        depths=[2, 2],
+        num_heads=[2, 4],
+        window_size=[2, 2],
+        num_classes=10,
+    )
+    return m.eval(), (3, 32, 32), {}
+
+
 def build_transformer_encoder_layer():
     """torch's nn.TransformerEncoderLayer as constructed by default: (seq, batch, d_model),
     imported with batch_axis=1 (the network takes (batch, seq, d_model))."""
@@ -135,13 +151,14 @@ BUILDERS = {
     "swin": build_swin,
     "convnext": build_convnext,
     "torchvision_vit": build_torchvision_vit,
+    "torchvision_swin": build_torchvision_swin,
     "transformer_encoder_layer": build_transformer_encoder_layer,
     "transformer_encoder_layer_batch_first": build_transformer_encoder_layer_batch_first,
     "bert": build_bert,
     "bert_eager": build_bert_eager,
 }
 #: Models whose import alone takes about 5 s or more on a small machine.
-SLOW = {"vit", "deit", "swin", "convnext", "bert", "bert_eager"}
+SLOW = {"vit", "deit", "swin", "convnext", "torchvision_swin", "bert", "bert_eager"}
 MODELS = [pytest.param(k, marks=pytest.mark.slow) if k in SLOW else k for k in BUILDERS]
 
 _CACHE: dict[str, tuple] = {}

@@ -11,7 +11,7 @@
   one too; ``Range(0, batch size)`` (the sample index transformers' mask functions use
   to index such masks) is the batch constant ``[0]``.
 - **Attention-mask arithmetic** on constants (``And``, ``Or``, comparisons,
-  ``GatherElements``), folded; ``Where(IsNaN(p), 0, p)`` after a masked softmax (torch's
+  ``GatherElements``, ``Flatten`` and ``Concat`` of any rank), folded; ``Where(IsNaN(p), 0, p)`` after a masked softmax (torch's
   ``scaled_dot_product_attention``) as :class:`~xai_core.nn.ReplaceNaN`.
 - ``Gather`` of an activation by constant indices (``x[:, 0]``, the class token) as
   :class:`~xai_core.nn.Gather`.
@@ -71,6 +71,26 @@ def _reshape_batch_constant(b: Builder, node: IRNode) -> bool:
     return True
 
 
+def _concat_constants(b: Builder, node: IRNode) -> bool:
+    """``Concat`` of constants of any rank (torchvision's shifted-window mask), folded."""
+    names = [i for i in node.inputs if i]
+    if not names or any(i not in b.const for i in names):
+        return False
+    parts = [np.asarray(b.const[i]) for i in names]
+    if all(p.ndim <= 1 for p in parts):
+        return False  # shapes and 1-D constants: the registered converter folds them
+    axis = int(node.attrs["axis"])
+    if len({p.ndim for p in parts}) != 1 or not -parts[0].ndim <= axis < parts[0].ndim:
+        raise b.fail(node, f"constants of shapes {[p.shape for p in parts]} along axis {axis}.")
+    try:
+        _store(b, node, np.concatenate(parts, axis=axis))
+    except ValueError:
+        raise b.fail(
+            node, f"constants of shapes {[p.shape for p in parts]} differ off axis {axis}."
+        ) from None
+    return True
+
+
 def _batch_range(b: Builder, node: IRNode) -> bool:
     """``Range(0, batch size, 1)``: the index of each sample in its batch, as transformers'
     mask functions compute it to index masks expanded to the batch. Held as the batch
@@ -118,6 +138,8 @@ def before(b: Builder, node: IRNode) -> bool:
     if any(i in _nan_tests(b) for i in node.inputs):
         raise b.fail(node, "reads IsNaN of an activation; only Where(IsNaN(x), c, x) is supported.")
     consts = _batch_consts(b)
+    if node.op == "Concat" and _concat_constants(b, node):
+        return True
     if node.op == "Range" and _batch_range(b, node):
         return True
     if node.op == "Flatten" and node.inputs[0] in b.const:
