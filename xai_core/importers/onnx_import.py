@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import CapabilityError, ModelFormatError, XaiError
+from xai_core.errors import CapabilityError, ModelFormatError, ValidationError, XaiError
+from xai_core.importers import onnx_ops_attention
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -69,7 +70,9 @@ def build_onnx(
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
     for node in ir.nodes:
         try:
-            converters[node.op].fn(b, node)
+            if not onnx_ops_attention.before(b, node):  # batch axis moved, batch constants
+                converters[node.op].fn(b, node)
+            onnx_ops_attention.after(b, node)
         except XaiError:
             raise
         except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as exc:

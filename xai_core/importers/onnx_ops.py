@@ -533,22 +533,13 @@ def op_shape(b: Builder, node: IRNode) -> None:
 
 def _store(b: Builder, node: IRNode, out: Any) -> None:
     out = np.asarray(out)
-    if out.dtype == object and not any(v is BATCH for v in out.reshape(-1)):
+    if out.dtype == object and not any(isinstance(v, _Batch) for v in out.reshape(-1)):
         out = out.astype(np.int64)  # sizes read from a shape without the batch: plain ints
     (b.shape if out.dtype == object else b.const)[node.outputs[0]] = out
 
 
 def op_gather(b: Builder, node: IRNode) -> None:
-    if b.is_act(node.inputs[0]):  # constant indices along an axis of computed samples
-        from xai_core.importers.onnx_ops_shape import select_along
-
-        idx = np.asarray(b.numbers(node, node.inputs[1])).astype(np.int64)
-        x = node.inputs[0]
-        shape = b.g.shape_of(b.node_of(node, x))
-        a = _axis(b, node, int(node.attrs.get("axis", 0)), len(shape) + 1)
-        picked = select_along(b, node, x, a, idx)
-        b.add(node, nn.Reshape((*shape[:a], *idx.shape, *shape[a + 1 :])), picked)
-        return
+    """``Gather`` of constants and shapes, folded (of an activation: ``onnx_ops_attention``)."""
     data = np.asarray(b.value(node, node.inputs[0]))
     idx = np.asarray(b.value(node, node.inputs[1])).astype(np.int64)
     _store(b, node, np.take(data, idx, axis=int(node.attrs.get("axis", 0))))
@@ -669,8 +660,8 @@ for _op, _fn, _since, _limits in [
     ("Div", _binary("Div"), 1, "broadcasting"),
     ("Concat", op_concat, 1, ""),
     ("Flatten", op_flatten, 1, ""),
-    ("Reshape", op_reshape, 5, "a constant or folded shape"),
-    ("Transpose", op_transpose, 1, "keeping the batch axis first"),
+    ("Reshape", op_reshape, 5, "a constant or folded shape; may merge the batch axis (a view)"),
+    ("Transpose", op_transpose, 1, "any perm (one moving the batch axis gives a view)"),
     ("Pad", op_pad, 1, "constant mode"),
     ("Identity", op_identity, 1, ""),
     ("Dropout", op_identity, 1, "inference (an identity; the mask all True); not training_mode"),
@@ -680,11 +671,6 @@ for _op, _fn, _since, _limits in [
 for _op, _fn, _limits in [
     ("Shape", op_shape, ""),
     (
-        "Gather",
-        op_gather,
-        "constants and shapes; computed tensors with constant indices, not along the batch axis",
-    ),
-    (
         "Unsqueeze",
         op_unsqueeze,
         "constants and shapes; computed tensors (not before the batch axis)",
@@ -692,7 +678,7 @@ for _op, _fn, _limits in [
     ("Squeeze", op_squeeze, "constants and shapes; computed tensors (not the batch axis)"),
     ("Cast", op_cast, "constants and shapes to any type; computed tensors to float32/float64"),
 ]:
-    register(_op, _fn, folds=_op not in ("Cast", "Gather", "Squeeze", "Unsqueeze"), limits=_limits)
+    register(_op, _fn, folds=_op not in ("Cast", "Squeeze", "Unsqueeze"), limits=_limits)
 
 
 def check_declared(b: Builder, node: IRNode, declared: dict[str, tuple[int, ...]]) -> None:

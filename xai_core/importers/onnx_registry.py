@@ -113,6 +113,7 @@ def _load() -> None:
     """Import the modules that register the built-in converters."""
     from xai_core.importers import (  # noqa: F401 - each registers its converters on import
         onnx_ops,
+        onnx_ops_attention,
         onnx_ops_elementwise,
         onnx_ops_math,
         onnx_ops_norm,

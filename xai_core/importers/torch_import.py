@@ -247,6 +247,22 @@ def _second_batch(example: Any) -> Any:
     return -2.0 * example + noise
 
 
+def _batch_first(module: Any, axis: int) -> Any:
+    """``module`` taking and giving tensors with the batch axis first, when its own have it
+    on ``axis`` (``nn.TransformerEncoderLayer(batch_first=False)``: ``(seq, batch, d)``)."""
+    torch = _torch()
+
+    class BatchFirst(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.module = module
+
+        def forward(self, x):
+            return self.module(x.movedim(0, axis)).movedim(axis, 0)
+
+    return BatchFirst().train(module.training)
+
+
 def from_torch(
     module: Any,
     example_input: Any,
@@ -255,6 +271,7 @@ def from_torch(
     dtype: Any = "float32",
     fold_batch_norm: bool = True,
     strict_trace: bool = False,
+    batch_axis: int = 0,
 ) -> nn.Graph:
     """Import a PyTorch module as a native graph network.
 
@@ -282,6 +299,12 @@ def from_torch(
         :class:`~xai_core.errors.XaiWarning` naming them. ``True`` refuses every module
         the tracer warns about. Either way the network is checked against the module on
         ``example_input`` and on the second batch.
+    batch_axis : int, default=0
+        The axis of the module's input and output that holds the batch, for modules that
+        are not batch-first (``nn.TransformerEncoderLayer(batch_first=False)`` and
+        ``nn.MultiheadAttention`` take ``(seq, batch, features)``: ``batch_axis=1``).
+        ``example_input`` is in the module's own layout; the imported network takes and
+        gives the batch axis first (``(batch, seq, features)``).
 
     Returns
     -------
@@ -310,6 +333,17 @@ def from_torch(
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
     example_input = example_input.detach().to(torch.float32)
+    if isinstance(batch_axis, bool) or not isinstance(batch_axis, int):
+        raise ValidationError(f"batch_axis must be an int; got {batch_axis!r}.")
+    if not -example_input.ndim <= batch_axis < example_input.ndim:
+        raise ValidationError(
+            f"batch_axis must be an axis of example_input (of {example_input.ndim} axes); "
+            f"got {batch_axis}."
+        )
+    batch_axis %= example_input.ndim
+    if batch_axis:
+        module = _batch_first(module, batch_axis)
+        example_input = example_input.movedim(batch_axis, 0).contiguous()
     data, notes, want = _trace(module, example_input, 17, False)
     _check_trace(module, example_input, data, notes, strict_trace)
     net = from_onnx(

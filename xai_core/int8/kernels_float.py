@@ -143,6 +143,8 @@ def _logistic(v: np.ndarray) -> np.ndarray:
         mid = np.float32(1) / (np.float32(1) + np.exp(-v))
     out = np.where(v < np.float32(-9.0), np.exp(np.minimum(v, 0)), mid)
     return np.where(v > np.float32(16.619047164916992188), np.float32(1), out).astype(np.float32)
+
+
 def _reduce(fn):
     def kernel(op, tensors, inputs, backend):
         x = inputs[0]

@@ -63,9 +63,11 @@ from xai_core.nn.elementwise_math import (
     Tan,
     ThresholdedReLU,
 )
+from xai_core.nn.gather import Gather
 from xai_core.nn.layer_norm import LayerNormalization
 from xai_core.nn.lrn import LocalResponseNormalization
 from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Subtract
+from xai_core.nn.nan_guard import ReplaceNaN
 from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
 from xai_core.nn.reduce import LogSoftmax, Reduce
@@ -116,6 +118,7 @@ __all__ = [
     "Exp",
     "Expand",
     "Flatten",
+    "Gather",
     "Gelu",
     "GlobalAveragePooling2D",
     "HardSigmoid",
@@ -138,6 +141,7 @@ __all__ = [
     "ReLU6",
     "Reciprocal",
     "Reduce",
+    "ReplaceNaN",
     "Reshape",
     "Selu",
     "Sigmoid",

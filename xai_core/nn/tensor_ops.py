@@ -74,8 +74,9 @@ class MatMul(Layer):
     def _product(self, a, b, backend) -> np.ndarray:
         lead = self._lead(a, b)
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-        a3 = np.broadcast_to(a, (*lead, m, k)).reshape(-1, m, k)
-        b3 = np.broadcast_to(b, (*lead, k, n)).reshape(-1, k, n)
+        # contiguous stacks: numpy's matmul leaves BLAS for a slow loop on a stride-0 axis
+        a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
+        b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
         return backend.batched_matmul(a3, b3).reshape(*lead, m, n)
 
     def apply(self, x, backend, record):

@@ -1,0 +1,251 @@
+"""What transformer exports need beyond the plain operators, handled while building.
+
+- **The batch axis moved or merged** (timm's ``permute(2, 0, 3, 1, 4)`` before
+  ``unbind(0)``, torch's ``(seq, batch * heads, d)``, Swin's windows): views, in
+  :mod:`xai_core.importers.onnx_batch_views`.
+- **Constants with a batch axis.** ``cls_token.expand(B, -1, -1)`` (ViT, DeiT) and the
+  ``token_type_ids`` / attention mask that BERT expands to the batch size are the same
+  for every sample: such a tensor is held as a constant whose batch axis has size 1 (a
+  *batch constant*), so ``Concat``, ``Add`` and ``Where`` broadcast it over the batch and
+  ``Shape`` reports the batch size for it. Every tensor folded from a batch constant is
+  one too; ``Range(0, batch size)`` (the sample index transformers' mask functions use
+  to index such masks) is the batch constant ``[0]``.
+- **Attention-mask arithmetic** on constants (``And``, ``Or``, comparisons,
+  ``GatherElements``, ``Flatten`` and ``Concat`` of any rank), folded; ``Where(IsNaN(p), 0, p)`` after a masked softmax (torch's
+  ``scaled_dot_product_attention``) as :class:`~xai_core.nn.ReplaceNaN`.
+- ``Gather`` of an activation by constant indices (``x[:, 0]``, the class token) as
+  :class:`~xai_core.nn.Gather`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from xai_core import nn
+from xai_core.importers import onnx_batch_views
+from xai_core.importers.ir import IRNode
+from xai_core.importers.onnx_ops import BATCH, Builder, _store
+from xai_core.importers.onnx_registry import register
+
+__all__ = ["before", "after"]
+
+
+def _batch_consts(b: Builder) -> set[str]:
+    return b.__dict__.setdefault("batch_consts", set())
+
+
+# -- batch constants ---------------------------------------------------------------------
+def _expand_constant(b: Builder, node: IRNode) -> bool:
+    """A constant expanded to the batch size: a batch constant (its batch axis of size 1)."""
+    target = np.asarray(b.value(node, node.inputs[1])).reshape(-1)
+    if not len(target) or target[0] is not BATCH:
+        return False
+    if any(d is BATCH for d in target[1:]):
+        raise b.fail(node, f"target shape {target.tolist()} moves the batch axis.")
+    data = np.asarray(b.value(node, node.inputs[0]))
+    out = np.broadcast_shapes(data.shape, (1, *(int(d) for d in target[1:])))
+    if len(out) != len(target):
+        raise b.fail(node, f"a constant of shape {data.shape} is expanded to rank {len(target)}.")
+    _store(b, node, np.broadcast_to(data, out).copy())
+    _batch_consts(b).add(node.outputs[0])
+    return True
+
+
+def _shape_of_batch_constant(b: Builder, node: IRNode) -> None:
+    dims: list[object] = [BATCH, *np.shape(b.const[node.inputs[0]])[1:]]
+    out = np.array(dims, dtype=object)
+    _store(b, node, out[node.attrs.get("start", 0) : node.attrs.get("end")])
+
+
+def _reshape_batch_constant(b: Builder, node: IRNode) -> bool:
+    """A batch constant reshaped to a target holding the batch size (kept of size 1)."""
+    target = list(np.asarray(b.value(node, node.inputs[1])).reshape(-1))
+    if not target or target[0] is not BATCH or any(d is BATCH for d in target[1:]):
+        return False
+    data = np.asarray(b.const[node.inputs[0]])
+    shape = [1] + [data.shape[i + 1] if int(d) == 0 else int(d) for i, d in enumerate(target[1:])]
+    _store(b, node, data.reshape(shape))
+    _batch_consts(b).add(node.outputs[0])
+    return True
+
+
+def _concat_constants(b: Builder, node: IRNode) -> bool:
+    """``Concat`` of constants of any rank (torchvision's shifted-window mask), folded."""
+    names = [i for i in node.inputs if i]
+    if not names or any(i not in b.const for i in names):
+        return False
+    parts = [np.asarray(b.const[i]) for i in names]
+    if all(p.ndim <= 1 for p in parts):
+        return False  # shapes and 1-D constants: the registered converter folds them
+    axis = int(node.attrs["axis"])
+    if len({p.ndim for p in parts}) != 1 or not -parts[0].ndim <= axis < parts[0].ndim:
+        raise b.fail(node, f"constants of shapes {[p.shape for p in parts]} along axis {axis}.")
+    try:
+        _store(b, node, np.concatenate(parts, axis=axis))
+    except ValueError:
+        raise b.fail(
+            node, f"constants of shapes {[p.shape for p in parts]} differ off axis {axis}."
+        ) from None
+    return True
+
+
+def _batch_range(b: Builder, node: IRNode) -> bool:
+    """``Range(0, batch size, 1)``: the index of each sample in its batch, as transformers'
+    mask functions compute it to index masks expanded to the batch. Held as the batch
+    constant ``[0]``: the index of the first sample, right wherever it indexes batch
+    constants (the same for every sample). ``from_torch`` checks the result on two batches."""
+    start, limit, delta = (np.asarray(b.value(node, i)).reshape(-1) for i in node.inputs[:3])
+    if not (len(limit) == 1 and limit[0] is BATCH):
+        return False
+    if start.dtype == object or delta.dtype == object or start[0] != 0 or delta[0] != 1:
+        raise b.fail(node, "a range over the batch size must start at 0 with step 1.")
+    _store(b, node, np.zeros(1, dtype=np.int64))
+    _batch_consts(b).add(node.outputs[0])
+    return True
+
+
+def _nan_tests(b: Builder) -> dict[str, str]:
+    return b.__dict__.setdefault("nan_tests", {})
+
+
+def _nan_guard(b: Builder, node: IRNode) -> None:
+    """``Where(IsNaN(x), c, x)`` with a constant ``c`` of one value: :class:`~xai_core.nn.ReplaceNaN`."""
+    cond, then, other = node.inputs[:3]
+    x = _nan_tests(b)[cond]
+    if other != x or b.is_act(then):
+        raise b.fail(node, "only Where(IsNaN(x), c, x) with a constant c is supported.")
+    value = np.asarray(b.numbers(node, then))
+    if value.size != 1:
+        raise b.fail(node, f"the replacement has shape {value.shape}; it must be one value.")
+    b.add(node, nn.ReplaceNaN(float(value.reshape(-1)[0])), x)
+
+
+# -- the hooks build_onnx calls around each converter ------------------------------------
+def before(b: Builder, node: IRNode) -> bool:
+    """Convert ``node`` here when it reads a view, moves the batch axis or makes a batch
+    constant; True when it was converted (the registered converter is then skipped)."""
+    if onnx_batch_views.wants(b, node):
+        onnx_batch_views.convert(b, node)
+        return True
+    if node.op == "IsNaN" and b.is_act(node.inputs[0]):
+        _nan_tests(b)[node.outputs[0]] = node.inputs[0]  # read by the Where below
+        return True
+    if node.op == "Where" and node.inputs[0] in _nan_tests(b):
+        _nan_guard(b, node)
+        return True
+    if any(i in _nan_tests(b) for i in node.inputs):
+        raise b.fail(node, "reads IsNaN of an activation; only Where(IsNaN(x), c, x) is supported.")
+    consts = _batch_consts(b)
+    if node.op == "Concat" and _concat_constants(b, node):
+        return True
+    if node.op == "Range" and _batch_range(b, node):
+        return True
+    if node.op == "Flatten" and node.inputs[0] in b.const:
+        data = np.asarray(b.const[node.inputs[0]])
+        axis = int(node.attrs.get("axis", 1))
+        axis = axis + data.ndim if axis < 0 else axis
+        _store(b, node, data.reshape(int(np.prod(data.shape[:axis])), -1))
+        return True
+    if node.op == "Expand" and not b.is_act(node.inputs[0]):
+        return _expand_constant(b, node)
+    if node.op == "Shape" and node.inputs[0] in consts:
+        _shape_of_batch_constant(b, node)
+        return True
+    if node.op == "Reshape" and node.inputs[0] in consts:
+        return _reshape_batch_constant(b, node)
+    return False
+
+
+def after(b: Builder, node: IRNode) -> None:
+    """Mark the constant outputs of a node folded from a batch constant as batch constants."""
+    consts = _batch_consts(b)
+    if consts and node.op != "Shape" and any(i in consts for i in node.inputs):
+        consts.update(o for o in node.outputs if o in b.const)
+
+
+# -- Gather: of constants and shapes (folded), or of an activation ----------------------
+def op_gather(b: Builder, node: IRNode) -> None:
+    """``Gather`` of a constant or shape (folded), or of an activation by constant indices
+    along an axis other than the batch's (:class:`~xai_core.nn.Gather`)."""
+    from xai_core.importers import onnx_ops
+    from xai_core.importers.onnx_ops import _axis
+
+    data, indices = node.inputs[:2]
+    if not b.is_act(data):
+        onnx_ops.op_gather(b, node)
+        return
+    if b.is_act(indices):
+        raise b.fail(node, "the indices must be constants; they are computed at run time.")
+    index = np.asarray(b.numbers(node, indices))
+    if index.dtype.kind not in "iu":
+        raise b.fail(node, f"indices of type {index.dtype}; integers are expected.")
+    rank = b.rank(node, data)
+    axis = _axis(b, node, int(node.attrs.get("axis", 0)), rank)
+    size = b.g.shape_of(b.node_of(node, data))[axis]
+    if np.any(index < -size) or np.any(index >= size):
+        raise b.fail(node, f"indices {index.tolist()} outside an axis of size {size}.")
+    b.add(node, nn.Gather(axis, index), data)
+
+
+register(
+    "Gather",
+    op_gather,
+    since=1,
+    limits="activations: constant indices, not along the batch axis; any on constants",
+)
+
+
+# -- attention-mask arithmetic on constants, folded ----------------------------------------
+def _folded(fn: Callable[..., np.ndarray], arity: int) -> Callable[[Builder, IRNode], None]:
+    """A converter folding ``fn`` of ``arity`` constant inputs (numpy broadcasting)."""
+    from xai_core.importers.onnx_ops_tensor import _plain
+
+    def op(b: Builder, node: IRNode) -> None:
+        if any(b.is_act(i) for i in node.inputs[:arity]):
+            raise b.fail(
+                node,
+                f"{node.op} of a tensor computed at run time is not supported; only of "
+                "constants (attention masks fixed at export).",
+            )
+        _store(b, node, fn(*(_plain(b, node, i) for i in node.inputs[:arity])))
+
+    return op
+
+
+def _gather_elements(b: Builder, node: IRNode) -> None:
+    from xai_core.importers.onnx_ops_tensor import _plain
+
+    if b.is_act(node.inputs[0]) or b.is_act(node.inputs[1]):
+        raise b.fail(node, "only constants are gathered here (position and token-type ids).")
+    data, index = (_plain(b, node, i) for i in node.inputs[:2])
+    axis = int(node.attrs.get("axis", 0))
+    if data.ndim != index.ndim:
+        raise b.fail(node, f"data of rank {data.ndim} and indices of rank {index.ndim} differ.")
+    a = axis + data.ndim if axis < 0 else axis
+    size = data.shape[a]
+    if np.any(index < -size) or np.any(index >= size):
+        raise b.fail(node, f"an index is outside axis {axis} of size {size}.")
+    _store(b, node, np.take_along_axis(data, np.where(index < 0, index + size, index), axis=a))
+
+
+for _op, _fn, _arity, _since in [
+    ("And", np.logical_and, 2, 7),
+    ("Or", np.logical_or, 2, 7),
+    ("Xor", np.logical_xor, 2, 7),
+    ("Greater", np.greater, 2, 7),
+    ("Less", np.less, 2, 7),
+    ("GreaterOrEqual", np.greater_equal, 2, 12),
+    ("LessOrEqual", np.less_equal, 2, 12),
+    ("IsInf", np.isinf, 1, 10),
+]:
+    register(_op, _folded(_fn, _arity), since=_since, folds=True, limits="on constants")
+register(
+    "IsNaN",
+    _folded(np.isnan, 1),
+    since=9,
+    folds=True,
+    limits="on constants; of an activation as Where(IsNaN(x), c, x) (torch's attention)",
+)
+register("GatherElements", _gather_elements, since=11, folds=True, limits="on constants (ids)")
