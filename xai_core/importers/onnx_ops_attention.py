@@ -110,16 +110,17 @@ def _nan_tests(b: Builder) -> dict[str, str]:
     return b.__dict__.setdefault("nan_tests", {})
 
 
-def _nan_guard(b: Builder, node: IRNode) -> None:
-    """``Where(IsNaN(x), c, x)`` with a constant ``c`` of one value: :class:`~xai_core.nn.ReplaceNaN`."""
+def _nan_guard(b: Builder, node: IRNode) -> bool:
+    """``Where(IsNaN(x), c, x)`` with a constant ``c`` of one value as one
+    :class:`~xai_core.nn.ReplaceNaN`; False (and nothing added) for any other ``Where``."""
     cond, then, other = node.inputs[:3]
-    x = _nan_tests(b)[cond]
-    if other != x or b.is_act(then):
-        raise b.fail(node, "only Where(IsNaN(x), c, x) with a constant c is supported.")
+    if other != _nan_tests(b)[cond] or b.is_act(then):
+        return False
     value = np.asarray(b.numbers(node, then))
     if value.size != 1:
-        raise b.fail(node, f"the replacement has shape {value.shape}; it must be one value.")
-    b.add(node, nn.ReplaceNaN(float(value.reshape(-1)[0])), x)
+        return False
+    b.add(node, nn.ReplaceNaN(float(value.reshape(-1)[0])), other)
+    return True
 
 
 # -- the hooks build_onnx calls around each converter ------------------------------------
@@ -130,13 +131,10 @@ def before(b: Builder, node: IRNode) -> bool:
         onnx_batch_views.convert(b, node)
         return True
     if node.op == "IsNaN" and b.is_act(node.inputs[0]):
-        _nan_tests(b)[node.outputs[0]] = node.inputs[0]  # read by the Where below
+        _nan_tests(b)[node.outputs[0]] = node.inputs[0]  # for a Where below; built as well
+        return False
+    if node.op == "Where" and node.inputs[0] in _nan_tests(b) and _nan_guard(b, node):
         return True
-    if node.op == "Where" and node.inputs[0] in _nan_tests(b):
-        _nan_guard(b, node)
-        return True
-    if any(i in _nan_tests(b) for i in node.inputs):
-        raise b.fail(node, "reads IsNaN of an activation; only Where(IsNaN(x), c, x) is supported.")
     consts = _batch_consts(b)
     if node.op == "Concat" and _concat_constants(b, node):
         return True
@@ -234,18 +232,8 @@ for _op, _fn, _arity, _since in [
     ("And", np.logical_and, 2, 7),
     ("Or", np.logical_or, 2, 7),
     ("Xor", np.logical_xor, 2, 7),
-    ("Greater", np.greater, 2, 7),
-    ("Less", np.less, 2, 7),
-    ("GreaterOrEqual", np.greater_equal, 2, 12),
-    ("LessOrEqual", np.less_equal, 2, 12),
-    ("IsInf", np.isinf, 1, 10),
 ]:
     register(_op, _folded(_fn, _arity), since=_since, folds=True, limits="on constants")
-register(
-    "IsNaN",
-    _folded(np.isnan, 1),
-    since=9,
-    folds=True,
-    limits="on constants; of an activation as Where(IsNaN(x), c, x) (torch's attention)",
-)
+# The comparisons, IsNaN and IsInf are onnx_ops_elementwise's (constants folded, activations
+# as layers); ``Where(IsNaN(x), c, x)`` after a masked softmax becomes one ReplaceNaN here.
 register("GatherElements", _gather_elements, since=11, folds=True, limits="on constants (ids)")
