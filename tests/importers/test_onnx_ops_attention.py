@@ -417,19 +417,6 @@ REFUSALS = [
         "axis 1 is the batch axis (moved by 'transpose_t')",
     ),
     (
-        "isnan_read_otherwise",
-        model(
-            [node("IsNaN", ["x"], ["n"]), node("Where", ["n", "x", "x"], ["y"])],
-            (3,),
-        ),
-        "only Where(IsNaN(x), c, x) with a constant c",
-    ),
-    (
-        "comparison_of_an_activation",
-        model([node("Greater", ["x", "c"], ["y"])], (3,), {"c": np.float32(0.0)}),
-        "Greater of a tensor computed at run time is not supported",
-    ),
-    (
         "range_over_the_batch_from_one",
         model(
             [*batch_size(), node("Range", ["one", "bs_scalar", "one"], ["y"])],

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xai_core import nn
-from xai_core.errors import CapabilityError, ModelFormatError, ValidationError, XaiError
+from xai_core.errors import CapabilityError, ModelFormatError, XaiError
 from xai_core.importers import onnx_ops_attention
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
