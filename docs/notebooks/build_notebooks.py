@@ -441,7 +441,7 @@ def xai_register_explainers():
     return [PatchAblation]
 ```
 
-[`tests/fixtures/occlusion_plugin`]({REPO_URL}/tree/main/tests/fixtures/occlusion_plugin)
+[`tests/fixtures/leave_one_out_plugin`]({REPO_URL}/tree/main/tests/fixtures/leave_one_out_plugin)
 in the repository is a complete example that the test suite installs with pip, and
 [`docs/plugin_hooks.md`]({REPO_URL}/blob/main/docs/plugin_hooks.md) lists every hook:
 backends, report sections, CLI commands and tools are added the same way.""",

@@ -21,6 +21,9 @@ FAST_OPTIONS = {
     "shap": {"background": np.zeros((3, 4))},
     "lime": {"n_samples": 300, "background": np.random.default_rng(0).normal(size=(50, 4))},
     "ig": {"steps": 8},
+    "occlusion": {"sliding_window_shapes": (2,)},
+    # one row has nothing to be permuted with: rows to draw the values from
+    "feature_permutation": {"data": np.random.default_rng(0).normal(size=(6, 4))},
 }
 
 

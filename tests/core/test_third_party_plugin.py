@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 def installed_plugins(tmp_path_factory):
     """Install the fixture plugins into a fresh folder with pip (offline, no build isolation)."""
     target = tmp_path_factory.mktemp("site")
-    for folder in ("occlusion_plugin", "broken_plugin", "typo_plugin", "exit_plugin"):
+    for folder in ("leave_one_out_plugin", "broken_plugin", "typo_plugin", "exit_plugin"):
         subprocess.run(
             [
                 sys.executable,
@@ -57,11 +57,11 @@ def test_cli_lists_third_party_and_broken_plugins(installed_plugins):
         text=True,
     ).stdout
     records = {r["name"]: r for r in json.loads(out)}
-    occlusion = records["occlusion"]
-    assert occlusion["status"] == "ok"
-    assert occlusion["distribution"] == "xai-occlusion 1.2.0"
-    assert occlusion["registers"] == {"explainer": ["occlusion"]}
-    assert occlusion["hooks"] == ["xai_register_explainers"]
+    leave_one_out = records["leave_one_out"]
+    assert leave_one_out["status"] == "ok"
+    assert leave_one_out["distribution"] == "xai-leave-one-out 1.2.0"
+    assert leave_one_out["registers"] == {"explainer": ["leave_one_out"]}
+    assert leave_one_out["hooks"] == ["xai_register_explainers"]
     broken = records["broken_fixture"]
     assert broken["status"] == "broken" and broken["stage"] == "import"
     assert "not installed (on purpose)" in broken["error"]
@@ -98,12 +98,12 @@ def test_cli_commands_survive_broken_plugins(installed_plugins):
 
 
 def test_explain_runs_the_third_party_explainer(with_plugins):
-    """xai.explain(method="occlusion") runs the installed plugin while the broken ones are reported."""
-    assert "occlusion" in xai.list_explainers()
+    """xai.explain(method="leave_one_out") runs the installed plugin while the broken ones are reported."""
+    assert "leave_one_out" in xai.list_explainers()
     broken = {b.name for b in xai.get_registry().broken}
     assert broken == {"broken_fixture", "typo_fixture", "exit_fixture"}
     w = np.array([1.0, -2.0, 3.0])
-    e = xai.explain(lambda X: X @ w, np.ones((2, 3)), method="occlusion", baseline=0.0)
+    e = xai.explain(lambda X: X @ w, np.ones((2, 3)), method="leave_one_out", baseline=0.0)
     np.testing.assert_allclose(e.values, [[1.0, -2.0, 3.0]] * 2)
-    assert e.method == "occlusion" and e.backend == "cpu"
+    assert e.method == "leave_one_out" and e.backend == "cpu"
     assert e.meta["options"] == {"baseline": 0.0}
