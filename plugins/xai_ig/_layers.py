@@ -14,9 +14,11 @@ from xai_core import ModelRunner
 from xai_core.errors import ShapeError, ValidationError
 from xai_core.nn import Conv2D
 from xai_ig._batching import batch_bar, chunk_points
+from xai_ig._integration import integration_nodes
 
 __all__ = [
     "INTERPOLATE_MODES",
+    "captum_nodes",
     "default_layer",
     "interpolate",
     "layer_rows",
@@ -46,6 +48,24 @@ def default_layer(runner: ModelRunner) -> str:
         "the network has no convolution to default to: give layer= one of "
         f"{[node.name for node in nodes]} (a name or an index, as net.summary() lists them)."
     )
+
+
+def captum_nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes and step sizes of Captum's ``approximation_parameters(rule)`` for ``steps``.
+
+    Those of :func:`~xai_ig._integration.integration_nodes` but for ``riemann_trapezoid``,
+    whose step sizes in Captum are ``1 / steps`` (halved at both ends, so they sum to
+    ``(steps - 1) / steps``) where the trapezoid rule's are ``1 / (steps - 1)``: the layer
+    methods use Captum's, to give its values.
+
+    Returns
+    -------
+    alphas, weights : ndarray of float64 of shape (steps,)
+    """
+    alphas, weights = integration_nodes(rule, steps)
+    if rule == "riemann_trapezoid":
+        weights = weights * ((steps - 1) / steps)
+    return alphas, weights
 
 
 def layer_rows(

@@ -17,7 +17,7 @@ import numpy as np
 from xai_core import Cost, Explainer, Explanation, ModelRunner
 from xai_core.attribution.options import Alias, Bool, Choice, Int, TypeOf
 from xai_ig._integration import RULES, integration_nodes
-from xai_ig._layers import make_baseline, path_chunk, path_rows, unit_names
+from xai_ig._layers import captum_nodes, make_baseline, path_chunk, path_rows, unit_names
 from xai_ig.cam import LAYER
 from xai_ig.cost import MAX_STEPS, steps_note
 
@@ -38,7 +38,8 @@ steps : int, default=50
     Quadrature nodes per path (alias ``n_steps``, Captum's spelling).
 integration : {{"gausslegendre", "riemann_left", "riemann_right", "riemann_middle", \
 "riemann_trapezoid"}}, default="{rule}"
-    The quadrature rule (Captum's ``method``), its nodes and weights as Captum's.
+    The quadrature rule (Captum's ``method``), its nodes and step sizes Captum's (for
+    ``riemann_trapezoid`` they sum to ``(steps - 1) / steps``, as in Captum).
 attribute_to_layer_input : bool, default=False
     Attribute to the layer's input instead of its output (Captum's option).
 internal_batch_size : int, optional
@@ -180,7 +181,7 @@ class LayerIntegratedGradients(_PathMethod):
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Attributions to the layer's units for ``X`` of shape (n_samples, *input_shape)."""
         value = self._value(runner)
-        alphas, weights = integration_nodes(self.integration, int(self.steps))
+        alphas, weights = captum_nodes(self.integration, int(self.steps))
         at_x, at_b, _ = self._ends(runner, X, target, value)
         yx = np.asarray(at_x.activations)
         yb = np.asarray(at_b.activations)
@@ -297,7 +298,7 @@ class InternalInfluence(_InputPathMethod):
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Influence on the layer's units for ``X`` of shape (n_samples, *input_shape)."""
         value = self._value(runner)
-        alphas, weights = integration_nodes(self.integration, int(self.steps))
+        alphas, weights = captum_nodes(self.integration, int(self.steps))
         at_x, at_b, B = self._ends(runner, X, target, value)
         shape = tuple(np.shape(at_x.activations)[1:])
         total = np.zeros((len(X),) + shape, np.float64)
@@ -390,7 +391,7 @@ class NeuronConductance(_InputPathMethod):
         """Conductance through the unit for ``X`` of shape (n_samples, *input_shape)."""
         value = self._value(runner)
         unit = self._neuron(runner, value)
-        alphas, weights = integration_nodes(self.integration, int(self.steps))
+        alphas, weights = captum_nodes(self.integration, int(self.steps))
         at_x, at_b, B = self._ends(runner, X, target, value)
         total = np.zeros(X.shape, np.float64)
         S = len(alphas)
