@@ -99,9 +99,7 @@ def _check_default_for(subject: str, default_for: Any) -> None:
         )
 
 
-def check_explainer(
-    cls: type, *, options: dict[str, Any] | None = None, model: Any = None
-) -> None:
+def check_explainer(cls: type, *, options: dict[str, Any] | None = None, model: Any = None) -> None:
     """Check that ``cls`` keeps the explainer contract.
 
     Checks: it subclasses :class:`xai_core.Explainer`; ``name`` is a non-empty string;

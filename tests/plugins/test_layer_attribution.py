@@ -136,7 +136,7 @@ def test_layer_ig_is_complete():
 def test_neuron_conductance_equals_captum(index, neuron, dtype):
     """Conductance of the inputs through one hidden unit equals Captum's."""
     module, net, backend, X = _setup(dtype)
-    # not a constant baseline: max pooling over equal values breaks ties its own way
+    # one baseline array (not a number), as Captum takes it
     baseline = 0.2 * np.random.default_rng(3).normal(size=(2, 6, 6))
     e = xai.explain(
         net, X.numpy(), method="neuron_conductance", backend=backend, target=TARGET,
