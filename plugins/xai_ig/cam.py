@@ -77,13 +77,21 @@ class _CnnMethod(Explainer):
 
     def _relu_gradient(
         self, runner: ModelRunner, X: np.ndarray, target: np.ndarray, rule: str
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The input gradient under ReLU rule ``rule`` (n_samples, *input_shape) and the
+        outputs ``f(x)[target]`` (n_samples,), from one pass per chunk."""
         chunk = path_chunk(runner, self.internal_batch_size, X)
-        out = np.empty(X.shape, np.float64)
-        for start in range(0, len(X), chunk):
-            s = slice(start, min(start + chunk, len(X)))
-            out[s] = runner.gradient_validated(X[s], target[s], relu_rule=rule)
-        return out
+        _, grads, output = layer_rows(
+            runner,
+            X,
+            target,
+            runner.model.input_name,
+            chunk=chunk,
+            progress=self.progress,
+            desc=self.name,
+            relu_rule=rule,
+        )
+        return grads, output
 
 
 _LAYER_DOC = """\
@@ -189,8 +197,7 @@ class _ReluRuleMethod(_CnnMethod):
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Attributions of ``output[target]`` for ``X`` of shape (n_samples, *input_shape)."""
         self._value(runner)
-        output = np.asarray(runner.predict_validated(X), np.float64)[np.arange(len(X)), target]
-        values = self._relu_gradient(runner, X, target, self.rule)
+        values, output = self._relu_gradient(runner, X, target, self.rule)
         meta = {"output": output, "relu_rule": self.rule}
         return Explanation(values=values, base_values=output, target=target, data=X, meta=meta)
 
@@ -289,7 +296,7 @@ class GuidedGradCam(_CnnMethod):
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Guided Grad-CAM of ``output[target]`` for ``X`` of shape (n_samples, *input_shape)."""
         cam, output, value = self._cam(runner, X, target, True)
-        guided = self._relu_gradient(runner, X, target, "guided")
+        guided, _ = self._relu_gradient(runner, X, target, "guided")
         values = guided * self._upsampled(cam, X)
         meta = {
             "output": output,

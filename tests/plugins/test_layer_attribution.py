@@ -74,7 +74,7 @@ CASES = {
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("method", list(CASES))
-@pytest.mark.parametrize("index", [0, 4])
+@pytest.mark.parametrize("index", [0, 4, 6])
 def test_layer_methods_equal_captum(method, index, dtype):
     """Attributions to a hidden layer's units equal Captum's, conv and dense layers."""
     module, net, backend, X = _setup(dtype)

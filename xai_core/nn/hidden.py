@@ -140,9 +140,12 @@ def layer_gradient(
     rows = np.arange(n)
     seed = np.zeros_like(flat)
     seed[rows, target] = 1
-    grad = run_backward_values(
-        nodes, seed.reshape(out.shape), backend, record, (value,), relu_rule=relu_rule
-    )[value]
+    if value == output:  # the output itself: its gradient is the seed (fed or not)
+        grad = seed.reshape(out.shape)
+    else:
+        grad = run_backward_values(
+            nodes, seed.reshape(out.shape), backend, record, (value,), relu_rule=relu_rule
+        )[value]
     input_grad = None
     if neuron is not None:
         if value == input_name:
