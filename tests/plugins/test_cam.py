@@ -195,3 +195,14 @@ def test_runner_layer_gradient_counts_on_the_backend():
     assert runner.counters["macs"] > 0
     direct = net.layer_gradient(X.numpy(), TARGET, "/3/Conv", backend)
     np.testing.assert_array_equal(direct.gradient, lg.gradient)
+
+
+def test_compare_backends_runs_gradcam_on_every_backend_with_gradients():
+    """Grad-CAM on each backend with gradients (pods shard the batch), the int8 one skipped."""
+    _, net, _, X = _setup("float32")
+    result = xai.compare_backends(net, X.numpy(), method="gradcam", layer=3)
+    assert {"cpu", "gpu", "tpu"} <= set(result.explanations)
+    assert "edgetpu" not in result.explanations
+    np.testing.assert_allclose(
+        result.explanations["gpu"].values, result.explanations["cpu"].values, atol=1e-4
+    )

@@ -421,19 +421,19 @@ class ModelRunner:
             layer_values = np.asarray(layer_values, dtype=self.input_dtype)
 
         def one(s: slice) -> LayerGradient:
-            fed = None if layer_values is None else layer_values[s]
-            return self._batch(
-                lambda x: net.layer_gradient_checked(
-                    x,
-                    target[s],
-                    value,
-                    self.backend,
-                    layer_values=fed,
-                    neuron=neuron,
-                    relu_rule=relu_rule,
-                ),
-                X[s],
+            x = X[s]
+            self.backend.begin_batch(x)  # one batch of the backend, as _batch runs one
+            out = net.layer_gradient_checked(
+                x,
+                target[s],
+                value,
+                self.backend,
+                layer_values=None if layer_values is None else layer_values[s],
+                neuron=neuron,
+                relu_rule=relu_rule,
             )
+            self.backend.end_batch(out.gradient)
+            return out
 
         parts = [one(s) for s in self._chunks(len(X))]
         if len(parts) == 1:
