@@ -56,7 +56,7 @@ def main() -> None:
     t = torch.tensor(target)
     x = X.numpy()
     backend = xai.get_backend("cpu")
-    conv2, dense = module[3], module[7]
+    conv2 = module[3]
     cases = {
         "gradcam": (
             dict(layer=3),
@@ -74,8 +74,8 @@ def main() -> None:
             lambda e: e.values,
         ),
         "layer_ig": (
-            dict(layer=7, n_steps=args.steps),
-            lambda: attr.LayerIntegratedGradients(module, dense).attribute(
+            dict(layer=3, n_steps=args.steps),
+            lambda: attr.LayerIntegratedGradients(module, conv2).attribute(
                 X, target=t, n_steps=args.steps
             ),
             lambda e: e.values,
