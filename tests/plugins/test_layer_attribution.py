@@ -219,3 +219,18 @@ def test_replacing_an_input_other_nodes_read_is_refused():
             net, X.numpy(), method="layer_ig", backend=backend, layer=conv2,
             attribute_to_layer_input=True,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["layer_ig", "neuron_conductance"])
+def test_threads_give_one_calls_values(method):
+    """On a thread pool, chunks of rows share the network and give one call's values."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, net, backend, X = _setup("float64", residual=True)
+    kw = dict(method=method, backend=backend, target=TARGET, layer=1, n_steps=5)
+    if method == "neuron_conductance":
+        kw["neuron_selector"] = (0, 2, 2)
+    one = xai.explain(net, X.numpy(), **kw)
+    with ThreadPoolExecutor(2) as pool:
+        par = xai.explain(net, X.numpy(), executor=pool, chunk_size=1, **kw)
+    np.testing.assert_allclose(par.values, one.values, atol=1e-12)
