@@ -99,7 +99,7 @@ def _check_default_for(subject: str, default_for: Any) -> None:
         )
 
 
-def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None:
+def check_explainer(cls: type, *, options: dict[str, Any] | None = None, model: Any = None) -> None:
     """Check that ``cls`` keeps the explainer contract.
 
     Checks: it subclasses :class:`xai_core.Explainer`; ``name`` is a non-empty string;
@@ -118,6 +118,10 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
         The explainer class (registered or not).
     options : dict, optional
         Options for the runs (e.g. a small ``n_samples`` to keep the check fast).
+    model : Model, optional
+        What to run on instead of the linear model, for methods that need more than its
+        predictions and gradients (the hidden layers of a native network, say): it must
+        take rows of 4 features and give 3 outputs.
     """
     subject = getattr(cls, "__name__", repr(cls))
     if not (inspect.isclass(cls) and issubclass(cls, Explainer)):
@@ -142,7 +146,8 @@ def check_explainer(cls: type, *, options: dict[str, Any] | None = None) -> None
         _fail(subject, f"__init__ must store each option as an attribute; missing {missing}")
 
     rng = np.random.default_rng(0)
-    model = LinearModel(rng.normal(size=(4, 3)), rng.normal(size=3))
+    linear = LinearModel(rng.normal(size=(4, 3)), rng.normal(size=3))
+    model = linear if model is None else model
     X = rng.normal(size=(5, 4))
     target = np.array([0, 1, 2, 0, 1])
     from xai_core.backends.cpu import CPUBackend

@@ -7,7 +7,11 @@ own backward pass on its backend:
   baseline (expected gradients among them), a per-row convergence delta and adaptive steps;
 - ``saliency``: :class:`Saliency`, the gradient;
 - ``gradient_x_input``: :class:`GradientXInput`;
-- ``smoothgrad``: :class:`SmoothGrad`, any of the above averaged over noisy copies.
+- ``smoothgrad``: :class:`SmoothGrad`, any of the above averaged over noisy copies;
+- the CNN family (:mod:`xai_ig.cam`): ``gradcam``, ``guided_backprop``, ``deconvolution``,
+  ``guided_gradcam``;
+- layer and neuron attribution (:mod:`xai_ig.layer`): ``layer_ig``, ``layer_conductance``,
+  ``internal_influence``, ``neuron_conductance``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,13 @@ __getattr__, __dir__, __all__ = xai_core.lazy_exports(
     __name__,
     {
         "_integration": ["RULES", "integration_nodes"],
+        "cam": ["Deconvolution", "GradCam", "GuidedBackprop", "GuidedGradCam"],
+        "layer": [
+            "InternalInfluence",
+            "LayerConductance",
+            "LayerIntegratedGradients",
+            "NeuronConductance",
+        ],
         "gradients": ["GradientXInput", "Saliency"],
         "ig": ["IntegratedGradients"],
         "smoothgrad": ["SmoothGrad"],
@@ -30,8 +41,28 @@ __getattr__, __dir__, __all__ = xai_core.lazy_exports(
 
 @hookimpl
 def xai_register_explainers():
+    from xai_ig.cam import Deconvolution, GradCam, GuidedBackprop, GuidedGradCam
     from xai_ig.gradients import GradientXInput, Saliency
     from xai_ig.ig import IntegratedGradients
+    from xai_ig.layer import (
+        InternalInfluence,
+        LayerConductance,
+        LayerIntegratedGradients,
+        NeuronConductance,
+    )
     from xai_ig.smoothgrad import SmoothGrad
 
-    return [IntegratedGradients, Saliency, GradientXInput, SmoothGrad]
+    return [
+        IntegratedGradients,
+        Saliency,
+        GradientXInput,
+        SmoothGrad,
+        GradCam,
+        GuidedBackprop,
+        Deconvolution,
+        GuidedGradCam,
+        LayerIntegratedGradients,
+        LayerConductance,
+        InternalInfluence,
+        NeuronConductance,
+    ]

@@ -27,11 +27,38 @@ FAST_OPTIONS = {
 }
 
 
+#: The methods that attribute to a network's layers: run on a small native network, the
+#: first layer's input (the network's input) as the layer, so values have the input's shape.
+_TO_LAYER_INPUT = {"layer": 0, "attribute_to_layer_input": True, "n_steps": 4}
+LAYERED_OPTIONS = {
+    "gradcam": {"layer": 0, "attribute_to_layer_input": True},
+    "guided_gradcam": {"layer": 0, "attribute_to_layer_input": True},
+    "guided_backprop": {},
+    "deconvolution": {},
+    "layer_ig": _TO_LAYER_INPUT,
+    "layer_conductance": _TO_LAYER_INPUT,
+    "internal_influence": _TO_LAYER_INPUT,
+    "neuron_conductance": {"layer": 0, "neuron_selector": 2, "n_steps": 4},
+}
+
+
+def _layered_net():
+    """4 features -> Dense(5) -> ReLU -> Dense(3), float64."""
+    return xai.nn.Sequential(
+        [xai.nn.Dense(5), xai.nn.ReLU(), xai.nn.Dense(3)], input_shape=(4,), dtype="float64"
+    )
+
+
 @pytest.mark.parametrize("name", xai.list_explainers())
 def test_registered_explainer_keeps_contract(name):
     """check_explainer passes for each registered explainer."""
     cls = xai.get_registry().explainer(name)
     valid = set(cls.option_names())
+    if name in LAYERED_OPTIONS:
+        options = {k: v for k, v in LAYERED_OPTIONS[name].items() if k in valid or k == "n_steps"}
+        options = {("steps" if k == "n_steps" else k): v for k, v in options.items()}
+        check_explainer(cls, options=options, model=_layered_net())
+        return
     options = {k: v for k, v in FAST_OPTIONS.get(name, {}).items() if k in valid}
     check_explainer(cls, options=options)
 

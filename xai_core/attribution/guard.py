@@ -163,9 +163,20 @@ class GuardedRunner(ModelRunner):
         """:meth:`ModelRunner.gradient`, checked finite."""
         return self._check(self.inner.gradient(X, target), np.asarray(X), "gradients", None)
 
-    def gradient_validated(self, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+    def gradient_validated(
+        self, X: np.ndarray, target: np.ndarray, *, relu_rule: str = "gradient"
+    ) -> np.ndarray:
         """:meth:`ModelRunner.gradient_validated`, checked finite."""
-        return self._check(self.inner.gradient_validated(X, target), X, "gradients", None)
+        out = self.inner.gradient_validated(X, target, relu_rule=relu_rule)
+        return self._check(out, X, "gradients", None)
+
+    def layer_gradient_validated(self, X: np.ndarray, target: np.ndarray, value: str, **kw: Any):
+        """:meth:`ModelRunner.layer_gradient_validated`, its gradients checked finite."""
+        out = self.inner.layer_gradient_validated(X, target, value, **kw)
+        self._check(out.gradient, X, "gradients", None)
+        if out.input_gradient is not None:
+            self._check(out.input_gradient, X, "gradients", None)
+        return out
 
     def check_finite(self, values: np.ndarray, *, what: str = "outputs", of: str = "X") -> None:
         """:meth:`ModelRunner.check_finite`: NaN or infinity raises, naming the rows of ``of``."""

@@ -14,6 +14,7 @@ from xai_core.validation import check_array, check_positive_int, check_target
 
 if TYPE_CHECKING:
     from xai_core.model.paths import StraightPaths
+    from xai_core.nn.hidden import LayerGradient
 
 __all__ = ["ModelRunner", "get_backend", "predicted_class"]
 
@@ -236,7 +237,9 @@ class ModelRunner:
         ]
         return np.concatenate(parts, axis=0)
 
-    def gradient_validated(self, X: np.ndarray, target: np.ndarray) -> np.ndarray:
+    def gradient_validated(
+        self, X: np.ndarray, target: np.ndarray, *, relu_rule: str = "gradient"
+    ) -> np.ndarray:
         """:meth:`gradient` for points built from rows this runner has already checked.
 
         Parameters
@@ -246,6 +249,10 @@ class ModelRunner:
             noisy copies).
         target : ndarray of int64 of shape (n_samples,)
             Valid output indices.
+        relu_rule : {"gradient", "guided", "deconvnet"}, default="gradient"
+            How gradients pass through the network's ReLU layers: their derivative, guided
+            backpropagation's rule or deconvolution's
+            (:data:`xai_core.nn.executor.RELU_RULES`); a native network's only.
 
         Returns
         -------
@@ -253,6 +260,9 @@ class ModelRunner:
         """
         self.require("gradient")
         X = np.asarray(X, dtype=self.input_dtype)
+        if relu_rule != "gradient":
+            value = self._layered().input_name
+            return self.layer_gradient_validated(X, target, value, relu_rule=relu_rule).gradient
         gradient = self._gradient_pass()
         parts = [
             self._batch(lambda x, t=target[s]: gradient(x, t), X[s]) for s in self._chunks(len(X))
@@ -339,6 +349,115 @@ class ModelRunner:
             for s in self._chunks(len(X))
         ]
         return np.concatenate(parts, axis=0)
+
+    # -- hidden layers ----------------------------------------------------------------
+    def _layered(self) -> Any:
+        """The model, if it is a native network with layers and gradients here, else raise."""
+        self.require("gradient")
+        self.require("activations")
+        if not hasattr(self.model, "layer_gradient_checked"):
+            raise CapabilityError(
+                f"{self.model!r} has no hidden layers to attribute to: layer methods need a "
+                "native network (xai.nn, or a torch, Keras or ONNX model imported as one)."
+            )
+        return self.model
+
+    def layer_value(
+        self, layer: int | str, attribute_to_layer_input: bool = False, *, replaced: bool = False
+    ) -> str:
+        """The value a ``layer=`` option names (:meth:`xai_core.nn.Network.layer_value`).
+
+        Parameters
+        ----------
+        layer : int or str
+            A node, by index or name, as ``net.summary()`` lists them.
+        attribute_to_layer_input : bool, default=False
+            Its input instead of its output.
+        replaced : bool, default=False
+            Whether the value will be fed (``layer_values=``).
+
+        Returns
+        -------
+        str
+            The name of a node, or of the network's input.
+
+        Raises
+        ------
+        CapabilityError
+            The model has no layers (a black box, an int8 model) or no gradients on this
+            backend.
+        UnknownNameError
+            An unknown layer name; the message lists the network's nodes.
+        """
+        return self._layered().layer_value(layer, attribute_to_layer_input, replaced=replaced)
+
+    def value_shape(self, value: str) -> tuple[int, ...]:
+        """Per-row shape of a value :meth:`layer_value` named."""
+        return self._layered().value_shape(value)
+
+    def layer_gradient_validated(
+        self,
+        X: np.ndarray,
+        target: np.ndarray,
+        value: str,
+        *,
+        layer_values: np.ndarray | None = None,
+        neuron: Any = None,
+        relu_rule: str = "gradient",
+    ) -> LayerGradient:
+        """A hidden value and the gradient of ``output[target]`` at it, for checked rows.
+
+        In chunks of :attr:`batch_size` rows, each one batch of the backend: one recorded
+        forward pass and a backward walk stopping at the value
+        (:meth:`xai_core.nn.Network.layer_gradient`).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+            Rows this runner has checked, or points built from them.
+        target : ndarray of int64 of shape (n_samples,)
+        value : str
+            From :meth:`layer_value`.
+        layer_values : ndarray of shape (n_samples, *value shape), optional
+            Fed in place of the value's own.
+        neuron : tuple of int, optional
+            A unit of the value whose gradient with respect to ``X`` is returned too.
+        relu_rule : {"gradient", "guided", "deconvnet"}, default="gradient"
+
+        Returns
+        -------
+        LayerGradient
+            ``activations``, ``gradient`` (n_samples, *value shape), ``output`` (n_samples,),
+            ``input_gradient`` (n_samples, *input_shape) or None.
+        """
+        from xai_core.nn.hidden import LayerGradient
+
+        net = self._layered()
+        X = np.asarray(X, dtype=self.input_dtype)
+        if layer_values is not None:
+            layer_values = np.asarray(layer_values, dtype=self.input_dtype)
+
+        def one(s: slice) -> LayerGradient:
+            x = X[s]
+            self.backend.begin_batch(x)  # one batch of the backend, as _batch runs one
+            out = net.layer_gradient_checked(
+                x,
+                target[s],
+                value,
+                self.backend,
+                layer_values=None if layer_values is None else layer_values[s],
+                neuron=neuron,
+                relu_rule=relu_rule,
+            )
+            self.backend.end_batch(out.gradient)
+            return out
+
+        parts = [one(s) for s in self._chunks(len(X))]
+        if len(parts) == 1:
+            return parts[0]
+        return LayerGradient(
+            *(None if p[0] is None else np.concatenate(p, axis=0) for p in zip(*parts))
+        )
 
     def require(self, capability: str) -> None:
         """Raise :class:`CapabilityError` if the model on this backend lacks ``capability``."""

@@ -85,6 +85,34 @@ class ReLU(UnaryFunction):
     def clamp_bounds(self):
         return (0.0, np.inf)
 
+    def vjp_rule(self, grad, backend, record, rule: str):
+        """The backward pass under a modified rule (:data:`xai_core.nn.executor.RELU_RULES`).
+
+        Parameters
+        ----------
+        grad : ndarray of shape (n_samples, *output_shape)
+        backend : Backend
+        record : dict
+            This layer's record of the forward pass.
+        rule : {"gradient", "guided", "deconvnet"}
+            ``"gradient"``: :meth:`vjp`; ``"guided"``: ``max(grad * (x > 0), 0)``
+            (guided backpropagation); ``"deconvnet"``: ``max(grad, 0)`` (deconvolution).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape)
+        """
+        if rule == "deconvnet":
+            return backend.elementwise(_positive, grad)
+        gx, _ = self.vjp(grad, backend, record, param_grads=False)
+        if rule == "gradient":
+            return gx
+        return backend.elementwise(_positive, gx)
+
+
+def _positive(g):
+    return np.maximum(g, 0)
+
 
 class Clip(UnaryFunction):
     """``min(max(x, min_value), max_value)`` (ONNX ``Clip``); the derivative is 1 strictly inside.

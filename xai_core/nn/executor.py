@@ -37,8 +37,18 @@ __all__ = [
     "run_forward",
     "run_outputs",
     "run_backward",
+    "run_backward_values",
+    "RELU_RULES",
     "ancestors",
 ]
+
+#: The rules :func:`run_backward_values` can back-propagate through a ReLU with:
+#: ``"gradient"`` (its derivative), ``"guided"`` (guided backpropagation: the derivative's
+#: product, then only its positive part, ``max(g * (x > 0), 0)``) and ``"deconvnet"``
+#: (deconvolution: the positive part of the incoming gradient, ``max(g, 0)``, whatever
+#: the input). As Captum's ``GuidedBackprop`` and ``Deconvolution``, only
+#: :class:`~xai_core.nn.ReLU` layers change rule (not ReLU6, Clip or LeakyReLU).
+RELU_RULES = ("gradient", "guided", "deconvnet")
 
 
 class Node(NamedTuple):
@@ -63,22 +73,30 @@ class Record:
         Per node, the record its layer filled.
     output_shape : tuple of int
         Shape of the returned batch.
+    kept : dict of str to ndarray
+        The values asked for with ``run_forward(keep=)``, by name.
     """
 
     target: str = ""
     ran: list[int] = field(default_factory=list)
     layers: dict[str, dict] = field(default_factory=dict)
     output_shape: tuple[int, ...] = ()
+    kept: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def ancestors(nodes: Sequence[Node], target: str) -> list[int]:
-    """Indices of the nodes ``target`` depends on (itself included), in topological order."""
+def ancestors(nodes: Sequence[Node], target: str, given: Sequence[str] = ()) -> list[int]:
+    """Indices of the nodes ``target`` depends on (itself included), in topological order.
+
+    The nodes named in ``given`` are fed, not computed: neither they nor what only they
+    depend on are included.
+    """
     index = {node.name: i for i, node in enumerate(nodes)}
+    fed = set(given)
     need, stack = set(), [target]
     while stack:
         name = stack.pop()
         i = index.get(name)
-        if i is None or i in need:
+        if i is None or i in need or name in fed:
             continue
         need.add(i)
         stack.extend(nodes[i].inputs)
@@ -160,11 +178,16 @@ class Plan(NamedTuple):
         return self.results[-1]
 
 
-def plan(nodes: Sequence[Node], target: str | Sequence[str]) -> Plan:
-    """The :class:`Plan` of a forward pass from the inputs to the node(s) called ``target``."""
+def plan(nodes: Sequence[Node], target: str | Sequence[str], given: Sequence[str] = ()) -> Plan:
+    """The :class:`Plan` of a forward pass from the inputs to the node(s) called ``target``.
+
+    ``given`` names nodes whose values the pass is fed (beside the network's inputs)
+    instead of computing them: a hidden layer's values replaced, as layer integrated
+    gradients does.
+    """
     names = (target,) if isinstance(target, str) else tuple(target)
     index = {node.name: i for i, node in enumerate(nodes)}
-    order = tuple(sorted({i for name in names for i in ancestors(nodes, name)}))
+    order = tuple(sorted({i for name in names for i in ancestors(nodes, name, given)}))
     uses: dict[str, int] = {}
     for i in order:
         for name in nodes[i].inputs:
@@ -286,6 +309,8 @@ def run_forward(
     backend: Any,
     how: Plan,
     record: Record | None = None,
+    *,
+    keep: Sequence[str] = (),
 ) -> np.ndarray:
     """Output of the one target node of ``how`` for the batch in ``feeds``.
 
@@ -293,12 +318,15 @@ def run_forward(
     ----------
     nodes : sequence of Node
     feeds : mapping of str to ndarray
-        Per input name, its batch of shape (n_samples, *that input's shape).
+        Per input name (and per node the plan is ``given``), its batch of shape
+        (n_samples, *that value's shape).
     backend : Backend
     how : Plan
         Of the same nodes (:func:`plan`), to one target.
     record : Record, optional
         Filled with what :func:`run_backward` needs; no pair is fused then.
+    keep : sequence of str, optional
+        Values (by node or input name) to keep in ``record.kept``; needs a record.
 
     Returns
     -------
@@ -310,9 +338,13 @@ def run_forward(
         )
     values: dict[str, np.ndarray] = dict(feeds)
     if record is None:
+        if keep:
+            raise ValidationError("run_forward(keep=) needs a record to keep the values in.")
         return np.ascontiguousarray(_infer(nodes, values, backend, how)[how.result])
     uses = dict(how.uses)
     target = nodes[how.target].name
+    wanted = set(keep)
+    record.kept = {name: values[name] for name in wanted if name in values}
     for i in how.order:
         node = nodes[i]
         args = [values[name] for name in node.inputs]
@@ -324,6 +356,8 @@ def run_forward(
         x = args[0] if node.layer.n_inputs == 1 else args
         values[node.name] = node.layer.apply(x, backend, rec)
         record.layers[node.name] = rec
+        if node.name in wanted:
+            record.kept[node.name] = values[node.name]
     out = np.ascontiguousarray(values[target])  # a layer may leave channels-last memory
     record.target, record.ran, record.output_shape = target, list(how.order), out.shape
     return out
@@ -400,37 +434,133 @@ def run_backward(
     grads : dict of str to dict of str to ndarray
         Per node with parameters, d loss / d parameter (empty without ``param_grads``).
     """
-    if not isinstance(record, Record) or not record.ran:
-        raise ValidationError(
-            "backward needs the record of a forward pass run with cache=True (or record=)."
-        )
+    _check_record(record)
     if tuple(grad.shape) != tuple(record.output_shape):
         raise ValidationError(
             f"grad must have the shape of the recorded output {tuple(record.output_shape)}; "
             f"got {grad.shape}."
         )
-    # which values need a gradient: those leading back to parameters (or to X)
-    wants: dict[str, bool] = {input_name: input_grad}
-    for i in record.ran:
-        node = nodes[i]
-        wants[node.name] = (param_grads and bool(node.layer.params)) or any(
-            wants.get(name, False) for name in node.inputs
+    at = (input_name,) if input_grad else ()
+    found, out = _walk(nodes, record, record.target, grad, backend, at, param_grads, "gradient")
+    gX = found.get(input_name) if input_grad else None
+    if input_grad and gX is None:
+        raise ValidationError("the output does not depend on the input: no input gradient.")
+    return (None if gX is None else np.ascontiguousarray(gX)), out
+
+
+def run_backward_values(
+    nodes: Sequence[Node],
+    grad: np.ndarray,
+    backend: Any,
+    record: Record,
+    at: Sequence[str],
+    *,
+    start: str | None = None,
+    relu_rule: str = "gradient",
+) -> dict[str, np.ndarray]:
+    """The gradients of a recorded pass with respect to any of its values: hidden layers' too.
+
+    Parameters
+    ----------
+    nodes : sequence of Node
+    grad : ndarray of shape (n_samples, *shape of the value ``start``)
+        d loss / d the value the walk starts from.
+    backend : Backend
+    record : Record
+        Of a :func:`run_forward` call over the same nodes.
+    at : sequence of str
+        The values (by node or input name, or a node the pass was fed) whose gradient is
+        returned; the walk stops once it has them all.
+    start : str, optional
+        The node ``grad`` is the gradient of: the recorded pass's target by default, or any
+        node it ran (a hidden unit's gradient with respect to the input, say).
+    relu_rule : {"gradient", "guided", "deconvnet"}, default="gradient"
+        How gradients pass through :class:`~xai_core.nn.ReLU` layers (:data:`RELU_RULES`).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Per name of ``at``, d loss / d that value, of shape (n_samples, *its shape).
+
+    Raises
+    ------
+    ValidationError
+        An unknown rule, a ``start`` the pass did not run, or a value of ``at`` the start
+        does not depend on.
+    """
+    _check_record(record)
+    if relu_rule not in RELU_RULES:
+        raise ValidationError(f"relu_rule must be one of {list(RELU_RULES)}; got {relu_rule!r}.")
+    start = record.target if start is None else start
+    ran = {nodes[i].name for i in record.ran}
+    if start not in ran:
+        raise ValidationError(f"start {start!r} is not a node the recorded pass ran.")
+    found, _ = _walk(nodes, record, start, grad, backend, tuple(at), False, relu_rule)
+    missing = [name for name in at if name not in found]
+    if missing:
+        raise ValidationError(f"the value of {start!r} does not depend on {missing}: no gradient.")
+    return {name: np.ascontiguousarray(found[name]) for name in at}
+
+
+def _check_record(record: Record) -> None:
+    if not isinstance(record, Record) or not record.ran:
+        raise ValidationError(
+            "backward needs the record of a forward pass run with cache=True (or record=)."
         )
-    grads: dict[str, np.ndarray] = {record.target: grad}
+
+
+def _walk(
+    nodes: Sequence[Node],
+    record: Record,
+    start: str,
+    grad: np.ndarray,
+    backend: Any,
+    at: tuple[str, ...],
+    param_grads: bool,
+    relu_rule: str,
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
+    """The reverse walk of a recorded pass from ``start``: the gradients at the values ``at``
+    and, with ``param_grads``, every node's parameter gradients."""
+    from xai_core.nn.activations import ReLU
+
+    position = {nodes[i].name: k for k, i in enumerate(record.ran)}
+    ran = record.ran[: position[start] + 1]
+    # which values need a gradient: those leading back to parameters or to a value of ``at``
+    wants: dict[str, bool] = dict.fromkeys(at, True)
+    for i in ran:
+        node = nodes[i]
+        wants[node.name] = (
+            node.name in wants
+            or (param_grads and bool(node.layer.params))
+            or any(wants.get(name, False) for name in node.inputs)
+        )
+    pending = set(at)
+    grads: dict[str, np.ndarray] = {start: grad}
+    found: dict[str, np.ndarray] = {}
     out: dict[str, dict[str, np.ndarray]] = {}
-    for i in reversed(record.ran):
+    for i in reversed(ran):
         node = nodes[i]
         g = grads.pop(node.name, None)
+        if node.name in pending:
+            pending.discard(node.name)
+            if g is not None:
+                found[node.name] = g
+            if not pending and not param_grads:
+                break
         if g is None or not wants[node.name]:
             continue
         need_in = [wants.get(name, False) for name in node.inputs]
-        gx, pg = node.layer.vjp(
-            g,
-            backend,
-            record.layers[node.name],
-            param_grads=param_grads,
-            input_grad=any(need_in),
-        )
+        if relu_rule != "gradient" and type(node.layer) is ReLU:
+            gx = node.layer.vjp_rule(g, backend, record.layers[node.name], relu_rule)
+            pg: dict = {}
+        else:
+            gx, pg = node.layer.vjp(
+                g,
+                backend,
+                record.layers[node.name],
+                param_grads=param_grads,
+                input_grad=any(need_in),
+            )
         if param_grads and node.layer.params:
             out[node.name] = pg
         if not any(need_in):
@@ -440,7 +570,7 @@ def run_backward(
             if not need or part is None:
                 continue
             grads[name] = backend.elementwise(_add, grads[name], part) if name in grads else part
-    gX = grads.get(input_name) if input_grad else None
-    if input_grad and gX is None:
-        raise ValidationError("the output does not depend on the input: no input gradient.")
-    return (None if gX is None else np.ascontiguousarray(gX)), out
+    for name in pending:  # the network's inputs, and values the pass was fed
+        if name in grads:
+            found[name] = grads[name]
+    return found, out

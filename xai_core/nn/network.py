@@ -29,6 +29,7 @@ from xai_core.nn.executor import (
     run_forward,
     run_outputs,
 )
+from xai_core.nn.hidden import LayerGradient, layer_gradient, neuron_index
 from xai_core.nn.layer import Layer
 from xai_core.nn.summary import Summary
 from xai_core.validation import check_array, check_positive_int, check_target
@@ -148,6 +149,7 @@ class Network(Model, ThreadLocalRecord):
 
     def _invalidate(self) -> None:
         self._plans = {}
+        self._layer_plans: dict = {}
 
     def _require_built(self) -> None:
         if not self.built:
@@ -421,7 +423,13 @@ class Network(Model, ThreadLocalRecord):
         return self.forward(X, self._backend(backend)).reshape(len(X), -1)
 
     def gradient(
-        self, X: Any, target: Any, backend: Any = None, *, batch_size: int = 4096
+        self,
+        X: Any,
+        target: Any,
+        backend: Any = None,
+        *,
+        batch_size: int = 4096,
+        relu_rule: str = "gradient",
     ) -> np.ndarray:
         """d output[target_i] / d X_i for every row, one batched backward pass per chunk.
 
@@ -432,6 +440,10 @@ class Network(Model, ThreadLocalRecord):
             Output index per row.
         backend : str or Backend, optional
         batch_size : int, default=4096
+        relu_rule : {"gradient", "guided", "deconvnet"}, default="gradient"
+            How gradients pass through ReLU layers: their derivative, or guided
+            backpropagation's or deconvolution's rule
+            (:data:`xai_core.nn.executor.RELU_RULES`).
 
         Returns
         -------
@@ -445,6 +457,14 @@ class Network(Model, ThreadLocalRecord):
         X = self._check_X(X, backend)
         target = check_target(target, len(X), self.n_outputs)
         batch_size = check_positive_int(batch_size, "batch_size")
+        if relu_rule != "gradient":
+            parts = [
+                self.layer_gradient_checked(
+                    X[s], target[s], self.input_name, backend, relu_rule=relu_rule
+                ).gradient
+                for s in self._chunks(len(X), batch_size)
+            ]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
         parts = []
         for s in self._chunks(len(X), batch_size):
             record = Record()
@@ -454,6 +474,180 @@ class Network(Model, ThreadLocalRecord):
             gX, _ = self.vjp(seed.reshape(out.shape), backend, record, param_grads=False)
             parts.append(gX)
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+    # -- hidden layers ----------------------------------------------------------------
+    def layer_value(
+        self, layer: int | str, attribute_to_layer_input: bool = False, *, replaced: bool = False
+    ) -> str:
+        """The name of the value a layer option means: a node's output, or its input.
+
+        Parameters
+        ----------
+        layer : int or str
+            A node, by index (negative from the end) or name, as :meth:`summary` lists them.
+        attribute_to_layer_input : bool, default=False
+            The node's input instead (the network's input for the first node); the node
+            must have one input.
+        replaced : bool, default=False
+            The value will be fed (``layer_gradient(layer_values=)``): a layer input that
+            other nodes read too is refused, as feeding it would change their input too.
+
+        Returns
+        -------
+        str
+            A node's name, or :attr:`input_name`.
+        """
+        node = self.nodes[self.layer_index(layer)]
+        if not attribute_to_layer_input:
+            return node.name
+        if len(node.inputs) != 1:
+            raise ValidationError(
+                f"attribute_to_layer_input needs a layer with one input; {node.name!r} has "
+                f"{len(node.inputs)}: {list(node.inputs)}."
+            )
+        value = node.inputs[0]
+        readers = [other.name for other in self.nodes if value in other.inputs]
+        if replaced and len(readers) > 1:
+            raise ValidationError(
+                f"the input of layer {node.name!r} ({value!r}) is also read by "
+                f"{[r for r in readers if r != node.name]}: replacing it for {node.name!r} "
+                "alone is not supported; attribute to a layer's output instead."
+            )
+        return value
+
+    def value_shape(self, value: str) -> tuple[int, ...]:
+        """Per-row shape of a value: a node's output shape, or the input's."""
+        if value == self.input_name:
+            return tuple(self.input_shape)
+        return tuple(self.node(value).layer.output_shape)
+
+    def layer_gradient(
+        self,
+        X: Any,
+        target: Any,
+        layer: int | str,
+        backend: Any = None,
+        *,
+        attribute_to_layer_input: bool = False,
+        layer_values: Any = None,
+        neuron: Any = None,
+        relu_rule: str = "gradient",
+        batch_size: int = 4096,
+    ) -> LayerGradient:
+        """A hidden layer's values and the gradient of ``output[target]`` with respect to them.
+
+        One recorded forward pass and one backward walk (stopping at the layer) per chunk
+        of rows, on the backend.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+        target : int or array-like of int of shape (n_samples,)
+        layer : int or str
+            A node by index or name (:meth:`summary`).
+        backend : str or Backend, optional
+        attribute_to_layer_input : bool, default=False
+            The layer's input instead of its output (:meth:`layer_value`).
+        layer_values : array-like of shape (n_samples, *layer_shape), optional
+            Values fed in place of the layer's own (the network's input ``X`` still feeds
+            any path around the layer); the gradient is taken at them. A layer input read
+            by other nodes too cannot be replaced for this node alone: refused.
+        neuron : int or tuple of int, optional
+            A unit of the layer: its gradient with respect to ``X`` is returned too.
+        relu_rule : {"gradient", "guided", "deconvnet"}, default="gradient"
+            The backward rule of ReLU layers (:data:`xai_core.nn.executor.RELU_RULES`).
+        batch_size : int, default=4096
+
+        Returns
+        -------
+        LayerGradient
+            ``activations`` and ``gradient`` of shape (n_samples, *layer_shape), ``output``
+            of shape (n_samples,), ``input_gradient`` of shape (n_samples, *input_shape)
+            with ``neuron``.
+        """
+        backend = self._backend(backend)
+        if not backend.supports_gradients:
+            raise CapabilityError(
+                f"the {backend.name!r} backend cannot compute gradients (inference only)."
+            )
+        X = self._check_X(X, backend)
+        target = check_target(target, len(X), self.n_outputs)
+        batch_size = check_positive_int(batch_size, "batch_size")
+        value = self.layer_value(layer, attribute_to_layer_input, replaced=layer_values is not None)
+        shape = self.value_shape(value)
+        if layer_values is not None:
+            dtype = backend.dtype if backend.dtype in DTYPES else np.float32
+            layer_values = check_array(
+                layer_values, "layer_values", feature_shape=shape, dtype=dtype
+            )
+            if len(layer_values) != len(X):
+                raise ShapeError(
+                    f"layer_values must have one row per row of X ({len(X)}); got "
+                    f"{len(layer_values)}."
+                )
+        parts = [
+            self.layer_gradient_checked(
+                X[s],
+                target[s],
+                value,
+                backend,
+                layer_values=None if layer_values is None else layer_values[s],
+                neuron=neuron,
+                relu_rule=relu_rule,
+            )
+            for s in self._chunks(len(X), batch_size)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        return LayerGradient(
+            *(None if part[0] is None else np.concatenate(part, axis=0) for part in zip(*parts))
+        )
+
+    def layer_gradient_checked(
+        self,
+        X: np.ndarray,
+        target: np.ndarray,
+        value: str,
+        backend: Any,
+        *,
+        layer_values: np.ndarray | None = None,
+        neuron: Any = None,
+        relu_rule: str = "gradient",
+    ) -> LayerGradient:
+        """:meth:`layer_gradient` for one batch the caller has validated, at a value by name.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, *input_shape)
+        target : ndarray of int64 of shape (n_samples,)
+        value : str
+            A node's name or :attr:`input_name` (:meth:`layer_value`).
+        backend : Backend
+        layer_values, neuron, relu_rule
+            As :meth:`layer_gradient`.
+
+        Returns
+        -------
+        LayerGradient
+        """
+        self._require_built()
+        backend = self._backend(backend)
+        shape = self.value_shape(value)
+        unit = None if neuron is None else neuron_index(neuron, shape)
+        plans = self.__dict__.setdefault("_layer_plans", {})  # (output, fed values) -> Plan
+        return layer_gradient(
+            self.nodes,
+            self._feeds(X),
+            np.asarray(target, dtype=np.int64),
+            value,
+            self.output,
+            backend,
+            layer_values=layer_values,
+            neuron=unit,
+            relu_rule=relu_rule,
+            input_name=self.input_name,
+            plans=plans,
+        )
 
     def activations(
         self, X: Any, layer: int | str, backend: Any = None, *, batch_size: int = 4096
