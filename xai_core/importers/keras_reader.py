@@ -39,7 +39,7 @@ from xai_core.attribution.cost import Cost, check_cost, format_bytes
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError, XaiError
 from xai_core.files import ZipArchive, read_regular_file
 from xai_core.importers.ir import check_size
-from xai_core.importers.keras_layers import LAYER_CONFIGS
+from xai_core.importers.keras_layers import LAYER_CONFIGS, layer_key
 from xai_core.jsonfile import (
     ANYTHING,
     MAX_JSON_BYTES,
@@ -105,6 +105,11 @@ VAR_ORDER = {
         + (["beta"] if c.get("center", True) else [])
         + ["moving_mean", "moving_variance"]
     ),
+    "Normalization": lambda c: [] if c.get("mean") is not None else ["mean", "variance", "count"],
+    "LayerNormalization": lambda c: (
+        (["gamma"] if c.get("scale", True) else []) + (["beta"] if c.get("center", True) else [])
+    ),
+    "LayerScale": lambda c: ["gamma"],
 }
 MODELS = ("Sequential", "Functional", "Model")
 
@@ -189,10 +194,8 @@ def _check_model(model: dict, where: str, path: str) -> None:
         at = join_path(layers_path, i)
         if layer["class_name"] in MODELS:
             _check_model(layer, where, at)
-        elif layer["class_name"] in LAYER_CONFIGS:
-            check(
-                layer["config"], LAYER_CONFIGS[layer["class_name"]], where, join_path(at, "config")
-            )
+        elif layer_key(layer) in LAYER_CONFIGS:
+            check(layer["config"], LAYER_CONFIGS[layer_key(layer)], where, join_path(at, "config"))
 
 
 def tensor_ref(value: Any, where: str, path: str) -> tuple[str, int, int]:
