@@ -25,7 +25,7 @@ from xai_core.importers.keras_reader import (
     read_keras_file,
     tensor_ref,
 )
-from xai_core.jsonfile import ANYTHING, Either, List, Num, Obj, check, join_path
+from xai_core.jsonfile import ANYTHING, Either, List, Num, Obj, Str, check, join_path
 
 __all__ = ["from_keras", "SUPPORTED_KERAS_LAYERS"]
 
@@ -86,6 +86,11 @@ def _refs(inbound: Any, where: str, path: str) -> list[tuple[str, int, int]]:
     else:
         walk(inbound, path)
     return out
+
+
+#: How Keras writes an array operand (a ``keras.ops.array`` or a numpy array) of a call.
+_ARRAYS = ("__tensor__", "__numpy__")
+_ARRAY = Obj(required={"class_name": Str(), "config": Obj(required={"value": ANYTHING})})
 
 
 def _batch_shape(cfg: dict) -> list | None:
@@ -174,6 +179,9 @@ class _Walker:
             if isinstance(arg, dict) and arg.get("class_name") == "__keras_tensor__":
                 out.extend(lookup(r) for r in _refs([arg], self.where, path))
                 continue
+            if isinstance(arg, dict) and arg.get("class_name") in _ARRAYS:
+                arg = check(arg, _ARRAY, self.where, path)["config"]["value"]
+                path = join_path(path, "config.value")
             value = check(arg, Either(Num(), List(ANYTHING)), self.where, path)
             try:
                 value = np.asarray(value, dtype=np.float64)
