@@ -140,3 +140,46 @@ def test_a_native_merge_of_one_input_is_refused_when_added(layer):
     g = nn.Graph((3,), input_name="x")
     with pytest.raises(ValidationError, match="'m' takes 2"):
         g.add(layer(), ["x"], name="m")
+
+
+def attention_model(value_dim=None, cross=False) -> keras.Model:
+    """Tokens (5, 8) -> MultiHeadAttention(2 heads) -> LayerNorm -> Flatten -> Dense(2)."""
+    keras.utils.set_random_seed(5)
+    inp = keras.Input((5, 8))
+    x = keras.layers.Dense(8, name="embed")(inp)
+    other = keras.layers.Dense(6, name="memory")(inp) if cross else x
+    att = keras.layers.MultiHeadAttention(2, 3, value_dim=value_dim, name="mha")(x, other)
+    x = keras.layers.LayerNormalization(name="ln")(keras.layers.Add()([x, att]))
+    return keras.Model(inp, keras.layers.Dense(2, name="head")(keras.layers.Flatten()(x)))
+
+
+@pytest.mark.parametrize(
+    "value_dim, cross, saved",
+    [(None, False, True), (4, True, True), (None, False, False)],
+    ids=["self-saved", "cross-value-dim-saved", "self-live"],
+)
+def test_multi_head_attention_equals_keras_and_torch(value_dim, cross, saved, tmp_path):
+    """A transformer block with MultiHeadAttention: Keras's outputs, torch's input gradients."""
+    model = attention_model(value_dim, cross)
+    for layer in model.layers:  # biases that matter
+        if isinstance(layer, keras.layers.MultiHeadAttention):
+            layer.set_weights([RNG.normal(0, 0.5, w.shape) for w in layer.get_weights()])
+    if saved:
+        model.save(tmp_path / "m.keras")
+    net = xai.from_keras(tmp_path / "m.keras" if saved else model)
+    X = RNG.normal(size=(3, 5, 8)).astype(np.float32)
+    np.testing.assert_allclose(net.predict(X), model.predict(X, verbose=0), rtol=1e-5, atol=1e-5)
+    xt = torch.tensor(X, requires_grad=True)
+    model(xt)[:, 0].sum().backward()
+    grad = net.gradient(X, np.zeros(3, dtype=int))
+    np.testing.assert_allclose(grad, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    e = xai.explain(net, X[:1], method="ig", steps=4, target=0, progress=False)
+    assert np.all(np.isfinite(e.values))
+
+
+def test_attention_with_a_mask_is_refused():
+    """A causal mask is named, not ignored."""
+    inp = keras.Input((5, 8))
+    out = keras.layers.MultiHeadAttention(2, 3, name="mha")(inp, inp, use_causal_mask=True)
+    with pytest.raises(CapabilityError, match="use_causal_mask"):
+        xai.from_keras(keras.Model(inp, out))

@@ -163,11 +163,33 @@ class _Walker:
             return self.model(layer, child, ins)
         key = f"{scope}/{cfg['name']}" if scope else cfg["name"]
         weights = self.src.weights.get(key)
+        if weights is None:  # a live layer's sub-layers: "mha/query" holds "kernel", "bias"
+            inner = {
+                f"{k[len(key) + 1 :]}/{var}": arr
+                for k, v in self.src.weights.items()
+                if k.startswith(f"{key}/")
+                for var, arr in v.items()
+            }
+            weights = inner or None
         if weights is None:  # scopes differ between writers: match the layer name alone
             hits = [v for k, v in self.src.weights.items() if k.rpartition("/")[2] == cfg["name"]]
             weights = hits[0] if len(hits) == 1 else {}
         key = layer_key(layer)
         return [LAYERS[key](self.b, key, cfg["name"], cfg, weights, ins)]
+
+    def plain_call(self, inbound: Any, lname: str, at: str) -> None:
+        """Refuse a call with a key, a mask or options that change the result (attention)."""
+        kwargs = inbound.get("kwargs", {}) if isinstance(inbound, dict) else {}
+        used = sorted(
+            k
+            for k, v in (kwargs.items() if isinstance(kwargs, dict) else [])
+            if v not in (None, False) and k != "training"
+        )
+        if used:
+            raise CapabilityError(
+                f"{self.where}: {at}: layer {lname!r} is called with {', '.join(used)}; calls "
+                "with the query and the value alone (the key is the value) are supported."
+            )
 
     def operands(self, inbound: Any, lookup: Any, lname: str, at: str) -> list[str]:
         """The positional operands of a ``keras.ops`` call: tensors, and numbers as Constants."""
@@ -229,6 +251,8 @@ class _Walker:
             lname = layer["config"]["name"]
             for i, inbound in enumerate(layer.get("inbound_nodes", [])):
                 at = f"layer {lname!r}: inbound_nodes[{i}]"
+                if layer["class_name"] == "MultiHeadAttention":
+                    self.plain_call(inbound, lname, at)
                 if layer_key(layer).startswith(OPS_PREFIX):
                     ins = self.operands(inbound, lookup, lname, at)
                 else:

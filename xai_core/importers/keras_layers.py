@@ -505,6 +505,83 @@ def _merge(layer_cls, arity: int | None = None):
     return build
 
 
+#: MultiHeadAttention's projections: the weight-name prefix of each (a live model's scope).
+MHA_PROJECTIONS = ("query", "key", "value", "attention_output")
+
+
+def _tokens_dense(b, kind, name, x, kernel, bias):
+    """A projection of tokens ``(n, d)`` by ``kernel`` of shape ``(d, units)``."""
+    shape = tuple(b.g.shape_of(x))
+    return _dense_on_last_axis(b, kind, name, x, shape, kernel, bias)
+
+
+def k_mha(b, kind, name, c, w, ins):
+    if len(ins) not in (2, 3):
+        raise ModelFormatError(
+            f"{b.where}: {kind} layer {name!r} takes query, value (and key); its call has "
+            f"{len(ins)} inputs."
+        )
+    query, value = ins[0], ins[1]
+    key = ins[2] if len(ins) == 3 else value
+    shapes = [tuple(b.g.shape_of(t)) for t in (query, key, value)]
+    if any(len(s) != 2 for s in shapes):
+        raise b.fail(kind, name, f"inputs of per-sample shapes {shapes}: tokens (n, d) only.")
+    if c.get("attention_axes") not in (None, [1], (1,)) or c.get("use_gate", False):
+        raise b.fail(
+            kind, name, "attention_axes other than the tokens, or use_gate, is not supported."
+        )
+    if c.get("output_shape") is not None or c.get("sliding_window") is not None:
+        raise b.fail(kind, name, "output_shape and sliding_window are not supported.")
+    heads, kd = int(c["num_heads"]), int(c["key_dim"])
+    vd = int(c.get("value_dim") or kd)
+    use_bias = c.get("use_bias", True)
+    d_out = shapes[0][1]
+    need = {
+        "query": ((shapes[0][1], heads, kd), (heads, kd)),
+        "key": ((shapes[1][1], heads, kd), (heads, kd)),
+        "value": ((shapes[2][1], heads, vd), (heads, vd)),
+        "attention_output": ((heads, vd, d_out), (d_out,)),
+    }
+    why = f"num_heads={heads}, key_dim={kd}, value_dim={vd} and inputs {shapes}"
+    params = {}
+    for proj, (k_shape, b_shape) in need.items():
+        (kernel,) = _weights(kind, name, w, f"{proj}/kernel", where=b.where)
+        _expect(b, kind, name, f"{proj} kernel", kernel, k_shape, why)
+        bias = None
+        if use_bias:
+            (bias,) = _weights(kind, name, w, f"{proj}/bias", where=b.where)
+            _expect(b, kind, name, f"{proj} bias", bias, b_shape, why)
+        params[proj] = (kernel, bias)
+
+    def heads_of(x, proj, depth, perm):
+        kernel, bias = params[proj]
+        y = _tokens_dense(
+            b,
+            kind,
+            f"{name}/{proj}",
+            x,
+            kernel.reshape(kernel.shape[0], -1),
+            None if bias is None else bias.reshape(-1),
+        )
+        n = b.g.shape_of(y)[0]
+        y = b.add(nn.Reshape((n, heads, depth)), [y], f"{name}/{proj}_heads")
+        return b.add(nn.Transpose(perm), [y], f"{name}/{proj}_by_head")
+
+    q = heads_of(query, "query", kd, (1, 0, 2))  # (heads, n_q, key_dim)
+    q = b.affine(q, 1.0 / np.sqrt(kd), 0.0, f"{name}/query_scaled")
+    k = heads_of(key, "key", kd, (1, 2, 0))  # (heads, key_dim, n_k)
+    v = heads_of(value, "value", vd, (1, 0, 2))  # (heads, n_k, value_dim)
+    scores = b.add(nn.MatMul(), [q, k], f"{name}/scores")
+    probs = b.add(nn.Softmax(), [scores], f"{name}/attention")
+    mixed = b.add(nn.MatMul(), [probs, v], f"{name}/mixed")  # (heads, n_q, value_dim)
+    mixed = b.add(nn.Transpose((1, 0, 2)), [mixed], f"{name}/mixed_by_token")
+    n_q = shapes[0][0]
+    mixed = b.add(nn.Reshape((n_q, heads * vd)), [mixed], f"{name}/concat_heads")
+    kernel, bias = params["attention_output"]
+    out = _tokens_dense(b, kind, f"{name}/output", mixed, kernel.reshape(heads * vd, d_out), bias)
+    return b.add(nn.Identity(), [out], name)
+
+
 #: ``keras.backend.epsilon()``, the floor of the standard deviation Normalization divides by.
 _KERAS_EPSILON = 1e-7
 
@@ -541,6 +618,7 @@ LAYERS: dict[str, Callable] = {
     "Cropping2D": k_cropping,
     "LayerScale": k_layer_scale,  # keras.applications.convnext
     "CustomScaleLayer": k_custom_scale,  # keras.applications.inception_resnet_v2
+    "MultiHeadAttention": k_mha,
     # keras.ops arithmetic on tensors and numbers (x + 3.0): numbers become Constant nodes
     f"{OPS_PREFIX}Add": _merge(nn.Add, 2),
     f"{OPS_PREFIX}Subtract": _merge(nn.Subtract, 2),
@@ -649,6 +727,15 @@ LAYER_CONFIGS: dict[str, Any] = {
         }
     ),
     "CustomScaleLayer": Obj(required={"scale": Num()}),
+    "MultiHeadAttention": Obj(
+        required={"num_heads": _POS, "key_dim": _POS},
+        optional={
+            "value_dim": Either(None, _POS),
+            "use_bias": Bool(),
+            "use_gate": Bool(),
+            "attention_axes": Either(None, Int(), List(Int())),
+        },
+    ),
     "LayerScale": Obj(values=ANYTHING),
     **{k: Obj(values=ANYTHING) for k in ("Add", "Subtract", "Multiply", "Flatten")},
     **{OPS_PREFIX + k: Obj() for k in ("Add", "Subtract", "Multiply", "Divide", "TrueDivide")},

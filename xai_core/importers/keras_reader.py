@@ -437,6 +437,9 @@ def _walk_keras_weights(group, model: dict, scope: str, out: dict, where: str) -
         if layer["class_name"] in MODELS:
             _walk_keras_weights(sub, layer, child, out, where)
             continue
+        if layer["class_name"] == "MultiHeadAttention":
+            out[child] = _mha_weights(sub, layer["config"], name, where)
+            continue
         vars_ = sub.get("vars")
         if vars_ is None or not isinstance(vars_, h5py.Group) or not len(vars_):
             continue
@@ -457,6 +460,35 @@ def _walk_keras_weights(group, model: dict, scope: str, out: dict, where: str) -
                 f"stored as 0..{len(names) - 1}."
             )
         out[child] = {v: _dataset(vars_[str(i)], f"{name}/{v}", where) for i, v in enumerate(names)}
+
+
+#: MultiHeadAttention's sub-layers in a ``.keras`` file, and the names the builder reads.
+_MHA_GROUPS = (
+    ("query_dense", "query"),
+    ("key_dense", "key"),
+    ("value_dense", "value"),
+    ("output_dense", "attention_output"),
+)
+
+
+def _mha_weights(group, config: dict, name: str, where: str) -> dict[str, np.ndarray]:
+    """A MultiHeadAttention's four projections: ``"query/kernel"``, ``"query/bias"``, ..."""
+    h5py = _h5py()
+    names = ["kernel"] + (["bias"] if config.get("use_bias", True) else [])
+    out = {}
+    for sub, short in _MHA_GROUPS:
+        vars_ = group.get(f"{sub}/vars")
+        if not isinstance(vars_, h5py.Group) or sorted(vars_) != [
+            str(i) for i in range(len(names))
+        ]:
+            have = sorted(vars_) if isinstance(vars_, h5py.Group) else "nothing"
+            raise ModelFormatError(
+                f"{where}: MultiHeadAttention {name!r}: {sub}/vars holds {have}; it needs "
+                f"{len(names)} variables ({names})."
+            )
+        for i, v in enumerate(names):
+            out[f"{short}/{v}"] = _dataset(vars_[str(i)], f"{name}/{sub}/{v}", where)
+    return out
 
 
 _KERAS_METADATA = Obj(optional={"keras_version": Str(), "date_saved": Str()})
