@@ -15,7 +15,7 @@ import numpy as np
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError, ShapeError, ValidationError
 from xai_core.importers.ir import check_size, name_outputs
-from xai_core.importers.keras_layers import LAYERS, KerasBuilder
+from xai_core.importers.keras_layers import LAYERS, OPS_PREFIX, KerasBuilder, layer_key
 from xai_core.importers.keras_reader import (
     INPUT_SHAPE,
     MODELS,
@@ -25,7 +25,7 @@ from xai_core.importers.keras_reader import (
     read_keras_file,
     tensor_ref,
 )
-from xai_core.jsonfile import Either, List, Obj, check, join_path
+from xai_core.jsonfile import ANYTHING, Either, List, Num, Obj, Str, check, join_path
 from xai_core.nn.folding import fold_batch_norm as fold
 
 __all__ = ["from_keras", "SUPPORTED_KERAS_LAYERS"]
@@ -89,6 +89,11 @@ def _refs(inbound: Any, where: str, path: str) -> list[tuple[str, int, int]]:
     return out
 
 
+#: How Keras writes an array operand (a ``keras.ops.array`` or a numpy array) of a call.
+_ARRAYS = ("__tensor__", "__numpy__")
+_ARRAY = Obj(required={"class_name": Str(), "config": Obj(required={"value": ANYTHING})})
+
+
 def _batch_shape(cfg: dict) -> list | None:
     return cfg.get("batch_shape") or cfg.get("batch_input_shape")
 
@@ -107,9 +112,10 @@ class _Walker:
             kind = layer["class_name"]
             if kind in MODELS:
                 self.check(layer)
-            elif kind != "InputLayer" and kind not in LAYERS:
+            elif kind != "InputLayer" and layer_key(layer) not in LAYERS:
                 raise CapabilityError(
-                    f"{self.where}: Keras layer {kind!r} (layer {layer['config'].get('name')!r}) "
+                    f"{self.where}: Keras layer {layer_key(layer)!r} "
+                    f"(layer {layer['config'].get('name')!r}) "
                     f"is not supported. Supported layers: {', '.join(SUPPORTED_KERAS_LAYERS)}."
                 )
 
@@ -158,10 +164,58 @@ class _Walker:
             return self.model(layer, child, ins)
         key = f"{scope}/{cfg['name']}" if scope else cfg["name"]
         weights = self.src.weights.get(key)
+        if weights is None:  # a live layer's sub-layers: "mha/query" holds "kernel", "bias"
+            inner = {
+                f"{k[len(key) + 1 :]}/{var}": arr
+                for k, v in self.src.weights.items()
+                if k.startswith(f"{key}/")
+                for var, arr in v.items()
+            }
+            weights = inner or None
         if weights is None:  # scopes differ between writers: match the layer name alone
             hits = [v for k, v in self.src.weights.items() if k.rpartition("/")[2] == cfg["name"]]
             weights = hits[0] if len(hits) == 1 else {}
-        return [LAYERS[kind](self.b, kind, cfg["name"], cfg, weights, ins)]
+        key = layer_key(layer)
+        return [LAYERS[key](self.b, key, cfg["name"], cfg, weights, ins)]
+
+    def plain_call(self, inbound: Any, lname: str, at: str) -> None:
+        """Refuse a call with a key, a mask or options that change the result (attention)."""
+        kwargs = inbound.get("kwargs", {}) if isinstance(inbound, dict) else {}
+        used = sorted(
+            k
+            for k, v in (kwargs.items() if isinstance(kwargs, dict) else [])
+            if v not in (None, False) and k != "training"
+        )
+        if used:
+            raise CapabilityError(
+                f"{self.where}: {at}: layer {lname!r} is called with {', '.join(used)}; calls "
+                "with the query and the value alone (the key is the value) are supported."
+            )
+
+    def operands(self, inbound: Any, lookup: Any, lname: str, at: str) -> list[str]:
+        """The positional operands of a ``keras.ops`` call: tensors, and numbers as Constants."""
+        args = inbound.get("args", []) if isinstance(inbound, dict) else inbound
+        check(args, List(ANYTHING), self.where, join_path(at, "args"))
+        out = []
+        for i, arg in enumerate(args):
+            path = join_path(join_path(at, "args"), i)
+            if isinstance(arg, dict) and arg.get("class_name") == "__keras_tensor__":
+                out.extend(lookup(r) for r in _refs([arg], self.where, path))
+                continue
+            if isinstance(arg, dict) and arg.get("class_name") in _ARRAYS:
+                arg = check(arg, _ARRAY, self.where, path)["config"]["value"]
+                path = join_path(path, "config.value")
+            value = check(arg, Either(Num(), List(ANYTHING)), self.where, path)
+            try:
+                value = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ModelFormatError(
+                    f"{self.where}: {path}: an operand of {lname!r} must be a tensor or numbers; "
+                    f"got {arg!r:.80}."
+                ) from None
+            check_size(f"{lname} operand {i}", value.shape, None, 8, self.where)
+            out.append(self.b.constant(value, f"{lname}/operand_{i}"))
+        return out
 
     def model(self, model: dict, scope: str, ins: list[str]) -> list[str]:
         cfg = model["config"]
@@ -198,7 +252,13 @@ class _Walker:
             lname = layer["config"]["name"]
             for i, inbound in enumerate(layer.get("inbound_nodes", [])):
                 at = f"layer {lname!r}: inbound_nodes[{i}]"
-                outs = self.layer(layer, scope, [lookup(r) for r in _refs(inbound, self.where, at)])
+                if layer["class_name"] == "MultiHeadAttention":
+                    self.plain_call(inbound, lname, at)
+                if layer_key(layer).startswith(OPS_PREFIX):
+                    ins = self.operands(inbound, lookup, lname, at)
+                else:
+                    ins = [lookup(r) for r in _refs(inbound, self.where, at)]
+                outs = self.layer(layer, scope, ins)
                 for t, o in enumerate(outs):
                     tensors[(lname, i, t)] = o
                 calls[lname] = calls.get(lname, 0) + 1

@@ -21,7 +21,25 @@ from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.ir import unique_node_name
 from xai_core.jsonfile import ANYTHING, Bool, Either, Int, List, Num, Obj, Str
 
-__all__ = ["LAYERS", "LAYER_CONFIGS", "ACTIVATIONS", "KerasBuilder"]
+__all__ = ["LAYERS", "LAYER_CONFIGS", "ACTIVATIONS", "OPS_PREFIX", "KerasBuilder", "layer_key"]
+
+#: Prefix of the keys of ``keras.ops`` operations called on tensors (``x + 3.0`` is
+#: ``keras.ops.Add``); Keras writes them with a ``keras.src.ops`` module.
+OPS_PREFIX = "keras.ops."
+
+
+def layer_key(layer: dict) -> str:
+    """The key of a Keras configuration entry in :data:`LAYERS`.
+
+    A layer's class name (``"Add"``), or for a ``keras.ops`` operation, whose class name
+    can be a layer's too, :data:`OPS_PREFIX` and the name (``"keras.ops.Add"``).
+    """
+    module = layer.get("module")
+    kind = layer["class_name"]
+    if isinstance(module, str) and module.startswith(("keras.src.ops.", "keras.ops.")):
+        return OPS_PREFIX + kind
+    return kind
+
 
 #: Keras activation names to the native layer that computes them (``None``: identity).
 ACTIVATIONS: dict[str, Callable[[], Any] | None] = {
@@ -34,7 +52,19 @@ ACTIVATIONS: dict[str, Callable[[], Any] | None] = {
     "hard_swish": nn.HardSwish,
     "hard_silu": nn.HardSwish,
     "leaky_relu": lambda: nn.LeakyReLU(0.2),
+    "gelu": nn.Gelu,
+    "elu": nn.Elu,
+    "selu": nn.Selu,
+    "softplus": nn.Softplus,
+    "softsign": nn.Softsign,
+    "mish": nn.Mish,
+    "exponential": nn.Exp,
+    "hard_sigmoid": lambda: nn.HardSigmoid(1 / 6, 0.5),
+    "silu": None,  # x * sigmoid(x): a Sigmoid and a Multiply (see KerasBuilder.activation)
+    "swish": None,
 }
+#: Activations built as ``x * sigmoid(x)``: two nodes.
+_SWISH = ("silu", "swish")
 
 
 class KerasBuilder:
@@ -69,8 +99,32 @@ class KerasBuilder:
                 name,
                 f"activation {act!r} is not supported; supported: {', '.join(sorted(ACTIVATIONS))}.",
             )
+        if act in _SWISH:
+            gate = self.add(nn.Sigmoid(), [x], f"{name}/{act}_gate")
+            return self.add(nn.Multiply(), [x, gate], f"{name}/{act}")
         make = ACTIVATIONS[act]
         return x if make is None else self.add(make(), [x], f"{name}/{act}")
+
+    def constant(self, value: Any, name: str) -> str:
+        """A Constant node holding one sample's ``value`` (in the graph's dtype)."""
+        return self.add(nn.Constant(np.asarray(value, dtype=self.g.dtype)), [], name)
+
+    def affine(self, x: str, scale: Any, offset: Any, name: str) -> str:
+        """``x * scale + offset`` (each a scalar or per channel); the last node is ``name``."""
+        steps = [
+            (layer, np.asarray(v, np.float64), suffix)
+            for layer, v, suffix, neutral in (
+                (nn.Multiply, scale, "scale", 1.0),
+                (nn.Add, offset, "offset", 0.0),
+            )
+            if np.asarray(v).shape or float(v) != neutral
+        ]
+        if not steps:
+            return self.add(nn.Identity(), [x], name)
+        for i, (layer, v, suffix) in enumerate(steps):
+            const = self.constant(v, f"{name}/{suffix}_value")
+            x = self.add(layer(), [x, const], name if i == len(steps) - 1 else f"{name}/{suffix}")
+        return x
 
 
 def _weights(kind: str, name: str, w: dict[str, np.ndarray], *keys: str, where: str) -> list:
@@ -123,12 +177,30 @@ def k_dense(b, kind, name, c, w, ins):
     units, n_in = int(c["units"]), _channels(b, ins)
     why = f"units={units} and {n_in} inputs"
     _expect(b, kind, name, "kernel", kernel, (n_in, units), why)
-    params = {"weight": kernel}
-    if use_bias:
-        params["bias"] = _weights(kind, name, w, "bias", where=b.where)[0]
-        _expect(b, kind, name, "bias", params["bias"], (units,), why)
-    node = b.add(nn.Dense(units, use_bias=use_bias), ins, name, params)
+    bias = _weights(kind, name, w, "bias", where=b.where)[0] if use_bias else None
+    if bias is not None:
+        _expect(b, kind, name, "bias", bias, (units,), why)
+    shape = tuple(b.g.shape_of(ins[0]))
+    if len(shape) == 1:
+        params = {"weight": kernel} | ({"bias": bias} if use_bias else {})
+        node = b.add(nn.Dense(units, use_bias=use_bias), ins, name, params)
+    else:
+        node = _dense_on_last_axis(b, kind, name, ins[0], shape, kernel, bias)
     return b.activation(kind, name, c.get("activation", "linear"), node)
+
+
+def _dense_on_last_axis(b, kind, name, x, shape, kernel, bias):
+    """Keras's Dense on samples of rank 2 or 3 (tokens, pixels): a 1 x 1 NHWC convolution."""
+    if len(shape) > 3:
+        raise b.fail(kind, name, f"inputs of per-sample shape {shape}: at most 3 axes.")
+    if len(shape) == 2:  # (tokens, features) as an image of one column
+        x = b.add(nn.Reshape((shape[0], 1, shape[1])), [x], f"{name}/as_image")
+    conv = nn.Conv2D(kernel.shape[1], kernel_size=1, use_bias=bias is not None, layout="NHWC")
+    params = {"weight": kernel.T[:, :, None, None]} | ({"bias": bias} if bias is not None else {})
+    node = b.add(conv, [x], name if len(shape) == 3 else f"{name}/conv", params)
+    if len(shape) == 2:
+        node = b.add(nn.Reshape((shape[0], kernel.shape[1])), [node], name)
+    return node
 
 
 def _conv(b, kind, name, c, ins, weight, bias, *, depthwise=False, filters=None):
@@ -202,11 +274,7 @@ def k_separable(b, kind, name, c, w, ins):
 
 
 def k_batchnorm(b, kind, name, c, w, ins):
-    axis = c.get("axis", -1)
-    axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
-    rank = len(b.g.shape_of(ins[0])) + 1
-    if axis not in (-1, rank - 1):
-        raise b.fail(kind, name, f"axis={axis}; only the last (channel) axis is supported.")
+    _last_axis(b, kind, name, c, ins)
     mean, var = _weights(kind, name, w, "moving_mean", "moving_variance", where=b.where)
     gamma = w.get("gamma") if c.get("scale", True) else None
     beta = w.get("beta") if c.get("center", True) else None
@@ -285,13 +353,6 @@ def k_gap(b, kind, name, c, w, ins):
     return b.add(layer, ins, name)
 
 
-def k_merge(layer_cls):
-    def build(b, kind, name, c, w, ins):
-        return b.add(layer_cls(), ins, name)
-
-    return build
-
-
 def k_concat(b, kind, name, c, w, ins):
     axis = int(c.get("axis", -1))
     rank = len(b.g.shape_of(ins[0])) + 1
@@ -328,13 +389,199 @@ def k_identity(b, kind, name, c, w, ins):
 
 
 def k_rescaling(b, kind, name, c, w, ins):
-    scale, offset = c.get("scale", 1.0), c.get("offset", 0.0)
+    return b.affine(ins[0], c.get("scale", 1.0), c.get("offset", 0.0), name)
+
+
+def _last_axis(b, kind, name, c, ins, what: str = "axis") -> None:
+    """Refuse an ``axis`` other than the last (channel) one."""
+    axis = c.get("axis", -1)
+    axis = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 else axis
+    rank = len(b.g.shape_of(ins[0])) + 1
+    if axis not in (-1, rank - 1):
+        raise b.fail(
+            kind, name, f"{what}={c.get('axis')}; only the last (channel) axis is supported."
+        )
+
+
+def k_normalization(b, kind, name, c, w, ins):
+    _last_axis(b, kind, name, c, ins)
+    n = _channels(b, ins)
+    if c.get("mean") is not None:
+        mean, var = (np.asarray(c[k], np.float64).reshape(-1) for k in ("mean", "variance"))
+    else:
+        mean, var = (
+            np.asarray(a, np.float64)
+            for a in _weights(kind, name, w, "mean", "variance", where=b.where)
+        )
+    for what, arr in (("mean", mean), ("variance", var)):
+        if arr.size not in (1, n):
+            raise ModelFormatError(
+                f"{b.where}: {kind} layer {name!r}: {what} has {arr.size} values; "
+                f"{n} input channels need {n} (or 1)."
+            )
+    if (var < 0).any():
+        raise ModelFormatError(f"{b.where}: {kind} layer {name!r}: a variance is negative.")
+    std = np.maximum(np.sqrt(var), _KERAS_EPSILON)  # Keras divides by max(sqrt(var), epsilon)
+    if c.get("invert", False):
+        return b.affine(ins[0], std, mean, name)
+    return b.affine(ins[0], 1 / std, -mean / std, name)
+
+
+def k_layer_norm(b, kind, name, c, w, ins):
+    _last_axis(b, kind, name, c, ins)
+    if c.get("rms_scaling", False):
+        raise b.fail(kind, name, "rms_scaling=True is not supported.")
+    n = _channels(b, ins)
+    gamma = _weights(kind, name, w, "gamma", where=b.where)[0] if c.get("scale", True) else None
+    beta = _weights(kind, name, w, "beta", where=b.where)[0] if c.get("center", True) else None
+    for what, arr in (("gamma", gamma), ("beta", beta)):
+        if arr is not None:
+            _expect(b, kind, name, what, arr, (n,), f"{n} input channels")
+    node = b.add(nn.LayerNormalization(-1, epsilon=float(c.get("epsilon", 1e-3))), ins, name)
+    b.g.set_params(
+        node,
+        gamma=np.ones(n) if gamma is None else gamma,
+        beta=np.zeros(n) if beta is None else beta,
+    )
+    return node
+
+
+def k_layer_scale(b, kind, name, c, w, ins):
+    if "gamma" not in w and len(w) == 1:  # a live model names it after its variable
+        w = {"gamma": next(iter(w.values()))}
+    (gamma,) = _weights(kind, name, w, "gamma", where=b.where)
+    n = _channels(b, ins)
+    _expect(b, kind, name, "gamma", gamma, (n,), f"{n} input channels")
+    return b.affine(ins[0], gamma, 0.0, name)
+
+
+def k_custom_scale(b, kind, name, c, w, ins):
+    if len(ins) != 2:
+        raise ModelFormatError(
+            f"{b.where}: {kind} layer {name!r} adds a scaled second input to the first: it "
+            f"takes 2 inputs; got {len(ins)}."
+        )
+    scaled = b.affine(ins[1], float(c["scale"]), 0.0, f"{name}/scaled")
+    return b.add(nn.Add(), [ins[0], scaled], name)
+
+
+def k_cropping(b, kind, name, c, w, ins):
+    _layout(b, kind, name, c)
+    p = c.get("cropping", 0)
+    (top, bottom), (left, right) = (
+        (x, x) if isinstance(x, int) else (x[0], x[1])
+        for x in ([p, p] if isinstance(p, int) else p)
+    )
+    h, wd = b.g.shape_of(ins[0])[:2]
+    if top + bottom >= h or left + right >= wd:
+        raise ModelFormatError(
+            f"{b.where}: {kind} layer {name!r}: cropping {p} leaves nothing of a {h} x {wd} image."
+        )
     x = ins[0]
-    for value, layer, suffix in ((scale, nn.Multiply, "scale"), (offset, nn.Add, "offset")):
-        v = np.asarray(value, dtype=b.g.dtype)
-        const = b.add(nn.Constant(v), [], f"{name}/{suffix}_value")
-        x = b.add(layer(), [x, const], f"{name}/{suffix}" if suffix == "scale" else name)
+    cuts = [
+        (axis, lo, size - hi)
+        for axis, lo, hi, size in ((0, top, bottom, h), (1, left, right, wd))
+        if lo or hi
+    ]
+    if not cuts:
+        return b.add(nn.Identity(), [x], name)
+    for i, (axis, start, stop) in enumerate(cuts):
+        x = b.add(nn.Slice(axis, start, stop), [x], name if i == len(cuts) - 1 else f"{name}/rows")
     return x
+
+
+def _merge(layer_cls, arity: int | None = None):
+    def build(b, kind, name, c, w, ins):
+        ok = len(ins) == arity if arity else len(ins) >= 2
+        if not ok:
+            need = f"{arity}" if arity else "2 or more"
+            raise ModelFormatError(
+                f"{b.where}: {kind} layer {name!r} takes {need} inputs; its call has {len(ins)}."
+            )
+        return b.add(layer_cls(), ins, name)
+
+    return build
+
+
+#: MultiHeadAttention's projections: the weight-name prefix of each (a live model's scope).
+MHA_PROJECTIONS = ("query", "key", "value", "attention_output")
+
+
+def _tokens_dense(b, kind, name, x, kernel, bias):
+    """A projection of tokens ``(n, d)`` by ``kernel`` of shape ``(d, units)``."""
+    shape = tuple(b.g.shape_of(x))
+    return _dense_on_last_axis(b, kind, name, x, shape, kernel, bias)
+
+
+def k_mha(b, kind, name, c, w, ins):
+    if len(ins) not in (2, 3):
+        raise ModelFormatError(
+            f"{b.where}: {kind} layer {name!r} takes query, value (and key); its call has "
+            f"{len(ins)} inputs."
+        )
+    query, value = ins[0], ins[1]
+    key = ins[2] if len(ins) == 3 else value
+    shapes = [tuple(b.g.shape_of(t)) for t in (query, key, value)]
+    if any(len(s) != 2 for s in shapes):
+        raise b.fail(kind, name, f"inputs of per-sample shapes {shapes}: tokens (n, d) only.")
+    if c.get("attention_axes") not in (None, [1], (1,)) or c.get("use_gate", False):
+        raise b.fail(
+            kind, name, "attention_axes other than the tokens, or use_gate, is not supported."
+        )
+    if c.get("output_shape") is not None or c.get("sliding_window") is not None:
+        raise b.fail(kind, name, "output_shape and sliding_window are not supported.")
+    heads, kd = int(c["num_heads"]), int(c["key_dim"])
+    vd = int(c.get("value_dim") or kd)
+    use_bias = c.get("use_bias", True)
+    d_out = shapes[0][1]
+    need = {
+        "query": ((shapes[0][1], heads, kd), (heads, kd)),
+        "key": ((shapes[1][1], heads, kd), (heads, kd)),
+        "value": ((shapes[2][1], heads, vd), (heads, vd)),
+        "attention_output": ((heads, vd, d_out), (d_out,)),
+    }
+    why = f"num_heads={heads}, key_dim={kd}, value_dim={vd} and inputs {shapes}"
+    params = {}
+    for proj, (k_shape, b_shape) in need.items():
+        (kernel,) = _weights(kind, name, w, f"{proj}/kernel", where=b.where)
+        _expect(b, kind, name, f"{proj} kernel", kernel, k_shape, why)
+        bias = None
+        if use_bias:
+            (bias,) = _weights(kind, name, w, f"{proj}/bias", where=b.where)
+            _expect(b, kind, name, f"{proj} bias", bias, b_shape, why)
+        params[proj] = (kernel, bias)
+
+    def heads_of(x, proj, depth, perm):
+        kernel, bias = params[proj]
+        y = _tokens_dense(
+            b,
+            kind,
+            f"{name}/{proj}",
+            x,
+            kernel.reshape(kernel.shape[0], -1),
+            None if bias is None else bias.reshape(-1),
+        )
+        n = b.g.shape_of(y)[0]
+        y = b.add(nn.Reshape((n, heads, depth)), [y], f"{name}/{proj}_heads")
+        return b.add(nn.Transpose(perm), [y], f"{name}/{proj}_by_head")
+
+    q = heads_of(query, "query", kd, (1, 0, 2))  # (heads, n_q, key_dim)
+    q = b.affine(q, 1.0 / np.sqrt(kd), 0.0, f"{name}/query_scaled")
+    k = heads_of(key, "key", kd, (1, 2, 0))  # (heads, key_dim, n_k)
+    v = heads_of(value, "value", vd, (1, 0, 2))  # (heads, n_k, value_dim)
+    scores = b.add(nn.MatMul(), [q, k], f"{name}/scores")
+    probs = b.add(nn.Softmax(), [scores], f"{name}/attention")
+    mixed = b.add(nn.MatMul(), [probs, v], f"{name}/mixed")  # (heads, n_q, value_dim)
+    mixed = b.add(nn.Transpose((1, 0, 2)), [mixed], f"{name}/mixed_by_token")
+    n_q = shapes[0][0]
+    mixed = b.add(nn.Reshape((n_q, heads * vd)), [mixed], f"{name}/concat_heads")
+    kernel, bias = params["attention_output"]
+    out = _tokens_dense(b, kind, f"{name}/output", mixed, kernel.reshape(heads * vd, d_out), bias)
+    return b.add(nn.Identity(), [out], name)
+
+
+#: ``keras.backend.epsilon()``, the floor of the standard deviation Normalization divides by.
+_KERAS_EPSILON = 1e-7
 
 
 #: Keras layer classes ``from_keras`` builds, each to the function that adds it.
@@ -351,9 +598,9 @@ LAYERS: dict[str, Callable] = {
     "MaxPooling2D": _pool(True),
     "AveragePooling2D": _pool(False),
     "GlobalAveragePooling2D": k_gap,
-    "Add": k_merge(nn.Add),
-    "Subtract": k_merge(nn.Subtract),
-    "Multiply": k_merge(nn.Multiply),
+    "Add": _merge(nn.Add),
+    "Subtract": _merge(nn.Subtract, 2),
+    "Multiply": _merge(nn.Multiply),
     "Concatenate": k_concat,
     "Flatten": k_flatten,
     "Reshape": k_reshape,
@@ -364,6 +611,18 @@ LAYERS: dict[str, Callable] = {
     "GaussianNoise": k_identity,
     "GaussianDropout": k_identity,
     "Rescaling": k_rescaling,
+    "Normalization": k_normalization,
+    "LayerNormalization": k_layer_norm,
+    "Cropping2D": k_cropping,
+    "LayerScale": k_layer_scale,  # keras.applications.convnext
+    "CustomScaleLayer": k_custom_scale,  # keras.applications.inception_resnet_v2
+    "MultiHeadAttention": k_mha,
+    # keras.ops arithmetic on tensors and numbers (x + 3.0): numbers become Constant nodes
+    f"{OPS_PREFIX}Add": _merge(nn.Add, 2),
+    f"{OPS_PREFIX}Subtract": _merge(nn.Subtract, 2),
+    f"{OPS_PREFIX}Multiply": _merge(nn.Multiply, 2),
+    f"{OPS_PREFIX}Divide": _merge(nn.Divide, 2),
+    f"{OPS_PREFIX}TrueDivide": _merge(nn.Divide, 2),
 }
 
 
@@ -442,6 +701,41 @@ LAYER_CONFIGS: dict[str, Any] = {
         }
     ),
     "Rescaling": Obj(optional={"scale": _NUMBERS, "offset": _NUMBERS}),
+    "Normalization": Obj(
+        optional={
+            "axis": Either(None, Int(), List(Int())),
+            "mean": Either(None, _NUMBERS),
+            "variance": Either(None, _NUMBERS),
+            "invert": Bool(),
+        }
+    ),
+    "LayerNormalization": Obj(
+        optional={
+            "axis": Either(Int(), List(Int(), min_len=1)),
+            "epsilon": Num(lo=0),
+            "center": Bool(),
+            "scale": Bool(),
+            "rms_scaling": Bool(),
+        }
+    ),
+    "Cropping2D": Obj(
+        optional={
+            "cropping": Either(Int(lo=0, hi=_BIG), List(_NONNEG_PAIR, min_len=2, max_len=2)),
+            "data_format": _FORMAT,
+        }
+    ),
+    "CustomScaleLayer": Obj(required={"scale": Num()}),
+    "MultiHeadAttention": Obj(
+        required={"num_heads": _POS, "key_dim": _POS},
+        optional={
+            "value_dim": Either(None, _POS),
+            "use_bias": Bool(),
+            "use_gate": Bool(),
+            "attention_axes": Either(None, Int(), List(Int())),
+        },
+    ),
+    "LayerScale": Obj(values=ANYTHING),
     **{k: Obj(values=ANYTHING) for k in ("Add", "Subtract", "Multiply", "Flatten")},
+    **{OPS_PREFIX + k: Obj() for k in ("Add", "Subtract", "Multiply", "Divide", "TrueDivide")},
     **{k: Obj() for k in ("Dropout", "SpatialDropout2D", "GaussianNoise", "GaussianDropout")},
 }

@@ -39,7 +39,7 @@ from xai_core.attribution.cost import Cost, check_cost, format_bytes
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError, XaiError
 from xai_core.files import ZipArchive, read_regular_file
 from xai_core.importers.ir import check_size
-from xai_core.importers.keras_layers import LAYER_CONFIGS
+from xai_core.importers.keras_layers import LAYER_CONFIGS, layer_key
 from xai_core.jsonfile import (
     ANYTHING,
     MAX_JSON_BYTES,
@@ -105,6 +105,11 @@ VAR_ORDER = {
         + (["beta"] if c.get("center", True) else [])
         + ["moving_mean", "moving_variance"]
     ),
+    "Normalization": lambda c: [] if c.get("mean") is not None else ["mean", "variance", "count"],
+    "LayerNormalization": lambda c: (
+        (["gamma"] if c.get("scale", True) else []) + (["beta"] if c.get("center", True) else [])
+    ),
+    "LayerScale": lambda c: ["gamma"],
 }
 MODELS = ("Sequential", "Functional", "Model")
 
@@ -189,10 +194,8 @@ def _check_model(model: dict, where: str, path: str) -> None:
         at = join_path(layers_path, i)
         if layer["class_name"] in MODELS:
             _check_model(layer, where, at)
-        elif layer["class_name"] in LAYER_CONFIGS:
-            check(
-                layer["config"], LAYER_CONFIGS[layer["class_name"]], where, join_path(at, "config")
-            )
+        elif layer_key(layer) in LAYER_CONFIGS:
+            check(layer["config"], LAYER_CONFIGS[layer_key(layer)], where, join_path(at, "config"))
 
 
 def tensor_ref(value: Any, where: str, path: str) -> tuple[str, int, int]:
@@ -434,6 +437,9 @@ def _walk_keras_weights(group, model: dict, scope: str, out: dict, where: str) -
         if layer["class_name"] in MODELS:
             _walk_keras_weights(sub, layer, child, out, where)
             continue
+        if layer["class_name"] == "MultiHeadAttention":
+            out[child] = _mha_weights(sub, layer["config"], name, where)
+            continue
         vars_ = sub.get("vars")
         if vars_ is None or not isinstance(vars_, h5py.Group) or not len(vars_):
             continue
@@ -454,6 +460,35 @@ def _walk_keras_weights(group, model: dict, scope: str, out: dict, where: str) -
                 f"stored as 0..{len(names) - 1}."
             )
         out[child] = {v: _dataset(vars_[str(i)], f"{name}/{v}", where) for i, v in enumerate(names)}
+
+
+#: MultiHeadAttention's sub-layers in a ``.keras`` file, and the names the builder reads.
+_MHA_GROUPS = (
+    ("query_dense", "query"),
+    ("key_dense", "key"),
+    ("value_dense", "value"),
+    ("output_dense", "attention_output"),
+)
+
+
+def _mha_weights(group, config: dict, name: str, where: str) -> dict[str, np.ndarray]:
+    """A MultiHeadAttention's four projections: ``"query/kernel"``, ``"query/bias"``, ..."""
+    h5py = _h5py()
+    names = ["kernel"] + (["bias"] if config.get("use_bias", True) else [])
+    out = {}
+    for sub, short in _MHA_GROUPS:
+        vars_ = group.get(f"{sub}/vars")
+        if not isinstance(vars_, h5py.Group) or sorted(vars_) != [
+            str(i) for i in range(len(names))
+        ]:
+            have = sorted(vars_) if isinstance(vars_, h5py.Group) else "nothing"
+            raise ModelFormatError(
+                f"{where}: MultiHeadAttention {name!r}: {sub}/vars holds {have}; it needs "
+                f"{len(names)} variables ({names})."
+            )
+        for i, v in enumerate(names):
+            out[f"{short}/{v}"] = _dataset(vars_[str(i)], f"{name}/{sub}/{v}", where)
+    return out
 
 
 _KERAS_METADATA = Obj(optional={"keras_version": Str(), "date_saved": Str()})

@@ -69,9 +69,12 @@ def _tflite() -> list[str]:
 
 def _keras() -> list[str]:
     from xai_core.importers.keras_import import SUPPORTED_KERAS_LAYERS
+    from xai_core.importers.keras_layers import ACTIVATIONS
 
     lines = ["## Keras", "", f"{len(SUPPORTED_KERAS_LAYERS)} layer classes.", ""]
-    return lines + [", ".join(f"`{n}`" for n in SUPPORTED_KERAS_LAYERS)]
+    lines.append(", ".join(f"`{n}`" for n in SUPPORTED_KERAS_LAYERS))
+    lines += ["", "Activations (`activation=` of a layer, or an `Activation` layer):", ""]
+    return lines + [", ".join(f"`{n}`" for n in sorted(ACTIVATIONS))]
 
 
 def operators_markdown() -> str:

@@ -245,6 +245,7 @@ class Builder:
     def __init__(self, int8: bool = True, ranges: dict | None = None) -> None:
         self.int8 = int8  # False: a float32 graph with the same operators
         self.ranges = ranges or {}
+        self.layout = "NCHW"  # the network's image layout (convert sets it)
         self.tensors: list[TensorInfo] = []
         self.ops: list[OperatorInfo] = []
 
@@ -422,6 +423,7 @@ def build_int8_graph(
     """
     check_quantisable(net)
     b = Builder(int8=ranges is not None, ranges=ranges)
+    b.layout = getattr(net, "layout", "NCHW")  # how the network lays out its images
     consumers = _consumers(net)
     input_shape = tuple(net.input_shape)
     s, z = _params(*ranges[net.input_name]) if b.int8 else (None, None)
@@ -607,8 +609,8 @@ def _reshape(b: Builder, c: Conversion) -> Value:
     t = _to_nchw(b, a.tensor, name) if a.nhwc_of_nchw else a.tensor
     shape = (1, *out_shape)
     t = b.op("RESHAPE", [t], [b.like(c.name, t, shape)], "ReshapeOptions", NewShape=np.array(shape))
-    if len(out_shape) == 3:
-        return Value(_to_nhwc(b, t, out_shape, name), True)
+    if len(out_shape) == 3 and b.layout == "NCHW":
+        return Value(_to_nhwc(b, t, out_shape, name), True)  # an NCHW image, laid out NHWC
     return Value(t)
 
 

@@ -45,9 +45,12 @@ class _Elementwise(Layer):
     arity: ClassVar[int | None] = None
 
     def compute_output_shape(self, input_shape):
-        if self.arity is not None and len(input_shape) != self.arity:
+        n = len(input_shape)
+        if (self.arity is not None and n != self.arity) or n < 2:
+            need = self.arity if self.arity is not None else "2 or more"
             raise ValidationError(
-                f"{type(self).__name__} takes {self.arity} inputs; got {len(input_shape)}."
+                f"{type(self).__name__} {self.name!r} takes {need} inputs; got {n} "
+                f"(of shapes {list(input_shape)})."
             )
         try:
             return tuple(np.broadcast_shapes(*input_shape))

@@ -202,6 +202,11 @@ class Constant(Layer):
             raise ValidationError("value must be finite; it holds NaN or inf.")
         self._value = value
 
+    @property
+    def value(self) -> np.ndarray:
+        """One sample's value: the stored buffer once built (its dtype the network's)."""
+        return self.buffers.get("value", self._value)
+
     def build(self, input_shape, rng, dtype):
         self.input_shape = []
         self.buffers = {"value": self._value.astype(dtype)}
