@@ -81,6 +81,9 @@ CASES = {
     "Transpose": single("Transpose", {"perm": [0, 2, 3, 1]}),
     "Pad": single("Pad", inits={"p": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)}),
     "Identity": single("Identity"),
+    "Unsqueeze": single("Unsqueeze", inits={"a": np.array([1, -1], np.int64)}),
+    "Squeeze": single("Squeeze", inits={"a": np.array([-2], np.int64)}, shape=(3, 1, 8)),
+    "Squeeze_all_ones": single("Squeeze", shape=(1, 4, 1)),
     "Dropout": single("Dropout"),
     "Constant": single("Add", inputs=["x", "k"], nodes=[const_node("k", w(3, 7, 8))]),
 }

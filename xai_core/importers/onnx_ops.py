@@ -287,6 +287,13 @@ def _unary(make: Callable[[Builder, IRNode], Any]) -> Callable[[Builder, IRNode]
 
 
 def _clip(b: Builder, node: IRNode):
+    lo, hi = _clip_bounds(b, node)
+    if lo == 0.0 and hi == 6.0:
+        return nn.ReLU6()
+    return nn.Clip(lo, hi)
+
+
+def _clip_bounds(b: Builder, node: IRNode) -> tuple[float | None, float | None]:
     lo, hi = node.attrs.get("min"), node.attrs.get("max")
     for k, which in ((1, "min"), (2, "max")):
         if len(node.inputs) > k and node.inputs[k]:
@@ -297,9 +304,19 @@ def _clip(b: Builder, node: IRNode):
                     "must be one value."
                 )
             lo, hi = (float(v.reshape(-1)[0]), hi) if k == 1 else (lo, float(v.reshape(-1)[0]))
-    if lo == 0.0 and hi == 6.0:
-        return nn.ReLU6()
-    return nn.Clip(lo, hi)
+    return lo, hi
+
+
+def op_clip(b: Builder, node: IRNode) -> None:
+    """``Clip`` of an activation (a layer), or of a constant (folded: ``max(pad, 0)`` in a
+    traced "same" padding)."""
+    if b.is_act(node.inputs[0]):
+        b.add(node, _clip(b, node), node.inputs[0])
+        return
+    x = b.numbers(node, node.inputs[0])
+    lo, hi = _clip_bounds(b, node)
+    out = np.maximum(x, lo) if lo is not None else x
+    _store(b, node, (np.minimum(out, hi) if hi is not None else out).astype(x.dtype))
 
 
 def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
@@ -473,7 +490,36 @@ def _axes(b: Builder, node: IRNode) -> list[int]:
     return list(node.attrs.get("axes", []))
 
 
+def _reshape_axes(b: Builder, node: IRNode, *, squeeze: bool) -> None:
+    """``Squeeze`` or ``Unsqueeze`` of an activation: one per-sample ``Reshape``."""
+    shape = [None, *b.g.shape_of(b.node_of(node, node.inputs[0]))]  # None: the batch
+    axes = _axes(b, node)
+    rank = len(shape) if squeeze else len(shape) + len(axes)
+    axes = sorted({a + rank if a < 0 else a for a in axes})
+    if squeeze and not axes:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    if 0 in axes or any(not 0 <= a < rank for a in axes):
+        raise b.fail(
+            node, f"axes {_axes(b, node)} of a rank-{len(shape)} tensor touch the batch axis."
+        )
+    if squeeze:
+        if any(shape[a] != 1 for a in axes):
+            raise ModelFormatError(
+                f"{b.where}: Squeeze node {node.name!r}: axes {axes} of shape "
+                f"{tuple(shape[1:])} (per sample) are not all of size 1."
+            )
+        out = [d for i, d in enumerate(shape) if i not in axes]
+    else:
+        out = list(shape)
+        for a in axes:
+            out.insert(a, 1)
+    b.add(node, nn.Reshape(tuple(out[1:])), node.inputs[0])
+
+
 def op_unsqueeze(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):
+        _reshape_axes(b, node, squeeze=False)
+        return
     out = np.asarray(b.value(node, node.inputs[0]))
     for a in sorted(_axes(b, node)):
         out = np.expand_dims(out, a if a >= 0 else a + out.ndim + 1)
@@ -481,6 +527,9 @@ def op_unsqueeze(b: Builder, node: IRNode) -> None:
 
 
 def op_squeeze(b: Builder, node: IRNode) -> None:
+    if b.is_act(node.inputs[0]):
+        _reshape_axes(b, node, squeeze=True)
+        return
     out = np.asarray(b.value(node, node.inputs[0]))
     axes = _axes(b, node)
     _store(b, node, np.squeeze(out, axis=tuple(axes)) if axes else np.squeeze(out))
@@ -514,7 +563,7 @@ for _op, _fn, _since, _limits in [
     ("Conv", op_conv, 1, "2-D, constant weights; groups, strides, dilations, pads, auto_pad"),
     ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
     ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
-    ("Clip", _unary(_clip), 1, "constant bounds (attributes before opset 11, inputs after)"),
+    ("Clip", op_clip, 1, "constant bounds (attributes before opset 11, inputs after)"),
     ("LeakyRelu", _unary(lambda b, n: nn.LeakyReLU(_f32(n.attrs.get("alpha", 0.01)))), 1, ""),
     ("HardSwish", _unary(lambda b, n: nn.HardSwish()), 14, ""),
     ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
@@ -531,14 +580,14 @@ for _op, _fn, _since, _limits in [
     ("Pad", op_pad, 1, "constant mode"),
     ("Identity", op_identity, 1, ""),
     ("Dropout", op_identity, 1, "inference (an identity)"),
+    ("Unsqueeze", op_unsqueeze, 1, "activations: not the batch axis; any on constants and shapes"),
+    ("Squeeze", op_squeeze, 1, "activations: not the batch axis; any on constants and shapes"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
 
 for _op, _fn, _limits in [
     ("Shape", op_shape, ""),
     ("Gather", op_gather, "on constants and shapes"),
-    ("Unsqueeze", op_unsqueeze, "on constants and shapes"),
-    ("Squeeze", op_squeeze, "on constants and shapes"),
     ("Cast", op_cast, "on constants and shapes"),
 ]:
     register(_op, _fn, folds=True, limits=_limits)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core import nn
+from xai_core.errors import ModelFormatError
 from xai_core.importers import onnx_ops
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import (
@@ -143,6 +144,21 @@ def op_mod(b: Builder, node: IRNode) -> None:
     if np.any(y == 0):
         raise b.fail(node, "division by zero.")
     _store(b, node, np.fmod(x, y) if fmod else np.mod(x, y))
+
+
+def _rounding(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[Builder, IRNode], None]:
+    """``Ceil`` or ``Floor`` of a constant (``math.ceil(h / s)`` in a traced padding)."""
+
+    def op(b: Builder, node: IRNode) -> None:
+        x = _plain(b, node, node.inputs[0])
+        if x.dtype.kind != "f":
+            raise ModelFormatError(
+                f"{b.where}: {node.op} node {node.name!r}: input {node.inputs[0]!r} holds "
+                f"{x.dtype} values; {node.op} takes floating-point tensors."
+            )
+        _store(b, node, fn(x))
+
+    return op
 
 
 def op_scatter_nd(b: Builder, node: IRNode) -> None:
@@ -469,6 +485,8 @@ for _op, _fn, _since, _limits in [
     ("Equal", op_equal, 7, "on constants and shapes (numpy broadcasting)"),
     ("Not", op_not, 1, "on constants"),
     ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
+    ("Ceil", _rounding(np.ceil), 1, "on constants and shapes (no batch size)"),
+    ("Floor", _rounding(np.floor), 1, "on constants and shapes (no batch size)"),
     ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
 ]:
     register(_op, _fn, since=_since, folds=True, limits=_limits)
