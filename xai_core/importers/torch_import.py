@@ -176,6 +176,21 @@ def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], stric
     )
 
 
+#: The largest ONNX model protobuf serialises (2 GiB): the export is held in memory.
+ONNX_LIMIT_BYTES = 2**31
+
+
+def _check_size(module: Any) -> None:
+    """Refuse, before tracing, a module whose weights alone exceed protobuf's 2 GiB."""
+    tensors = {id(t): t for t in (*module.parameters(), *module.buffers())}.values()
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    if size > ONNX_LIMIT_BYTES:
+        raise CapabilityError(
+            f"module has {size / 2**30:.2f} GiB of parameters and buffers; an ONNX model held "
+            f"in memory is limited to 2 GiB (protobuf's limit), so from_torch cannot export it."
+        )
+
+
 def _check_faithful(module: Any, net: nn.Graph, X: Any, batch: str) -> None:
     """Raise unless ``net`` reproduces ``module`` on the batch ``X`` (float32 tensor)."""
     torch = _torch()
@@ -262,7 +277,8 @@ def from_torch(
     CapabilityError
         A module the exporter emits unsupported ONNX operators for (named); a path that
         depends on the input values (or, with ``strict_trace=True``, any line the tracer
-        warns about), naming the lines; arithmetic on the batch size.
+        warns about), naming the lines; arithmetic on the batch size; weights over 2 GiB
+        (ONNX's protobuf limit for the export held in memory).
     ModelFormatError
         If the imported network does not reproduce the module on ``example_input`` or on
         the second batch.
@@ -278,6 +294,7 @@ def from_torch(
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
     example_input = example_input.detach().to(torch.float32)
+    _check_size(module)
     data, notes = _trace(module, example_input, 17, False)
     _check_trace(module, example_input, data, notes, strict_trace)
     net = from_onnx(

@@ -31,12 +31,14 @@ SIZES: dict[str, int] = {
 #: Builders built with torchvision's ``image_size`` for the input side.
 IMAGE_SIZE_ARG = ("vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14")
 
-#: Builders whose check takes long: many parameters, or a 224 px input.
+#: Builders whose check takes long: over ~30M parameters or very deep, or a 224 px input.
 SLOW = frozenset(
     {
         "alexnet",
         "maxvit_t",
         *(n for n in SIZES if n.startswith("vgg")),
+        "vit_b_16",
+        "vit_b_32",
         "vit_l_16",
         "vit_l_32",
         "vit_h_14",
@@ -44,6 +46,17 @@ SLOW = frozenset(
         "regnet_y_32gf",
         "regnet_y_128gf",
         "regnet_x_16gf",
+        "regnet_x_8gf",
+        "regnet_y_8gf",
+        "efficientnet_b3",
+        "efficientnet_b4",
+        "efficientnet_v2_s",
+        "convnext_small",
+        "swin_s",
+        "swin_v2_s",
+        "wide_resnet50_2",
+        "resnet101",
+        "densenet169",
         "regnet_x_32gf",
         "efficientnet_b5",
         "efficientnet_b6",
