@@ -452,6 +452,20 @@ CASES = {
         (2, 5, 4),
         lambda x: F.pad(x, (1, 1, 1, 1)),
     ),
+    "Pad_of_channels_last_windows": (
+        model([node("Pad", ["x", "p"], ["y"])], (3, 5, 2), {"p": i64(0, 0, 1, 0, 0, 2, 0, 0)}),
+        (3, 5, 2),
+        lambda x: F.pad(x, (0, 0, 1, 0, 0, 2)),
+    ),
+    "Pad_with_a_value_on_every_sample_axis": (
+        model(
+            [node("Pad", ["x", "p", "v"], ["y"])],
+            (2, 3, 4),
+            {"p": i64(0, 1, 0, 2, 0, 2, 1, 0), "v": np.float32(0.5)},
+        ),
+        (2, 3, 4),
+        lambda x: F.pad(x, (2, 0, 0, 1, 1, 2), value=0.5),
+    ),
     "Clip_of_a_constant_folds": (
         model(
             [node("Clip", ["c", "lo", "hi"], ["k"]), node("Add", ["x", "k"], ["y"])],

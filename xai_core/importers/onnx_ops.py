@@ -449,10 +449,35 @@ def op_pad(b: Builder, node: IRNode) -> None:
         axes = [a + rank if a < 0 else a for a in b.ints(node, node.inputs[3])]
     begin = dict(zip(axes, pads[: len(axes)]))
     end = dict(zip(axes, pads[len(axes) :]))
-    if rank != 4 or any(begin.get(a, 0) or end.get(a, 0) for a in (0, 1)) or value != 0.0:
-        raise b.fail(node, "only zero padding of the height and width of NCHW images is supported.")
-    layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
-    b.add(node, layer, node.inputs[0])
+    if begin.get(0, 0) or end.get(0, 0) or min([*begin.values(), *end.values(), 0]) < 0:
+        raise b.fail(node, f"pads {pads} pad the batch axis or crop (negative pads).")
+    if rank == 4 and not (begin.get(1, 0) or end.get(1, 0)) and value == 0.0:
+        layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
+        b.add(node, layer, node.inputs[0])
+        return
+    _pad_by_concatenation(b, node, begin, end, value)
+
+
+def _pad_by_concatenation(b: Builder, node: IRNode, begin: dict, end: dict, value: float) -> None:
+    """Constant padding of any per-sample axes (Swin's (n, h, w, c) windows): along each
+    padded axis, one ``Concatenate`` of constant blocks before and after the tensor."""
+    source = node.inputs[0]
+    axes = [a for a in sorted(set(begin) | set(end)) if begin.get(a, 0) or end.get(a, 0)]
+    if not axes:
+        b.add(node, nn.Identity(), source)
+        return
+    for k, a in enumerate(axes):
+        shape = list(b.g.shape_of(b._node_name(node, source)))
+        parts = []
+        for size in (begin.get(a, 0), None, end.get(a, 0)):
+            if size is None:
+                parts.append(source)
+            elif size:
+                block = np.full([*shape[: a - 1], size, *shape[a:]], value, dtype=b.g.dtype)
+                parts.append(b.value_node(node, block, len(shape) + 1))
+        last = k == len(axes) - 1
+        layer = nn.Concatenate(axis=a - 1)
+        source = b.add(node, layer, parts, suffix="" if last else f"/pad{a}")
 
 
 def op_identity(b: Builder, node: IRNode) -> None:
@@ -577,7 +602,7 @@ for _op, _fn, _since, _limits in [
     ("Flatten", op_flatten, 1, ""),
     ("Reshape", op_reshape, 5, "a constant or folded shape"),
     ("Transpose", op_transpose, 1, "keeping the batch axis first"),
-    ("Pad", op_pad, 1, "constant mode"),
+    ("Pad", op_pad, 1, "constant mode; any axes but the batch; no negative pads"),
     ("Identity", op_identity, 1, ""),
     ("Dropout", op_identity, 1, "inference (an identity)"),
     ("Unsqueeze", op_unsqueeze, 1, "activations: not the batch axis; any on constants and shapes"),
