@@ -18,7 +18,7 @@ def params(entries: Sequence[ZooModel], full: set[str]) -> list:
     out = []
     for e in entries:
         stages = (*QUICK, "tpu", "edgetpu", "tflite") if e.name in full else QUICK
-        marks = [pytest.mark.slow] if e.slow or e.name in full else []
+        marks = [pytest.mark.slow] if e.slow else []
         out.append(pytest.param(e, stages, id=e.name, marks=marks))
     return out
 

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             r = result.stages[st]
             if r.status in ("fail", "refused"):
                 notes.append(f"- {entry.key} {st}: {r.detail}")
+                print(notes[-1], file=sys.stderr, flush=True)  # seen while the table runs
     if notes:
         print("\n" + "\n".join(notes))
     counts = Counter(r.stages[st].status for r in results for st in stages)

@@ -51,6 +51,7 @@ SLOW = frozenset(
         "efficientnet_b3",
         "efficientnet_b4",
         "efficientnet_v2_s",
+        "convnext_tiny",
         "convnext_small",
         "swin_s",
         "swin_v2_s",
