@@ -50,7 +50,7 @@ MODELS: dict[str, tuple[str, int, bool]] = {
     "ese_vovnet19b_slim_dw": ("vovnet", 64, False),
     "cs3darknet_focus_s": ("cspnet", 64, False),
     "gernet_s": ("byobnet", 64, False),
-    "selecsls42b": ("selecsls", 64, False),
+    "selecsls42b": ("selecsls", 64, True),
     "dpn48b": ("dpn", 64, True),
     "xception41": ("xception", 64, True),
 }
