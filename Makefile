@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,tflite,scalesim,regex,trees]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,zoo,tflite,scalesim,regex,trees]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -120,6 +120,19 @@ def test_unsupported_module_names_the_operator():
         xai.from_torch(Det(), torch.zeros(2, 3, 3))
 
 
+def test_weights_over_protobufs_limit_are_refused_before_tracing(monkeypatch):
+    """Weights over the 2 GiB an in-memory ONNX model may hold are refused, shared ones counted once."""
+    from xai_core.importers import torch_import
+
+    shared = torch.nn.Linear(64, 64)
+    module = torch.nn.Sequential(shared, torch.nn.ReLU(), shared)  # 64 * 65 floats, twice
+    monkeypatch.setattr(torch_import, "ONNX_LIMIT_BYTES", 64 * 65 * 4)
+    assert xai.from_torch(module, torch.zeros(2, 64)).input_shape == (64,)
+    monkeypatch.setattr(torch_import, "ONNX_LIMIT_BYTES", 64 * 65 * 4 - 1)
+    with pytest.raises(xai.CapabilityError, match=r"0.00 GiB of parameters.*limited to 2 GiB"):
+        xai.from_torch(module, torch.zeros(2, 64))
+
+
 def test_bad_arguments_are_named():
     """Not a module, not a batch: clear errors naming the argument."""
     with pytest.raises(xai.ValidationError, match="module must be a torch.nn.Module"):

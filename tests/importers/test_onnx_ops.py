@@ -81,11 +81,14 @@ CASES = {
     "Transpose": single("Transpose", {"perm": [0, 2, 3, 1]}),
     "Pad": single("Pad", inits={"p": np.array([0, 0, 1, 2, 0, 0, 2, 1], np.int64)}),
     "Identity": single("Identity"),
+    "Unsqueeze": single("Unsqueeze", inits={"a": np.array([1, -1], np.int64)}),
+    "Squeeze": single("Squeeze", inits={"a": np.array([-2], np.int64)}, shape=(3, 1, 8)),
+    "Squeeze_all_ones": single("Squeeze", shape=(1, 4, 1)),
     "Dropout": single("Dropout"),
     "Constant": single("Add", inputs=["x", "k"], nodes=[const_node("k", w(3, 7, 8))]),
     "Gather": single("Gather", {"axis": 2}, {"i": np.array([6, 0, -1], np.int64)}),
-    "Unsqueeze": single("Unsqueeze", inits={"a": np.array([2], np.int64)}),
-    "Squeeze": single("Squeeze", inits={"a": np.array([1], np.int64)}, shape=(1, 5)),
+    "Unsqueeze_at_2": single("Unsqueeze", inits={"a": np.array([2], np.int64)}),
+    "Squeeze_axis_1": single("Squeeze", inits={"a": np.array([1], np.int64)}, shape=(1, 5)),
     "Cast": single("Cast", {"to": 1}),
     "ConvTranspose": single(
         "ConvTranspose", {"strides": [2, 2], "pads": [1, 1, 1, 1]}, {"W": w(3, 2, 3, 3)}

@@ -32,7 +32,13 @@ TESTED = {
     "Slice",
     "DepthToSpace",
     "Resize",
+    "Ceil",
+    "Floor",
 }
+
+
+#: The Unsqueeze case's (1, 1, 3, 4) factor.
+SCALE = (np.random.default_rng(7).standard_normal((1, 1, 3, 4)) * 0.5).astype(np.float32)
 
 
 def w(*shape):
@@ -412,6 +418,62 @@ CASES = {
         ),
         (2, 2),
         lambda x: x + torch.tensor([[1.0, 4.0], [4.0, 1.0]], dtype=x.dtype),
+    ),
+    "Unsqueeze_Mul_Squeeze_of_an_activation": (
+        model(
+            [
+                node("Unsqueeze", ["x", "a2"], ["u"]),
+                node("Mul", ["u", "c"], ["m"]),
+                node("Squeeze", ["m", "a1"], ["y"]),
+            ],
+            (3, 4),
+            {"a2": i64(1), "c": SCALE, "a1": i64(1)},
+        ),
+        (3, 4),
+        lambda x: (x.unsqueeze(1) * torch.tensor(SCALE, dtype=x.dtype)).squeeze(1),
+    ),
+    "Ceil_and_Floor_fold_a_traced_padding": (
+        model(
+            [
+                node("Shape", ["x"], ["shp"]),
+                node("Gather", ["shp", "two"], ["h"], axis=0),
+                node("Cast", ["h"], ["hf"], to=TensorProto.FLOAT),
+                node("Div", ["hf", "three"], ["q"]),
+                node("Ceil", ["q"], ["up"]),
+                node("Floor", ["q"], ["down"]),
+                node("Sub", ["up", "down"], ["one"]),  # ceil(5 / 3) - floor(5 / 3) = 1
+                node("Cast", ["one"], ["p"], to=TensorProto.INT64),
+                node("Concat", ["zeros", "p", "p", "zeros", "p", "p"], ["pads"], axis=0),
+                node("Pad", ["x", "pads"], ["y"]),
+            ],
+            (2, 5, 4),
+            {"two": i64(2), "three": np.float32(3), "zeros": i64(0, 0)},
+        ),
+        (2, 5, 4),
+        lambda x: F.pad(x, (1, 1, 1, 1)),
+    ),
+    "Pad_of_channels_last_windows": (
+        model([node("Pad", ["x", "p"], ["y"])], (3, 5, 2), {"p": i64(0, 0, 1, 0, 0, 2, 0, 0)}),
+        (3, 5, 2),
+        lambda x: F.pad(x, (0, 0, 1, 0, 0, 2)),
+    ),
+    "Pad_with_a_value_on_every_sample_axis": (
+        model(
+            [node("Pad", ["x", "p", "v"], ["y"])],
+            (2, 3, 4),
+            {"p": i64(0, 1, 0, 2, 0, 2, 1, 0), "v": np.float32(0.5)},
+        ),
+        (2, 3, 4),
+        lambda x: F.pad(x, (2, 0, 0, 1, 1, 2), value=0.5),
+    ),
+    "Clip_of_a_constant_folds": (
+        model(
+            [node("Clip", ["c", "lo", "hi"], ["k"]), node("Add", ["x", "k"], ["y"])],
+            (4,),
+            {"c": np.float32([-2, -0.5, 0.5, 2]), "lo": np.float32(-1), "hi": np.float32(1)},
+        ),
+        (4,),
+        lambda x: x + torch.tensor([-1, -0.5, 0.5, 1], dtype=x.dtype),
     ),
     "Equal_Not_Mod_Where_build_an_Expand_target": (
         model(

@@ -57,12 +57,27 @@ def separable(layout: str) -> nn.Graph:
     return g
 
 
+def shuffle() -> nn.Graph:
+    """ShuffleNet's channel shuffle: Reshape to (groups, c / groups, h, w), Transpose, Reshape."""
+    g = nn.Graph(input_shape=(3, 8, 8), input_name="image", seed=4)
+    g.add(nn.Conv2D(8, 3, padding=1), "image", name="c1")
+    g.add(nn.ReLU(), name="r1")
+    g.add(nn.Reshape((2, 4, 8, 8)), name="split")
+    g.add(nn.Transpose((1, 0, 2, 3)), name="shuffle")
+    g.add(nn.Reshape((8, 8, 8)), name="join")
+    g.add(nn.Conv2D(4, 3, stride=2), name="c2")
+    g.add(nn.GlobalAveragePooling2D(), name="gap")
+    g.add(nn.Dense(3), name="logits")
+    return g
+
+
 NETWORKS = {
     "mlp": lambda: nn.mlp(20, (16, 12), 3),
     "cnn-gray": lambda: nn.cnn((1, 12, 12), 5, channels=(4, 6)),
     "cnn-rgb": lambda: nn.cnn((3, 12, 12), 5, channels=(4, 6)),
     "separable-nchw": lambda: separable("NCHW"),
     "separable-nhwc": lambda: separable("NHWC"),
+    "channel-shuffle": shuffle,
 }
 
 

@@ -339,6 +339,13 @@ def _unary(make: Callable[[Builder, IRNode], Any]) -> Callable[[Builder, IRNode]
 
 
 def _clip(b: Builder, node: IRNode):
+    lo, hi = _clip_bounds(b, node)
+    if lo == 0.0 and hi == 6.0:
+        return nn.ReLU6()
+    return nn.Clip(lo, hi)
+
+
+def _clip_bounds(b: Builder, node: IRNode) -> tuple[float | None, float | None]:
     lo, hi = node.attrs.get("min"), node.attrs.get("max")
     for k, which in ((1, "min"), (2, "max")):
         if len(node.inputs) > k and node.inputs[k]:
@@ -351,9 +358,19 @@ def _clip(b: Builder, node: IRNode):
             lo, hi = (float(v.reshape(-1)[0]), hi) if k == 1 else (lo, float(v.reshape(-1)[0]))
     if lo is not None and hi is not None and lo > hi:  # ONNX: every value becomes max
         lo = hi
-    if lo == 0.0 and hi == 6.0:
-        return nn.ReLU6()
-    return nn.Clip(lo, hi)
+    return lo, hi
+
+
+def op_clip(b: Builder, node: IRNode) -> None:
+    """``Clip`` of an activation (a layer), or of a constant (folded: ``max(pad, 0)`` in a
+    traced "same" padding)."""
+    if b.is_act(node.inputs[0]):
+        b.add(node, _clip(b, node), node.inputs[0])
+        return
+    x = b.numbers(node, node.inputs[0])
+    lo, hi = _clip_bounds(b, node)
+    out = np.maximum(x, lo) if lo is not None else x
+    _store(b, node, (np.minimum(out, hi) if hi is not None else out).astype(x.dtype))
 
 
 def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
@@ -498,10 +515,35 @@ def op_pad(b: Builder, node: IRNode) -> None:
         axes = [a + rank if a < 0 else a for a in b.ints(node, node.inputs[3])]
     begin = dict(zip(axes, pads[: len(axes)]))
     end = dict(zip(axes, pads[len(axes) :]))
-    if rank != 4 or any(begin.get(a, 0) or end.get(a, 0) for a in (0, 1)) or value != 0.0:
-        raise b.fail(node, "only zero padding of the height and width of NCHW images is supported.")
-    layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
-    b.add(node, layer, node.inputs[0])
+    if begin.get(0, 0) or end.get(0, 0) or min([*begin.values(), *end.values(), 0]) < 0:
+        raise b.fail(node, f"pads {pads} pad the batch axis or crop (negative pads).")
+    if rank == 4 and not (begin.get(1, 0) or end.get(1, 0)) and value == 0.0:
+        layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
+        b.add(node, layer, node.inputs[0])
+        return
+    _pad_by_concatenation(b, node, begin, end, value)
+
+
+def _pad_by_concatenation(b: Builder, node: IRNode, begin: dict, end: dict, value: float) -> None:
+    """Constant padding of any per-sample axes (Swin's (n, h, w, c) windows): along each
+    padded axis, one ``Concatenate`` of constant blocks before and after the tensor."""
+    source = node.inputs[0]
+    axes = [a for a in sorted(set(begin) | set(end)) if begin.get(a, 0) or end.get(a, 0)]
+    if not axes:
+        b.add(node, nn.Identity(), source)
+        return
+    for k, a in enumerate(axes):
+        shape = list(b.g.shape_of(b._node_name(node, source)))
+        parts = []
+        for size in (begin.get(a, 0), None, end.get(a, 0)):
+            if size is None:
+                parts.append(source)
+            elif size:
+                block = np.full([*shape[: a - 1], size, *shape[a:]], value, dtype=b.g.dtype)
+                parts.append(b.value_node(node, block, len(shape) + 1))
+        last = k == len(axes) - 1
+        layer = nn.Concatenate(axis=a - 1)
+        source = b.add(node, layer, parts, suffix="" if last else f"/pad{a}")
 
 
 def op_identity(b: Builder, node: IRNode) -> None:
@@ -648,7 +690,7 @@ for _op, _fn, _since, _limits in [
     ),
     ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
     ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
-    ("Clip", _unary(_clip), 1, "constant bounds (attributes before opset 11, inputs after)"),
+    ("Clip", op_clip, 1, "constant bounds (attributes before opset 11, inputs after)"),
     ("LeakyRelu", _unary(lambda b, n: nn.LeakyReLU(_f32(n.attrs.get("alpha", 0.01)))), 1, ""),
     ("HardSwish", _unary(lambda b, n: nn.HardSwish()), 14, ""),
     ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
@@ -662,7 +704,7 @@ for _op, _fn, _since, _limits in [
     ("Flatten", op_flatten, 1, ""),
     ("Reshape", op_reshape, 5, "a constant or folded shape; may merge the batch axis (a view)"),
     ("Transpose", op_transpose, 1, "any perm (one moving the batch axis gives a view)"),
-    ("Pad", op_pad, 1, "constant mode"),
+    ("Pad", op_pad, 1, "constant mode; any axes but the batch; no negative pads"),
     ("Identity", op_identity, 1, ""),
     ("Dropout", op_identity, 1, "inference (an identity; the mask all True); not training_mode"),
 ]:

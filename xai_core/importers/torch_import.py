@@ -188,6 +188,21 @@ def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], stric
     )
 
 
+#: The largest ONNX model protobuf serialises (2 GiB): the export is held in memory.
+ONNX_LIMIT_BYTES = 2**31
+
+
+def _check_size(module: Any) -> None:
+    """Refuse, before tracing, a module whose weights alone exceed protobuf's 2 GiB."""
+    tensors = {id(t): t for t in (*module.parameters(), *module.buffers())}.values()
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    if size > ONNX_LIMIT_BYTES:
+        raise CapabilityError(
+            f"module has {size / 2**30:.2f} GiB of parameters and buffers; an ONNX model held "
+            f"in memory is limited to 2 GiB (protobuf's limit), so from_torch cannot export it."
+        )
+
+
 def _module_output(module: Any, X: Any) -> Any:
     """``module``'s output on the batch ``X`` in eval mode, without gradients."""
     torch = _torch()
@@ -317,7 +332,8 @@ def from_torch(
     CapabilityError
         A module the exporter emits unsupported ONNX operators for (named); a path that
         depends on the input values (or, with ``strict_trace=True``, any line the tracer
-        warns about), naming the lines; arithmetic on the batch size.
+        warns about), naming the lines; arithmetic on the batch size; weights over 2 GiB
+        (ONNX's protobuf limit for the export held in memory).
     ModelFormatError
         If the imported network does not reproduce the module on ``example_input`` or on
         the second batch.
@@ -344,6 +360,7 @@ def from_torch(
     if batch_axis:
         module = _batch_first(module, batch_axis)
         example_input = example_input.movedim(batch_axis, 0).contiguous()
+    _check_size(module)
     data, notes, want = _trace(module, example_input, 17, False)
     _check_trace(module, example_input, data, notes, strict_trace)
     net = from_onnx(

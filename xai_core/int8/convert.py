@@ -614,6 +614,19 @@ def _reshape(b: Builder, c: Conversion) -> Value:
     return Value(t)
 
 
+@add_converter(Transpose)
+def _transpose(b: Builder, c: Conversion) -> Value:
+    """TRANSPOSE of the tensor in the layer's own (NCHW) order: ShuffleNet's channel shuffle."""
+    a, name, out_shape = c.x, c.node.name, c.layer.output_shape
+    t = _to_nchw(b, a.tensor, name) if a.nhwc_of_nchw else a.tensor
+    perm = b.const_int32(f"{name}/transpose_perm", [0, *(p + 1 for p in c.layer.perm)])
+    out = b.like(c.name, t, (1, *out_shape))
+    t = b.op("TRANSPOSE", [t, perm], [out], "TransposeOptions")
+    if len(out_shape) == 3:
+        return Value(_to_nhwc(b, t, out_shape, name), True)
+    return Value(t)
+
+
 def _pool(b: Builder, c: Conversion, op: str) -> Value:
     """MAX_POOL_2D or AVERAGE_POOL_2D, with explicit padding as PAD / PADV2 before it."""
     layer, a, name = c.layer, c.x, c.node.name

@@ -1,0 +1,53 @@
+"""Every torchvision classifier through the zoo's stages: import, forward vs torch, IG, and on a
+subset tpu, edgetpu after xai.quantize, and the .tflite file in LiteRT."""
+
+from __future__ import annotations
+
+import pytest
+
+from xai_core.importers.zoo import catalogue
+
+from .conftest import check_stages, params
+
+#: The models that run every stage (tpu, edgetpu, tflite too).
+FULL = {
+    "resnet18",
+    "mobilenet_v2",
+    "mnasnet0_5",
+    "efficientnet_b0",
+    "squeezenet1_1",
+    "densenet121",
+    "mobilenet_v3_small",
+    "regnet_x_400mf",
+}
+
+#: Stages still refused or failing: model -> {stage: (status, words of the detail)}.
+#: The test fails when one starts passing or fails otherwise.
+EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
+    # MaxViT's attention exports an Einsum, which has no converter yet.
+    "maxvit_t": {"import": ("refused", "'Einsum'")},
+    # Swin's window partition reshapes to batch * windows, computed from the batch size.
+    **{f"swin_{v}": {"import": ("refused", "arithmetic on the batch size")} for v in "tsb"},
+    # Swin v2's position-bias MLP runs on constants, which the exporter does not fold.
+    **{f"swin_v2_{v}": {"import": ("refused", "only activation @ constant")} for v in "tsb"},
+    # xai.quantize: a batch norm after a concatenation (no convolution to fold it into).
+    "densenet121": {"edgetpu": ("refused", "(BatchNormalization) cannot be quantised")},
+    # xai.quantize: the squeeze-excitation gate's HardSigmoid has no int8 converter.
+    "mobilenet_v3_small": {"edgetpu": ("refused", "(HardSigmoid) cannot be quantised")},
+    # xai.quantize: grouped convolutions (1 < groups < channels).
+    "regnet_x_400mf": {"edgetpu": ("refused", "grouped convolutions with 1 < groups")},
+    # The class token expanded to the batch size (torch.Tensor.expand(n, -1, -1)).
+    **{
+        f"vit_{v}": {"import": ("refused", "a constant expanded to the batch size")}
+        for v in ("b_16", "b_32", "l_16", "l_32")
+    },
+    # Over 2 GiB of weights: more than an ONNX model held in memory may hold.
+    "vit_h_14": {"import": ("refused", "limited to 2 GiB")},
+    "regnet_y_128gf": {"import": ("refused", "limited to 2 GiB")},
+}
+
+
+@pytest.mark.parametrize(("entry", "stages"), params(catalogue("torchvision"), FULL))
+def test_torchvision_model(entry, stages):
+    """Each stage passes (forward within 1e-4 of torch), or is the refusal listed in EXPECTED."""
+    check_stages(entry, stages, EXPECTED.get(entry.name, {}))
