@@ -17,7 +17,6 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core import nn
-from xai_core.errors import ModelFormatError
 from xai_core.importers import onnx_ops
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import (
