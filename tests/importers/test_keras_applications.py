@@ -71,7 +71,7 @@ KERAS_REFUSES = {"NASNetMobile": "not available with the torch backend"}
 
 #: (builder, target) -> (error type, words of the refusal): what is not supported yet.
 REFUSED = {
-    ("ConvNeXtTiny", "edgetpu"): (CapabilityError, r"LayerNormalization\) cannot be quantised"),
+    ("ConvNeXtTiny", "edgetpu"): (CapabilityError, r"LayerNormalization: no int8 conversion"),
     # random weights shrink the MobileNets' activations to ~1e-11: a requantisation scale
     # above 2**31, which TFLite's int8 kernels cannot express (xai_core.int8 checks it)
     ("MobileNetV2", "edgetpu"): (ModelFormatError, "rescale by at most 2\\*\\*31"),
