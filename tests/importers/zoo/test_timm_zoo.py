@@ -14,10 +14,7 @@ FULL = {"efficientnet_lite0", "mobilenetv2_050", "regnetx_002", "resnet10t"}
 
 #: Stages still refused or failing: model -> {stage: (status, words of the detail)}.
 #: The test fails when one starts passing or fails otherwise.
-EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
-    # xai.quantize: grouped convolutions (1 < groups < channels).
-    "regnetx_002": {"edgetpu": ("refused", "grouped convolutions with 1 < groups")},
-}
+EXPECTED: dict[str, dict[str, tuple[str, str]]] = {}
 
 
 @pytest.mark.parametrize(("entry", "stages"), params(catalogue("timm"), FULL))

@@ -26,16 +26,8 @@ FULL = {
 EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     # MaxViT's attention exports an Einsum, which has no converter yet.
     "maxvit_t": {"import": ("refused", "'Einsum'")},
-    # Swin's window partition reshapes to batch * windows, computed from the batch size.
-    **{f"swin_{v}": {"import": ("refused", "arithmetic on the batch size")} for v in "tsb"},
     # Swin v2's position-bias MLP runs on constants, which the exporter does not fold.
     **{f"swin_v2_{v}": {"import": ("refused", "only activation @ constant")} for v in "tsb"},
-    # xai.quantize: a batch norm after a concatenation (no convolution to fold it into).
-    "densenet121": {"edgetpu": ("refused", "(BatchNormalization) cannot be quantised")},
-    # xai.quantize: the squeeze-excitation gate's HardSigmoid has no int8 converter.
-    "mobilenet_v3_small": {"edgetpu": ("refused", "(HardSigmoid) cannot be quantised")},
-    # xai.quantize: grouped convolutions (1 < groups < channels).
-    "regnet_x_400mf": {"edgetpu": ("refused", "grouped convolutions with 1 < groups")},
     # The class token expanded to the batch size (torch.Tensor.expand(n, -1, -1)).
     **{
         f"vit_{v}": {"import": ("refused", "a constant expanded to the batch size")}
