@@ -33,7 +33,14 @@ from xai_core.backends.base import Backend
 from xai_core.errors import ContractError, ShapeError
 from xai_core.model.base import Model
 
-__all__ = ["HOSTILE", "LinearModel", "check_backend", "check_explainer", "check_report_section"]
+__all__ = [
+    "HOSTILE",
+    "LinearModel",
+    "check_backend",
+    "check_explainer",
+    "check_report_section",
+    "litert_reference_outputs",
+]
 
 
 class LinearModel(Model):
@@ -528,3 +535,35 @@ def check_report_section(section: Any, make_result: Any, *, seed: int = 0) -> No
         if raw in html:
             _fail(subject, f"user-supplied text must be escaped; found {raw!r} in the HTML")
     _check_fragment(subject, html)
+
+
+def litert_reference_outputs(path: Any, Q: np.ndarray) -> np.ndarray:
+    """LiteRT's reference kernels on a ``.tflite`` file, row by row: the oracle of int8 kernels.
+
+    Parameters
+    ----------
+    path : path-like
+        A ``.tflite`` file of one input and one output, batch 1.
+    Q : ndarray of shape (n_samples, *input_shape)
+        Inputs of the file's input type (int8 for a quantised file).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, *output_shape)
+        The first output, each row from its own invocation of LiteRT's ``BUILTIN_REF``
+        resolver (the reference kernels, not the optimised ones).
+    """
+    from xai_core.optional import require
+
+    litert = require("ai_edge_litert.interpreter", extra="tflite", need="LiteRT's kernels")
+    it = litert.Interpreter(
+        str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
+    )
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+    rows = []
+    for row in Q:
+        it.set_tensor(inp, row[None])
+        it.invoke()
+        rows.append(it.get_tensor(out).copy())
+    return np.concatenate(rows)

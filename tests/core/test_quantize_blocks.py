@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import xai_core as xai
+from xai_core.testing import litert_reference_outputs
 
 torch = pytest.importorskip("torch")
 litert = pytest.importorskip(
@@ -24,21 +25,6 @@ tnn = torch.nn
 #: for the dense block, 1.0% and 1.1% for the grouped ones; a wrong scale, layout or group
 #: order gives errors of the order of the outputs themselves).
 TOLERANCE = 0.05
-
-
-def litert_outputs(path, Q: np.ndarray) -> np.ndarray:
-    """LiteRT's reference kernels on each row of the int8 inputs Q."""
-    it = litert.Interpreter(
-        str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
-    )
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    rows = []
-    for row in Q:
-        it.set_tensor(inp, row[None])
-        it.invoke()
-        rows.append(it.get_tensor(out).copy())
-    return np.concatenate(rows)
 
 
 def _randomise_batch_norms(module: tnn.Module, seed: int) -> tnn.Module:
@@ -155,12 +141,12 @@ def test_quantised_block_runs_in_litert_bit_identically_and_tracks_torch(name, t
     path = xai.to_tflite(q, tmp_path / f"{name}.tflite")
     Q = q.quantize_input(X)
     ours = q.run(Q)[q.graph.outputs[0]]
-    np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
+    np.testing.assert_array_equal(ours.reshape(-1), litert_reference_outputs(path, Q).reshape(-1))
     error = np.abs(q.predict(X) - expected).max() / np.abs(expected).max()
     assert error < TOLERANCE, f"{name}: int8 differs from float by {error:.1%} of the peak output"
     # the float network written as it is: the same operators in float32, torch's outputs
     float_path = xai.to_tflite(net, tmp_path / f"{name}_float.tflite")
-    got = litert_outputs(float_path, X[:20]).reshape(20, -1)
+    got = litert_reference_outputs(float_path, X[:20]).reshape(20, -1)
     np.testing.assert_allclose(got, expected[:20], atol=1e-5)
 
 
@@ -291,7 +277,7 @@ def test_native_networks_with_unfolded_batch_norms_and_groups(kind, tmp_path):
     path = xai.to_tflite(q, tmp_path / f"{kind}.tflite")
     Q = q.quantize_input(X)
     ours = q.run(Q)[q.graph.outputs[0]]
-    np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
+    np.testing.assert_array_equal(ours.reshape(-1), litert_reference_outputs(path, Q).reshape(-1))
     expected = net.predict(X)
     error = np.abs(q.predict(X) - expected).max() / np.abs(expected).max()
     assert error < TOLERANCE, f"{kind}: {error:.1%}"

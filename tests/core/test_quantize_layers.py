@@ -7,6 +7,7 @@ import pytest
 
 import xai_core as xai
 from xai_core import nn
+from xai_core.testing import litert_reference_outputs
 
 litert = pytest.importorskip(
     "ai_edge_litert.interpreter", reason="the tflite extra is not installed"
@@ -16,21 +17,6 @@ litert = pytest.importorskip(
 #: calibration rows (measured: 0.4% to 1.0%, about one int8 step of the convolution before
 #: the layer; a wrong layout, axis or table gives errors of the order of the range itself).
 TOLERANCE = 0.03
-
-
-def litert_outputs(path, Q: np.ndarray) -> np.ndarray:
-    """LiteRT's reference kernels on each row of the int8 inputs Q."""
-    it = litert.Interpreter(
-        str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
-    )
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    rows = []
-    for row in Q:
-        it.set_tensor(inp, row[None])
-        it.invoke()
-        rows.append(it.get_tensor(out).copy())
-    return np.concatenate(rows)
 
 
 def _after_conv(layer, head: bool = True) -> nn.Graph:
@@ -89,7 +75,7 @@ def test_layer_quantises_to_the_converters_operator_bit_identical_with_litert(na
     path = xai.to_tflite(q, tmp_path / f"{name}.tflite")
     Q = q.quantize_input(X)
     ours = q.run(Q)[q.graph.outputs[0]]
-    np.testing.assert_array_equal(ours.reshape(-1), litert_outputs(path, Q).reshape(-1))
+    np.testing.assert_array_equal(ours.reshape(-1), litert_reference_outputs(path, Q).reshape(-1))
     back = xai.from_tflite(path)  # the file read back runs the same integers
     np.testing.assert_array_equal(back.run(Q)[back.graph.outputs[0]], ours)
 
@@ -160,7 +146,9 @@ def test_float_networks_with_the_new_layers_are_written_for_litert(tmp_path):
     back = xai.from_tflite(path)
     assert "RELU_0_TO_1" in back.operators and not back.is_quantized
     expected = g.predict(X)
-    np.testing.assert_allclose(litert_outputs(path, X).reshape(expected.shape), expected, atol=1e-5)
+    np.testing.assert_allclose(
+        litert_reference_outputs(path, X).reshape(expected.shape), expected, atol=1e-5
+    )
     np.testing.assert_allclose(back.predict(X), expected, atol=1e-5)
 
 

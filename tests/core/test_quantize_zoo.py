@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import xai_core as xai
+from xai_core.testing import litert_reference_outputs
 
 torch = pytest.importorskip("torch")
 litert = pytest.importorskip(
@@ -30,20 +31,6 @@ def _torchvision():
 #: Largest |int8 - float| over the float logits' peak |value| (measured on these inputs:
 #: 2.0% for regnet_x_400mf and 3.0% for densenet121, with the same top class on every row).
 TOLERANCE = 0.08
-
-
-def _litert_outputs(path, Q: np.ndarray) -> np.ndarray:
-    it = litert.Interpreter(
-        str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
-    )
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    rows = []
-    for row in Q:
-        it.set_tensor(inp, row[None])
-        it.invoke()
-        rows.append(it.get_tensor(out).copy())
-    return np.concatenate(rows)
 
 
 @pytest.mark.slow
@@ -71,7 +58,7 @@ def test_torchvision_model_quantises_runs_in_litert_and_on_the_edge_tpu(name, tm
     Q = q.quantize_input(test)
     ours = q.run(Q)[q.graph.outputs[0]].reshape(len(test), -1)
     path = xai.to_tflite(q, tmp_path / f"{name}.tflite")
-    np.testing.assert_array_equal(ours, _litert_outputs(path, Q).reshape(ours.shape))
+    np.testing.assert_array_equal(ours, litert_reference_outputs(path, Q).reshape(ours.shape))
     out = q.graph.tensors[q.graph.outputs[0]]
     logits = np.float64(out.scale[0]) * (ours.astype(np.float64) - int(out.zero_point[0]))
     error = np.abs(logits - expected).max() / np.abs(expected).max()

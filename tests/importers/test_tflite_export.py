@@ -9,27 +9,13 @@ import pytest
 
 import xai_core as xai
 from xai_core import nn
+from xai_core.testing import litert_reference_outputs
 
 litert = pytest.importorskip(
     "ai_edge_litert.interpreter", reason="the tflite extra is not installed"
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
-
-
-def litert_outputs(path: Path, Q: np.ndarray) -> np.ndarray:
-    """LiteRT's reference kernels on each row of the int8 inputs Q."""
-    it = litert.Interpreter(
-        str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
-    )
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
-    rows = []
-    for row in Q:
-        it.set_tensor(inp, row[None])
-        it.invoke()
-        rows.append(it.get_tensor(out).copy())
-    return np.concatenate(rows)
 
 
 def separable(layout: str) -> nn.Graph:
@@ -90,7 +76,7 @@ def test_written_int8_model_runs_in_litert_like_the_edge_tpu_backend(name, tmp_p
     q = xai.quantize(net, X[:200])
     path = xai.to_tflite(q, tmp_path / f"{name}.tflite")
     Q = q.quantize_input(X)
-    expected = litert_outputs(path, Q)
+    expected = litert_reference_outputs(path, Q)
     edgetpu = xai.ModelRunner(q, "edgetpu")
     ours = q.run(Q, edgetpu.backend)[q.graph.outputs[0]]
     np.testing.assert_array_equal(ours.reshape(expected.shape), expected)
@@ -207,7 +193,8 @@ def test_to_tflite_quantises_a_float_network_with_calibration_rows(tmp_path):
     path = xai.to_tflite(net, tmp_path / "m.tflite", calibration_X=X)
     q = xai.quantize(net, X)
     np.testing.assert_array_equal(
-        litert_outputs(path, q.quantize_input(X)), q.run(q.quantize_input(X))[q.graph.outputs[0]]
+        litert_reference_outputs(path, q.quantize_input(X)),
+        q.run(q.quantize_input(X))[q.graph.outputs[0]],
     )
 
 
@@ -231,7 +218,9 @@ def test_float_network_written_as_float_tflite_predicts_alike_in_litert(name, tm
     path = xai.to_tflite(net, tmp_path / f"{name}_float.tflite")
     model = xai.from_tflite(path)
     assert not model.is_quantized
-    np.testing.assert_allclose(litert_outputs(path, X).reshape(30, -1), net.predict(X), atol=1e-6)
+    np.testing.assert_allclose(
+        litert_reference_outputs(path, X).reshape(30, -1), net.predict(X), atol=1e-6
+    )
     np.testing.assert_allclose(model.predict(X), net.predict(X), atol=1e-6)
 
 
