@@ -29,6 +29,16 @@ def _stride(layer: Any) -> int | tuple[int, int]:
 stride = property(_stride, doc="The stride: an int when both axes step alike.")
 
 
+def parameter(key: str, *, optional: bool = False) -> property:
+    """A layer attribute for ``params[key]``, set through ``_set_param``; an ``optional`` one
+    (a bias a layer may not use) reads None while absent."""
+    return property(
+        (lambda self: self.params.get(key)) if optional else (lambda self: self.params[key]),
+        lambda self, value: self._set_param(key, value),
+        doc=f"The parameter {key!r} (``params[{key!r}]``).",
+    )
+
+
 def glorot(
     rng: np.random.Generator | None, shape: tuple[int, ...], fan_in: int, fan_out: int, dtype: Any
 ):

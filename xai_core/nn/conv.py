@@ -109,12 +109,8 @@ class Conv2D(Layer):
                 f"filters ({self.filters}) must be a multiple of groups ({self.groups})."
             )
 
-    weight = property(
-        lambda self: self.params["weight"], lambda self, v: self._set_param("weight", v)
-    )
-    bias = property(
-        lambda self: self.params.get("bias"), lambda self, v: self._set_param("bias", v)
-    )
+    weight = _util.parameter("weight")
+    bias = _util.parameter("bias", optional=True)
 
     stride = _util.stride
 

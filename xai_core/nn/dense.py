@@ -7,6 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from xai_core.errors import ShapeError
+from xai_core.nn import _util
 from xai_core.nn._util import glorot
 from xai_core.nn.layer import Layer
 from xai_core.validation import check_int
@@ -52,12 +53,8 @@ class Dense(Layer):
         self.units = check_int(units, "units")
         self.use_bias = bool(use_bias)
 
-    weight = property(
-        lambda self: self.params["weight"], lambda self, v: self._set_param("weight", v)
-    )
-    bias = property(
-        lambda self: self.params.get("bias"), lambda self, v: self._set_param("bias", v)
-    )
+    weight = _util.parameter("weight")
+    bias = _util.parameter("bias", optional=True)
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 1:
