@@ -23,7 +23,11 @@ Run from the repository root::
    brute-force ``NearestNeighbors`` (same metric, same rows), with how many lists agree.
    With ``--approximate`` and pynndescent installed: its index on all 70,000 points (one
    run, numba compilation included) and its recall against the exact lists.
-4. The HTML view of 70,000 points (PCA-2 layout, 8 neighbours each, taken from the exact
+4. PCA of 10,000 x 128 (the first rows, PCA-128 of the images): ``xai.project(method="pca")``
+   against scikit-learn's ``PCA(3)`` with its default solver on the same rows, interleaved
+   medians of ``--repeats`` at 1 and 2 threads; the floor is the product the covariance
+   solver cannot avoid, ``Xc.T @ Xc`` (float32, centred rows).
+5. The HTML view of 70,000 points (PCA-2 layout, 8 neighbours each, taken from the exact
    search above): render time (median of ``--repeats``) and size in bytes, for the report
    section and the notebook output. With ``--browser`` (Playwright and /usr/bin/chromium):
    the standalone page's load time to an interactive view, and the median time of a
@@ -40,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _pinning import THREADS, headline_header, headline_row, interleaved, pinned
 
 import xai_core as xai
 
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print("t-SNE of 70,000: skipped, openTSNE is not installed (pip install openTSNE)")
 
+    _pca_headline(X[:10_000], args.repeats)
+
     V = np.ascontiguousarray(E[:, :50])
     p = xai.project(V, labels=names, metadata={"index": np.arange(len(V))}, progress=False)
     full_s, full = _timed(lambda: p.neighbors(10, "cosine"))
@@ -201,6 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.browser:
         _browser_timings(p, args.repeats)
     return 0
+
+
+def _pca_headline(images: np.ndarray, repeats: int) -> None:
+    """PCA of 10,000 x 128 against scikit-learn's own choice of solver, at 1 and 2 threads."""
+    from sklearn.decomposition import PCA
+
+    P = PCA(128, random_state=0).fit_transform(images.astype(np.float32)).astype(np.float32)
+    centred = P - P.mean(axis=0)
+    headline_header(f"Projector PCA, {P.shape[0]:,} x {P.shape[1]}, 3 components")
+    for threads in THREADS:
+        with pinned(threads):
+            (theirs, _), (ours, _), (floor, _) = interleaved(
+                lambda: PCA(3, random_state=0).fit_transform(P),
+                lambda: xai.project(P, method="pca", n_components=3, seed=0, progress=False),
+                lambda: centred.T @ centred,
+                repeats=max(repeats, 5),
+            )
+        headline_row("PCA (anchor: sklearn PCA, svd_solver=auto)", threads, theirs, ours, floor)
 
 
 def _browser_timings(p: object, repeats: int) -> None:

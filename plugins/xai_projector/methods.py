@@ -44,7 +44,12 @@ def spherize(X: np.ndarray) -> np.ndarray:
 def pca(
     X: np.ndarray, n_components: int, *, seed: int, warn: bool = True
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Principal components with scikit-learn's ``PCA`` (full SVD up to 5,000 x 1,000 values).
+    """Principal components with scikit-learn's ``PCA``, with the solver it chooses itself.
+
+    scikit-learn's ``svd_solver="auto"`` takes the covariance eigendecomposition for tall
+    data (at most 1,000 features and ten times as many rows), a randomized SVD (seeded by
+    ``seed``) for large matrices and few components, and the full SVD otherwise; which one
+    runs is scikit-learn's decision (``svd_solver`` is recorded as ``"auto"``).
 
     Returns the coordinates of shape (n_samples, n_components) and ``explained_variance_ratio``
     (n_components,) and ``components`` (n_components, n_features). Rows that are all the
@@ -59,13 +64,16 @@ def pca(
             f"n_components={n_components} is more than PCA can give for vectors of shape {X.shape} "
             f"(at most min(n_samples, n_features) = {min(n, d)})."
         )
-    solver = "full" if n * d <= 5_000_000 else "randomized"
-    model = PCA(n_components=n_components, svd_solver=solver, random_state=seed)
-    constant = len(X) < 2 or not np.ptp(X, axis=0).any()
+    model = PCA(n_components=n_components, svd_solver="auto", random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # 0 / 0 of a constant X, handled below
         coords = model.fit_transform(X)
     ratio = model.explained_variance_ratio_.astype(np.float64)
+    # A constant X leaves only rounding noise as variance: only then is every row compared
+    # (a pass over X that most calls do not need).
+    scale = max(1.0, float(np.abs(model.mean_).max(initial=0.0))) ** 2
+    degenerate = not np.isfinite(ratio).all() or model.explained_variance_[0] <= 1e-12 * scale
+    constant = len(X) < 2 or (degenerate and not np.ptp(X, axis=0).any())
     if constant:
         coords, ratio = np.zeros_like(coords), np.zeros_like(ratio)
         if warn:
@@ -78,7 +86,7 @@ def pca(
     return coords, {
         "explained_variance_ratio": ratio,
         "components": model.components_.astype(np.float64),
-        "svd_solver": solver,
+        "svd_solver": "auto",
     }
 
 

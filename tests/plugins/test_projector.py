@@ -7,6 +7,7 @@ import csv
 import importlib
 import json
 import re
+import warnings
 from html import unescape
 
 import numpy as np
@@ -77,6 +78,24 @@ def test_pca_matches_svd_and_sklearn(blobs, n_components):
     )
     ref = PCA(n_components=n_components).fit(X)
     np.testing.assert_allclose(p.coordinates, ref.transform(X), atol=1e-9)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6], ids=["at-zero", "far-from-zero"])
+def test_pca_tells_constant_rows_from_tiny_spread(offset):
+    """Identical rows give zero coordinates and a warning; rows with a spread far below their
+    offset (but real) are projected like scikit-learn does, without the warning."""
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(3)
+    same = np.full((50, 6), offset + 0.1)
+    with pytest.warns(xai.XaiWarning, match="same point"):
+        p = xai.project(same, method="pca")
+    np.testing.assert_array_equal(p.coordinates, 0.0)
+    tiny = offset + 0.1 + 1e-3 * rng.standard_normal((50, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", xai.XaiWarning)
+        q = xai.project(tiny, method="pca")
+    np.testing.assert_allclose(q.coordinates, PCA(2).fit_transform(tiny), atol=1e-9)
 
 
 def test_spherize_centres_and_normalises(blobs):
