@@ -83,10 +83,32 @@ def test_float32_network_and_runner_agree_to_float32_precision(data):
     net32 = xai.from_sklearn(est, dtype="float32")
     assert net32.dtype == np.float32 and net32[0].weight.dtype == np.float32
     np.testing.assert_allclose(net32.predict(X), est.predict_proba(X), atol=1e-5)
-    runner = xai.ModelRunner(xai.from_sklearn(est), backend="cpu")
+    runner = xai.ModelRunner(xai.from_sklearn(est), backend=xai.get_backend("cpu"))
     out = runner.predict(X)
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, est.predict_proba(X), atol=1e-5)
+
+
+def test_float64_network_runs_in_float64_by_default(data):
+    """The plain "cpu" runs a float64 network at its own precision, in a runner and in
+    explain; the float32 CPU is one explicit instance away."""
+    X, y = data
+    est = fitted(MLPClassifier(hidden_layer_sizes=(8,), max_iter=50, random_state=0), X, y)
+    net = xai.from_sklearn(est)
+    assert net.dtype == np.float64
+    runner = xai.ModelRunner(net)
+    assert runner.backend.dtype == np.float64
+    np.testing.assert_allclose(runner.predict(X), est.predict_proba(X), rtol=1e-12, atol=0)
+    e64 = xai.explain(net, X[:5], method="ig", steps=16)
+    e32 = xai.explain(net, X[:5], method="ig", steps=16, backend=xai.get_backend("cpu"))
+    assert e64.values.dtype == np.float64
+    # Completeness of the exact float64 run leaves only the quadrature's error, the float32
+    # run adds its rounding: the two differ, and float64 is the closer to the float64 oracle.
+    want = xai.explain(
+        net, X[:5], method="ig", steps=16, backend=xai.get_backend("cpu", dtype="float64")
+    )
+    np.testing.assert_array_equal(e64.values, want.values)
+    assert not np.array_equal(e32.values, e64.values)
 
 
 def test_gradients_equal_differences_of_the_estimator(data):

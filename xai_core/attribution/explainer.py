@@ -30,7 +30,7 @@ from xai_core.plugin.resolve import (
     default_explainer,
     explainer_class,
     explainer_classes,
-    get_backend,
+    get_backend_for,
 )
 from xai_core.validation import check_int
 
@@ -295,7 +295,8 @@ def explain(
         gradients, once installed), else the default for black boxes (SHAP); see
         :attr:`Explainer.default_for`.
     backend : str or Backend, default="cpu"
-        Where the model runs: a registered name or a Backend instance.
+        Where the model runs: a registered name or a Backend instance; ``"cpu"`` runs a
+        float64 network on the float64 CPU (``get_backend("cpu")`` for float32).
     target : int or array-like of shape (n_samples,), optional
         Output to explain per row; by default the predicted class (the only output
         for single-output models). With ``output=``, an index within that output.
@@ -373,7 +374,7 @@ def explain(
         the_model = import_model(model, X, output_names=output_names)
         if output is not None:
             the_model = the_model.with_output(output)
-        the_backend = get_backend(backend)
+        the_backend = get_backend_for(the_model, backend)
         capabilities = frozenset(the_model.capabilities)
         if not the_backend.supports_gradients:
             capabilities = capabilities - {"gradient"}

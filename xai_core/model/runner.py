@@ -9,7 +9,7 @@ import numpy as np
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.model.base import Model
-from xai_core.plugin.resolve import backends_with, get_backend, methods_within
+from xai_core.plugin.resolve import backends_with, get_backend, get_backend_for, methods_within
 from xai_core.validation import check_array, check_positive_int, check_target
 
 if TYPE_CHECKING:
@@ -47,7 +47,8 @@ class ModelRunner:
         :func:`xai_core.as_model` takes it.
     backend : str or Backend, default="cpu"
         Where the model runs: a Backend, or a registered name resolved here, once, by
-        :func:`get_backend`; the runner then holds the instance.
+        :func:`~xai_core.plugin.resolve.get_backend_for`; the runner then holds the
+        instance. ``"cpu"`` runs a float64 network on the float64 CPU.
     batch_size : int, default=4096
         Rows per chunk, so memory stays bounded however many rows are passed.
     example : array-like of shape (n_samples, *input_shape), optional
@@ -81,7 +82,7 @@ class ModelRunner:
             from xai_core.importers.direct import import_model
 
             self.model = import_model(model, example)
-        self.backend: Backend = get_backend(backend)
+        self.backend: Backend = get_backend_for(self.model, backend)
         self.batch_size = check_positive_int(batch_size, "batch_size")
         if self.backend.requires_quantized and not self.model.is_quantized and self.is_native:
             raise CapabilityError(

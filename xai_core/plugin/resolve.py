@@ -37,6 +37,7 @@ __all__ = [
     "explainer_class",
     "explainer_classes",
     "get_backend",
+    "get_backend_for",
     "methods_within",
     "owner",
     "plugin_records",
@@ -84,6 +85,27 @@ def get_backend(backend: str | Backend = "cpu", **settings: Any) -> Backend:
             )
         return backend
     return backend_class(backend)(**settings)
+
+
+def get_backend_for(model: Any, backend: str | Backend = "cpu") -> Backend:
+    """:func:`get_backend` for running ``model``: the plain name ``"cpu"`` gives the CPU at
+    the model's own precision, so a float64 network runs in float64 unless a backend says
+    otherwise (``get_backend("cpu")`` or ``"cpu"`` with settings stay float32).
+
+    Parameters
+    ----------
+    model : Model
+        A model whose ``dtype`` (a network's) is float64 gets ``CPUBackend(dtype="float64")``
+        for ``backend="cpu"``; any other model, and any other backend, as :func:`get_backend`.
+    backend : str or Backend, default="cpu"
+    """
+    import numpy as np
+
+    dtype = getattr(model, "dtype", None)
+    if isinstance(backend, str) and backend == "cpu" and dtype is not None:
+        if np.dtype(dtype) == np.float64:
+            return get_backend("cpu", dtype="float64")
+    return get_backend(backend)
 
 
 def backend_class(name: str) -> type[Backend]:
