@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from xai_core.backends.base import matmul_operands
@@ -64,6 +63,8 @@ def round_bf16(x: Any) -> np.ndarray:
     -------
     ndarray of float32, the shape of ``x``
     """
+    import ml_dtypes  # here, not at the top: its import takes a second, and only bf16 needs it
+
     return np.asarray(x, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
 
 
