@@ -144,10 +144,40 @@ def test_backend_settings_travel_to_processes(data, process_pool):
 
 @pytest.mark.slow
 def test_processes_shortcut_matches_serial(data, serial):
-    """executor="processes" (a pool over all cores, made and shut down by the call) matches serial."""
+    """executor="processes" (a pool over all cores) matches serial."""
     e = run(data, "ig", executor="processes")
     assert_identical(e, serial["ig"], "ig")
     assert e.meta["executor"].startswith("processes")
+
+
+@pytest.mark.slow
+def test_processes_pool_lives_across_calls(data, serial):
+    """The second call runs on the workers the first started; after shutdown_process_pool
+    a call starts new ones, and every call equals the serial run."""
+    run(data, "ig", executor="processes")
+    pool = executors.process_pool()
+    workers = set(pool._processes)  # the pids: the same processes, not a new pool with an old name
+    e = run(data, "ig", executor="processes")
+    assert executors.process_pool() is pool and set(pool._processes) == workers
+    assert_identical(e, serial["ig"], "ig")
+    executors.shutdown_process_pool()
+    again = run(data, "ig", executor="processes")
+    assert executors.process_pool() is not pool
+    assert_identical(again, serial["ig"], "ig")
+
+
+def test_a_worker_builds_a_model_once_per_content(data):
+    """A network's saved bytes are built once per process (by digest): the same object for
+    the next chunk, a new one when the weights differ."""
+    from xai_core.attribution.transport import model_spec
+
+    net = data["net"]
+    first = model_spec(net, shared=False)
+    built = first.build()
+    assert model_spec(net, shared=False).build() is built
+    np.testing.assert_array_equal(built.predict(data["rows"]), net.predict(data["rows"]))
+    other = xai.nn.mlp(30, (8,), 2, seed=1)
+    assert model_spec(other, shared=False).build() is not built
 
 
 @pytest.mark.slow

@@ -1,14 +1,21 @@
-"""Where chunks run: the serial loop, a caller's executor, an owned process pool, a Dask client.
+"""Where chunks run: the serial loop, a caller's executor, the shared process pool, a Dask client.
 
-Each chunk is submitted once and retried once (on a fresh pool when a worker of the owned
+Each chunk is submitted once and retried once (on a fresh pool when a worker of the shared
 pool died); results come back in any order and are kept by chunk index.
+
+``executor="processes"`` runs on one process pool per interpreter, started on first use and
+kept for the calls after it (its workers keep the models they have built, see
+:mod:`xai_core.attribution.transport`), so only the first call pays for starting the
+workers; :func:`shutdown_process_pool` stops it (it also stops at exit).
 """
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -16,11 +23,61 @@ from xai_core.errors import ChunkError, ModelOutputError, ValidationError
 from xai_core.progress import Bar
 from xai_core.validation import check_positive_int
 
-__all__ = ["START_METHOD", "Pool", "Serial", "check_parallel", "run_all"]
+__all__ = [
+    "START_METHOD",
+    "Pool",
+    "Serial",
+    "check_parallel",
+    "process_pool",
+    "run_all",
+    "shutdown_process_pool",
+]
 
 #: Start method of the ``executor="processes"`` pool: a fresh interpreter per worker, safe
 #: when the caller has threads running (fork is not).
 START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: cf.ProcessPoolExecutor | None = None
+
+
+def _new_process_pool() -> cf.ProcessPoolExecutor:
+    context = multiprocessing.get_context(START_METHOD)
+    if START_METHOD == "forkserver":
+        context.set_forkserver_preload(["xai_core"])
+    return cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context)
+
+
+def process_pool(replace_broken: cf.Executor | None = None) -> cf.ProcessPoolExecutor:
+    """The interpreter's ``executor="processes"`` pool, started on first use.
+
+    Parameters
+    ----------
+    replace_broken : Executor, optional
+        A pool a worker of which died: if it is still the shared one it is replaced by a
+        fresh pool (and shut down without waiting), so that a retry has workers.
+    """
+    global _POOL
+    with _POOL_LOCK:
+        if replace_broken is not None and replace_broken is _POOL:
+            _POOL = None
+            replace_broken.shutdown(wait=False, cancel_futures=True)
+        if _POOL is None:
+            _POOL = _new_process_pool()
+        return _POOL
+
+
+def shutdown_process_pool() -> None:
+    """Stop the shared ``executor="processes"`` pool's workers (the next call starts new ones)."""
+    global _POOL
+    with _POOL_LOCK:
+        pool, _POOL = _POOL, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+atexit.register(shutdown_process_pool)  # before the interpreter tears modules down
 
 
 def _is_dask_client(obj: Any) -> bool:
@@ -28,13 +85,13 @@ def _is_dask_client(obj: Any) -> bool:
 
 
 class Pool:
-    """The executor to submit to; owns (and replaces when broken) the ``"processes"`` pool."""
+    """The executor to submit to; for ``"processes"`` the shared pool (replaced when broken)."""
 
     def __init__(self, executor: Any) -> None:
         check_parallel(executor, None)
         self.owned = isinstance(executor, str)
         if self.owned:
-            self.executor = self._new_pool()
+            self.executor = process_pool()
             self.label = f"processes ({os.cpu_count() or 1} workers, {START_METHOD})"
         elif _is_dask_client(executor):
             self.executor = executor.get_executor()
@@ -42,13 +99,6 @@ class Pool:
         else:
             self.executor = executor
             self.label = type(executor).__name__
-
-    @staticmethod
-    def _new_pool() -> cf.ProcessPoolExecutor:
-        context = multiprocessing.get_context(START_METHOD)
-        if START_METHOD == "forkserver":
-            context.set_forkserver_preload(["xai_core"])
-        return cf.ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context)
 
     def submit(self, fn: Callable[..., Any], task: Any) -> cf.Future:
         """Submit; a submission that raises (a broken pool) gives a failed future."""
@@ -60,16 +110,13 @@ class Pool:
             return future
 
     def recover(self, exc: BaseException) -> None:
-        """Replace the owned pool after a worker died, so that the retry has workers."""
+        """Replace the shared pool after a worker died, so that the retry has workers."""
         if self.owned and isinstance(exc, cf.BrokenExecutor):
-            broken = self.executor
-            if getattr(broken, "_broken", False):
-                self.executor = self._new_pool()
-                broken.shutdown(wait=False, cancel_futures=True)
+            if getattr(self.executor, "_broken", False):
+                self.executor = process_pool(replace_broken=self.executor)
 
     def close(self) -> None:
-        if self.owned:
-            self.executor.shutdown(wait=True, cancel_futures=True)
+        """Nothing to release: the shared pool lives on for the next call."""
 
 
 class Serial:

@@ -3,7 +3,9 @@
 A native network or a quantised model travels as its saved form (the ``.npz`` bytes of
 its ``save``: weights plus JSON, never pickle), a ``.tflite`` model as its flatbuffer
 bytes, a backend as its class and constructor settings (:meth:`Backend.config`), built
-afresh for each chunk, a black-box model by pickle when it can be pickled. Serial runs and
+afresh for each chunk, a black-box model by pickle when it can be pickled. A worker keeps
+the last few models it built from bytes, by their digest, so that the chunks after the
+first (and the calls after the first, on the pool that lives across calls) skip the build. Serial runs and
 thread pools share models as they are (native networks keep no state between calls).
 Nothing here looks a name up: the class travels as pickle names any class, by its module
 and qualified name, so a worker rebuilds the very backend the caller resolved.
@@ -11,8 +13,12 @@ and qualified name, so a worker rebuilds the very backend the caller resolved.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +30,42 @@ from xai_core.model.base import Model
 __all__ = ["backend_spec", "model_spec"]
 
 
+#: How many models built from bytes a worker keeps (by digest), most recent first.
+KEPT_MODELS = 4
+_BUILT: OrderedDict[str, Model] = OrderedDict()
+_BUILT_LOCK = threading.Lock()  # a Dask worker runs tasks on several threads
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _kept(digest: str, build: Callable[[], Model]) -> Model:
+    """The model built from the bytes of ``digest`` in this process, built once."""
+    with _BUILT_LOCK:
+        model = _BUILT.get(digest)
+        if model is not None:
+            _BUILT.move_to_end(digest)
+            return model
+    model = build()  # outside the lock: a slow build does not hold the other threads
+    with _BUILT_LOCK:
+        _BUILT[digest] = model
+        while len(_BUILT) > KEPT_MODELS:
+            _BUILT.popitem(last=False)
+    return model
+
+
 @dataclass(frozen=True)
 class _NativeBytes:
-    """A native network as the bytes of its saved ``.npz`` file."""
+    """A native network as the bytes of its saved ``.npz`` file, and their digest."""
 
     data: bytes
+    digest: str
 
     def build(self) -> Model:
+        return _kept(self.digest, self._load)
+
+    def _load(self) -> Model:
         from xai_core.nn.io import load_model
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -41,14 +76,15 @@ class _NativeBytes:
 
 @dataclass(frozen=True)
 class _TFLiteBytes:
-    """A ``.tflite`` model as its flatbuffer bytes."""
+    """A ``.tflite`` model as its flatbuffer bytes, and their digest."""
 
     data: bytes
+    digest: str
 
     def build(self) -> Model:
         from xai_core.importers.tflite import from_tflite
 
-        return from_tflite(self.data)
+        return _kept(self.digest, lambda: from_tflite(self.data))
 
 
 @dataclass(frozen=True)
@@ -85,7 +121,8 @@ def _native_bytes(net: Any) -> _NativeBytes:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.npz"
         net.save(path)
-        return _NativeBytes(path.read_bytes())
+        data = path.read_bytes()
+    return _NativeBytes(data, _digest(data))
 
 
 def _picklable(obj: Any, what: str) -> _Shared:
@@ -114,7 +151,8 @@ def model_spec(model: Model, shared: bool) -> Any:
     if isinstance(model, TFLiteModel):
         from xai_core.importers.tflite.writer import graph_to_bytes
 
-        return _TFLiteBytes(graph_to_bytes(model.graph))
+        data = graph_to_bytes(model.graph)
+        return _TFLiteBytes(data, _digest(data))
     return _picklable(model, f"model {model!r}")
 
 
