@@ -1,4 +1,4 @@
-"""The SHAP algorithms: shap's Exact, Permutation, Tree and Linear explainers, and vectorised Kernel SHAP.
+"""The SHAP algorithms: exact Shapley values, shap's Permutation, Tree and Linear explainers, and vectorised Kernel SHAP.
 
 Each ``run_*`` function returns the Shapley values of every player for the outputs it
 was asked for, ``values`` of shape (n_samples, n_players, n_outputs) and ``base`` of
@@ -8,14 +8,14 @@ functions run before any model evaluation and raise what the user must change.
 
 from __future__ import annotations
 
-import threading
+import math
 from typing import Any
 
 import numpy as np
 
 from xai_core import CapabilityError, ValidationError
 from xai_core.progress import LONG_WORK_UNITS, progress_bar
-from xai_shap.game import CountedModel, GroupGame
+from xai_shap.game import CountedModel
 from xai_shap.groups import FeatureGroups
 from xai_shap.kernel import (
     MAX_DESIGN_ELEMENTS,
@@ -268,14 +268,24 @@ def _as_outputs(values: np.ndarray, base: Any, n: int) -> tuple[np.ndarray, np.n
     return values, base
 
 
-def _game(model: CountedModel, X: np.ndarray, background: np.ndarray, groups: FeatureGroups):
-    """The function shap evaluates and the data it masks: plain features, or encoded groups."""
-    flat_x = X.reshape(len(X), -1)
-    flat_bg = background.reshape(len(background), -1)
-    if groups.is_identity:
-        return model, flat_x, flat_bg
-    game = GroupGame(model, flat_x, flat_bg, groups)
-    return game, game.rows(), game.background_rows()
+def _all_coalitions(m: int) -> np.ndarray:
+    """Every coalition of ``m`` players, shape (2**m, m): row ``s`` holds the bits of ``s``."""
+    return ((np.arange(2**m)[:, None] >> np.arange(m)) & 1).astype(bool)
+
+
+def _shapley_weights(members: np.ndarray) -> np.ndarray:
+    """The matrix taking the values of the coalitions ``members`` (all ``2**m`` of them,
+    shape (2**m, m)) to the Shapley values, of the same shape.
+
+    Coalition ``S`` enters player ``i``'s value with weight ``w(|S| - 1)`` when ``i`` is
+    in it and ``-w(|S|)`` when not, ``w(k) = k! (m - k - 1)! / m!``, so that ``v @ W`` is
+    the sum over the coalitions ``S`` without ``i`` of ``w(|S|) (v(S + i) - v(S))``.
+    """
+    m = members.shape[1]
+    size = members.sum(axis=1)
+    w = np.zeros(m + 1)  # w(k) = 1 / (m * C(m - 1, k)) for k < m; w(m) is never used
+    w[:m] = [1.0 / (m * math.comb(m - 1, k)) for k in range(m)]
+    return np.where(members, w[np.maximum(size - 1, 0)][:, None], -w[size][:, None])
 
 
 def run_exact(
@@ -286,32 +296,79 @@ def run_exact(
     *,
     progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact Shapley values by shap's ``Exact`` explainer (all 2**M coalitions per row, gray-code order).
+    """Exact Shapley values from all ``2**M`` coalitions of each row's ``M`` players.
 
-    Rows go to shap in a few blocks, with a bar over rows shown by the progress rule (long
-    work being 2**24 model rows or more) instead of shap's own.
+    The value of a coalition is the mean over the background of the model's outputs with
+    the coalition's features taken from the row (interventional, as shap's ``Exact``
+    explainer with an ``Independent`` masker computes it, and equal to it: see
+    tests/plugins/test_shap.py); the Shapley values are then one product of those values
+    with fixed weights (:func:`_shapley_weights`). The model sees the same rows as
+    shap's explainer would give it (``2**M`` per row and background row), in large calls;
+    unlike shap's, nothing is compiled first (shap's numba kernels took 20 to 45 s on the
+    first call of every process, measured on two busy cores). Rows go in chunks of bounded
+    memory, with a bar over rows shown by the progress rule (long work being ``2**24``
+    model rows or more).
     """
-    import shap
-
-    fn, rows, bg = _game(model, X, background, groups)
-    masker = shap.maskers.Independent(bg, max_samples=len(bg))
-    explainer = shap.explainers.Exact(fn, masker)
-    n, evals = len(X), 2**groups.n_groups
-    per_call = max(1, -(-n // (2 * LONG_WORK_UNITS)))
-    values, base_values = [], []
-    long = n * evals * len(bg) >= 2**24
+    n, m = len(X), groups.n_groups
+    flat_x = X.reshape(n, -1)
+    flat_bg = background.reshape(len(background), -1)
+    fnull = model(flat_bg).mean(axis=0)
+    n_out = fnull.shape[-1]
+    members = _all_coalitions(m)
+    weights = _shapley_weights(members)
+    everything = np.broadcast_to(np.arange(n_out), (n, n_out))
+    rows = max(1, MAX_DESIGN_ELEMENTS // (2**m * max(m, 1)))
+    values = np.empty((n, m, n_out))
+    long = n * 2**m * len(flat_bg) >= 2**24
     with progress_bar(n, progress=progress, desc="Exact SHAP", unit="row", long=long) as bar:
-        for start in range(0, n, per_call):
-            block = rows[start : start + per_call]
-            result = explainer(block, max_evals=evals, silent=True)
-            values.append(np.asarray(result.values))
-            base_values.append(np.reshape(result.base_values, (len(block), -1)))
-            bar.update(len(block))
-    return _as_outputs(np.concatenate(values), np.concatenate(base_values), n)
+        for start in range(0, n, rows):
+            sl = slice(start, min(start + rows, n))
+            coalitions = np.broadcast_to(members, (sl.stop - start, *members.shape))
+            with bar.part(sl.stop - start):
+                v = coalition_values(
+                    model,
+                    flat_x[sl],
+                    flat_bg,
+                    coalitions,
+                    groups.labels,
+                    everything[sl],
+                    progress=progress,
+                    dtype=model.dtype,
+                )
+            values[sl] = np.einsum("sm,nsq->nmq", weights, v)
+    return values, np.broadcast_to(fnull, (n, n_out)).copy()
 
 
-#: numpy's global generator, which shap's permutation sampler draws from, is one per process.
-_GLOBAL_RNG = threading.Lock()
+def _permutations(seed: int, players: np.ndarray, n_permutations: int) -> np.ndarray:
+    """The player orders shap's ``Permutation`` explainer draws for a row seeded ``seed``.
+
+    shap seeds numpy's global generator and shuffles one index array in place, once per
+    permutation (each order starts from the one before): the same calls on a
+    ``RandomState`` of the same seed give the same orders, without touching the global
+    generator. Returns an array of shape (n_permutations, len(players)).
+    """
+    rng = np.random.RandomState(seed)  # noqa: NPY002 - shap's own generator, for its orders
+    order = players.copy()
+    out = np.empty((n_permutations, len(players)), dtype=np.int64)
+    for p in range(n_permutations):  # sequential by construction: each shuffles the last
+        rng.shuffle(order)
+        out[p] = order
+    return out
+
+
+def _walk_coalitions(orders: np.ndarray, n_players: int) -> np.ndarray:
+    """The ``2d + 1`` coalitions of each order's antithetic walk, shape (..., 2d + 1, n_players).
+
+    Forward from the empty coalition, adding the order's players one at a time up to all
+    ``d`` of them, then back, removing them in the same order down to the empty one.
+    """
+    *lead, d = orders.shape
+    rank = np.full((*lead, n_players), d + 1, dtype=np.int64)  # players not in the order
+    np.put_along_axis(rank, orders, np.arange(1, d + 1), axis=-1)
+    steps = np.arange(d + 1)[:, None]
+    forward = rank[..., None, :] <= steps  # (..., d + 1, n): the first j players of the order
+    backward = (rank[..., None, :] > steps[1:]) & (rank[..., None, :] <= d)
+    return np.concatenate([forward, backward], axis=-2)
 
 
 def run_permutation(
@@ -324,37 +381,61 @@ def run_permutation(
     seeds: np.ndarray,
     progress: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Antithetic permutation sampling by shap's ``Permutation`` explainer (additive by construction).
+    """Antithetic permutation sampling, as shap's ``Permutation`` explainer (additive by construction).
 
-    Row ``i``'s permutations come from numpy's global generator seeded with ``seeds[i]``
-    (shap draws from it), so they do not depend on the other rows. A bar over rows is
-    shown by the progress rule, long work being 2**24 model rows or more.
+    Row ``i`` walks ``max_evals // (2d + 1)`` orders of its ``d`` varying players (those
+    that differ from some background row), each forward and back, and a player's value is
+    the mean of its ``2 * n_orders`` marginal contributions. The orders are the ones shap
+    draws when its generator is seeded with ``seeds[i]`` (:func:`_permutations`), so the
+    values equal shap's explainer's for the same seed (tests/plugins/test_shap.py) and do
+    not depend on the other rows. Coalition values come from large model calls
+    (:func:`~xai_shap.kernel.coalition_values`); unlike shap's, nothing is compiled first
+    (its numba kernels took 20 to 45 s on the first call of every process on two busy
+    cores). A bar over rows is shown by the progress rule, long work being 2**24 model
+    rows or more.
     """
-    import shap
-
-    fn, rows, bg = _game(model, X, background, groups)
-    masker = shap.maskers.Independent(bg, max_samples=len(bg))
-    values, base_values = [], []
-    long = len(seeds) * max_evals * len(bg) >= 2**24
-    with progress_bar(
-        len(seeds), progress=progress, desc="Permutation SHAP", unit="row", long=long
-    ) as bar:
-        # shap draws from numpy's global generator (its constructor seeds it too): hold it
-        # (other threads share it) for the rows, seed it per row, and leave it as it was.
-        # Its state is saved and restored once per call, not per row (each costs ~30 us).
-        with _GLOBAL_RNG:
-            state = np.random.get_state()  # noqa: NPY002
-            try:
-                explainer = shap.explainers.Permutation(fn, masker, seed=int(seeds[0]))
-                for i, row_seed in enumerate(seeds):
-                    np.random.seed(int(row_seed))  # noqa: NPY002
-                    result = explainer(rows[i : i + 1], max_evals=max_evals, silent=True)
-                    values.append(result.values)
-                    base_values.append(np.reshape(result.base_values, (1, -1)))
-                    bar.update(1)
-            finally:
-                np.random.set_state(state)  # noqa: NPY002
-    return _as_outputs(np.concatenate(values), np.concatenate(base_values), len(X))
+    n, m = len(X), groups.n_groups
+    flat_x = X.reshape(n, -1)
+    flat_bg = background.reshape(len(background), -1)
+    fnull = model(flat_bg).mean(axis=0)
+    n_out = fnull.shape[-1]
+    everything = np.broadcast_to(np.arange(n_out), (n, n_out))
+    varying = varying_groups(flat_x, flat_bg, groups.labels, m)
+    values = np.zeros((n, m, n_out))
+    long = n * max_evals * len(flat_bg) >= 2**24
+    with progress_bar(n, progress=progress, desc="Permutation SHAP", unit="row", long=long) as bar:
+        patterns, which = np.unique(varying, axis=0, return_inverse=True)
+        for k, pattern in enumerate(patterns):  # rows alike in which players vary (most often one)
+            members = np.flatnonzero(which.reshape(-1) == k)
+            players = np.flatnonzero(pattern)
+            d = len(players)
+            if d == 0:  # the row equals every background row: every value is 0
+                bar.update(len(members))
+                continue
+            n_perm = max_evals // (2 * d + 1)
+            walk = n_perm * (2 * d + 1)
+            rows = max(1, MAX_DESIGN_ELEMENTS // (walk * max(m, 1)))
+            for start in range(0, len(members), rows):
+                idx = members[start : start + rows]
+                orders = np.stack([_permutations(int(seeds[i]), players, n_perm) for i in idx])
+                coalitions = _walk_coalitions(orders, m).reshape(len(idx), walk, m)
+                with bar.part(len(idx)):
+                    v = coalition_values(
+                        model,
+                        flat_x[idx],
+                        flat_bg,
+                        coalitions,
+                        groups.labels,
+                        everything[idx],
+                        progress=progress,
+                        dtype=model.dtype,
+                    ).reshape(len(idx), n_perm, 2 * d + 1, n_out)
+                # forward: v(first j) - v(first j - 1); back: v(all but first j - 1) - v(all but first j)
+                gains = v[:, :, 1 : d + 1] - v[:, :, :d] + v[:, :, d : 2 * d] - v[:, :, d + 1 :]
+                per_player = np.zeros((len(idx), n_perm, m, n_out))
+                np.put_along_axis(per_player, orders[..., None], gains, axis=2)
+                values[idx] = per_player.sum(axis=1) / (2 * n_perm)
+    return values, np.broadcast_to(fnull, (n, n_out)).copy()
 
 
 def run_tree(

@@ -1,4 +1,4 @@
-"""The model as the Shapley game sees it: a counted prediction function, and masked inputs.
+"""The model as the Shapley game sees it: a counted prediction function.
 
 Every model evaluation of the plugin goes through :class:`CountedModel`, which calls the
 runner (so a native network runs on the chosen backend, in its numerics) and counts the
@@ -6,12 +6,9 @@ rows evaluated for ``meta["n_evals"]``. The rows and the background are validate
 per explanation; the masked samples built from them skip the runner's per-call checks
 (:meth:`~xai_core.ModelRunner.predict_validated`).
 
-shap's explainers mask features of a row with background values. For grouped features
-(image patches, user groups) :class:`GroupGame` gives them an equivalent game over the
-groups: the row explained is encoded as its index ``i >= 0`` in every group column and
-background row ``b`` as ``-(b + 1)``, so each masked sample shap builds says, per group,
-whether its features come from ``X[i]`` or from ``background[b]``; the game decodes that
-into full inputs, all rows of a batch at once, and calls the model.
+Masked inputs are built from the rows and the background by
+:func:`~xai_shap.kernel.coalition_values`, for plain features and for groups (image
+patches, user groups) alike.
 """
 
 from __future__ import annotations
@@ -19,9 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from xai_core import ModelRunner
-from xai_shap.groups import FeatureGroups
 
-__all__ = ["CountedModel", "GroupGame"]
+__all__ = ["CountedModel"]
 
 
 class CountedModel:
@@ -59,43 +55,3 @@ class CountedModel:
         self.n_rows += n
         self.n_outputs = out.shape[1]
         return out if out.dtype == np.float64 else out.astype(np.float64)
-
-
-class GroupGame:
-    """A game over feature groups that shap's tabular maskers can play.
-
-    Parameters
-    ----------
-    model : CountedModel
-    X : ndarray of shape (n_samples, n_features)
-        The rows explained, flattened.
-    background : ndarray of shape (n_background, n_features)
-    groups : FeatureGroups
-    """
-
-    def __init__(
-        self, model: CountedModel, X: np.ndarray, background: np.ndarray, groups: FeatureGroups
-    ) -> None:
-        self.model = model
-        self.X = X
-        self.background = background
-        self.labels = groups.labels
-        self.n_groups = groups.n_groups
-
-    def rows(self) -> np.ndarray:
-        """The explained rows as shap sees them: row ``i`` is ``i`` in every group, shape (n_samples, n_groups)."""
-        return np.repeat(np.arange(len(self.X), dtype=np.float64)[:, None], self.n_groups, axis=1)
-
-    def background_rows(self) -> np.ndarray:
-        """The background as shap sees it: row ``b`` is ``-(b + 1)``, shape (n_background, n_groups)."""
-        codes = -np.arange(1, len(self.background) + 1, dtype=np.float64)
-        return np.repeat(codes[:, None], self.n_groups, axis=1)
-
-    def __call__(self, codes: np.ndarray) -> np.ndarray:
-        """Outputs for masked samples encoded as above, of shape (n_masked, n_groups)."""
-        codes = np.asarray(codes)
-        from_x = codes >= 0
-        row = np.clip(codes.max(axis=1), 0, None).astype(np.int64)
-        bg = np.clip(-codes.min(axis=1) - 1, 0, None).astype(np.int64)
-        inputs = np.where(from_x[:, self.labels], self.X[row], self.background[bg])
-        return self.model(inputs)

@@ -127,6 +127,64 @@ def test_exact_equals_brute_force(n_features):
     assert e.meta["algorithm"] == "exact"
 
 
+@pytest.mark.parametrize("n_features", [2, 5, 8], ids=["m2", "m5", "m8"])
+def test_exact_equals_shaps_exact_explainer(n_features):
+    """algorithm='exact' (computed here, nothing compiled) equals shap's own ``Exact``
+    explainer with an ``Independent`` masker on the same rows and background, every output."""
+    import shap
+
+    f = make_net(n_features)
+    X, bg = data(3, n_features, n_background=7, seed=n_features)
+    oracle = shap.explainers.Exact(f, shap.maskers.Independent(bg, max_samples=len(bg)))
+    want = oracle(X, max_evals=2**n_features, silent=True)
+    for t in range(3):
+        e = xai.explain(
+            f, X, method="shap", backend=f64(), target=t, algorithm="exact", background=bg
+        )
+        np.testing.assert_allclose(e.values, want.values[:, :, t], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(e.base_values, want.base_values[:, t], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("n_features", "max_evals", "same"),
+    [(4, 90, ()), (7, 200, (2,)), (12, 500, (0, 5))],
+    ids=["m4", "m7-one-unvarying", "m12-two-unvarying"],
+)
+def test_permutation_equals_shaps_permutation_explainer(n_features, max_evals, same):
+    """algorithm='permutation' (computed here) equals shap's own ``Permutation`` explainer
+    seeded per row as the plugin seeds it, every output; features equal to every background
+    row are no player of the walk, as in shap, and get exactly 0."""
+    import shap
+
+    from xai_core.attribution.seeds import row_seeds
+
+    f = make_net(n_features)
+    X, bg = data(4, n_features, n_background=5, seed=n_features)
+    for j in same:
+        bg[:, j] = X[0, j]
+        X[:, j] = X[0, j]
+    e = [
+        xai.explain(
+            f, X, method="shap", backend=f64(), target=t, algorithm="permutation",
+            background=bg, max_evals=max_evals, seed=3,
+        )
+        for t in range(3)
+    ]  # fmt: skip
+    oracle = shap.explainers.Permutation(f, shap.maskers.Independent(bg, max_samples=len(bg)))
+    state = np.random.get_state()  # noqa: NPY002 - shap draws from the global generator
+    try:
+        for i, seed in enumerate(row_seeds(3, np.arange(len(X)))):
+            np.random.seed(int(seed))  # noqa: NPY002
+            want = oracle(X[i : i + 1], max_evals=max_evals, silent=True)
+            for t in range(3):
+                np.testing.assert_allclose(e[t].values[i], want.values[0, :, t], atol=1e-10)
+                np.testing.assert_allclose(e[t].base_values[i], want.base_values[0, t], atol=1e-12)
+    finally:
+        np.random.set_state(state)  # noqa: NPY002
+    for j in same:
+        assert np.all(e[0].values[:, j] == 0.0)
+
+
 def test_kernel_with_full_budget_is_exact():
     """algorithm='kernel' with 2**M - 2 coalitions enumerates all of them and equals the definition."""
     f = make_net(7)
