@@ -172,7 +172,14 @@ def _image_size(model: Any, declared: int | None, where: str) -> tuple[int, int]
 
 
 def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
-    """Load a Teachable Machine image-project export (folder or zip).
+    """Load a Teachable Machine export (folder or zip): an image, sound or pose project.
+
+    A ``metadata.json`` of speech-commands (``wordLabels``) or of ``@teachablemachine/pose``
+    makes it a sound or pose project (TensorFlow.js exports only): the model's
+    ``preprocessing`` is then the spectrogram front end (``kind`` ``"spectrogram"``, see
+    :func:`~xai_core.importers.teachable_sound.prepare_audio`) or PoseNet's output grid
+    (``kind`` ``"posenet"``, with ``feature_names`` per keypoint, channel and cell; see
+    :func:`~xai_core.importers.teachable_pose.prepare_poses`).
 
     Parameters
     ----------
