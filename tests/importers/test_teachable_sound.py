@@ -145,3 +145,39 @@ def test_ig_on_the_spectrogram_is_complete_and_plots(export):
     flat = xai.Explanation(values=np.zeros((1, 5)), base_values=np.zeros(1), target=np.zeros(1))
     with pytest.raises(xai.errors.ShapeError, match="frames, bins"):
         flat.plot.spectrogram()
+
+
+def test_the_full_size_network_has_speech_commands_parameter_count(tmp_path):
+    """dense_1 of 2000 units: 1,434,667 parameters for 3 classes, as the training notebook prints."""
+    folder, w = write_sound_export(tmp_path / "full", LABELS, hidden=2000)
+    assert sum(a.size for a in w.values()) == 1_434_667
+    m = xai.from_teachable_machine(folder)
+    X = np.random.default_rng(4).standard_normal((2, 43, 232, 1)).astype(np.float32)
+    np.testing.assert_allclose(m.predict(X), torch_oracle(w, X), atol=2e-5)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("wordLabels", "clap"), ("wordLabels", [1, 2, 3]), ("words", {"a": 1})],
+    ids=["labels-a-string", "labels-numbers", "words-an-object"],
+)
+def test_hostile_word_labels_are_refused_by_name(export, tmp_path, field, value):
+    """A wordLabels / words field of the wrong kind is one ModelFormatError naming it."""
+    folder, _ = export
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in folder.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    (bad / "metadata.json").write_text(json.dumps({field: value}))
+    with pytest.raises(xai.errors.ModelFormatError, match=field):
+        xai.from_teachable_machine(bad)
+
+
+def test_the_tflite_sound_export_is_refused_with_the_way_out(tmp_path):
+    """soundclassifier_with_metadata.tflite + labels.txt (the converter's zip): a clear refusal."""
+    path = tmp_path / "converted_model.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("soundclassifier_with_metadata.tflite", b"TFL3" + bytes(60))
+        z.writestr("labels.txt", "0 Background Noise\n1 clap\n")
+    with pytest.raises(xai.errors.CapabilityError, match="TensorFlow.js export"):
+        xai.from_teachable_machine(path)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.attribution.cost import Cost, check_cost
-from xai_core.errors import ModelFormatError, ValidationError
+from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
 from xai_core.files import ZipArchive, read_regular_file
 from xai_core.importers.teachable_pose import is_pose_metadata, pose_preprocessing
 from xai_core.importers.teachable_sound import (
@@ -232,6 +232,13 @@ def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
             preprocessing["channels"] = int(model.input_shape[-1])
             model.preprocessing = preprocessing
             return model
+    if "soundclassifier_with_metadata.tflite" in files or "soundclassifier.tflite" in files:
+        raise CapabilityError(
+            f"{path.name}: this is Teachable Machine's TensorFlow Lite sound export, whose graph "
+            "takes the raw 44,032-sample waveform through the converter's spectrogram model; it "
+            "is not imported. Download the TensorFlow.js export of the project instead (model.json, "
+            "weights.bin, metadata.json): it imports with the same front end (docs/audio.md)."
+        )
     if "model_edgetpu.tflite" in files:
         from xai_core.importers.tflite import from_tflite
 
