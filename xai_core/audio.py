@@ -11,7 +11,8 @@ spectrogram) before the model sees it.
 
 What is reproduced, and how closely:
 
-- **the analyser's frame**: the Web Audio specification's Blackman window
+- **the analyser's frame** (as Chromium's ``realtime_analyser.cc`` computes it): the Web
+  Audio specification's Blackman window
   (alpha = 0.16, ``a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)`` for n = 0 .. N-1, N = 2048),
   the DFT scaled by 1/N, its magnitude, and ``20 log10``: exactly, in float64 rounded to
   float32 at the end (browsers compute in float32, so values agree to about 1e-4 dB).

@@ -13,14 +13,7 @@ import torch
 
 import xai_core as xai
 from xai_core.importers.teachable_pose import prepare_poses
-from xai_core.pose import (
-    CONNECTED_PARTS,
-    PART_NAMES,
-    decode_single_pose,
-    grid_size,
-    keypoint_totals,
-    posenet_features,
-)
+from xai_core.pose import CONNECTED_PARTS, PART_NAMES, keypoint_totals
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from make_teachable_exports import write_pose_export  # noqa: E402
@@ -91,8 +84,6 @@ def test_rows_from_a_table_an_array_or_an_estimator_agree(export):
 
 def test_the_grid_follows_modelsettings_and_a_mismatch_is_refused(export, tmp_path):
     """inputResolution 353 at stride 32 is a 12 x 12 grid; a 17 x 17 model then fails clearly."""
-    assert grid_size(257, 16) == (17, 17) and grid_size(353, 32) == (12, 12)
-    assert grid_size({"width": 257, "height": 200}, 16) == (13, 17)  # 200 -> 193: 13 cells
     folder, _ = export
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -103,19 +94,6 @@ def test_the_grid_follows_modelsettings_and_a_mismatch_is_refused(export, tmp_pa
     (bad / "metadata.json").write_text(json.dumps(meta))
     with pytest.raises(xai.errors.ModelFormatError, match=r"12 x 12 grid .* takes \(14739,\)"):
         xai.from_teachable_machine(bad)
-
-
-def test_single_pose_decoding_follows_posenet():
-    """A keypoint at its best cell (r, c): (r * stride + dy, c * stride + dx, score)."""
-    s = np.zeros((1, 17, 17, 17))
-    o = np.zeros((1, 17, 17, 34))
-    for k in range(17):
-        r, c = k, 16 - k
-        s[0, r, c, k] = 0.9
-        o[0, r, c, k], o[0, r, c, 17 + k] = 1.5 * k, -2.0
-    kp = decode_single_pose(posenet_features(s, o), (17, 17), 16)[0]
-    for k in range(17):
-        np.testing.assert_allclose(kp[k], [k * 16 + 1.5 * k, (16 - k) * 16 - 2.0, 0.9], rtol=1e-6)
 
 
 @pytest.mark.slow
