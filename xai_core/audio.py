@@ -74,6 +74,8 @@ BROWSER_FFT = {
 MAGNITUDE_FLOOR = 1e-10
 #: Largest WAV file read (a guard against pointing at an hour of audio).
 MAX_WAV_BYTES = 256 * 2**20
+#: Sample rates read (a damaged header's 3 Hz would resample one file into gigabytes).
+MIN_RATE, MAX_RATE = 1000, 384_000
 
 
 def blackman_window(n: int) -> np.ndarray:
@@ -216,9 +218,16 @@ def read_wav(
         mono = _scaled(data, what)
     if mono.size == 0:
         raise DataError(f"{what}: the WAV file holds no samples.")
-    if rate <= 0:
-        raise DataError(f"{what}: the WAV file declares a sample rate of {rate} Hz.")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise DataError(
+            f"{what}: the WAV file declares a sample rate of {rate} Hz; audio is read at "
+            f"{MIN_RATE:,} .. {MAX_RATE:,} Hz."
+        )
     if rate != sample_rate:
+        from xai_core.attribution.cost import Cost, check_cost
+
+        out = int(mono.size * sample_rate / rate)
+        check_cost(Cost(0, 16 * out, f"{out:,} samples at {sample_rate} Hz"), f"read_wav({what})")
         g = gcd(int(rate), int(sample_rate))
         mono = resample_poly(mono, sample_rate // g, int(rate) // g)
     return mono

@@ -157,3 +157,33 @@ def test_bad_waveform_shapes_are_refused():
     """The spectrogram names the expected shape."""
     with pytest.raises(xai.errors.ValidationError, match=r"\(n, 44032\)"):
         browser_fft_spectrogram(np.zeros((2, 100)))
+
+
+def test_mangled_headers_give_samples_or_one_data_error():
+    """200 WAV headers with random bytes changed: finite samples in [-1, 1], or a DataError."""
+    import io
+
+    buf = io.BytesIO()
+    wavfile.write(buf, RATE, (np.sin(np.arange(4000) / 5) * 20000).astype(np.int16))
+    raw = buf.getvalue()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        data = bytearray(raw)
+        for i in rng.integers(0, 44, 3):
+            data[i] = rng.integers(0, 256)
+        try:
+            y = read_wav(bytes(data))
+        except xai.errors.DataError:
+            continue
+        assert np.isfinite(y).all() and np.abs(y).max() <= 1.0 + 1e-9
+
+
+def test_an_absurd_sample_rate_is_refused_before_resampling(tmp_path):
+    """A header declaring 3 Hz would resample one file into gigabytes: refused, named."""
+    path = tmp_path / "slow.wav"
+    wavfile.write(path, RATE, np.zeros(4000, np.int16))
+    raw = bytearray(path.read_bytes())
+    struct.pack_into("<II", raw, 24, 3, 6)  # sample rate, byte rate (2 bytes a frame)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(xai.errors.DataError, match="3 Hz"):
+        read_wav(path)
