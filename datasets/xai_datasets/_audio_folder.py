@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from xai_core.attribution.cost import Cost, check_cost
-from xai_core.errors import DataError
 
+from ._class_folders import class_files
 from ._dataset import Dataset
-from ._image_folder import _classes
 
 __all__ = ["load_audio_folder"]
 
@@ -71,23 +69,7 @@ def load_audio_folder(
         snippet,
     )
 
-    root = Path(path)
-    if not root.is_dir():
-        raise DataError(
-            f"path must be a folder with one sub-folder per class; {str(root)!r} is not a folder."
-        )
-    found = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    names = _classes(classes, found, root)
-    files: list[tuple[Path, int]] = []
-    for label, name in enumerate(names):
-        clips = sorted(p for p in (root / name).iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
-        if not clips:
-            raise DataError(f"class folder {name!r} holds no WAV files.")
-        files += [(p, label) for p in clips]
-    if len(files) > MAX_CLIPS:
-        raise DataError(
-            f"{str(root)!r} holds {len(files):,} clips; at most {MAX_CLIPS:,} are read."
-        )
+    root, names, files = class_files(path, classes, AUDIO_SUFFIXES, "WAV files", MAX_CLIPS)
     hop = BROWSER_FFT["fft_size"]
     check_cost(
         Cost(0, len(files) * frames * (hop + bins) * 8, f"{len(files)} clips of {frames} frames"),
