@@ -1,4 +1,4 @@
-"""Datasets for xai-core: MNIST, Fashion-MNIST, tabular data and the TensorFlow Playground.
+"""Datasets for xai-core: MNIST, Fashion-MNIST, tabular data, image and sound folders, the Playground.
 
 Every loader returns a :class:`Dataset` and works offline by default::
 
@@ -12,6 +12,7 @@ Every loader returns a :class:`Dataset` and works offline by default::
 See docs/datasets.md for sources, licenses, the cache and the bundled samples.
 """
 
+from ._audio_folder import load_audio_folder
 from ._dataset import Dataset
 from ._idx import read_idx, write_idx
 from ._image_folder import load_image_folder
@@ -27,6 +28,7 @@ __all__ = [
     "load_breast_cancer",
     "load_csv",
     "load_image_folder",
+    "load_audio_folder",
     "playground",
     "read_idx",
     "write_idx",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from xai_core.attribution.cost import Cost, check_cost
-from xai_core.errors import DataError, ValidationError
+from xai_core.errors import ValidationError
 
+from ._class_folders import class_files
 from ._dataset import Dataset
 
 __all__ = ["load_image_folder"]
@@ -32,24 +32,6 @@ def _size(image_size: Any) -> tuple[int, int]:
             f"image_size must be a positive int or (height, width); got {image_size!r}."
         )
     return int(dims[0]), int(dims[1])
-
-
-def _classes(classes: Sequence[str] | None, found: list[str], root: Path) -> list[str]:
-    names = list(found if classes is None else classes)
-    if classes is not None:
-        if isinstance(classes, str) or any(not isinstance(c, str) for c in names):
-            raise ValidationError(f"classes must be a sequence of folder names; got {classes!r}.")
-        twice = sorted({c for c in names if names.count(c) > 1})
-        if twice:
-            raise ValidationError(
-                f"classes must name each class folder once; {twice} appear more than once."
-            )
-    missing = [c for c in names if c not in found]
-    if missing or not names:
-        raise DataError(
-            f"class folders {missing or '(none)'} not found in {str(root)!r}; found {found}."
-        )
-    return names
 
 
 def load_image_folder(
@@ -98,24 +80,10 @@ def load_image_folder(
     """
     from xai_core.images import image_pixels, open_image
 
-    root = Path(path)
-    if not root.is_dir():
-        raise DataError(
-            f"path must be a folder with one sub-folder per class; {str(root)!r} is not a folder."
-        )
+    root, names, files = class_files(
+        path, classes, IMAGE_SUFFIXES, "PNG or JPEG images", MAX_IMAGES
+    )
     h, w = _size(image_size)
-    found = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    names = _classes(classes, found, root)
-    files: list[tuple[Path, int]] = []
-    for label, name in enumerate(names):
-        images = sorted(p for p in (root / name).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        if not images:
-            raise DataError(f"class folder {name!r} holds no PNG or JPEG images.")
-        files += [(p, label) for p in images]
-    if len(files) > MAX_IMAGES:
-        raise DataError(
-            f"{str(root)!r} holds {len(files):,} images; at most {MAX_IMAGES:,} are read."
-        )
     channels = 3 if color else 1
     check_cost(
         Cost(

@@ -3,7 +3,8 @@
 ``bar`` (mean |attribution|, or one row's signed values), ``waterfall`` (one row from the
 base value to the output), ``beeswarm`` (every row's attribution per feature, coloured by
 the feature's value) and ``image`` (each image beside its attribution overlay, with a
-colour bar). Colours are the report's: red raises the explained output, blue lowers it.
+colour bar); ``spectrogram`` and ``skeleton`` for sound and pose inputs
+(:mod:`xai_core.attribution.plot_signals`). Colours are the report's: red raises the explained output, blue lowers it.
 Needs matplotlib (``pip install 'xai-core[plot]'``).
 """
 
@@ -294,6 +295,74 @@ class ExplanationPlots:
                     pad=0.04,
                 )
         return fig
+
+    # -- sound and poses -----------------------------------------------------------------
+    def spectrogram(
+        self,
+        row: int = 0,
+        sample_rate: float = 44100,
+        fft_size: int = 1024,
+        fig: Figure | None = None,
+    ) -> Figure:
+        """One row's attribution on its spectrogram (time x frequency), and summed per frame.
+
+        For rows of shape (frames, bins) or (frames, bins, 1), as a Teachable Machine sound
+        model takes them (:func:`~xai_core.importers.teachable_sound.prepare_audio`).
+
+        Parameters
+        ----------
+        row : int
+        sample_rate : float, default=44100
+            Hz; with ``fft_size`` it sets the axes: a frame every ``fft_size / sample_rate``
+            seconds, bin ``k`` at ``k * sample_rate / (2 * fft_size)`` Hz (speech-commands'
+            analyser window is ``2 * fft_size``).
+        fft_size : int, default=1024
+        fig : Figure, optional
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Two axes: the heatmap over the (grey) input, and the bar chart of
+            :func:`~xai_core.attribution.plot_signals.frame_totals`.
+        """
+        from xai_core.attribution.plot_signals import spectrogram_plot
+
+        return spectrogram_plot(self._e, self, row, sample_rate, fft_size, fig)
+
+    def skeleton(
+        self,
+        row: int = 0,
+        keypoints: Any = None,
+        grid: tuple[int, int] | None = None,
+        output_stride: int = 16,
+        ax: Axes | None = None,
+    ) -> Axes:
+        """Attributions summed per PoseNet keypoint, on PoseNet's skeleton.
+
+        For rows of PoseNet's outputs as a Teachable Machine pose model takes them
+        (:mod:`xai_core.pose`): each keypoint's total over its score, dy and dx channels
+        and every grid cell (:func:`~xai_core.pose.keypoint_totals`); a joint's size is
+        its |total|, its colour the sign.
+
+        Parameters
+        ----------
+        row : int
+        keypoints : array_like of shape (17, 2 | 3) or DataFrame, optional
+            Where to draw the joints: ``(x, y[, score])`` in PoseNet's part order, or a
+            DataFrame with ``x``, ``y`` (and ``part``) columns. By default decoded from the
+            row as PoseNet's single-pose decoder does.
+        grid : (int, int), optional
+            PoseNet's output grid; inferred for a square one (17 x 17 at 257 px, stride 16).
+        output_stride : int, default=16
+        ax : Axes, optional
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from xai_core.attribution.plot_signals import skeleton_plot
+
+        return skeleton_plot(self._e, self, row, grid, output_stride, keypoints, ax)
 
 
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:

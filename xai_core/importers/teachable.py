@@ -1,4 +1,4 @@
-"""Teachable Machine image-project exports, in and out.
+"""Teachable Machine exports, in and out: image projects here, sound and pose projects too.
 
 An export is a folder or the zip Teachable Machine downloads, holding one of:
 
@@ -12,6 +12,11 @@ list and an ``imageSize``. Teachable Machine's image models take ``imageSize x i
 RGB images (224 by default) scaled from [0, 255] to [-1, 1] (``pixel / 127.5 - 1``); that
 preprocessing is recorded on the model (``model.preprocessing``) and applied by
 :func:`prepare_images`.
+
+A ``metadata.json`` of speech-commands (``wordLabels``) or of ``@teachablemachine/pose``
+(``packageName``, ``modelSettings.posenet``) marks a sound or pose project: see
+:mod:`~xai_core.importers.teachable_sound` (spectrogram inputs, :func:`prepare_audio`) and
+:mod:`~xai_core.importers.teachable_pose` (PoseNet-output inputs, :func:`prepare_poses`).
 """
 
 from __future__ import annotations
@@ -25,8 +30,14 @@ from typing import Any
 import numpy as np
 
 from xai_core.attribution.cost import Cost, check_cost
-from xai_core.errors import ModelFormatError, ValidationError
+from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
 from xai_core.files import ZipArchive, read_regular_file
+from xai_core.importers.teachable_pose import is_pose_metadata, pose_preprocessing
+from xai_core.importers.teachable_sound import (
+    is_sound_metadata,
+    sound_labels,
+    sound_preprocessing,
+)
 from xai_core.jsonfile import MAX_JSON_BYTES, Int, List, Obj, Str, check, decode_utf8, parse_json
 
 __all__ = [
@@ -41,7 +52,15 @@ __all__ = [
 MAX_EXPORT_BYTES = 512 * 2**20
 DEFAULT_IMAGE_SIZE = 224
 #: What ``metadata.json`` must hold where it holds it (other keys are kept out of the way).
-METADATA = Obj(optional={"labels": List(Str()), "imageSize": Int(lo=1)})
+METADATA = Obj(
+    optional={
+        "labels": List(Str()),
+        "imageSize": Int(lo=1),
+        "wordLabels": List(Str()),  # sound projects (speech-commands)
+        "words": List(Str()),  # speech-commands' legacy name for wordLabels
+        "modelSettings": Obj(optional={"posenet": Obj()}),  # pose projects
+    }
+)
 
 
 def read_labels(text: str, where: str = "labels.txt") -> list[str]:
@@ -153,7 +172,14 @@ def _image_size(model: Any, declared: int | None, where: str) -> tuple[int, int]
 
 
 def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
-    """Load a Teachable Machine image-project export (folder or zip).
+    """Load a Teachable Machine export (folder or zip): an image, sound or pose project.
+
+    A ``metadata.json`` of speech-commands (``wordLabels``) or of ``@teachablemachine/pose``
+    makes it a sound or pose project (TensorFlow.js exports only): the model's
+    ``preprocessing`` is then the spectrogram front end (``kind`` ``"spectrogram"``, see
+    :func:`~xai_core.importers.teachable_sound.prepare_audio`) or PoseNet's output grid
+    (``kind`` ``"posenet"``, with ``feature_names`` per keypoint, channel and cell; see
+    :func:`~xai_core.importers.teachable_pose.prepare_poses`).
 
     Parameters
     ----------
@@ -182,10 +208,13 @@ def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
     files = _members(path)
     labels = None
     declared = None
+    meta: dict[str, Any] = {}
     if "metadata.json" in files:
         meta = read_metadata(files["metadata.json"], f"{path.name}/metadata.json")
         labels = list(meta.get("labels", [])) or None
         declared = meta.get("imageSize")
+    if is_sound_metadata(meta) or is_pose_metadata(meta):
+        return _signal_project(path, files, meta)
     if "labels.txt" in files:
         where = f"{path.name}/labels.txt"
         labels = read_labels(decode_utf8(files["labels.txt"], where), where)
@@ -203,6 +232,13 @@ def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
             preprocessing["channels"] = int(model.input_shape[-1])
             model.preprocessing = preprocessing
             return model
+    if "soundclassifier_with_metadata.tflite" in files or "soundclassifier.tflite" in files:
+        raise CapabilityError(
+            f"{path.name}: this is Teachable Machine's TensorFlow Lite sound export, whose graph "
+            "takes the raw 44,032-sample waveform through the converter's spectrogram model; it "
+            "is not imported. Download the TensorFlow.js export of the project instead (model.json, "
+            "weights.bin, metadata.json): it imports with the same front end (docs/audio.md)."
+        )
     if "model_edgetpu.tflite" in files:
         from xai_core.importers.tflite import from_tflite
 
@@ -223,6 +259,41 @@ def from_teachable_machine(path: str | os.PathLike[str]) -> Any:
         f"no Teachable Machine model in the export; found {sorted(files)}. Expected keras_model.h5, "
         "model_unquant.tflite / model.tflite, or model.json."
     )
+
+
+def _signal_project(path: Path, files: dict[str, bytes], meta: dict[str, Any]) -> Any:
+    """A sound or pose project's TF.js export: the model, its labels and its input's front end."""
+    where = f"{path.name}/metadata.json"
+    sound = is_sound_metadata(meta)
+    if "model.json" not in files:
+        kind = "sound" if sound else "pose"
+        raise ModelFormatError(
+            f"{path.name}: a Teachable Machine {kind} export needs model.json (the TensorFlow.js "
+            f"export); found {sorted(files)}."
+        )
+    model = _tfjs_model(files)
+    if sound:
+        labels = sound_labels(meta, where)
+        return _label(model, labels, sound_preprocessing(model, path.name))
+    from xai_core.pose import posenet_feature_names
+
+    labels = list(meta.get("labels", []))
+    if not labels:
+        raise ModelFormatError(f"{where}: a pose project's metadata.json names no labels.")
+    prep = pose_preprocessing(model, meta, path.name)
+    model = _label(model, labels, prep)
+    model.feature_names = posenet_feature_names(prep["grid"])
+    return model
+
+
+def _tfjs_model(files: dict[str, bytes]) -> Any:
+    """The TF.js layers model of an export, its files written to a private folder first."""
+    from xai_core import from_keras
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in files.items():
+            (Path(tmp) / name).write_bytes(data)
+        return from_keras(Path(tmp) / "model.json")
 
 
 def _label(model: Any, labels: Sequence[str], preprocessing: dict[str, Any]) -> Any:
