@@ -9,15 +9,18 @@ which the same converters build. A builder still refused is listed with its reas
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import zipfile
+from collections.abc import Iterator
 
 import keras
 import numpy as np
 import pytest
 
 import xai_core as xai
+from xai_core.backends.cpu import CPUBackend
 from xai_core.errors import CapabilityError, ModelFormatError
 
 #: Builders whose preprocessing is inside the model: they take pixel values 0..255.
@@ -132,23 +135,68 @@ def test_keras_still_refuses(name):
         getattr(keras.applications, name)(weights=None, input_shape=(32, 32, 3), classes=5)
 
 
-#: Builders whose logits still differ from Keras's, with what is known.
-MISMATCHED = {
-    "EfficientNetV2L": "logits differ by 1.1 relative at 32 px (its last activation by 0.49; "
-    "activations reach ~1e3 with random weights); the cause is not isolated yet",
+#: Builders whose random-weight network is too ill-conditioned for any float32 result to be
+#: held to 1e-4: their import is checked in float64 against Keras in float64 instead.
+ILL_CONDITIONED = {
+    "EfficientNetV2L": "79 residual blocks with random weights grow activations to ~2e3, and "
+    "each squeeze-and-excite gate (a sigmoid of those) turns float32 rounding into an O(1) "
+    "change: Keras's own float32 logits are ~0.8 (relative) from its float64 ones",
 }
 
 
+@contextlib.contextmanager
+def keras_float64() -> Iterator[None]:
+    """Keras building and computing in float64 throughout, restored on exit.
+
+    A ``float64`` dtype policy alone is not enough: Keras, following JAX's default, narrows
+    every 64-bit promotion to 32 bits (``dtypes.BIT64_TO_BIT32_DTYPE``), and its
+    ``BatchNormalization`` and ``mean`` promote their input with ``float32``, so they would
+    compute in float32 (1e-7 off). That narrowing is switched off here too.
+    """
+    from keras.src.backend.common import dtypes
+
+    floatx, policy = keras.config.floatx(), keras.config.dtype_policy()
+    narrowing = dtypes.BIT64_TO_BIT32_DTYPE
+    keras.config.set_floatx("float64")
+    keras.config.set_dtype_policy("float64")
+    dtypes.BIT64_TO_BIT32_DTYPE = {}
+    try:
+        yield
+    finally:
+        dtypes.BIT64_TO_BIT32_DTYPE = narrowing
+        keras.config.set_dtype_policy(policy)
+        keras.config.set_floatx(floatx)
+
+
+def float64_reference(name: str, model: keras.Model, X: np.ndarray) -> np.ndarray:
+    """Keras's logits for ``X`` from builder ``name`` in float64, with ``model``'s weights.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_samples, 5)
+    """
+    with keras_float64():
+        wide = application(name, model.input_shape[1])
+        wide.set_weights([w.astype(np.float64) for w in model.get_weights()])
+        return wide.predict(X.astype(np.float64), verbose=0)
+
+
 def _marks(name):
-    marks = [] if name in FAST else [pytest.mark.slow]
-    if name in MISMATCHED:
-        marks.append(pytest.mark.xfail(reason=MISMATCHED[name], strict=True))
-    return marks
+    return [] if name in FAST else [pytest.mark.slow]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n), id=n) for n in CATALOGUE])
 def test_application_imports_predicts_and_explains(name, tmp_path):
-    """Import (.keras for representatives), logits within 1e-4 of Keras's, IG finite."""
+    """Import (.keras for representatives), logits within 1e-4 of Keras's, IG finite.
+
+    An :data:`ILL_CONDITIONED` builder's float32 logits cannot be held to 1e-4 of anything:
+    a change of the input by one float32 rounding (2**-24, relative) moves EfficientNetV2L's
+    float64 logits by ~0.5 relative, and Keras's own float32 ``predict`` is ~0.8 from its
+    float64 one. So its import is checked where rounding does not reach: the network as
+    imported (batch norms kept, as folding rounds them into float32 weights) run in float64,
+    against Keras in float64 (:func:`keras_float64`), agree to ~1e-7. That the builder is
+    still ill-conditioned is checked too, so the exception ends when it does.
+    """
     size, saved = CATALOGUE[name]
     model = application(name)
     if saved:
@@ -160,9 +208,56 @@ def test_application_imports_predicts_and_explains(name, tmp_path):
     assert net.input_shape == (size, size, 3)
     X = inputs(name, 2, size)
     ref = model.predict(X, verbose=0)
-    assert relative_error(net.predict(X), ref) < 1e-4
+    if name in ILL_CONDITIONED:
+        exact = float64_reference(name, model, X)
+        assert relative_error(ref, exact) > 0.1  # Keras's float32 is far from its float64
+        unfolded = xai.from_keras(model, fold_batch_norm=False)
+        wide = unfolded.predict(X, backend=CPUBackend(dtype="float64"))
+        assert wide.dtype == np.float64 and relative_error(wide, exact) < 1e-4
+        assert np.all(np.isfinite(net.predict(X)))
+    else:
+        assert relative_error(net.predict(X), ref) < 1e-4
     e = xai.explain(net, X[:1], method="ig", steps=2, target=0, progress=False)
     assert e.values.shape == (1, size, size, 3) and np.all(np.isfinite(e.values))
+
+
+def test_keras_float64_reference_is_float64_throughout():
+    """Keras's float64 policy still computes batch norms and means in float32; the reference
+    switches that off, and then an SE block of EfficientNetV2's kind imports exactly.
+
+    The oracle is numpy's float64 formula for the batch norm and Keras itself for the block;
+    the first assertion fails when Keras stops narrowing, and :func:`keras_float64` can go.
+    """
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 30, (2, 4, 4, 8))
+    gamma, beta, mean, var = (rng.uniform(0.5, 2, 8) for _ in range(4))
+    exact = (x - mean) / np.sqrt(var + 1e-3) * gamma + beta
+
+    def keras_batch_norm() -> np.ndarray:
+        bn = keras.layers.BatchNormalization(epsilon=1e-3, dtype="float64")
+        bn.build(x.shape)
+        bn.set_weights([gamma, beta, mean, var])
+        return keras.ops.convert_to_numpy(bn(x, training=False))
+
+    assert relative_error(keras_batch_norm(), exact) > 1e-8  # float32 inside
+    with keras_float64():
+        assert relative_error(keras_batch_norm(), exact) < 1e-14
+        keras.utils.set_random_seed(0)
+        inp = keras.Input((4, 4, 8))
+        h = keras.layers.BatchNormalization(name="bn")(inp)
+        h = keras.layers.Activation("silu")(h)
+        s = keras.layers.GlobalAveragePooling2D(keepdims=True)(h)
+        s = keras.layers.Conv2D(2, 1, activation="silu")(s)
+        s = keras.layers.Conv2D(8, 1, activation="sigmoid")(s)
+        model = keras.Model(inp, keras.layers.Multiply()([h, s]))
+        model.get_layer("bn").set_weights([gamma, beta, mean, var])
+        # float32 values, so that the imported (float32) weights are the same numbers
+        model.set_weights([w.astype(np.float32).astype(np.float64) for w in model.get_weights()])
+        ref = model.predict(x, verbose=0)
+        assert ref.dtype == np.float64
+        net = xai.from_keras(model, fold_batch_norm=False)
+    ours = net.predict(x, backend=CPUBackend(dtype="float64"))
+    assert relative_error(ours.reshape(ref.shape), ref) < 1e-12
 
 
 @pytest.fixture(scope="module")
