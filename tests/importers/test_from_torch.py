@@ -120,17 +120,38 @@ def test_unsupported_module_names_the_operator():
         xai.from_torch(Det(), torch.zeros(2, 3, 3))
 
 
-def test_weights_over_protobufs_limit_are_refused_before_tracing(monkeypatch):
-    """Weights over the 2 GiB an in-memory ONNX model may hold are refused, shared ones counted once."""
+def test_weights_over_protobufs_limit_go_through_a_deleted_directory(monkeypatch, tmp_path):
+    """Weights over the 2 GiB an in-memory ONNX model may hold are exported into a temporary
+    directory (shared ones counted once), imported from it equal to torch, and deleted."""
+    import tempfile
+
     from xai_core.importers import torch_import
 
+    torch.manual_seed(0)
     shared = torch.nn.Linear(64, 64)
     module = torch.nn.Sequential(shared, torch.nn.ReLU(), shared)  # 64 * 65 floats, twice
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    exports = []
+    trace = torch_import._trace
+
+    def spy(*args):
+        data, notes, want = trace(*args)
+        exports.append(data)
+        return data, notes, want
+
+    monkeypatch.setattr(torch_import, "_trace", spy)
+    X = torch.from_numpy(_inputs((64,), 16))
     monkeypatch.setattr(torch_import, "ONNX_LIMIT_BYTES", 64 * 65 * 4)
-    assert xai.from_torch(module, torch.zeros(2, 64)).input_shape == (64,)
+    xai.from_torch(module, X[:2])
+    assert isinstance(exports[-1], bytes)  # held in memory: at the limit, not over it
     monkeypatch.setattr(torch_import, "ONNX_LIMIT_BYTES", 64 * 65 * 4 - 1)
-    with pytest.raises(xai.CapabilityError, match=r"0.00 GiB of parameters.*limited to 2 GiB"):
-        xai.from_torch(module, torch.zeros(2, 64))
+    net = xai.from_torch(module, X[:2])
+    path = exports[-1]
+    assert path.name == "model.onnx" and path.parent.parent == tmp_path
+    assert not path.exists() and list(tmp_path.iterdir()) == []
+    with torch.no_grad():
+        want = module(X).numpy()
+    np.testing.assert_allclose(net.predict(X.numpy()), want, rtol=1e-5, atol=1e-6)
 
 
 def test_bad_arguments_are_named():
