@@ -327,6 +327,12 @@ def _climb(tmp: Path, location: str) -> Path:
     return _external_model(tmp, location, data=None)
 
 
+def _symlink_loop(tmp: Path) -> Path:
+    path = _external_model(tmp, data=None)
+    (path.parent / "w.bin").symlink_to(path.parent / "w.bin")
+    return path
+
+
 def _directory_named_like_the_file(tmp: Path) -> Path:
     path = _external_model(tmp, data=None)
     (path.parent / "w.bin").mkdir()
@@ -360,6 +366,11 @@ EXTERNAL: dict[str, tuple[Any, type[Exception], tuple[str, ...]]] = {
             "symbolic link",
             "secret.bin",
         ),
+    ),
+    "symbolic-link-to-itself": (
+        _symlink_loop,
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "cannot be"),  # resolved (3.11) or read (ELOOP)
     ),
     "missing-file": (
         lambda t: _external_model(t, data=None),

@@ -82,7 +82,10 @@ class ExternalData:
                 location,
                 "climbs out of the model's directory ('..'); a location stays inside it.",
             )
-        real = (self.root / location).resolve()
+        try:
+            real = (self.root / location).resolve()
+        except (OSError, RuntimeError) as exc:  # a loop of symbolic links, a name too long
+            raise self._refuse(name, location, f"cannot be resolved: {exc}.") from None
         if not real.is_relative_to(self.root):
             raise self._refuse(
                 name,
