@@ -186,9 +186,9 @@ CASES: dict[str, tuple[onnx.ModelProto | bytes, Any]] = {
         (ModelFormatError, ("MatMul node 'mm': input 'S' holds strings where numbers",)),
     ),
     # -- tensors --------------------------------------------------------------------------
-    "external-data-outside-the-file": (
+    "external-data-outside-the-directory": (
         _external(),
-        (ModelFormatError, ("'W' is stored in an external file",)),
+        (ModelFormatError, ("'W'", "'../../../etc/passwd'", "climbs out of the model's directory")),
     ),
     "raw-data-shorter-than-declared": (
         _model([helper.make_node("MatMul", ["x", "W"], ["y"])], [_tensor_with(dims=[400, 300])]),
@@ -287,6 +287,177 @@ def test_hostile_onnx(tmp_path: Path, case: str) -> None:
         np.testing.assert_allclose(net.predict(X4), _ort(oracle, X4), rtol=1e-5, atol=1e-5)
         return
     assert_refused(xai.from_onnx, path, *expected)
+
+
+W_BYTES = numpy_helper.to_array(W).tobytes()  # 48 bytes: W is float32 of shape (4, 3)
+
+
+def _external_model(
+    tmp: Path, location: str = "w.bin", data: bytes | None = W_BYTES, **keys
+) -> Path:
+    """``tmp/model/model.onnx``, whose weight W is kept in ``location`` (holding ``data``,
+    unless None) under the external-data keys given (``offset``, ``length`` ...; None leaves
+    a key out; by default offset 0, length 48)."""
+    t = numpy_helper.from_array(numpy_helper.to_array(W), "W")
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in {"location": location, "offset": "0", "length": "48", **keys}.items():
+        if value is not None:
+            t.external_data.add(key=key, value=str(value))
+    folder = tmp / "model"
+    folder.mkdir(exist_ok=True)
+    if data is not None:
+        (folder / location).write_bytes(data)
+    path = folder / "model.onnx"
+    path.write_bytes(
+        _model([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], [t]).SerializeToString()
+    )
+    return path
+
+
+def _symlink_out(tmp: Path) -> Path:
+    (tmp / "secret.bin").write_bytes(W_BYTES)
+    path = _external_model(tmp, data=None)
+    (path.parent / "w.bin").symlink_to(tmp / "secret.bin")
+    return path
+
+
+def _climb(tmp: Path, location: str) -> Path:
+    (tmp / "w.bin").write_bytes(W_BYTES)  # there to be read, were ".." followed
+    return _external_model(tmp, location, data=None)
+
+
+def _symlink_loop(tmp: Path) -> Path:
+    path = _external_model(tmp, data=None)
+    (path.parent / "w.bin").symlink_to(path.parent / "w.bin")
+    return path
+
+
+def _directory_named_like_the_file(tmp: Path) -> Path:
+    path = _external_model(tmp, data=None)
+    (path.parent / "w.bin").mkdir()
+    return path
+
+
+#: name -> (builder of the model's path in a temporary directory, error, words of the message).
+EXTERNAL: dict[str, tuple[Any, type[Exception], tuple[str, ...]]] = {
+    "parent-directory": (
+        lambda t: _climb(t, "../w.bin"),
+        ModelFormatError,
+        ("tensor 'W'", "'../w.bin'", "climbs out of the model's directory"),
+    ),
+    "parent-directory-backslashes": (
+        lambda t: _climb(t, "sub\\..\\..\\w.bin"),
+        ModelFormatError,
+        ("tensor 'W'", "climbs out of the model's directory"),
+    ),
+    "absolute-path": (
+        lambda t: _climb(t, str(t / "w.bin")),
+        ModelFormatError,
+        ("tensor 'W'", "w.bin", "is an absolute path"),
+    ),
+    "symbolic-link-out-of-the-directory": (
+        _symlink_out,
+        ModelFormatError,
+        (
+            "tensor 'W'",
+            "'w.bin'",
+            "leads outside the model's directory",
+            "symbolic link",
+            "secret.bin",
+        ),
+    ),
+    "symbolic-link-to-itself": (
+        _symlink_loop,
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "cannot be"),  # resolved (3.11) or read (ELOOP)
+    ),
+    "missing-file": (
+        lambda t: _external_model(t, data=None),
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "does not exist"),
+    ),
+    "not-a-regular-file": (
+        _directory_named_like_the_file,
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "is not a regular file"),
+    ),
+    "file-shorter-than-the-tensor": (
+        lambda t: _external_model(t, data=W_BYTES[:40]),
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "holds 40 bytes", "0 to 48", "run past its end"),
+    ),
+    "offset-beyond-the-end": (
+        lambda t: _external_model(t, offset=100, length=None),
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "holds 48 bytes", "offset 100 lies beyond its end"),
+    ),
+    "length-disagrees-with-the-shape": (
+        lambda t: _external_model(t, data=W_BYTES * 2, length=40),
+        ModelFormatError,
+        ("external file 'w.bin'", "'W' declares shape [4, 3] (48 bytes)", "holds 40 bytes"),
+    ),
+    "no-length-and-more-bytes-than-the-shape": (
+        lambda t: _external_model(t, data=W_BYTES * 2, length=None),
+        ModelFormatError,
+        ("external file 'w.bin'", "'W' declares shape [4, 3] (48 bytes)", "holds 96 bytes"),
+    ),
+    "2**40-elements-declared-in-a-short-file": (
+        lambda t: _external_model(t, length=2**42),
+        ModelFormatError,
+        ("tensor 'W'", "holds 48 bytes", "run past its end"),
+    ),
+    "negative-offset": (
+        lambda t: _external_model(t, offset=-8),
+        ModelFormatError,
+        ("tensor 'W'", "an offset of '-8', not a whole number"),
+    ),
+    "no-location": (
+        lambda t: _external_model(t, data=None, location=None),
+        ModelFormatError,
+        ("tensor 'W'", "names none"),
+    ),
+    "checksum-disagrees": (
+        lambda t: _external_model(t, checksum="0" * 40),
+        ModelFormatError,
+        ("tensor 'W'", "'w.bin'", "has the SHA-1", "declares '" + "0" * 40),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EXTERNAL), ids=list(EXTERNAL))
+def test_hostile_external_data(tmp_path: Path, case: str) -> None:
+    """Each external-data file that is outside the model's directory, missing, short or
+    disagrees with its tensor is refused naming the model, the tensor and the file."""
+    make, error, words = EXTERNAL[case]
+    assert_refused(xai.from_onnx, make(tmp_path), error, words)
+
+
+def test_external_data_read_within_its_bounds_imports(tmp_path: Path) -> None:
+    """The same layout with the right offset and length imports equal to onnxruntime."""
+    path = _external_model(tmp_path, data=b"\0" * 8 + W_BYTES + b"\0" * 8, offset=8)
+    inline = _model([helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], [W])
+    np.testing.assert_allclose(
+        xai.from_onnx(path).predict(X4), _ort(inline.SerializeToString(), X4), rtol=1e-6
+    )
+
+
+@pytest.mark.parametrize("form", ["bytes", "stream", "ModelProto"])
+def test_external_data_without_a_directory_is_refused(tmp_path: Path, form: str) -> None:
+    """A model given as bytes, a stream or a ModelProto has no directory to read external data from."""
+    import io
+
+    data = _external_model(tmp_path).read_bytes()
+    source = {
+        "bytes": data,
+        "stream": io.BytesIO(data),
+        "ModelProto": onnx.load_model_from_string(data),
+    }[form]
+    with pytest.raises(
+        ModelFormatError,
+        match=r"tensor 'W' keeps its data in the external file 'w.bin'; .* pass the .onnx file's path",
+    ):
+        xai.from_onnx(source)
 
 
 def test_a_file_over_2_gib_is_not_read(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 Uses the ``onnx`` package (protobuf; never pickle). Every tensor's declared shape is checked
 against the bytes in the file before it becomes an array; weights stored in external files
-are refused. ``Constant`` nodes become initialisers.
+beside a model file are read from them under the same check
+(:class:`~xai_core.importers.onnx_external.ExternalData`). ``Constant`` nodes become
+initialisers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
 from xai_core.importers.ir import IRGraph, IRNode, check_size
+from xai_core.importers.onnx_external import ExternalData
 from xai_core.optional import require
 
 __all__ = ["read_onnx", "load_onnx_model"]
@@ -69,22 +72,32 @@ def load_onnx_model(source: Any):
 _PLAIN_RAW = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13))
 
 
-def _tensor(t, where: str) -> np.ndarray:
-    """A checked numpy copy of a TensorProto."""
+def _tensor(t, where: str, external: ExternalData) -> np.ndarray:
+    """A checked numpy copy of a TensorProto (its bytes read from ``external`` when the
+    tensor keeps them in a file beside the model)."""
     onnx = _onnx()
     from onnx import numpy_helper
 
-    if t.data_location == onnx.TensorProto.EXTERNAL:
-        raise ModelFormatError(
-            f"{where}: tensor {t.name!r} is stored in an external file; save the model with its "
-            "weights inside (onnx.save(model, path, save_as_external_data=False))."
-        )
     try:
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type))
     except Exception:
         raise ModelFormatError(
             f"{where}: tensor {t.name!r} has an unknown data type {t.data_type}."
         ) from None
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        if t.data_type == onnx.TensorProto.STRING:
+            raise ModelFormatError(
+                f"{where}: tensor {t.name!r} keeps strings in an external file; ONNX stores "
+                "only numbers there."
+            )
+        flat = external.read(t, dtype)  # checked against the tensor's shape before allocating
+        if t.data_type in _PLAIN_RAW and sys.byteorder == "little":
+            return flat.reshape(tuple(t.dims))
+        inline = onnx.TensorProto()
+        inline.name, inline.data_type = t.name, t.data_type
+        inline.dims.extend(t.dims)
+        inline.raw_data = flat.tobytes()
+        return np.array(numpy_helper.to_array(inline))
     if t.HasField("raw_data"):
         raw = t.raw_data  # each read of the field is a copy of its bytes: read it once
         check_size(t.name, t.dims, len(raw), dtype.itemsize, where)
@@ -109,11 +122,11 @@ def _tensor(t, where: str) -> np.ndarray:
     return np.array(numpy_helper.to_array(t))
 
 
-def _attrs(node, where: str, onnx: Any) -> dict[str, Any]:
+def _attrs(node, where: str, onnx: Any, external: ExternalData) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.TENSOR:
-            out[a.name] = _tensor(a.t, where)
+            out[a.name] = _tensor(a.t, where, external)
         elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             raise CapabilityError(
                 f"{where}: node {node.name!r} ({node.op_type}) has a subgraph; control flow "
@@ -290,15 +303,19 @@ def _check_schema(
 SMALL_CONSTANT = 64
 
 
-def _shapes_only(model: Any, onnx: Any) -> Any:
+def _shapes_only(model: Any, onnx: Any, values: dict[str, np.ndarray]) -> Any:
     """``model`` for shape inference: each large floating-point initialiser a graph input
     of its type and shape instead, so its bytes are not serialised for ONNX's inference.
 
     Integer and small initialisers (reshape targets, axes, pads, scales: the values an
     output shape can depend on) keep their values, so the shapes inferred are those of
-    the whole model.
+    the whole model; those kept in external files are given inline from ``values`` (the
+    arrays read), since ONNX's inference reads no file.
     """
+    from onnx import numpy_helper
+
     graph = model.graph
+    external = onnx.TensorProto.EXTERNAL
     float_types = {
         onnx.TensorProto.FLOAT,
         onnx.TensorProto.DOUBLE,
@@ -310,7 +327,7 @@ def _shapes_only(model: Any, onnx: Any) -> Any:
         for t in graph.initializer
         if t.data_type in float_types and np.prod(t.dims, dtype=np.float64) > SMALL_CONSTANT
     ]
-    if not big:
+    if not big and all(t.data_location != external for t in graph.initializer):
         return model
     slim = onnx.ModelProto()
     slim.ir_version = model.ir_version
@@ -318,7 +335,17 @@ def _shapes_only(model: Any, onnx: Any) -> Any:
     g = slim.graph
     g.node.extend(graph.node)
     held = {t.name for t in big}
-    g.initializer.extend(t for t in graph.initializer if t.name not in held)
+    for t in graph.initializer:
+        if t.name in held:
+            continue
+        if t.data_location == external:
+            try:
+                t = numpy_helper.from_array(values[t.name], t.name)
+            except Exception:  # a type from_array does not write: inferred as an input
+                big.append(t)
+                held.add(t.name)
+                continue
+        g.initializer.append(t)
     g.input.extend(vi for vi in graph.input if vi.name not in held)
     g.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in big)
     g.output.extend(graph.output)
@@ -359,24 +386,31 @@ def _sample_shape(vi: Any, where: str) -> tuple[int, ...]:
 def read_onnx(source: Any) -> IRGraph:
     """Read an ONNX model (path, bytes or ModelProto) into an :class:`IRGraph`.
 
+    Tensors kept in external files are read from the files beside a model given by its
+    path (:class:`~xai_core.importers.onnx_external.ExternalData` states the checks).
+
     Raises
     ------
     ModelFormatError
         Not an ONNX model, a tensor whose declared shape disagrees with its data, external
-        weights, no single input of known per-sample shape, or a graph whose nodes do not
-        fit together (a tensor written twice, read but never written, a cycle).
+        data that is refused (outside the model's directory, missing, shorter than
+        declared, or given without a directory), no single input of known per-sample
+        shape, or a graph whose nodes do not fit together (a tensor written twice, read
+        but never written, a cycle).
     CapabilityError
         Inputs of different batch sizes, an operator outside the default domain, control
         flow.
     """
     onnx = _onnx()
     model, where = load_onnx_model(source)
+    directory = Path(source).parent if isinstance(source, (str, os.PathLike)) else None
+    external = ExternalData(directory, where)
     graph = model.graph
     initializers: dict[str, np.ndarray] = {}
     for t in graph.initializer:
         if t.name in initializers:
             raise ModelFormatError(f"{where}: two initializers are named {t.name!r}.")
-        initializers[t.name] = _tensor(t, where)
+        initializers[t.name] = _tensor(t, where, external)
     inputs = [vi for vi in graph.input if vi.name not in initializers]
     if not inputs:
         raise CapabilityError(f"{where}: the graph has no input (every input is an initializer).")
@@ -416,7 +450,7 @@ def read_onnx(source: Any) -> IRGraph:
             )
         _check_schema(node, proto, i, opset or 13, schemas, where)
         node.name = node.name or f"{node.op.lower()}_{i}"
-        node.attrs = _attrs(proto, where, onnx)
+        node.attrs = _attrs(proto, where, onnx, external)
         if node.op == "Constant":
             initializers[node.outputs[0]] = _constant_value(proto, node.attrs, where)
             continue
@@ -424,7 +458,7 @@ def read_onnx(source: Any) -> IRGraph:
 
     declared: dict[str, tuple[int, ...]] = {}
     try:
-        inferred = onnx.shape_inference.infer_shapes(_shapes_only(model, onnx)).graph
+        inferred = onnx.shape_inference.infer_shapes(_shapes_only(model, onnx, initializers)).graph
         infos = [*inferred.value_info, *inferred.output]
     except Exception:  # inference is a cross-check only; fall back to what the file states
         infos = [*graph.value_info, *graph.output]

@@ -2,7 +2,10 @@
 
 The module is exported by ``torch.onnx.export`` (the TorchScript exporter, which needs
 nothing beyond torch) to bytes in memory, with a dynamic batch axis, and imported by
-:func:`~xai_core.importers.onnx_import.from_onnx`. The imported network is then run on the
+:func:`~xai_core.importers.onnx_import.from_onnx`. A module whose weights exceed the 2 GiB
+protobuf holds is exported into a temporary directory instead, where the exporter keeps
+each large weight in a file of its own beside the model (ONNX external data), imported
+from there and deleted. The imported network is then run on the
 example input, and on a second batch distributed unlike it, and must reproduce the
 module's output on both. Where the tracer warns that the trace may hold one path only,
 the module is traced again on the second batch: a different network is refused, naming
@@ -12,8 +15,10 @@ the lines the tracer warned about; the same one is imported with a warning namin
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import inspect
 import io
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -93,15 +98,20 @@ def _tracer_notes(caught: list[warnings.WarningMessage]) -> list[str]:
     return list(dict.fromkeys(notes))  # once each, in order
 
 
-def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, list[str], Any]:
-    """The ONNX bytes of ``module`` traced on ``example``, the tracer's warnings, and the
+def _trace(
+    module: Any, example: Any, opset: int, fold: bool, directory: Path | None = None
+) -> tuple[Any, list[str], Any]:
+    """The ONNX export of ``module`` traced on ``example``, the tracer's warnings, and the
     module's output on ``example`` (a tensor, or None when it returns something else).
 
-    The output is the one the trace computed (kept by a forward hook; the copy it makes is
-    read by nothing, so the exported graph is unchanged), not a second forward pass.
+    The export is the model's bytes, or with ``directory`` the path of ``model.onnx``
+    written there, the exporter's external data files beside it (it writes them when the
+    model exceeds protobuf's 2 GiB). The output is the one the trace computed (kept by a
+    forward hook; the copy it makes is read by nothing, so the exported graph is
+    unchanged), not a second forward pass.
     """
     torch = _torch()
-    buf = io.BytesIO()
+    buf: Any = io.BytesIO() if directory is None else str(directory / "model.onnx")
     outputs: list[Any] = []
 
     def keep(mod: Any, args: Any, out: Any) -> None:
@@ -132,7 +142,22 @@ def _trace(module: Any, example: Any, opset: int, fold: bool) -> tuple[bytes, li
     finally:
         hook.remove()
         module.train(was_training)
-    return buf.getvalue(), _tracer_notes(caught), outputs[0] if len(outputs) == 1 else None
+    data = Path(buf) if directory is not None else buf.getvalue()
+    return data, _tracer_notes(caught), outputs[0] if len(outputs) == 1 else None
+
+
+def _same_export(a: Any, b: Any) -> bool:
+    """Whether two exports by :func:`_trace` are the same network: equal bytes, or equal
+    directories (the model file and every external data file, byte for byte)."""
+    if isinstance(a, bytes) or isinstance(b, bytes):
+        return a == b
+    left, right = (
+        sorted(p.name for p in a.parent.iterdir()),
+        sorted(p.name for p in b.parent.iterdir()),
+    )
+    return left == right and all(
+        filecmp.cmp(a.parent / name, b.parent / name, shallow=False) for name in left
+    )
 
 
 def export_onnx(module: Any, example: Any, *, opset: int = 17, fold: bool = False) -> bytes:
@@ -154,7 +179,9 @@ _REWRITE = (
 )
 
 
-def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], strict: bool) -> None:
+def _check_trace(
+    module: Any, example: Any, data: Any, notes: list[str], strict: bool, large: bool
+) -> None:
     """Refuse (or warn about) a trace the tracer warned may hold one path only.
 
     The module is traced again on a second batch unlike ``example``: a different network
@@ -170,8 +197,10 @@ def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], stric
             f"the tracer warned that the trace may hold only the path example_input took, "
             f"and strict_trace=True refuses that: {lines}. {_REWRITE}"
         )
-    other, _, _ = _trace(module, _second_batch(example), 17, False)
-    if other != data:
+    with _export_directory(large) as directory:
+        other, _, _ = _trace(module, _second_batch(example), 17, False, directory)
+        same = _same_export(other, data)
+    if not same:
         raise CapabilityError(
             f"the module takes another path on other inputs: traced on example_input and on a "
             f"second batch (-2 * example_input plus noise) it gives two different networks, so "
@@ -188,19 +217,26 @@ def _check_trace(module: Any, example: Any, data: bytes, notes: list[str], stric
     )
 
 
-#: The largest ONNX model protobuf serialises (2 GiB): the export is held in memory.
-ONNX_LIMIT_BYTES = 2**31
+#: The largest ONNX model protobuf serialises (2 GiB). A module whose weights exceed it (less
+#: a margin for the graph itself) is exported into a directory, its weights in external files.
+ONNX_LIMIT_BYTES = 2**31 - 2**26
 
 
-def _check_size(module: Any) -> None:
-    """Refuse, before tracing, a module whose weights alone exceed protobuf's 2 GiB."""
+def _weight_bytes(module: Any) -> int:
+    """The bytes of the module's parameters and buffers, each shared tensor once."""
     tensors = {id(t): t for t in (*module.parameters(), *module.buffers())}.values()
-    size = sum(t.numel() * t.element_size() for t in tensors)
-    if size > ONNX_LIMIT_BYTES:
-        raise CapabilityError(
-            f"module has {size / 2**30:.2f} GiB of parameters and buffers; an ONNX model held "
-            f"in memory is limited to 2 GiB (protobuf's limit), so from_torch cannot export it."
-        )
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@contextlib.contextmanager
+def _export_directory(large: bool) -> Iterator[Path | None]:
+    """A temporary directory for an export with external data (deleted after), or None
+    (the export held in memory) when ``large`` is false."""
+    if not large:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="xai-from-torch-") as directory:
+        yield Path(directory)
 
 
 def _module_output(module: Any, X: Any) -> Any:
@@ -332,8 +368,14 @@ def from_torch(
     CapabilityError
         A module the exporter emits unsupported ONNX operators for (named); a path that
         depends on the input values (or, with ``strict_trace=True``, any line the tracer
-        warns about), naming the lines; arithmetic on the batch size; weights over 2 GiB
-        (ONNX's protobuf limit for the export held in memory).
+        warns about), naming the lines; arithmetic on the batch size.
+
+    Notes
+    -----
+    A module whose weights exceed the 2 GiB an ONNX protobuf holds (``vit_h_14``,
+    ``regnet_y_128gf``) is exported into a temporary directory, each large weight in a file
+    beside the model (ONNX external data), imported from there and deleted; smaller
+    modules are exported in memory.
     ModelFormatError
         If the imported network does not reproduce the module on ``example_input`` or on
         the second batch.
@@ -360,15 +402,16 @@ def from_torch(
     if batch_axis:
         module = _batch_first(module, batch_axis)
         example_input = example_input.movedim(batch_axis, 0).contiguous()
-    _check_size(module)
-    data, notes, want = _trace(module, example_input, 17, False)
-    _check_trace(module, example_input, data, notes, strict_trace)
-    net = from_onnx(
-        data,
-        output_names=output_names,
-        dtype=dtype,
-        fold_batch_norm=fold_batch_norm,
-    )
+    large = _weight_bytes(module) > ONNX_LIMIT_BYTES
+    with _export_directory(large) as directory:
+        data, notes, want = _trace(module, example_input, 17, False, directory)
+        _check_trace(module, example_input, data, notes, strict_trace, large)
+        net = from_onnx(
+            data,
+            output_names=output_names,
+            dtype=dtype,
+            fold_batch_norm=fold_batch_norm,
+        )
     second = (_second_batch(example_input), "a second batch (-2 * example_input plus noise)", None)
     _check_faithful(module, net, [(example_input, "example_input", want), second])
     return net

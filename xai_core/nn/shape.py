@@ -183,7 +183,10 @@ class Constant(Layer):
     ----------
     value : array-like
         One sample's value; the output has a batch axis of 1, so it broadcasts against
-        any batch in elementwise layers. Stored as the buffer ``value`` (saved, not trained).
+        any batch in elementwise layers. Stored as the buffer ``value`` (saved, not
+        trained), in the network's dtype. A floating-point array is copied once, keeping
+        its dtype (a float32 weight of a float32 network is held once, not also as
+        float64); integers and booleans become float64.
     name : str, optional
     """
 
@@ -193,7 +196,9 @@ class Constant(Layer):
     def __init__(self, value: Any, name: str | None = None) -> None:
         super().__init__(name)
         try:
-            value = np.array(value, dtype=np.float64)
+            value = np.array(value)
+            if value.dtype.kind != "f":
+                value = value.astype(np.float64)
         except (TypeError, ValueError):
             raise ValidationError(
                 f"value must be an array of numbers; got {type(value).__name__}."
@@ -209,7 +214,7 @@ class Constant(Layer):
 
     def build(self, input_shape, rng, dtype):
         self.input_shape = []
-        self.buffers = {"value": self._value.astype(dtype)}
+        self.buffers = {"value": self._value.astype(dtype, copy=False)}
         self.output_shape = tuple(self._value.shape)
         return self.output_shape
 

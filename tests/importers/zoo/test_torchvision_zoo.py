@@ -28,9 +28,6 @@ EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
     "maxvit_t": {"import": ("refused", "'Einsum'")},
     # Swin v2's position-bias MLP runs on constants, which the exporter does not fold.
     **{f"swin_v2_{v}": {"import": ("refused", "only activation @ constant")} for v in "tsb"},
-    # Over 2 GiB of weights: more than an ONNX model held in memory may hold.
-    "vit_h_14": {"import": ("refused", "limited to 2 GiB")},
-    "regnet_y_128gf": {"import": ("refused", "limited to 2 GiB")},
 }
 
 
