@@ -287,8 +287,10 @@ def explain(
         ``backend`` is the runner's). To explain a torch module or Keras model as a black
         box instead (predictions only, on the host), pass
         ``xai.BlackBoxModel(module)``.
-    X : array-like of shape (n_samples, *input_shape)
-        Rows to explain. Explainers see a read-only view: they cannot change it.
+    X : array-like of shape (n_samples, *input_shape), or list of str
+        Rows to explain. Explainers see a read-only view: they cannot change it. A list of
+        strings (with ``tokenizer=``) is explained token by token at the model's embedding
+        (:func:`xai_core.text.explain_text`, ``docs/text.md``).
     method : str, default="auto"
         A registered explainer (:func:`list_explainers`) or an Explainer subclass.
         ``"auto"``: the registered default for models with gradients (integrated
@@ -344,6 +346,25 @@ def explain(
         When the model returns NaN or infinity to the method; the message names the rows.
     """
     # -- names and arguments, all before any model call --------------------------------------
+    if "tokenizer" in options or (isinstance(X, (str, list, tuple)) and _texts(X)):
+        from xai_core.text import explain_text
+
+        if "tokenizer" not in options:
+            raise ValidationError(
+                "X is a list of strings: pass tokenizer= (a tokenizers.Tokenizer, a "
+                "transformers tokenizer or a callable str -> list[int]); see docs/text.md."
+            )
+        text_method = "ig" if method == "auto" else method
+        return explain_text(
+            model,
+            X,
+            method=text_method,
+            backend=backend,
+            target=target,
+            batch_size=batch_size,
+            output_names=output_names,
+            **options,
+        )
     chunked = executor is not None or chunk_size is not None
     if chunked:
         check_parallel(executor, chunk_size)
@@ -415,6 +436,12 @@ def explain(
     if chunked:
         return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
     return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
+
+
+def _texts(X: Any) -> bool:
+    from xai_core.text import is_texts
+
+    return is_texts(X)
 
 
 def _refuse_missing(X: np.ndarray, cls: type[Explainer]) -> None:

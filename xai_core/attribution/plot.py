@@ -80,6 +80,18 @@ class ExplanationPlots:
             raise ValidationError(f"row must be an int in [-{n}, {n}); got {row!r}.")
         return int(row) % n
 
+    # -- text ---------------------------------------------------------------------------
+    def text(self, scale: str = "row", max_rows: int = 20) -> Any:
+        """A text explanation's tokens highlighted (red raises, blue lowers), as a figure.
+
+        The matplotlib rendering of what notebooks show as HTML
+        (:func:`xai_core.text.text_html`); ``scale`` is ``"row"`` (one colour scale per
+        text) or ``"shared"``.
+        """
+        from xai_core.text.render import text_png
+
+        return text_png(self._e, scale=scale, max_rows=max_rows)
+
     # -- bar ----------------------------------------------------------------------------
     def bar(self, max_display: int = 10, ax: Axes | None = None) -> Axes:
         """Mean |attribution| per feature over the rows, largest on top (one row: its signed values).
