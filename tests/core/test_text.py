@@ -219,3 +219,20 @@ def test_plot_text_and_to_shap(setup):
     assert list(s.data[1]) == list(e.meta["tokens"][1][:6])
     html = shap.plots.text(s[1], display=False)
     assert "playing" not in html and "play" in html
+
+
+def test_integer_ids_are_explained_at_the_embedding(setup):
+    """explain(net, ids) on an embedding network is the text path without a tokenizer."""
+    _, net, be, tok = setup
+    ids = _ids(tok, TEXTS).numpy()
+    ref = xai.explain(net, TEXTS, tokenizer=tok, backend=be, target=1, steps=8)
+    got = xai.explain(net, ids, backend=be, target=1, steps=8)
+    np.testing.assert_allclose(got.values, ref.values)
+    assert got.meta["tokens"][0][1] == str(ids[0, 1])
+
+
+def test_float_ids_are_refused(setup):
+    """Float ids for an embedding network are a ValidationError naming the dtype."""
+    _, net, be, tok = setup
+    with pytest.raises(ValidationError, match="integer array; got dtype float64"):
+        xai.explain(net, _ids(tok, TEXTS).numpy().astype(np.float64), backend=be)

@@ -394,6 +394,18 @@ def explain(
         the_model = import_model(model, X, output_names=output_names)
         if output is not None:
             the_model = the_model.with_output(output)
+        from xai_core.text.explain import explain_text, reads_ids
+
+        if reads_ids(the_model):  # token ids: attributed at the embedding they look up
+            return explain_text(
+                the_model,
+                X,
+                method="ig" if method == "auto" else method,
+                backend=backend,
+                target=target,
+                batch_size=batch_size,
+                **options,
+            )
         the_backend = get_backend(backend)
         capabilities = frozenset(the_model.capabilities)
         if not the_backend.supports_gradients:

@@ -260,6 +260,25 @@ def _is_ids(example: Any) -> bool:
     return dtype is not None and not dtype.is_floating_point and not dtype.is_complex
 
 
+def max_positions(module: Any) -> int | None:
+    """The most tokens per row a module takes: a ``transformers`` model's
+    ``config.max_position_embeddings`` (found on any submodule), else None (no limit known)."""
+    for sub in module.modules():
+        limit = getattr(getattr(sub, "config", None), "max_position_embeddings", None)
+        if isinstance(limit, int) and limit > 0:
+            return limit
+    return None
+
+
+def _check_ids_length(module: Any, example: Any) -> None:
+    limit = max_positions(module)
+    if limit is not None and example.ndim == 2 and example.shape[1] > limit:
+        raise ValidationError(
+            f"example_input has {example.shape[1]} token ids per row; the module takes at "
+            f"most {limit} (its config.max_position_embeddings)."
+        )
+
+
 def _second_batch(example: Any) -> Any:
     """A batch of ``example``'s shape distributed unlike it: ``-2 * example`` plus noise of
     its spread (of 1 for a constant example, so an all-zero one is checked on other values).
@@ -373,6 +392,8 @@ def from_torch(
             f"got {batch_axis}."
         )
     batch_axis %= example_input.ndim
+    if ids:
+        _check_ids_length(module, example_input)
     if batch_axis:
         module = _batch_first(module, batch_axis)
         example_input = example_input.movedim(batch_axis, 0).contiguous()

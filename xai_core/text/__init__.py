@@ -9,7 +9,7 @@ carries the tokens (``meta["tokens"]``) and renders as highlighted text
 
 from __future__ import annotations
 
-from xai_core.text.explain import explain_text, is_texts, merge_words
+from xai_core.text.explain import encode_ids, explain_text, is_texts, merge_words, reads_ids
 from xai_core.text.render import text_html, text_png
 from xai_core.text.tokenize import Encoded, TextTokenizer, check_texts
 
@@ -17,9 +17,11 @@ __all__ = [
     "Encoded",
     "TextTokenizer",
     "check_texts",
+    "encode_ids",
     "explain_text",
     "is_texts",
     "merge_words",
+    "reads_ids",
     "text_html",
     "text_png",
 ]

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from xai_core.attribution.explanation import Explanation
-from xai_core.errors import ValidationError
+from xai_core.errors import CapabilityError, ValidationError
 from xai_core.nn.embedding import check_token_ids
 from xai_core.text.attribute import TEXT_METHODS, attribute, embedding_node
 from xai_core.text.tokenize import Encoded, TextTokenizer
 from xai_core.validation import check_int
 
-__all__ = ["explain_text", "merge_words", "is_texts"]
+__all__ = ["encode_ids", "explain_text", "is_texts", "merge_words", "reads_ids"]
 
 
 def is_texts(X: Any) -> bool:
@@ -29,6 +29,49 @@ def is_texts(X: Any) -> bool:
     return isinstance(X, str) or (
         isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(t, str) for t in X)
     )
+
+
+def reads_ids(model: Any) -> bool:
+    """Whether ``model`` is a native network whose input is read by an Embedding."""
+    try:
+        embedding_node(model)
+    except CapabilityError:
+        return False
+    return True
+
+
+def encode_ids(ids: Any, pad_id: int = 0) -> Encoded:
+    """Token ids given as they are: an integer array of shape (n_texts, seq_len).
+
+    Positions holding ``pad_id`` are padding; tokens are the ids written out.
+    """
+    arr = np.asarray(ids)
+    if arr.dtype.kind not in "iu":
+        raise ValidationError(
+            f"X holds token ids for the model's Embedding: it must be an integer array; got "
+            f"dtype {arr.dtype} (float ids are refused: a fraction is no token)."
+        )
+    if arr.ndim != 2:
+        raise ValidationError(
+            f"token ids must have shape (n_texts, seq_len); got an array of shape {arr.shape}."
+        )
+    arr = arr.astype(np.int64)
+    mask = arr != pad_id
+    tokens = np.where(mask, arr.astype(str).astype(object), "").astype(object)
+    L = arr.shape[1]
+    words = np.where(mask, np.arange(L)[None], -1)
+    word_text = [list(tokens[i]) for i in range(len(arr))]
+    return Encoded(arr, mask, tokens, words, word_text, int(pad_id), ())
+
+
+def _torch_limit(model: Any) -> int | None:
+    from xai_core.model.frameworks import is_torch_module
+
+    if not is_torch_module(model):
+        return None
+    from xai_core.importers.torch_import import max_positions
+
+    return max_positions(model)
 
 
 def _model_length(model: Any) -> int | None:
@@ -42,7 +85,7 @@ def explain_text(
     model: Any,
     texts: Any,
     *,
-    tokenizer: Any,
+    tokenizer: Any = None,
     method: str = "ig",
     backend: Any = "cpu",
     target: Any = None,
@@ -67,9 +110,10 @@ def explain_text(
     model : Model, torch.nn.Module, model file...
         As :func:`xai_core.explain` takes it; once imported, a native network whose input
         is token ids of shape (seq_len,) read by one :class:`~xai_core.nn.Embedding`.
-    texts : str or sequence of str
-        Non-empty texts.
-    tokenizer : tokenizers.Tokenizer, transformers tokenizer, callable or TextTokenizer
+    texts : str or sequence of str, or ndarray of int of shape (n_texts, seq_len)
+        Non-empty texts; or token ids (then ``tokenizer=None``; ``pad_id``, default 0,
+        marks the padding).
+    tokenizer : tokenizers.Tokenizer, transformers tokenizer, callable, TextTokenizer or None
         A callable maps one string to a list of int ids.
     method : {"ig", "saliency", "gradient_x_input", "smoothgrad"}, default="ig"
         Aliases: ``integrated_gradients``, ``input_x_gradient``.
@@ -77,7 +121,8 @@ def explain_text(
         Output per text; default the predicted class.
     max_length : int, optional
         Tokens per row. Default: a native network's sequence length, else the longest
-        text's. A text with more tokens is refused, naming it and both lengths, unless
+        text's (a ``transformers`` module's ``config.max_position_embeddings`` is the
+        most it may be). A text with more tokens is refused, naming it and both lengths, unless
         ``truncation=True`` (its first tokens kept, and a final special token).
     baseline_token : str or int, optional
         The token (or id) the ``ig`` baseline puts at every position of a text, e.g.
@@ -114,7 +159,6 @@ def explain_text(
         raise ValidationError(f"merge must be None or 'words'; got {merge!r}.")
     steps = check_int(steps, "steps", 1)
     samples = check_int(samples, "samples", 1)
-    tok = TextTokenizer(tokenizer, pad_id=pad_id)
     length = _model_length(model)
     if max_length is not None:
         max_length = check_int(max_length, "max_length", 1)
@@ -122,7 +166,15 @@ def explain_text(
             raise ValidationError(
                 f"max_length must be the model's sequence length {length}; got {max_length}."
             )
-    enc = tok.encode(texts, max_length or length, truncation=truncation)
+    tok = None
+    if tokenizer is None:
+        enc = encode_ids(texts, 0 if pad_id is None else int(pad_id))
+    else:
+        tok = TextTokenizer(tokenizer, pad_id=pad_id)
+        enc = tok.encode(texts, max_length or length, truncation=truncation)
+        limit = _torch_limit(model) if length is None else None
+        if limit is not None and enc.ids.shape[1] > limit:  # named per text, or truncated
+            enc = tok.encode(texts, limit, truncation=truncation)
     the_model = import_model(model, enc.ids, output_names=output_names)
     value, layer = embedding_node(the_model)
     seq = _model_length(the_model)
@@ -132,7 +184,12 @@ def explain_text(
             f"{enc.ids.shape[1]}: pass max_length={seq}."
         )
     check_token_ids(enc.ids, layer.vocab_size, "the texts' token ids")
-    base_id = enc.pad_id if baseline_token is None else tok.token_id(baseline_token)
+    if baseline_token is None:
+        base_id = enc.pad_id
+    elif tok is None:
+        base_id = check_int(baseline_token, "baseline_token", 0)
+    else:
+        base_id = tok.token_id(baseline_token)
     check_token_ids(np.array([base_id]), layer.vocab_size, "baseline_token")
     runner = ModelRunner(the_model, get_backend(backend), batch_size=batch_size)
     runner.require("gradient")
