@@ -141,3 +141,42 @@ def test_texts_past_a_bert_maximum_length_are_named():
         xai.explain(module, ["a b", "a b c d e f g h i j"], tokenizer=tokenizer)
     e = xai.explain(module, ["a b", "a b c d e f g h i j"], tokenizer=tokenizer, truncation=True)
     assert e.values.shape == (2, 8)
+
+
+@pytest.mark.slow
+def test_transformers_classifier_with_padding_equals_captum_with_its_mask():
+    """A transformers classifier explained on padded texts equals Captum's LIG given the mask."""
+    from captum.attr import LayerIntegratedGradients
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=60,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=3,
+    )
+    model = BertForSequenceClassification(config).eval()
+
+    def tokenizer(text):
+        return [2, *(5 + 7 * len(w) % 50 for w in text.split()), 3]
+
+    texts = ["the cat sat on the mat", "a dog playing", "dogs run"]
+    e = xai.explain(model, texts, tokenizer=tokenizer, target=1, steps=16)
+    assert e.meta["networks"] == 3 and e.values.shape == (3, 8)
+    assert model.config._attn_implementation == "sdpa"  # restored after tracing
+    ids = torch.tensor(e.data)
+    mask = torch.tensor(e.meta["mask"]).long()
+
+    def forward(ids, mask):
+        return model(input_ids=ids, attention_mask=mask).logits
+
+    ref = LayerIntegratedGradients(forward, model.bert.embeddings.word_embeddings).attribute(
+        ids, baselines=torch.zeros_like(ids), additional_forward_args=(mask,), target=1, n_steps=16
+    )
+    ref = ref.sum(-1).detach().numpy()
+    assert np.abs(e.values - ref).max() / np.abs(ref).max() < 1e-4
+    np.testing.assert_allclose(e.meta["output"], forward(ids, mask)[:, 1].detach(), atol=1e-5)

@@ -19,6 +19,7 @@ from xai_core.errors import CapabilityError, ValidationError
 from xai_core.nn.embedding import check_token_ids
 from xai_core.text.attribute import TEXT_METHODS, attribute, embedding_node
 from xai_core.text.tokenize import Encoded, TextTokenizer
+from xai_core.text.transformers_models import is_transformers_classifier
 from xai_core.validation import check_int
 
 __all__ = ["encode_ids", "explain_text", "is_texts", "merge_words", "reads_ids"]
@@ -175,7 +176,23 @@ def explain_text(
         limit = _torch_limit(model) if length is None else None
         if limit is not None and enc.ids.shape[1] > limit:  # named per text, or truncated
             enc = tok.encode(texts, limit, truncation=truncation)
-    the_model = import_model(model, enc.ids, output_names=output_names)
+    be = get_backend(backend)
+    if is_transformers_classifier(model):  # one network per text length (the mask a constant)
+        from xai_core.text.transformers_models import network_for_length
+
+        dtype = "float64" if getattr(be, "dtype", None) == np.float64 else "float32"
+        lengths = enc.mask.sum(axis=1)
+        groups = [
+            (
+                network_for_length(model, enc.ids.shape[1], int(k), enc.ids[lengths == k], dtype),
+                np.flatnonzero(lengths == k),
+            )
+            for k in np.unique(lengths)
+        ]
+    else:
+        net = import_model(model, enc.ids, output_names=output_names)
+        groups = [(net, np.arange(len(enc.ids)))]
+    the_model = groups[0][0]
     value, layer = embedding_node(the_model)
     seq = _model_length(the_model)
     if seq is not None and seq != enc.ids.shape[1]:
@@ -191,35 +208,56 @@ def explain_text(
     else:
         base_id = tok.token_id(baseline_token)
     check_token_ids(np.array([base_id]), layer.vocab_size, "baseline_token")
-    runner = ModelRunner(the_model, get_backend(backend), batch_size=batch_size)
-    runner.require("gradient")
-    X = enc.ids.astype(runner.input_dtype)
     baseline = np.where(enc.mask, base_id, enc.pad_id)
-    target = resolve_target(runner, X, target, method=name)
-    value = runner.layer_value(value, replaced=True)
-    per_dim, meta = attribute(
-        runner,
-        X,
-        baseline,
-        target,
-        value,
-        name,
-        steps=steps,
-        integration=integration,
-        samples=samples,
-        stdev=stdev,
-        seed=0 if seed is None else int(seed),
-        internal_batch_size=internal_batch_size,
-    )
-    values = per_dim.sum(axis=-1) * enc.mask
+    n, L = enc.ids.shape
+    if target is not None:
+        from xai_core.validation import check_target
+
+        target = check_target(target, n, 2**62)  # the range is checked per network below
+    values = np.zeros((n, L))
+    targets = np.zeros(n, np.int64)
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {}
+    for net, rows in groups:
+        runner = ModelRunner(net, be, batch_size=batch_size)
+        runner.require("gradient")
+        X = enc.ids[rows].astype(runner.input_dtype)
+        t = resolve_target(runner, X, None if target is None else target[rows], method=name)
+        node = runner.layer_value(embedding_node(net)[0], replaced=True)
+        per_dim, part = attribute(
+            runner,
+            X,
+            baseline[rows],
+            t,
+            node,
+            name,
+            steps=steps,
+            integration=integration,
+            samples=samples,
+            stdev=stdev,
+            seed=0 if seed is None else int(seed),
+            internal_batch_size=internal_batch_size,
+        )
+        values[rows] = per_dim.sum(axis=-1)
+        targets[rows] = t
+        for k, v in part.items():
+            if isinstance(v, np.ndarray) and v.shape[:1] == (len(rows),):
+                arrays.setdefault(k, np.zeros(n, v.dtype))[rows] = v
+            else:
+                meta[k] = v
+        meta["layer"] = node
+    values *= enc.mask
+    target = targets
+    meta.update(arrays)
     base = meta.pop("base_values", meta["output"])
     meta.update(
         tokens=enc.tokens,
         mask=enc.mask,
         texts=enc.texts,
         attribution="embedding output, summed over its dimension",
-        layer=value,
     )
+    if len(groups) > 1:
+        meta["networks"] = len(groups)
     if name == "ig":
         meta["baseline_token"] = int(base_id)
     n, L = values.shape
@@ -236,7 +274,7 @@ def explain_text(
         feature_names=names,
         output_names=the_model.output_names,
         method=name,
-        backend=runner.backend.name,
+        backend=be.name,
         meta=meta,
     )
     return merge_words(e, enc) if merge == "words" else e
