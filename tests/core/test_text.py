@@ -236,3 +236,20 @@ def test_float_ids_are_refused(setup):
     _, net, be, tok = setup
     with pytest.raises(ValidationError, match="integer array; got dtype float64"):
         xai.explain(net, _ids(tok, TEXTS).numpy().astype(np.float64), backend=be)
+
+
+def test_options_texts_do_not_take_are_refused_by_name(setup):
+    """executor=, chunk_size=, output= and feature_names= are refused for texts."""
+    _, net, be, tok = setup
+    with pytest.raises(ValidationError, match="chunk_size="):
+        xai.explain(net, TEXTS, tokenizer=tok, backend=be, chunk_size=1)
+    with pytest.raises(ValidationError, match="feature_names="):
+        xai.explain(net, TEXTS, tokenizer=tok, backend=be, feature_names=["a"] * SEQ)
+
+
+def test_provenance_is_recorded(setup):
+    """The explanation records its time and options, as every explanation does."""
+    _, net, be, tok = setup
+    e = xai.explain(net, TEXTS, tokenizer=tok, backend=be, steps=7)
+    assert e.meta["seconds"] > 0 and e.meta["options"]["steps"] == 7
+    assert e.method == "ig" and e.backend == be.name

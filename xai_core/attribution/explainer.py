@@ -354,15 +354,16 @@ def explain(
                 "X is a list of strings: pass tokenizer= (a tokenizers.Tokenizer, a "
                 "transformers tokenizer or a callable str -> list[int]); see docs/text.md."
             )
-        text_method = "ig" if method == "auto" else method
+        _text_only(executor, chunk_size, output, feature_names)
         return explain_text(
             model,
             X,
-            method=text_method,
+            method="ig" if method == "auto" else method,
             backend=backend,
             target=target,
             batch_size=batch_size,
             output_names=output_names,
+            blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
             **options,
         )
     chunked = executor is not None or chunk_size is not None
@@ -397,6 +398,7 @@ def explain(
         from xai_core.text.explain import explain_text, reads_ids
 
         if reads_ids(the_model):  # token ids: attributed at the embedding they look up
+            _text_only(executor, chunk_size, None, feature_names)
             return explain_text(
                 the_model,
                 X,
@@ -404,6 +406,7 @@ def explain(
                 backend=backend,
                 target=target,
                 batch_size=batch_size,
+                blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
                 **options,
             )
         the_backend = get_backend(backend)
@@ -448,6 +451,21 @@ def explain(
     if chunked:
         return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
     return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
+
+
+def _text_only(executor: Any, chunk_size: Any, output: Any, feature_names: Any) -> None:
+    """Refuse the arguments text explanations do not take (yet), by name."""
+    for name, given in (
+        ("executor", executor),
+        ("chunk_size", chunk_size),
+        ("output", output),
+        ("feature_names", feature_names),
+    ):
+        if given is not None:
+            raise ValidationError(
+                f"{name}= is not taken for texts or token ids: their features are the tokens "
+                "(meta['tokens']), explained in one run on one output."
+            )
 
 
 def _texts(X: Any) -> bool:

@@ -10,10 +10,12 @@ gradient methods of :mod:`xai_core.text.attribute` attribute each token.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
+from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.nn.embedding import check_token_ids
@@ -103,6 +105,7 @@ def explain_text(
     internal_batch_size: int | None = None,
     batch_size: int = 4096,
     output_names: Any = None,
+    blas_threads: int | None = 1,
 ) -> Explanation:
     """Attribute ``model``'s output ``target`` on each text to its tokens.
 
@@ -135,6 +138,12 @@ def explain_text(
         the tokenizer's word ids) into one per word.
     steps, integration : ``ig``'s quadrature (Captum's ``n_steps`` and ``method``).
     samples, stdev, seed : ``smoothgrad``'s noisy copies, noise level and seed.
+    internal_batch_size : int, optional
+        Path points (or noisy copies) per backward pass; default ``batch_size``.
+    batch_size : int, default=4096
+    output_names : sequence of str, optional
+    blas_threads : int or None, default=1
+        BLAS threads during the computation (:mod:`xai_core.attribution.blas`).
 
     Returns
     -------
@@ -214,6 +223,18 @@ def explain_text(
         from xai_core.validation import check_target
 
         target = check_target(target, n, 2**62)  # the range is checked per network below
+    options = {
+        "steps": steps,
+        "integration": integration,
+        "baseline_token": baseline_token,
+        "merge": merge,
+        "truncation": truncation,
+    }
+    if name == "smoothgrad":
+        options.update(samples=samples, stdev=stdev, seed=seed)
+    elif name != "ig":
+        options = {"merge": merge, "truncation": truncation}
+    start = time.perf_counter()
     values = np.zeros((n, L))
     targets = np.zeros(n, np.int64)
     arrays: dict[str, np.ndarray] = {}
@@ -224,20 +245,21 @@ def explain_text(
         X = enc.ids[rows].astype(runner.input_dtype)
         t = resolve_target(runner, X, None if target is None else target[rows], method=name)
         node = runner.layer_value(embedding_node(net)[0], replaced=True)
-        per_dim, part = attribute(
-            runner,
-            X,
-            baseline[rows],
-            t,
-            node,
-            name,
-            steps=steps,
-            integration=integration,
-            samples=samples,
-            stdev=stdev,
-            seed=0 if seed is None else int(seed),
-            internal_batch_size=internal_batch_size,
-        )
+        with limit_blas(blas_threads):
+            per_dim, part = attribute(
+                runner,
+                X,
+                baseline[rows],
+                t,
+                node,
+                name,
+                steps=steps,
+                integration=integration,
+                samples=samples,
+                stdev=stdev,
+                seed=0 if seed is None else int(seed),
+                internal_batch_size=internal_batch_size,
+            )
         values[rows] = per_dim.sum(axis=-1)
         targets[rows] = t
         for k, v in part.items():
@@ -251,6 +273,8 @@ def explain_text(
     meta.update(arrays)
     base = meta.pop("base_values", meta["output"])
     meta.update(
+        seconds=time.perf_counter() - start,
+        options=options,
         tokens=enc.tokens,
         mask=enc.mask,
         texts=enc.texts,
