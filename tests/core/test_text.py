@@ -215,6 +215,8 @@ def test_plot_text_and_to_shap(setup):
     e = xai.explain(net, TEXTS, tokenizer=tok, backend=be)
     fig = e.plot.text()
     assert len(fig.axes[0].texts) == int(e.meta["mask"].sum())
+    png = e._repr_mimebundle_()["image/png"]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
     s = e.to_shap()
     assert list(s.data[1]) == list(e.meta["tokens"][1][:6])
     html = shap.plots.text(s[1], display=False)

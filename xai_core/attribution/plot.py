@@ -311,8 +311,9 @@ class ExplanationPlots:
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     """A static PNG of the explanation for viewers that show no HTML; None without matplotlib.
 
-    Images: the first rows beside their overlays; tabular rows: the waterfall of a single
-    row, else the mean |attribution| bar chart. Drawn on a figure of its own (no pyplot),
+    Images: the first rows beside their overlays; texts: the first five with their tokens
+    highlighted; tabular rows: the waterfall of a single row, else the mean |attribution|
+    bar chart. Drawn on a figure of its own (no pyplot),
     so a notebook does not show it twice.
     """
     try:
@@ -324,6 +325,13 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     if len(e) == 0:
         return None
     plots = ExplanationPlots(e)
+    if "tokens" in e.meta:  # a text explanation: its tokens highlighted
+        from xai_core.text.render import text_png
+
+        fig = text_png(e, max_rows=5, fig=Figure())
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        return buf.getvalue()
     if explanation_layout(e) is not None:
         rows = list(range(min(len(e), 3)))
         fig = Figure(figsize=(6.4, 2.6 * len(rows)))

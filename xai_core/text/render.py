@@ -88,8 +88,19 @@ def text_html(e: Any, *, scale: str = "row", max_rows: int = 20) -> str:
     return str(Markup("".join(parts)))
 
 
-def text_png(e: Any, *, scale: str = "row", max_rows: int = 20, dpi: int = 100) -> Any:
-    """The highlighted texts as a matplotlib figure (for viewers without HTML).
+def text_png(
+    e: Any, *, scale: str = "row", max_rows: int = 20, dpi: int = 100, fig: Any = None
+) -> Any:
+    """The highlighted texts drawn on a matplotlib figure (for viewers without HTML).
+
+    Parameters
+    ----------
+    e : Explanation
+    scale : {"row", "shared"}, default="row"
+    max_rows : int, default=20
+    dpi : int, default=100
+    fig : matplotlib.figure.Figure, optional
+        Drawn on; default a new pyplot figure.
 
     Returns
     -------
@@ -97,13 +108,21 @@ def text_png(e: Any, *, scale: str = "row", max_rows: int = 20, dpi: int = 100) 
     """
     from xai_core.optional import require
 
-    plt = require("matplotlib.pyplot", extra="plot", need="e.plot.text()")
     rows = token_rows(e)[:max_rows]
     peaks = _scales(rows, scale)
-    fig = plt.figure(figsize=(8, 0.45 * len(rows) + 0.3), dpi=dpi)
+    size = (8, 0.45 * len(rows) + 0.3)
+    if fig is None:
+        plt = require("matplotlib.pyplot", extra="plot", need="e.plot.text()")
+        fig = plt.figure(figsize=size, dpi=dpi)
+    else:
+        fig.set_size_inches(*size)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_axis_off()
-    renderer = fig.canvas.get_renderer()
     for i, ((tokens, values), vmax) in enumerate(zip(rows, peaks)):
         y = 1 - (i + 0.7) / max(len(rows), 1)
         x = 0.01
