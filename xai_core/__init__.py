@@ -30,7 +30,7 @@ from xai_core.plugin.hookspecs import hookimpl, hookspec
 from xai_core.plugin.records import CliCommand, ReportSection, Tool
 
 if TYPE_CHECKING:  # what the names below resolve to, for readers and type checkers
-    from xai_core import nn
+    from xai_core import nn, text
     from xai_core.attribution.cost import (
         Cost,
         get_resource_limits,
@@ -102,6 +102,7 @@ _SUBMODULES = (
     "compare",
     "report",
     "importers",
+    "text",
 )
 
 _lazy_getattr, __dir__, _ = lazy_exports(__name__, _EXPORTS, submodules=_SUBMODULES)
@@ -268,4 +269,5 @@ __all__ = [
     "load_model",
     "nn",
     "quantize",
+    "text",
 ]

@@ -287,8 +287,10 @@ def explain(
         ``backend`` is the runner's). To explain a torch module or Keras model as a black
         box instead (predictions only, on the host), pass
         ``xai.BlackBoxModel(module)``.
-    X : array-like of shape (n_samples, *input_shape)
-        Rows to explain. Explainers see a read-only view: they cannot change it.
+    X : array-like of shape (n_samples, *input_shape), or list of str
+        Rows to explain. Explainers see a read-only view: they cannot change it. A list of
+        strings (with ``tokenizer=``) is explained token by token at the model's embedding
+        (:func:`xai_core.text.explain_text`, ``docs/text.md``).
     method : str, default="auto"
         A registered explainer (:func:`list_explainers`) or an Explainer subclass.
         ``"auto"``: the registered default for models with gradients (integrated
@@ -345,6 +347,26 @@ def explain(
         When the model returns NaN or infinity to the method; the message names the rows.
     """
     # -- names and arguments, all before any model call --------------------------------------
+    if "tokenizer" in options or (isinstance(X, (str, list, tuple)) and _texts(X)):
+        from xai_core.text import explain_text
+
+        if "tokenizer" not in options:
+            raise ValidationError(
+                "X is a list of strings: pass tokenizer= (a tokenizers.Tokenizer, a "
+                "transformers tokenizer or a callable str -> list[int]); see docs/text.md."
+            )
+        _text_only(executor, chunk_size, output, feature_names)
+        return explain_text(
+            model,
+            X,
+            method="ig" if method == "auto" else method,
+            backend=backend,
+            target=target,
+            batch_size=batch_size,
+            output_names=output_names,
+            blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
+            **options,
+        )
     chunked = executor is not None or chunk_size is not None
     if chunked:
         check_parallel(executor, chunk_size)
@@ -374,6 +396,20 @@ def explain(
         the_model = import_model(model, X, output_names=output_names)
         if output is not None:
             the_model = the_model.with_output(output)
+        from xai_core.text.explain import explain_text, reads_ids
+
+        if reads_ids(the_model):  # token ids: attributed at the embedding they look up
+            _text_only(executor, chunk_size, None, feature_names)
+            return explain_text(
+                the_model,
+                X,
+                method="ig" if method == "auto" else method,
+                backend=backend,
+                target=target,
+                batch_size=batch_size,
+                blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
+                **options,
+            )
         the_backend = get_backend_for(the_model, backend)
         capabilities = frozenset(the_model.capabilities)
         if not the_backend.supports_gradients:
@@ -416,6 +452,27 @@ def explain(
     if chunked:
         return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
     return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
+
+
+def _text_only(executor: Any, chunk_size: Any, output: Any, feature_names: Any) -> None:
+    """Refuse the arguments text explanations do not take (yet), by name."""
+    for name, given in (
+        ("executor", executor),
+        ("chunk_size", chunk_size),
+        ("output", output),
+        ("feature_names", feature_names),
+    ):
+        if given is not None:
+            raise ValidationError(
+                f"{name}= is not taken for texts or token ids: their features are the tokens "
+                "(meta['tokens']), explained in one run on one output."
+            )
+
+
+def _texts(X: Any) -> bool:
+    from xai_core.text import is_texts
+
+    return is_texts(X)
 
 
 def _refuse_missing(X: np.ndarray, cls: type[Explainer]) -> None:

@@ -81,6 +81,18 @@ class ExplanationPlots:
             raise ValidationError(f"row must be an int in [-{n}, {n}); got {row!r}.")
         return int(row) % n
 
+    # -- text ---------------------------------------------------------------------------
+    def text(self, scale: str = "row", max_rows: int = 20) -> Any:
+        """A text explanation's tokens highlighted (red raises, blue lowers), as a figure.
+
+        The matplotlib rendering of what notebooks show as HTML
+        (:func:`xai_core.text.text_html`); ``scale`` is ``"row"`` (one colour scale per
+        text) or ``"shared"``.
+        """
+        from xai_core.text.render import text_png
+
+        return text_png(self._e, scale=scale, max_rows=max_rows)
+
     # -- bar ----------------------------------------------------------------------------
     def bar(self, max_display: int = 10, ax: Axes | None = None) -> Axes:
         """Mean |attribution| per feature over the rows, largest on top (one row: its signed values).
@@ -368,8 +380,9 @@ class ExplanationPlots:
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     """A static PNG of the explanation for viewers that show no HTML; None without matplotlib.
 
-    Images: the first rows beside their overlays; tabular rows: the waterfall of a single
-    row, else the mean |attribution| bar chart. Drawn on a figure of its own (no pyplot),
+    Images: the first rows beside their overlays; texts: the first five with their tokens
+    highlighted; tabular rows: the waterfall of a single row, else the mean |attribution|
+    bar chart. Drawn on a figure of its own (no pyplot),
     so a notebook does not show it twice.
     """
     try:
@@ -381,6 +394,13 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     if len(e) == 0:
         return None
     plots = ExplanationPlots(e)
+    if "tokens" in e.meta:  # a text explanation: its tokens highlighted
+        from xai_core.text.render import text_png
+
+        fig = text_png(e, max_rows=5, fig=Figure())
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        return buf.getvalue()
     if explanation_layout(e) is not None:
         rows = list(range(min(len(e), 3)))
         fig = Figure(figsize=(6.4, 2.6 * len(rows)))

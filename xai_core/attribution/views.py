@@ -132,6 +132,21 @@ def to_shap(e: Explanation) -> shap.Explanation:
     """
     import shap
 
+    if "tokens" in e.meta:  # text: per row its tokens' values and the tokens (shap.plots.text)
+        from xai_core.text.render import token_rows
+
+        rows = token_rows(e)
+        ragged_values = np.empty(len(rows), dtype=object)
+        ragged_data = np.empty(len(rows), dtype=object)
+        for i, (tokens, vals) in enumerate(rows):
+            ragged_values[i] = np.asarray(vals, np.float64)
+            ragged_data[i] = np.asarray(tokens, dtype=object)
+        return shap.Explanation(
+            values=ragged_values,
+            base_values=np.asarray(e.base_values),
+            data=ragged_data,
+            compute_time=e.meta.get("seconds"),
+        )
     values = np.asarray(e.values)
     data = None if e.data is None else np.asarray(e.data, dtype=np.float64)
     names = list(feature_names_of(e))

@@ -182,7 +182,8 @@ def _tensor_key(t: Any) -> tuple:
 
 
 def _example(module: Any, X: Any) -> np.ndarray:
-    """The first :data:`EXAMPLE_ROWS` rows of ``X``, float32, of at least two dimensions."""
+    """The first :data:`EXAMPLE_ROWS` rows of ``X``, float32 (int64 for integer token ids),
+    of at least two dimensions."""
     if X is None:
         raise ValidationError(
             f"X: a torch.nn.Module ({type(module).__name__}) takes its input shape from the rows "
@@ -196,13 +197,18 @@ def _example(module: Any, X: Any) -> np.ndarray:
         X = X[:EXAMPLE_ROWS]
     if hasattr(X, "detach") and hasattr(X, "numpy"):  # a torch tensor
         X = X.detach().cpu().numpy()
-    rows = check_array(X, "X")  # NaN refused here, naming X, before any trace
+    ids = np.asarray(X)
+    if ids.dtype.kind in "iu":  # token ids: traced as integers (an nn.Embedding's input)
+        rows = ids
+    else:
+        rows = check_array(X, "X")  # NaN refused here, naming X, before any trace
     if rows.ndim < 2:
         raise ShapeError(
             f"X must have shape (n_samples, *input_shape) to import the torch module "
             f"{type(module).__name__}; got an array of shape {rows.shape}."
         )
-    return np.ascontiguousarray(rows[:EXAMPLE_ROWS], dtype=np.float32)
+    kind = np.int64 if ids.dtype.kind in "iu" else np.float32
+    return np.ascontiguousarray(rows[:EXAMPLE_ROWS], dtype=kind)
 
 
 def _torch_key(module: Any, example: np.ndarray) -> tuple:

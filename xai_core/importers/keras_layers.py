@@ -189,6 +189,23 @@ def k_dense(b, kind, name, c, w, ins):
     return b.activation(kind, name, c.get("activation", "linear"), node)
 
 
+def k_embedding(b, kind, name, c, w, ins):
+    """Token ids looked up in the ``embeddings`` table (:class:`~xai_core.nn.Embedding`)."""
+    if c.get("mask_zero"):
+        raise b.fail(
+            kind,
+            name,
+            "mask_zero=True (id 0 masks the layers after it) is not supported; padding is "
+            "read as token 0.",
+        )
+    (table,) = _weights(kind, name, w, "embeddings", where=b.where)
+    vocab, dim = int(c["input_dim"]), int(c["output_dim"])
+    _expect(
+        b, kind, name, "embeddings", table, (vocab, dim), f"input_dim={vocab}, output_dim={dim}"
+    )
+    return b.add(nn.Embedding(vocab, dim), ins, name, {"weight": table})
+
+
 def _dense_on_last_axis(b, kind, name, x, shape, kernel, bias):
     """Keras's Dense on samples of rank 2 or 3 (tokens, pixels): a 1 x 1 NHWC convolution."""
     if len(shape) > 3:
@@ -587,6 +604,7 @@ _KERAS_EPSILON = 1e-7
 #: Keras layer classes ``from_keras`` builds, each to the function that adds it.
 LAYERS: dict[str, Callable] = {
     "Dense": k_dense,
+    "Embedding": k_embedding,
     "Conv2D": k_conv2d,
     "DepthwiseConv2D": k_depthwise,
     "SeparableConv2D": k_separable,
@@ -659,6 +677,9 @@ LAYER_CONFIGS: dict[str, Any] = {
     "InputLayer": Obj(optional={"batch_shape": _SHAPE, "batch_input_shape": _SHAPE}),
     "Dense": Obj(
         required={"units": _POS}, optional={"use_bias": Bool(), "activation": _ACTIVATION}
+    ),
+    "Embedding": Obj(
+        required={"input_dim": _POS, "output_dim": _POS}, optional={"mask_zero": Bool()}
     ),
     "Conv2D": Obj(
         required={"filters": _POS, "kernel_size": _PAIR}, optional={**_CONV, "groups": _POS}

@@ -14,7 +14,8 @@
   ``GatherElements``, ``Flatten`` and ``Concat`` of any rank), folded; ``Where(IsNaN(p), 0, p)`` after a masked softmax (torch's
   ``scaled_dot_product_attention``) as :class:`~xai_core.nn.ReplaceNaN`.
 - ``Gather`` of an activation by constant indices (``x[:, 0]``, the class token) as
-  :class:`~xai_core.nn.Gather`.
+  :class:`~xai_core.nn.Gather`; of a constant table by run-time ids (``nn.Embedding``) as
+  :class:`~xai_core.nn.Embedding`.
 """
 
 from __future__ import annotations
@@ -164,6 +165,28 @@ def after(b: Builder, node: IRNode) -> None:
 
 
 # -- Gather: of constants and shapes (folded), or of an activation ----------------------
+def _table_lookup(b: Builder, node: IRNode) -> None:
+    """``Gather`` of a constant table by activation indices along axis 0: token ids looked
+    up in an embedding table (torch's ``nn.Embedding``), as :class:`~xai_core.nn.Embedding`."""
+    data, indices = node.inputs[:2]
+    if data not in b.const or b.rank(node, indices) != 2:
+        raise b.fail(
+            node,
+            "a table is looked up by run-time indices only as an embedding: a constant table "
+            "of shape (vocab_size, dim) indexed by a (batch, seq_len) tensor of ids.",
+        )
+    table = np.asarray(b.numbers(node, data))
+    axis = int(node.attrs.get("axis", 0))
+    if table.ndim != 2 or axis not in (0, -2):
+        raise b.fail(
+            node,
+            f"run-time indices select rows (axis 0) of a 2-D table; got a table of shape "
+            f"{table.shape} indexed along axis {axis}.",
+        )
+    layer = nn.Embedding(table.shape[0], table.shape[1])
+    b.add(node, layer, indices, params={"weight": table})
+
+
 def op_gather(b: Builder, node: IRNode) -> None:
     """``Gather`` of a constant or shape (folded), or of an activation by constant indices
     along an axis other than the batch's (:class:`~xai_core.nn.Gather`)."""
@@ -171,6 +194,9 @@ def op_gather(b: Builder, node: IRNode) -> None:
     from xai_core.importers.onnx_ops import _axis
 
     data, indices = node.inputs[:2]
+    if not b.is_act(data) and b.is_act(indices):
+        _table_lookup(b, node)
+        return
     if not b.is_act(data):
         onnx_ops.op_gather(b, node)
         return
@@ -191,7 +217,10 @@ register(
     "Gather",
     op_gather,
     since=1,
-    limits="activations: constant indices, not along the batch axis; any on constants",
+    limits=(
+        "activations: constant indices, not along the batch axis; any on constants; a "
+        "constant 2-D table by run-time ids along axis 0 (an embedding)"
+    ),
 )
 
 

@@ -288,11 +288,41 @@ def _compare(want: np.ndarray, got: np.ndarray, batch: str) -> None:
         )
 
 
+def _is_ids(example: Any) -> bool:
+    """Whether ``example`` holds integer token ids (an integer tensor or array)."""
+    dtype = getattr(example, "dtype", None)
+    if isinstance(example, np.ndarray):
+        return example.dtype.kind in "iu"
+    return dtype is not None and not dtype.is_floating_point and not dtype.is_complex
+
+
+def max_positions(module: Any) -> int | None:
+    """The most tokens per row a module takes: a ``transformers`` model's
+    ``config.max_position_embeddings`` (found on any submodule), else None (no limit known)."""
+    for sub in module.modules():
+        limit = getattr(getattr(sub, "config", None), "max_position_embeddings", None)
+        if isinstance(limit, int) and limit > 0:
+            return limit
+    return None
+
+
+def _check_ids_length(module: Any, example: Any) -> None:
+    limit = max_positions(module)
+    if limit is not None and example.ndim == 2 and example.shape[1] > limit:
+        raise ValidationError(
+            f"example_input has {example.shape[1]} token ids per row; the module takes at "
+            f"most {limit} (its config.max_position_embeddings)."
+        )
+
+
 def _second_batch(example: Any) -> Any:
     """A batch of ``example``'s shape distributed unlike it: ``-2 * example`` plus noise of
-    its spread (of 1 for a constant example, so an all-zero one is checked on other values)."""
+    its spread (of 1 for a constant example, so an all-zero one is checked on other values).
+    Integer ids: other ids drawn in ``[0, max(example)]``, so they stay in the vocabulary."""
     torch = _torch()
     g = torch.Generator().manual_seed(0)
+    if not example.dtype.is_floating_point:
+        return torch.randint(0, int(example.max()) + 1, example.shape, generator=g)
     spread = float(example.std()) if example.numel() > 1 else 0.0
     noise = torch.randn(example.shape, generator=g) * (spread if spread > 0 else 1.0)
     return -2.0 * example + noise
@@ -332,7 +362,10 @@ def from_torch(
         Run in eval mode (batch norm uses its running statistics, dropout is off).
     example_input : torch.Tensor or ndarray of shape (n_samples, *input_shape)
         A batch the export traces; its sample shape becomes the network's ``input_shape``
-        (``(channels, height, width)`` for images, NCHW as in PyTorch).
+        (``(channels, height, width)`` for images, NCHW as in PyTorch). An integer batch
+        holds token ids (of shape (n_samples, seq_len) for a module starting with
+        ``nn.Embedding``): traced as int64; the network then takes the ids (in its float
+        dtype, whole numbers checked by :class:`~xai_core.nn.Embedding`).
     output_names : sequence of str, optional
         Class names.
     dtype : {"float32", "float64"}, default="float32"
@@ -383,14 +416,16 @@ def from_torch(
     torch = _torch()
     if not isinstance(module, torch.nn.Module):
         raise ValidationError(f"module must be a torch.nn.Module; got {type(module).__name__}.")
+    ids = _is_ids(example_input)
     if isinstance(example_input, np.ndarray):
-        example_input = torch.from_numpy(np.ascontiguousarray(example_input, dtype=np.float32))
+        kind = np.int64 if ids else np.float32
+        example_input = torch.from_numpy(np.ascontiguousarray(example_input, dtype=kind))
     if not isinstance(example_input, torch.Tensor) or example_input.ndim < 2:
         raise ValidationError(
             "example_input must be a tensor of shape (n_samples, *input_shape); got "
             f"{type(example_input).__name__} of shape {tuple(getattr(example_input, 'shape', ()))}."
         )
-    example_input = example_input.detach().to(torch.float32)
+    example_input = example_input.detach().to(torch.int64 if ids else torch.float32)
     if isinstance(batch_axis, bool) or not isinstance(batch_axis, int):
         raise ValidationError(f"batch_axis must be an int; got {batch_axis!r}.")
     if not -example_input.ndim <= batch_axis < example_input.ndim:
@@ -399,6 +434,8 @@ def from_torch(
             f"got {batch_axis}."
         )
     batch_axis %= example_input.ndim
+    if ids:
+        _check_ids_length(module, example_input)
     if batch_axis:
         module = _batch_first(module, batch_axis)
         example_input = example_input.movedim(batch_axis, 0).contiguous()

@@ -63,6 +63,7 @@ from xai_core.nn.elementwise_math import (
     Tan,
     ThresholdedReLU,
 )
+from xai_core.nn.embedding import Embedding
 from xai_core.nn.gather import Gather
 from xai_core.nn.layer_norm import LayerNormalization
 from xai_core.nn.lrn import LocalResponseNormalization
@@ -114,6 +115,7 @@ __all__ = [
     "Divide",
     "Dropout",
     "Elu",
+    "Embedding",
     "Erf",
     "Exp",
     "Expand",

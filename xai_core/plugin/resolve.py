@@ -101,9 +101,9 @@ def get_backend_for(model: Any, backend: str | Backend = "cpu") -> Backend:
     """
     import numpy as np
 
-    dtype = getattr(model, "dtype", None)
-    if isinstance(backend, str) and backend == "cpu" and dtype is not None:
-        if np.dtype(dtype) == np.float64:
+    dtype = getattr(model, "dtype", None)  # a network's numpy dtype (a torch module's is not one)
+    if isinstance(backend, str) and backend == "cpu" and isinstance(dtype, np.dtype):
+        if dtype == np.float64:
             return get_backend("cpu", dtype="float64")
     return get_backend(backend)
 

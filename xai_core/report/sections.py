@@ -14,6 +14,7 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
+from markupsafe import Markup
 
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.views import explanation_layout
@@ -195,8 +196,18 @@ def render_explanation(e: Explanation) -> str:
             rows=rows,
             colorbar=png_data_uri(colorbar_rgb()),
             data=data,
+            text_block=_text_block(e),
         )
     )
+
+
+def _text_block(e: Explanation) -> Markup | None:
+    """A text explanation's tokens highlighted by their values (:mod:`xai_core.text.render`)."""
+    if "tokens" not in e.meta:
+        return None
+    from xai_core.text.render import text_html
+
+    return Markup(text_html(e))  # noqa: S704 - every user string is escaped by text_html
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,143 @@
+"""Token highlighting: each token's background red where it raises the explained output,
+blue where it lowers it (the report's diverging colours), as HTML and as a PNG.
+
+One colour scale per text (``scale="row"``, the default) or one shared by all texts
+(``scale="shared"``): the largest absolute value gets full colour. Every token and text
+is HTML-escaped; the value of each token is in its ``title`` (shown on hover).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from markupsafe import Markup, escape
+
+from xai_core.errors import ValidationError
+from xai_core.report import NEGATIVE, POSITIVE
+
+__all__ = ["text_html", "text_png", "token_rows"]
+
+
+def token_rows(e: Any) -> list[tuple[list[str], np.ndarray]]:
+    """Per row of ``e``, its tokens and their values (padding left out)."""
+    tokens = e.meta.get("tokens")
+    if tokens is None:
+        raise ValidationError(
+            "this explanation has no tokens (meta['tokens']): only text explanations "
+            "(xai.explain(model, texts, tokenizer=...)) are drawn as text."
+        )
+    tokens = np.asarray(tokens, dtype=object)
+    mask = np.asarray(e.meta.get("mask", tokens != ""), dtype=bool)
+    values = np.asarray(e.values, np.float64).reshape(tokens.shape)
+    return [(list(tokens[i][mask[i]]), values[i][mask[i]]) for i in range(len(tokens))]
+
+
+def _scales(rows: list[tuple[list[str], np.ndarray]], scale: str) -> list[float]:
+    if scale not in ("row", "shared"):
+        raise ValidationError(f"scale must be 'row' or 'shared'; got {scale!r}.")
+    peaks = [float(np.abs(v).max(initial=0.0)) for _, v in rows]
+    if scale == "shared":
+        peaks = [max(peaks, default=0.0)] * len(peaks)
+    return [p if p > 0 else 1.0 for p in peaks]
+
+
+def _rgba(value: float, vmax: float) -> str:
+    w = min(abs(value) / vmax, 1.0)
+    r, g, b = (POSITIVE if value >= 0 else NEGATIVE).astype(int)
+    return f"rgba({r},{g},{b},{w:.3f})"
+
+
+def text_html(e: Any, *, scale: str = "row", max_rows: int = 20) -> str:
+    """The first ``max_rows`` texts of ``e`` with each token highlighted by its value.
+
+    Parameters
+    ----------
+    e : Explanation
+        A text explanation (``meta["tokens"]``).
+    scale : {"row", "shared"}, default="row"
+        One colour scale per text, or one for all.
+    max_rows : int, default=20
+
+    Returns
+    -------
+    str
+        An HTML fragment (a ``<div class="xai-text">``), every user string escaped.
+    """
+    rows = token_rows(e)[:max_rows]
+    peaks = _scales(rows, scale)
+    names = e.target_names
+    parts = ['<div class="xai-text" style="font-family:sans-serif;line-height:1.9">']
+    for i, ((tokens, values), vmax) in enumerate(zip(rows, peaks)):
+        label = names[i] if names is not None else f"output {int(e.target[i])}"
+        parts.append(
+            f'<p style="margin:0.3em 0"><small style="color:#555">text {i}, '
+            f"{escape(label)} (scale \u00b1{vmax:.3g}):</small> "
+        )
+        for tok, v in zip(tokens, values):
+            parts.append(
+                f'<span title="{escape(tok)}: {v:+.4g}" style="background:{_rgba(v, vmax)};'
+                f'padding:0 2px;border-radius:3px">{escape(tok)}</span> '
+            )
+        parts.append("</p>")
+    parts.append(
+        '<p><small style="color:#555"><span style="background:rgba(178,24,43,0.8)">&nbsp;red'
+        '&nbsp;</span> raises the output, <span style="background:rgba(33,102,172,0.8)">'
+        "&nbsp;blue&nbsp;</span> lowers it.</small></p></div>"
+    )
+    return str(Markup("".join(parts)))
+
+
+def text_png(
+    e: Any, *, scale: str = "row", max_rows: int = 20, dpi: int = 100, fig: Any = None
+) -> Any:
+    """The highlighted texts drawn on a matplotlib figure (for viewers without HTML).
+
+    Parameters
+    ----------
+    e : Explanation
+    scale : {"row", "shared"}, default="row"
+    max_rows : int, default=20
+    dpi : int, default=100
+    fig : matplotlib.figure.Figure, optional
+        Drawn on; default a new pyplot figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from xai_core.optional import require
+
+    rows = token_rows(e)[:max_rows]
+    peaks = _scales(rows, scale)
+    size = (8, 0.45 * len(rows) + 0.3)
+    if fig is None:
+        plt = require("matplotlib.pyplot", extra="plot", need="e.plot.text()")
+        fig = plt.figure(figsize=size, dpi=dpi)
+    else:
+        fig.set_size_inches(*size)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    for i, ((tokens, values), vmax) in enumerate(zip(rows, peaks)):
+        y = 1 - (i + 0.7) / max(len(rows), 1)
+        x = 0.01
+        for tok, v in zip(tokens, values):
+            w = min(abs(v) / vmax, 1.0)
+            color = (POSITIVE if v >= 0 else NEGATIVE) / 255.0
+            t = ax.text(
+                x,
+                y,
+                tok,
+                fontsize=10,
+                va="center",
+                transform=ax.transAxes,
+                bbox={"facecolor": (*color, w), "edgecolor": "none", "pad": 1.5},
+            )
+            box = t.get_window_extent(renderer=renderer)
+            x += box.width / fig.bbox.width + 0.008
+    return fig
