@@ -114,6 +114,7 @@ def _load() -> None:
     from xai_core.importers import (  # noqa: F401 - each registers its converters on import
         onnx_ops,
         onnx_ops_attention,
+        onnx_ops_einsum,
         onnx_ops_elementwise,
         onnx_ops_math,
         onnx_ops_norm,
