@@ -24,10 +24,6 @@ FULL = {
 #: Stages still refused or failing: model -> {stage: (status, words of the detail)}.
 #: The test fails when one starts passing or fails otherwise.
 EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
-    # MaxViT's attention exports an Einsum, which has no converter yet.
-    "maxvit_t": {"import": ("refused", "'Einsum'")},
-    # Swin v2's position-bias MLP runs on constants, which the exporter does not fold.
-    **{f"swin_v2_{v}": {"import": ("refused", "only activation @ constant")} for v in "tsb"},
     # Over 2 GiB of weights: more than an ONNX model held in memory may hold.
     "vit_h_14": {"import": ("refused", "limited to 2 GiB")},
     "regnet_y_128gf": {"import": ("refused", "limited to 2 GiB")},
