@@ -39,6 +39,8 @@ class Converter:
         ``fn(builder, node)``.
     folds : bool
         Whether it works on constants and shapes only (folded while importing, never run).
+        A node of any other converter whose inputs are all constants is folded too, by
+        :mod:`xai_core.importers.onnx_fold`; such a converter sees run-time inputs.
     limits : str
         What it does not support (attributes, cases), for the docs.
     """
