@@ -86,6 +86,16 @@ def _windows(x):
     return w.reshape(n, 4, 4, 3)
 
 
+def _windows_normalized(x):
+    """Swin v2's cosine attention inside: each window token L2-normalised (``F.normalize``),
+    scaled by its window's mean over an axis, on the (B * windows, ws, ws, c) view."""
+    n = len(x)
+    w = x.reshape(n, 2, 2, 2, 2, 3).permute(0, 1, 3, 2, 4, 5).reshape(-1, 2, 2, 3)
+    w = w / w.norm(dim=-1, keepdim=True).clamp_min(1e-12) * w.mean(-2, keepdim=True)
+    w = w.reshape(-1, 2, 2, 2, 2, 3).permute(0, 1, 3, 2, 4, 5)
+    return w.reshape(n, 4, 4, 3)
+
+
 CASES = {
     "Gather_activation_class_token": (
         model([node("Gather", ["x", "i"], ["y"], axis=1)], (5, 4), {"i": i64(0)[0]}),
@@ -183,6 +193,35 @@ CASES = {
         ),
         (4, 4, 3),
         _windows,
+    ),
+    "views_windows_normalized": (
+        model(
+            [
+                node("Reshape", ["x", "blocks"], ["b6"]),
+                node("Transpose", ["b6"], ["bt"], perm=[0, 1, 3, 2, 4, 5]),
+                node("Reshape", ["bt", "windows"], ["win"]),
+                node("ReduceL2", ["win"], ["norm"], axes=[-1], keepdims=1),
+                node("Clip", ["norm", "eps"], ["clipped"]),
+                node("Shape", ["win"], ["win_shape"]),
+                node("Expand", ["clipped", "win_shape"], ["norms"]),
+                node("Div", ["win", "norms"], ["unit"]),
+                node("ReduceMean", ["win"], ["mean"], axes=[2], keepdims=1),
+                node("Mul", ["unit", "mean"], ["scaled"]),
+                node("Reshape", ["scaled", "blocks_back"], ["bb"]),
+                node("Transpose", ["bb"], ["bbt"], perm=[0, 1, 3, 2, 4, 5]),
+                node("Reshape", ["bbt", "image"], ["y"]),
+            ],
+            (4, 4, 3),
+            {
+                "blocks": i64(0, 2, 2, 2, 2, 3),
+                "windows": i64(-1, 2, 2, 3),
+                "eps": np.array(1e-12, dtype=np.float32),
+                "blocks_back": i64(-1, 2, 2, 2, 2, 3),
+                "image": i64(-1, 4, 4, 3),
+            },
+        ),
+        (4, 4, 3),
+        _windows_normalized,
     ),
     "batch_constant_class_token": (
         model(
@@ -389,16 +428,27 @@ def test_gather_layer_adds_repeated_indices_in_the_gradient():
 
 REFUSALS = [
     (
-        "view_read_by_a_reduction",
+        "view_read_by_an_argmax",
+        model(
+            [
+                node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+                node("ArgMax", ["t"], ["y"], axis=2, keepdims=1),
+            ],
+            (3, 4),
+        ),
+        "its input has the batch axis moved or merged with other axes (by 'transpose_t')",
+    ),
+    (
+        "view_reduced_over_the_batch_axis",
         model(
             [
                 node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
                 node("ReduceSum", ["t", "axes"], ["y"], keepdims=1),
             ],
             (3, 4),
-            {"axes": i64(2)},
+            {"axes": i64(1)},
         ),
-        "its input has the batch axis moved or merged with other axes (by 'transpose_t')",
+        "axis 1 holds the batch axis (moved by 'transpose_t')",
     ),
     (
         "reshape_mixing_samples",

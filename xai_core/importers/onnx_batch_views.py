@@ -13,7 +13,9 @@ arithmetic across samples.
 The operators here read views (and reshapes that create them from plain activations):
 ``Transpose``, ``Reshape``, ``Shape``, ``Split``, ``Squeeze``, ``Unsqueeze``, ``Gather``
 (one index), ``MatMul`` (two views of one layout, or a view and a constant matrix),
-``Gemm`` (constant weights), ``Add`` / ``Sub`` / ``Mul`` / ``Div`` (two views of one
+``Gemm`` (constant weights), ``Expand`` (to a shape of the same layout), ``ReduceL2`` /
+``ReduceSum`` / ``ReduceMean`` / ``ReduceMax`` / ``ReduceMin`` (keeping axes outside the
+batch group), ``Add`` / ``Sub`` / ``Mul`` / ``Div`` (two views of one
 layout, or a view and a constant of size 1 along the batch group), ``Softmax`` (last
 axis), ``Identity``. An axis argument may not name the batch axis (or its group); any
 other operator reading a view is refused naming the node and the one that moved the
@@ -450,6 +452,69 @@ def _pass_through(b: Builder, node: IRNode, x: View) -> None:
     _put(b, node, node.outputs[0], b.act.pop(node.outputs[0]), x.groups(b), x.origin)
 
 
+_REDUCTIONS = {
+    "ReduceL2": "l2",
+    "ReduceSum": "sum",
+    "ReduceMean": "mean",
+    "ReduceMax": "max",
+    "ReduceMin": "min",
+}
+
+
+def _reduce(b: Builder, node: IRNode, x: View) -> None:
+    """A reduction over ONNX axes outside the batch group, keeping them (``F.normalize``'s
+    norm in Swin v2's cosine attention): one :class:`~xai_core.nn.Reduce` on the view's node."""
+    if not node.attrs.get("keepdims", 1):
+        raise b.fail(node, "keepdims=0 on a tensor whose batch axis is moved: not supported.")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        axes = b.ints(node, node.inputs[1])
+    else:
+        axes = [int(a) for a in node.attrs.get("axes", [])]
+    groups = x.groups(b)
+    if not axes:
+        raise b.fail(node, "no axes given: the reduction would mix the batch's samples.")
+    sample = []
+    for a in axes:
+        if not -len(groups) <= a < len(groups):
+            raise b.fail(node, f"axis {a} is out of range for {len(groups)} axes.")
+        g = groups[a]
+        if "B" in g:
+            raise b.fail(node, f"axis {a} holds the batch axis (moved by {x.origin!r}).")
+        sample.append(g[0])
+    if len(set(sample)) != len(sample):
+        raise b.fail(node, f"axes {axes} name one axis twice.")
+    layer = nn.Reduce(_REDUCTIONS[node.op], tuple(sorted(sample)), keepdims=True)
+    _put(b, node, node.outputs[0], _apply(b, node, layer, [x.node]), groups, x.origin)
+
+
+def _expand(b: Builder, node: IRNode, x: View) -> None:
+    """``Expand`` of a view to a shape of the same layout (``Shape`` of a view of it):
+    axes of size 1 outside the batch group broadcast, as :class:`~xai_core.nn.Expand`."""
+    groups = x.groups(b)
+    shape = b.g.shape_of(x.node)
+    target = list(np.asarray(b.value(node, node.inputs[1])).reshape(-1))
+    if len(target) != len(groups):
+        raise b.fail(
+            node, f"target shape {target} of {len(target)} axes; its input has {len(groups)}."
+        )
+    out = list(shape)
+    for g, t in zip(groups, target):
+        if "B" in g:
+            k = int(np.prod([shape[s] for s in g if s != "B"]))
+            if not (batch_factor(t) == k or (batch_factor(t) is None and int(t) == 1)):
+                raise b.fail(node, f"target shape {target} changes the batch axis's size.")
+            continue
+        if batch_factor(t) is not None:
+            raise b.fail(node, f"target shape {target} moves the batch axis.")
+        size, want = shape[g[0]], int(t)
+        if want != 1 and size not in (1, want):
+            raise b.fail(node, f"axis of size {size} cannot be expanded to {want}.")
+        out[g[0]] = max(size, want)
+    _put(
+        b, node, node.outputs[0], _apply(b, node, nn.Expand(tuple(out)), [x.node]), groups, x.origin
+    )
+
+
 _OPS: dict[str, Callable[[Builder, IRNode, View], None]] = {
     "LayerNormalization": _pass_through,
     **{op: _pass_through for op in ELEMENTWISE},
@@ -470,6 +535,8 @@ _OPS: dict[str, Callable[[Builder, IRNode, View], None]] = {
     "LogSoftmax": _softmax,
     "Identity": _identity,
     "Dropout": _identity,
+    "Expand": _expand,
+    **{op: _reduce for op in _REDUCTIONS},
 }
 
 

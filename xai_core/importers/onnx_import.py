@@ -7,7 +7,7 @@ from typing import Any
 
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError, XaiError
-from xai_core.importers import onnx_ops_attention
+from xai_core.importers import onnx_fold, onnx_ops_attention
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -70,8 +70,11 @@ def build_onnx(
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
     for node in ir.nodes:
         try:
-            if not onnx_ops_attention.before(b, node):  # batch axis moved, batch constants
-                converters[node.op].fn(b, node)
+            conv = converters[node.op]
+            if onnx_fold.foldable(b, node, conv) and onnx_fold.fold(b, node):
+                pass  # every input a constant: evaluated once, never in the network
+            elif not onnx_ops_attention.before(b, node):  # batch axis moved, batch constants
+                conv.fn(b, node)
             onnx_ops_attention.after(b, node)
         except XaiError:
             raise

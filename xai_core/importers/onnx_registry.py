@@ -39,6 +39,8 @@ class Converter:
         ``fn(builder, node)``.
     folds : bool
         Whether it works on constants and shapes only (folded while importing, never run).
+        A node of any other converter whose inputs are all constants is folded too, by
+        :mod:`xai_core.importers.onnx_fold`; such a converter sees run-time inputs.
     limits : str
         What it does not support (attributes, cases), for the docs.
     """
@@ -114,6 +116,7 @@ def _load() -> None:
     from xai_core.importers import (  # noqa: F401 - each registers its converters on import
         onnx_ops,
         onnx_ops_attention,
+        onnx_ops_einsum,
         onnx_ops_elementwise,
         onnx_ops_math,
         onnx_ops_norm,

@@ -30,7 +30,8 @@ def _onnx() -> list[str]:
         "",
         f"{len({r['op'] for r in rows})} operators of the default domain, each with the opset "
         "versions its converter implements (`13+`: from 13 on). `Constant` nodes are read "
-        "as constants.",
+        "as constants; a node of any operator listed whose inputs are all constants is "
+        "evaluated once while importing (onnx's reference implementation), never run.",
         "",
         "| operator | opsets | kind | limits |",
         "|---|---|---|---|",

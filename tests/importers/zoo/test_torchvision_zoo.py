@@ -23,12 +23,7 @@ FULL = {
 
 #: Stages still refused or failing: model -> {stage: (status, words of the detail)}.
 #: The test fails when one starts passing or fails otherwise.
-EXPECTED: dict[str, dict[str, tuple[str, str]]] = {
-    # MaxViT's attention exports an Einsum, which has no converter yet.
-    "maxvit_t": {"import": ("refused", "'Einsum'")},
-    # Swin v2's position-bias MLP runs on constants, which the exporter does not fold.
-    **{f"swin_v2_{v}": {"import": ("refused", "only activation @ constant")} for v in "tsb"},
-}
+EXPECTED: dict[str, dict[str, tuple[str, str]]] = {}
 
 
 @pytest.mark.parametrize(("entry", "stages"), params(catalogue("torchvision"), FULL))
