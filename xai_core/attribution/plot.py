@@ -312,7 +312,8 @@ class ExplanationPlots:
         ----------
         row : int
         order : {"t", "tc", "ct"}, optional
-            The sample's axis order; by default the rule of :mod:`xai_core.series` (the
+            The sample's axis order; by default the one the network declared
+            (``meta["series_order"]``), else the rule of :mod:`xai_core.series` (the
             channel axis is the shorter end).
         channels : sequence of int, optional
             The channels drawn (at most 16), one panel each; by default the first 16.
@@ -330,6 +331,8 @@ class ExplanationPlots:
             raise ValidationError(f"mode must be one of {IMAGE_MODES}; got {mode!r}.")
         e = self._e
         i = self._row(row)
+        if order is None and isinstance(e.meta.get("series_order"), str):
+            order = e.meta["series_order"] if e.values.ndim == 3 else None
         layout = series_layout(e.values.shape[1:], order=order)
         values = np.nan_to_num(layout.to_tc(e.values[[i]])[0].astype(np.float64))
         data = None if e.data is None else layout.to_tc(e.data[[i]])[0].astype(np.float64)
@@ -386,6 +389,13 @@ class ExplanationPlots:
         return fig
 
 
+def _series_channels(e: Explanation) -> int:
+    from xai_core.series import series_layout
+
+    order = e.meta.get("series_order") if e.values.ndim == 3 else None
+    return series_layout(e.values.shape[1:], order=order).channels
+
+
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     """A static PNG of the explanation for viewers that show no HTML; None without matplotlib.
 
@@ -402,7 +412,10 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     if len(e) == 0:
         return None
     plots = ExplanationPlots(e)
-    if explanation_layout(e) is not None:
+    if e.meta.get("series_order") is not None and explanation_layout(e) is None:
+        fig = Figure(figsize=(7.5, 4.5))
+        plots.series(0, channels=range(min(_series_channels(e), 4)), fig=fig)
+    elif explanation_layout(e) is not None:
         rows = list(range(min(len(e), 3)))
         fig = Figure(figsize=(6.4, 2.6 * len(rows)))
         plots.image(rows, fig=fig)
@@ -410,7 +423,7 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
         fig = Figure(figsize=(7, 4.5))
         ax = fig.subplots()
         plots.waterfall(0, ax=ax) if len(e) == 1 else plots.bar(ax=ax)
-    if explanation_layout(e) is None:
+    if explanation_layout(e) is None and e.meta.get("series_order") is None:
         fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})

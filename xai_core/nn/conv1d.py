@@ -81,6 +81,11 @@ class Conv1D(Layer):
                 f"filters ({self.filters}) must be a multiple of groups ({self.groups})."
             )
 
+    @property
+    def series_order(self) -> str:
+        """How this layer reads a series: ``"ct"`` (NCW) or ``"tc"`` (NWC)."""
+        return "ct" if self.layout == "NCW" else "tc"
+
     weight = _util.parameter("weight")
     bias = _util.parameter("bias", optional=True)
 

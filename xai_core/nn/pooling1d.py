@@ -44,6 +44,11 @@ class _Pool1D(Layer):
         self.ceil_mode = bool(ceil_mode)
         self.pool2d: Layer | None = None
 
+    @property
+    def series_order(self) -> str:
+        """How this layer reads a series: ``"ct"`` (NCW) or ``"tc"`` (NWC)."""
+        return "ct" if self.layout == "NCW" else "tc"
+
     def _make(self, padding) -> Layer:
         raise NotImplementedError
 
@@ -161,6 +166,11 @@ class _GlobalPool1D(Layer):
 
     def _axis(self) -> int:
         return 2 if self.layout == "NCW" else 1
+
+    @property
+    def series_order(self) -> str:
+        """How this layer reads a series: ``"ct"`` (NCW) or ``"tc"`` (NWC)."""
+        return "ct" if self.layout == "NCW" else "tc"
 
     def compute_output_shape(self, input_shape):
         c, _ = seq.series(input_shape, self)

@@ -159,6 +159,9 @@ class _Recurrent(Layer):
     recurrent_weight = _util.parameter("recurrent_weight")
     bias = _util.parameter("bias")
 
+    #: A recurrent layer reads (steps, features) samples (:mod:`xai_core.series`).
+    series_order: ClassVar[str] = "tc"
+
     @property
     def n_directions(self) -> int:
         return 2 if self.direction == "bidirectional" else 1
