@@ -126,3 +126,27 @@ def test_sequence_ig_runs_on_gpu_and_tpu_close_to_cpu(backend):
     assert rel <= (5e-2 if backend == "tpu" else 1e-4)
     runner.predict(X)
     assert runner.counters["macs"] > 0
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_stacked_recurrent_layers_equal_torch(kind):
+    """num_layers=2 (one ONNX node per layer, dropout an identity at inference) equals torch."""
+    torch.manual_seed(4)
+    rnn = (tnn.LSTM if kind == "lstm" else tnn.GRU)(
+        3, 5, num_layers=2, batch_first=True, dropout=0.3, bidirectional=True
+    )
+
+    class Stacked(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = rnn
+
+        def forward(self, x):
+            return self.rnn(x)[0].sum(1)
+
+    module = Stacked().eval()
+    net = xai.from_torch(module, torch.zeros(1, 6, 3))
+    X = series((6, 3), 3, seed=5)
+    np.testing.assert_allclose(
+        net.predict(X), module(torch.from_numpy(X)).detach().numpy(), rtol=1e-4, atol=1e-5
+    )

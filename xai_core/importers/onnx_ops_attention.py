@@ -128,7 +128,7 @@ def before(b: Builder, node: IRNode) -> bool:
     """Convert ``node`` here when it reads a view, moves the batch axis or makes a batch
     constant; True when it was converted (the registered converter is then skipped)."""
     onnx_ops_recurrent.check_fill_readers(b, node)
-    if onnx_ops_recurrent.batch_fill(b, node):
+    if onnx_ops_recurrent.batch_fill(b, node) or onnx_ops_recurrent.fill_slice(b, node):
         return True
     if onnx_batch_views.wants(b, node):
         onnx_batch_views.convert(b, node)

@@ -25,7 +25,7 @@ from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import BATCH, Builder
 from xai_core.importers.onnx_registry import register
 
-__all__ = ["batch_fill", "check_fill_readers", "op_gru", "op_lstm"]
+__all__ = ["batch_fill", "check_fill_readers", "fill_slice", "op_gru", "op_lstm"]
 
 _DEFAULTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"]}
 _STATES = {"LSTM": ("initial_h", "initial_c"), "GRU": ("initial_h",)}
@@ -54,10 +54,32 @@ def batch_fill(b: Builder, node: IRNode) -> bool:
     return True
 
 
+def fill_slice(b: Builder, node: IRNode) -> bool:
+    """A ``Slice`` of a batch fill along other axes (a stacked LSTM's per-layer states): a
+    batch fill again; False (nothing done) for any other node."""
+    fills = _fills(b)
+    if node.op != "Slice" or not node.inputs or node.inputs[0] not in fills or b.opset < 10:
+        return False
+    data = b.const[node.inputs[0]]
+    batch_axis = fills[node.inputs[0]]
+    starts, ends = (b.ints(node, i) for i in node.inputs[1:3])
+    axes = b.ints(node, node.inputs[3]) if _given(node, 3) else list(range(len(starts)))
+    steps = b.ints(node, node.inputs[4]) if _given(node, 4) else [1] * len(starts)
+    index = [slice(None)] * data.ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis = axis + data.ndim if axis < 0 else axis
+        if axis == batch_axis:
+            raise b.fail(node, "slices the batch axis of a constant of the batch size's shape.")
+        index[axis] = slice(start, end, step)
+    b.const[node.outputs[0]] = data[tuple(index)]
+    fills[node.outputs[0]] = batch_axis
+    return True
+
+
 def check_fill_readers(b: Builder, node: IRNode) -> None:
     """Refuse a node other than an ``LSTM`` / ``GRU`` initial state reading a batch fill."""
     fills = _fills(b)
-    if not fills or node.op in ("LSTM", "GRU"):
+    if not fills or node.op in ("LSTM", "GRU") or (node.op == "Slice" and b.opset >= 10):
         return
     for name in node.inputs:
         if name in fills:
