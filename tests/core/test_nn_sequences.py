@@ -356,3 +356,51 @@ def test_unknown_direction_lists_the_known_ones():
     """An unknown direction is a ValidationError naming the three."""
     with pytest.raises(xai.ValidationError, match="bidirectional"):
         nn.GRU(3, direction="backwards")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_shapes_of_every_sequence_layer_equal_torch(seed):
+    """Random batch, steps, widths and directions: LSTM, GRU and Conv1D equal torch (float64)."""
+    rng = np.random.default_rng(100 + seed)
+    n, t, f, h = (int(v) for v in rng.integers([1, 1, 1, 1], [5, 9, 6, 7]))
+    bidirectional = bool(rng.integers(2))
+    kind = ["lstm", "gru"][seed % 2]
+    torch.manual_seed(seed)
+    module = _torch_rnn(kind, f, h, bidirectional, "float64")
+    direction = "bidirectional" if bidirectional else "forward"
+    layer = (
+        nn.LSTM(h, direction) if kind == "lstm" else nn.GRU(h, direction, linear_before_reset=True)
+    )
+    g = nn.Graph((t, f), dtype="float64")
+    g.add(layer, name="rnn")
+    w, r, b = onnx_weights(module, kind, bidirectional)
+    g.set_params("rnn", weight=w, recurrent_weight=r, bias=b)
+    be = xai.get_backend("cpu", dtype="float64")
+    X = rng.normal(size=(n, t, f))
+    record = nn.Record()
+    y = g.forward(X, be, record=record)
+    cot = rng.normal(size=y.shape)
+    gx, grads = g.vjp(cot, be, record)
+    tx = torch.tensor(X, requires_grad=True)
+    ty = module(tx)[0].reshape(n, t, 2 if bidirectional else 1, h)
+    (ty * torch.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(y, ty.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gx, tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    for got, want in zip(
+        (grads["rnn"][k] for k in ("weight", "recurrent_weight", "bias")),
+        _grads_as_onnx(module, kind, bidirectional),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    # a Conv1D of random geometry on the same rows, channels last
+    k = int(rng.integers(1, t + 1))
+    conv = nn.Graph((t, f), dtype="float64")
+    conv.add(nn.Conv1D(3, k, int(rng.integers(1, 3)), "same", layout="NWC"), name="c")
+    left, right = conv["c"].pads
+    stride = conv["c"].stride
+    params = {("c", "weight"): rng.normal(size=(3, f, k)), ("c", "bias"): rng.normal(size=3)}
+
+    def fn(x, p):
+        x = F.pad(x.transpose(1, 2), (left, right))
+        return F.conv1d(x, p[("c", "weight")], p[("c", "bias")], stride).transpose(1, 2)
+
+    compare(conv, fn, X, params)
