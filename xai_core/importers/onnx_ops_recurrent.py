@@ -7,8 +7,8 @@ whose batch axis was moved to position 1, as PyTorch's export writes (a ``Transp
 a batch-first activation: a view, :mod:`xai_core.importers.onnx_batch_views`). A time-major
 ``X`` whose first axis is the network's batch axis would run the recurrence across
 samples, and is refused. ``Y`` and ``Y_h`` / ``Y_c`` come back in the layout asked for,
-as views again for ``layout=0``. Each output read is a node of its own (the recurrence
-runs once per output read).
+as views again for ``layout=0``. Each output something reads is a node of its own (the
+recurrence runs once per output read); an output nothing reads is not built.
 
 Refused, named: activations other than the defaults, ``activation_alpha`` / ``beta``,
 ``clip``, ``input_forget=1``, peepholes ``P`` that are not zero, ``sequence_lens`` not
@@ -200,9 +200,10 @@ def _recurrent(b: Builder, node: IRNode) -> None:
         state = _state(b, node, i, layout, d, h)
         params[key] = np.zeros((d, h)) if state is None else state
     kinds = ("sequence", "hidden", "cell")
+    read = getattr(b, "read", None)
     for out, kind in zip(node.outputs, kinds):
-        if not out:
-            continue
+        if not out or (read is not None and out not in read):
+            continue  # an output nothing reads is not built
         if node.op == "LSTM":
             layer = nn.LSTM(h, direction, kind)
         else:
