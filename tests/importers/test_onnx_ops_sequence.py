@@ -207,3 +207,24 @@ def test_shorter_sequence_lens_are_refused():
     m.graph.initializer.append(numpy_helper.from_array(np.array([4, 3], dtype=np.int32), "lens"))
     with pytest.raises(xai.CapabilityError, match="sequence_lens"):
         xai.from_onnx(m.SerializeToString())
+
+
+def test_only_the_outputs_read_are_built():
+    """An LSTM whose Y_h and Y_c nothing reads becomes one native LSTM node."""
+    rng = np.random.default_rng(7)
+    node = helper.make_node(
+        "LSTM", ["x", "W", "R", "B"], ["y", "unread_h", "unread_c"], hidden_size=2, layout=1
+    )
+    net = xai.from_onnx(model([node], rnn_inits("LSTM", 1, 2, 3, rng), (4, 3)))
+    assert [type(layer).__name__ for layer in net.layers].count("LSTM") == 1
+
+
+def test_a_batch_sized_constant_read_by_another_operator_is_refused():
+    """ConstantOfShape of (batch, ...) is only read as an LSTM's or GRU's initial state."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+        helper.make_node("Add", ["x", "zeros"], ["y"]),
+    ]
+    with pytest.raises(xai.CapabilityError, match="initial state"):
+        xai.from_onnx(model(nodes, {}, (4, 3)))
