@@ -154,13 +154,13 @@ def test_teachable_machine_style_tfjs_with_labels(tmp_path):
 
 
 def test_unsupported_layer_is_named_before_any_work(tmp_path):
-    """An LSTM fails naming the layer class, the layer and the supported list."""
-    model = keras.Sequential([keras.Input((4, 3)), keras.layers.LSTM(2, name="memory")])
-    model.save(tmp_path / "lstm.keras")
+    """A SimpleRNN fails naming the layer class, the layer and the supported list."""
+    model = keras.Sequential([keras.Input((4, 3)), keras.layers.SimpleRNN(2, name="memory")])
+    model.save(tmp_path / "rnn.keras")
     with pytest.raises(
-        xai.CapabilityError, match=r"'LSTM' \(layer 'memory'\).*Supported layers: .*Conv2D"
+        xai.CapabilityError, match=r"'SimpleRNN' \(layer 'memory'\).*Supported layers: .*Conv2D"
     ):
-        xai.from_keras(tmp_path / "lstm.keras")
+        xai.from_keras(tmp_path / "rnn.keras")
 
 
 def test_subclassed_model_is_refused_clearly():

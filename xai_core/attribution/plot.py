@@ -2,9 +2,11 @@
 
 ``bar`` (mean |attribution|, or one row's signed values), ``waterfall`` (one row from the
 base value to the output), ``beeswarm`` (every row's attribution per feature, coloured by
-the feature's value) and ``image`` (each image beside its attribution overlay, with a
-colour bar); ``spectrogram`` and ``skeleton`` for sound and pose inputs
-(:mod:`xai_core.attribution.plot_signals`). Colours are the report's: red raises the explained output, blue lowers it.
+the feature's value), ``image`` (each image beside its attribution overlay, with a
+colour bar) and ``series`` (each channel of a series as a line over its steps, the
+attribution of every step shaded behind it); ``spectrogram`` and ``skeleton`` for sound and
+pose inputs (:mod:`xai_core.attribution.plot_signals`). Colours are the report's: red
+raises the explained output, blue lowers it.
 Needs matplotlib (``pip install 'xai-core[plot]'``).
 """
 
@@ -32,6 +34,7 @@ __all__ = ["IMAGE_MODES", "ExplanationPlots", "summary_png"]
 IMAGE_MODES = ("signed", "positive", "negative", "absolute")
 _RED, _BLUE = tuple(POSITIVE / 255), tuple(NEGATIVE / 255)
 _MAX_IMAGE_ROWS = 16
+_MAX_SERIES_CHANNELS = 16
 
 
 def _matplotlib() -> Any:
@@ -376,6 +379,104 @@ class ExplanationPlots:
 
         return skeleton_plot(self._e, self, row, grid, output_stride, keypoints, ax)
 
+    # -- series -------------------------------------------------------------------------
+    def series(
+        self,
+        row: int = 0,
+        order: str | None = None,
+        channels: Sequence[int] | None = None,
+        mode: str = "signed",
+        fig: Figure | None = None,
+    ) -> Figure:
+        """One row of a series: each channel's values over the steps, its attribution shaded.
+
+        Parameters
+        ----------
+        row : int
+        order : {"t", "tc", "ct"}, optional
+            The sample's axis order; by default the one the network declared
+            (``meta["series_order"]``), else the rule of :mod:`xai_core.series` (the
+            channel axis is the shorter end).
+        channels : sequence of int, optional
+            The channels drawn (at most 16), one panel each; by default the first 16.
+        mode : {"signed", "positive", "negative", "absolute"}
+            As for :meth:`image`; one symmetric scale for the whole row.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            One panel per channel sharing the step axis, and a colour bar.
+        """
+        from xai_core.series import series_layout
+
+        if mode not in IMAGE_MODES:
+            raise ValidationError(f"mode must be one of {IMAGE_MODES}; got {mode!r}.")
+        e = self._e
+        i = self._row(row)
+        if order is None and isinstance(e.meta.get("series_order"), str):
+            order = e.meta["series_order"] if e.values.ndim == 3 else None
+        layout = series_layout(e.values.shape[1:], order=order)
+        values = np.nan_to_num(layout.to_tc(e.values[[i]])[0].astype(np.float64))
+        data = None if e.data is None else layout.to_tc(e.data[[i]])[0].astype(np.float64)
+        picked = list(range(min(layout.channels, _MAX_SERIES_CHANNELS)))
+        if channels is not None:
+            picked = [int(c) for c in channels]
+            bad = [c for c in picked if not 0 <= c < layout.channels]
+            if bad or not picked or len(picked) > _MAX_SERIES_CHANNELS:
+                raise ValidationError(
+                    f"channels must name 1 to {_MAX_SERIES_CHANNELS} of the {layout.channels} "
+                    f"channels; got {list(channels)}."
+                )
+        heat = {
+            "signed": values,
+            "positive": np.clip(values, 0, None),
+            "negative": np.clip(-values, 0, None),
+            "absolute": np.abs(values),
+        }[mode]
+        vmax = float(np.abs(heat[:, picked]).max()) or 1.0
+        low = -vmax if mode == "signed" else 0.0
+        if fig is None:
+            _matplotlib()
+            import matplotlib.pyplot as plt
+
+            fig = plt.figure(figsize=(7.5, 1.3 + 1.5 * len(picked)))
+        axes = fig.subplots(len(picked), 1, squeeze=False, sharex=True)[:, 0]
+        steps = np.arange(layout.steps)
+        cmap, shown = _cmap(mode), None
+        for ax, c in zip(axes, picked):
+            line = values[:, c] if data is None else data[:, c]
+            lo, hi = float(line.min()), float(line.max())
+            pad = (hi - lo) * 0.08 or 0.5
+            shown = ax.imshow(
+                heat[None, :, c],
+                cmap=cmap,
+                vmin=low,
+                vmax=vmax,
+                aspect="auto",
+                interpolation="nearest",
+                extent=(-0.5, layout.steps - 0.5, lo - pad, hi + pad),
+            )
+            ax.plot(steps, line, color="#222", lw=1.2)
+            ax.set_ylim(lo - pad, hi + pad)
+            ax.set_ylabel(f"channel {c}", fontsize=9)
+            ax.spines[["top", "right"]].set_visible(False)
+        axes[-1].set_xlabel("step")
+        what = "input" if data is not None else "attribution"
+        axes[0].set_title(
+            f"row {i}: target {self._target(i)}; {what} over the steps, {mode} attribution "
+            f"({e.method or 'unnamed'}) shaded",
+            fontsize=9,
+        )
+        fig.colorbar(shown, ax=axes.tolist(), fraction=0.03, pad=0.02)
+        return fig
+
+
+def _series_channels(e: Explanation) -> int:
+    from xai_core.series import series_layout
+
+    order = e.meta.get("series_order") if e.values.ndim == 3 else None
+    return series_layout(e.values.shape[1:], order=order).channels
+
 
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
     """A static PNG of the explanation for viewers that show no HTML; None without matplotlib.
@@ -401,7 +502,10 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
         return buf.getvalue()
-    if explanation_layout(e) is not None:
+    if e.meta.get("series_order") is not None and explanation_layout(e) is None:
+        fig = Figure(figsize=(7.5, 4.5))
+        plots.series(0, channels=range(min(_series_channels(e), 4)), fig=fig)
+    elif explanation_layout(e) is not None:
         rows = list(range(min(len(e), 3)))
         fig = Figure(figsize=(6.4, 2.6 * len(rows)))
         plots.image(rows, fig=fig)
@@ -409,7 +513,7 @@ def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:
         fig = Figure(figsize=(7, 4.5))
         ax = fig.subplots()
         plots.waterfall(0, ax=ax) if len(e) == 1 else plots.bar(ax=ax)
-    if explanation_layout(e) is None:
+    if explanation_layout(e) is None and e.meta.get("series_order") is None:
         fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})

@@ -96,6 +96,9 @@ def run_explainer(
     image_shape = getattr(runner.model, "image_shape", None)
     if image_shape is not None and "image_shape" not in meta:
         meta["image_shape"] = tuple(image_shape)
+    series_order = getattr(runner.model, "series_order", None)
+    if isinstance(series_order, str) and "series_order" not in meta:
+        meta["series_order"] = series_order
     return dataclasses.replace(
         result,
         data=result.data if result.data is not None else view,

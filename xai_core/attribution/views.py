@@ -36,11 +36,14 @@ _MIN_PIXEL_SIDE = 8
 def explanation_layout(e: Any) -> ImageLayout | None:
     """The image layout of an explanation's rows (:mod:`xai_core.images`), or None.
 
+    None for a series (``meta["series_order"]``, which a network reading series records).
     From ``meta["image_shape"]`` when it holds a row's values; else the rows' own shape
     when it is an image shape; else a square grey image when every feature is named
     ``pixel_...`` (at least 8 x 8).
     """
     sample = tuple(e.values.shape[1:])
+    if e.meta.get("series_order") is not None and "image_shape" not in e.meta:
+        return None  # a series (xai_core.series), not a grey image
     declared = e.meta.get("image_shape")
     if declared is not None and np.asarray(declared).dtype.kind not in "iu":
         declared = None  # not a shape: draw what the values show

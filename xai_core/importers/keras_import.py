@@ -175,6 +175,13 @@ class _Walker:
         if weights is None:  # scopes differ between writers: match the layer name alone
             hits = [v for k, v in self.src.weights.items() if k.rpartition("/")[2] == cfg["name"]]
             weights = hits[0] if len(hits) == 1 else {}
+        if not weights:  # a sub-layer under the layer's name: "model/lstm/lstm_cell" (a cell)
+            weights = {
+                f"{k.split('/')[k.split('/').index(cfg['name']) + 1]}/{var}": arr
+                for k, v in self.src.weights.items()
+                if cfg["name"] in k.split("/")[:-1]
+                for var, arr in v.items()
+            }
         key = layer_key(layer)
         return [LAYERS[key](self.b, key, cfg["name"], cfg, weights, ins)]
 

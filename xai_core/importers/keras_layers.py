@@ -19,6 +19,7 @@ import numpy as np
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.ir import unique_node_name
+from xai_core.importers.keras_sequences import SEQUENCE_LAYERS
 from xai_core.jsonfile import ANYTHING, Bool, Either, Int, List, Num, Obj, Str
 
 __all__ = ["LAYERS", "LAYER_CONFIGS", "ACTIVATIONS", "OPS_PREFIX", "KerasBuilder", "layer_key"]
@@ -635,6 +636,7 @@ LAYERS: dict[str, Callable] = {
     "LayerScale": k_layer_scale,  # keras.applications.convnext
     "CustomScaleLayer": k_custom_scale,  # keras.applications.inception_resnet_v2
     "MultiHeadAttention": k_mha,
+    **SEQUENCE_LAYERS,  # Conv1D, the 1-D pools, LSTM, GRU
     # keras.ops arithmetic on tensors and numbers (x + 3.0): numbers become Constant nodes
     f"{OPS_PREFIX}Add": _merge(nn.Add, 2),
     f"{OPS_PREFIX}Subtract": _merge(nn.Subtract, 2),
@@ -662,6 +664,7 @@ _CONV = {
     "data_format": _FORMAT,
 }
 _SHAPE = Either(None, List(Either(None, Int(lo=1))))
+_ONE = Either(_POS, List(_POS, min_len=1, max_len=1))
 _POOL = Obj(
     optional={
         "pool_size": _PAIR,
@@ -756,6 +759,41 @@ LAYER_CONFIGS: dict[str, Any] = {
         },
     ),
     "LayerScale": Obj(values=ANYTHING),
+    "Conv1D": Obj(
+        required={"filters": _POS, "kernel_size": _ONE},
+        optional={**_CONV, "strides": _ONE, "dilation_rate": _ONE, "groups": _POS},
+    ),
+    **{
+        k: Obj(
+            optional={
+                "pool_size": _ONE,
+                "strides": Either(None, _ONE),
+                "padding": Str(),
+                "data_format": _FORMAT,
+            }
+        )
+        for k in ("MaxPooling1D", "AveragePooling1D")
+    },
+    **{
+        k: Obj(optional={"keepdims": Bool(), "data_format": _FORMAT})
+        for k in ("GlobalAveragePooling1D", "GlobalMaxPooling1D")
+    },
+    **{
+        k: Obj(
+            required={"units": _POS},
+            optional={
+                "activation": _ACTIVATION,
+                "recurrent_activation": _ACTIVATION,
+                "use_bias": Bool(),
+                "return_sequences": Bool(),
+                "return_state": Bool(),
+                "go_backwards": Bool(),
+                "stateful": Bool(),
+                "reset_after": Bool(),
+            },
+        )
+        for k in ("LSTM", "GRU")
+    },
     **{k: Obj(values=ANYTHING) for k in ("Add", "Subtract", "Multiply", "Flatten")},
     **{OPS_PREFIX + k: Obj() for k in ("Add", "Subtract", "Multiply", "Divide", "TrueDivide")},
     **{k: Obj() for k in ("Dropout", "SpatialDropout2D", "GaussianNoise", "GaussianDropout")},

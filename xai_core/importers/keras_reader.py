@@ -92,10 +92,18 @@ _BUILTIN_FILTERS = {
     6: "scaleoffset",
 }
 
+#: Layer classes whose variables a ``cell`` sub-layer holds.
+RECURRENT = ("LSTM", "GRU")
 #: Variables each layer class stores, in Keras's order, given its config.
 VAR_ORDER = {
     "Dense": lambda c: ["kernel"] + (["bias"] if c.get("use_bias", True) else []),
+    "Conv1D": lambda c: ["kernel"] + (["bias"] if c.get("use_bias", True) else []),
     "Conv2D": lambda c: ["kernel"] + (["bias"] if c.get("use_bias", True) else []),
+    # a recurrent layer's variables are its cell's (``layers/lstm/cell/vars``)
+    **{
+        k: lambda c: ["kernel", "recurrent_kernel"] + (["bias"] if c.get("use_bias", True) else [])
+        for k in RECURRENT
+    },
     "DepthwiseConv2D": lambda c: ["kernel"] + (["bias"] if c.get("use_bias", True) else []),
     "SeparableConv2D": lambda c: (
         ["depthwise_kernel", "pointwise_kernel"] + (["bias"] if c.get("use_bias", True) else [])
@@ -440,10 +448,12 @@ def _walk_keras_weights(group, model: dict, scope: str, out: dict, where: str) -
         if layer["class_name"] == "MultiHeadAttention":
             out[child] = _mha_weights(sub, layer["config"], name, where)
             continue
-        vars_ = sub.get("vars")
+        vars_ = sub.get("cell/vars" if layer["class_name"] in RECURRENT else "vars")
         if vars_ is None or not isinstance(vars_, h5py.Group) or not len(vars_):
             continue
         stored = vars_.attrs.get("name")
+        if stored is not None and layer["class_name"] in RECURRENT:
+            stored = None  # the cell's own name ("lstm_cell"), not the layer's
         if stored is not None and str(stored) != name:
             raise ModelFormatError(
                 f"{where}: weights under layers/{key} belong to layer {stored!r}, "

@@ -34,7 +34,7 @@ from xai_core import nn
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import BATCH, Builder, _axes, _Batch, _store
 
-__all__ = ["BatchMultiple", "View", "convert", "wants"]
+__all__ = ["BatchMultiple", "View", "convert", "put_view", "view_of", "wants"]
 
 
 class BatchMultiple(_Batch):
@@ -97,6 +97,24 @@ def _of(b: Builder, name: str) -> View | None:
     if b.is_act(name):
         return View(b.act[name], 0, 0, 0, "")
     return None
+
+
+def view_of(b: Builder, name: str) -> View | None:
+    """The view ONNX tensor ``name`` is held as, or None (a plain activation or a constant)."""
+    return _views(b).get(name)
+
+
+def put_view(b: Builder, out: str, native: str, pos: int, origin: str) -> None:
+    """Hold ONNX tensor ``out`` as ``native``'s per-sample axes with the batch at ``pos``."""
+    b.act.pop(out, None)
+    _views(b)[out] = View(native, pos, 0, 0, origin)
+
+
+def _recurrent(b: Builder, node: IRNode, x: View) -> None:
+    """``LSTM`` / ``GRU`` on a time-major view: their converters read views themselves."""
+    from xai_core.importers.onnx_registry import find_converter
+
+    find_converter(node.op, b.opset).fn(b, node)
 
 
 def _apply(b: Builder, node: IRNode, layer, sources: list[str], suffix: str = "") -> str:
@@ -517,6 +535,8 @@ def _expand(b: Builder, node: IRNode, x: View) -> None:
 
 _OPS: dict[str, Callable[[Builder, IRNode, View], None]] = {
     "LayerNormalization": _pass_through,
+    "LSTM": _recurrent,
+    "GRU": _recurrent,
     **{op: _pass_through for op in ELEMENTWISE},
     "Transpose": _transpose,
     "Reshape": _reshape,

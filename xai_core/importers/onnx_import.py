@@ -68,6 +68,8 @@ def build_onnx(
     for name, shape in ir.more_inputs.items():
         g.add_input(name, shape)
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
+    # the tensors something reads: a converter of several outputs builds only those
+    b.read = {i for node in ir.nodes for i in node.inputs} | set(ir.output_names)
     for node in ir.nodes:
         try:
             conv = converters[node.op]

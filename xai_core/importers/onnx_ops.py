@@ -253,10 +253,61 @@ def op_matmul(b: Builder, node: IRNode) -> None:
     _dense(b, node, w, None)
 
 
+def _series_steps(b: Builder, node: IRNode, x: str) -> int:
+    shape = b.g.shape_of(b.node_of(node, x))
+    if len(shape) != 2:
+        raise b.fail(node, f"a 1-D kernel needs (channels, steps) samples; got {shape}.")
+    return int(shape[1])
+
+
+def _attrs_1d(b: Builder, node: IRNode, kernel: int) -> tuple[int, int, tuple[int, int]]:
+    """(stride, dilation, (left, right)) of a 1-D Conv or pool from its attributes."""
+    strides = list(node.attrs.get("strides", [1]))
+    dilations = list(node.attrs.get("dilations", [1]))
+    if len(strides) != 1 or len(dilations) != 1:
+        raise b.fail(node, f"1-D strides and dilations have one value; got {strides}, {dilations}.")
+    stride, dilation = int(strides[0]), int(dilations[0])
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        p = list(node.attrs.get("pads", [0, 0]))
+        if len(p) != 2:
+            raise b.fail(node, f"1-D pads must have 2 values; got {p}.")
+        return stride, dilation, (int(p[0]), int(p[1]))
+    if auto == "VALID":
+        return stride, dilation, (0, 0)
+    n = _series_steps(b, node, node.inputs[0])
+    total = max((-(-n // stride) - 1) * stride + (kernel - 1) * dilation + 1 - n, 0)
+    small = total // 2
+    return (
+        stride,
+        dilation,
+        (small, total - small) if auto == "SAME_UPPER" else (total - small, small),
+    )
+
+
+def op_conv_1d(b: Builder, node: IRNode, w: np.ndarray) -> None:
+    """A ``Conv`` with a 1-D kernel: :class:`~xai_core.nn.Conv1D` on (channels, steps) samples."""
+    kernel = int(node.attrs.get("kernel_shape", w.shape[2:])[0])
+    _series_steps(b, node, node.inputs[0])
+    stride, dilation, pads = _attrs_1d(b, node, kernel)
+    has_bias = len(node.inputs) > 2 and bool(node.inputs[2])
+    layer = nn.Conv1D(
+        w.shape[0], kernel, stride, list(pads), dilation, int(node.attrs.get("group", 1)), has_bias
+    )
+    params = {"weight": w}
+    if has_bias:
+        params["bias"] = b.numbers(node, node.inputs[2])
+    b.add(node, layer, node.inputs[0], params=params)
+
+
 def op_conv(b: Builder, node: IRNode) -> None:
     w = b.numbers(node, node.inputs[1])
+    if w.ndim == 3:
+        return op_conv_1d(b, node, w)
     if w.ndim != 4:
-        raise b.fail(node, f"only 2-D convolutions are supported; the weight has shape {w.shape}.")
+        raise b.fail(
+            node, f"only 1-D and 2-D convolutions are supported; the weight has shape {w.shape}."
+        )
     kernel, strides, dilations = _kernel_attrs(b, node, node.attrs.get("kernel_shape", w.shape[2:]))
     pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
     has_bias = len(node.inputs) > 2 and bool(node.inputs[2])
@@ -375,6 +426,8 @@ def op_clip(b: Builder, node: IRNode) -> None:
 
 def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
     def op(b: Builder, node: IRNode) -> None:
+        if len(node.attrs["kernel_shape"]) == 1:
+            return _pool_1d(b, node, kind)
         kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
         if dilations != (1, 1):
             raise b.fail(node, f"dilated pooling is not supported; dilations={list(dilations)}.")
@@ -397,7 +450,38 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
     return op
 
 
+def _pool_1d(b: Builder, node: IRNode, kind: str) -> None:
+    """A ``MaxPool`` / ``AveragePool`` with a 1-D kernel: MaxPool1D or AvgPool1D."""
+    kernel = int(node.attrs["kernel_shape"][0])
+    _series_steps(b, node, node.inputs[0])
+    stride, dilation, pads = _attrs_1d(b, node, kernel)
+    if dilation != 1:
+        raise b.fail(node, f"dilated pooling is not supported; dilations={[dilation]}.")
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise b.fail(node, "the Indices output of MaxPool is not supported.")
+    if node.attrs.get("storage_order", 0):
+        raise b.fail(node, "storage_order=1 is not supported.")
+    if max(pads) * 2 > kernel:
+        raise b.fail(
+            node,
+            f"pads {list(pads)} over half the kernel {kernel} are not supported (a window could "
+            "hold padding only).",
+        )
+    ceil = bool(node.attrs.get("ceil_mode", 0))
+    if ceil and node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
+        raise b.fail(node, "ceil_mode=1 with a SAME auto_pad is not supported; use pads.")
+    if kind == "max":
+        layer = nn.MaxPool1D(kernel, stride, list(pads), ceil_mode=ceil)
+    else:
+        include = bool(node.attrs.get("count_include_pad", 0))
+        layer = nn.AvgPool1D(kernel, stride, list(pads), include, ceil_mode=ceil)
+    b.add(node, layer, node.inputs[0])
+
+
 def op_global_avg_pool(b: Builder, node: IRNode) -> None:
+    if len(b.g.shape_of(b.node_of(node, node.inputs[0]))) == 2:
+        b.add(node, nn.GlobalAveragePooling1D(keepdims=True), node.inputs[0])
+        return
     _spatial(b, node, node.inputs[0])
     b.add(node, nn.GlobalAveragePooling2D(keepdims=True), node.inputs[0])
 
@@ -680,7 +764,12 @@ def op_slice(b: Builder, node: IRNode) -> None:
 # -- the registry: each operator, its opsets and its limits ---------------------------------
 for _op, _fn, _since, _limits in [
     ("Gemm", op_gemm, 1, "a constant B (the weights); transA=0"),
-    ("Conv", op_conv, 1, "2-D, constant weights; groups, strides, dilations, pads, auto_pad"),
+    (
+        "Conv",
+        op_conv,
+        1,
+        "1-D and 2-D, constant weights; groups, strides, dilations, pads, auto_pad",
+    ),
     (
         "ConvTranspose",
         op_conv_transpose,
@@ -695,7 +784,7 @@ for _op, _fn, _since, _limits in [
     ("HardSwish", _unary(lambda b, n: nn.HardSwish()), 14, ""),
     ("Sigmoid", _unary(lambda b, n: nn.Sigmoid()), 1, ""),
     ("Tanh", _unary(lambda b, n: nn.Tanh()), 1, ""),
-    ("GlobalAveragePool", op_global_avg_pool, 1, "2-D"),
+    ("GlobalAveragePool", op_global_avg_pool, 1, "1-D and 2-D"),
     ("Add", _binary("Add"), 1, "broadcasting"),
     ("Sub", _binary("Sub"), 1, "broadcasting"),
     ("Mul", _binary("Mul"), 1, "broadcasting"),

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core import nn
-from xai_core.importers import onnx_batch_views
+from xai_core.importers import onnx_batch_views, onnx_ops_recurrent
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import BATCH, Builder, _store
 from xai_core.importers.onnx_registry import register
@@ -128,6 +128,9 @@ def _nan_guard(b: Builder, node: IRNode) -> bool:
 def before(b: Builder, node: IRNode) -> bool:
     """Convert ``node`` here when it reads a view, moves the batch axis or makes a batch
     constant; True when it was converted (the registered converter is then skipped)."""
+    onnx_ops_recurrent.check_fill_readers(b, node)
+    if onnx_ops_recurrent.batch_fill(b, node) or onnx_ops_recurrent.fill_slice(b, node):
+        return True
     if onnx_batch_views.wants(b, node):
         onnx_batch_views.convert(b, node)
         return True

@@ -66,7 +66,7 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
     def op(b: Builder, node: IRNode) -> None:
         if len(node.outputs) > 1 and node.outputs[1]:
             raise b.fail(node, "the Indices output of MaxPool is not supported.")
-        if not node.attrs.get("ceil_mode", 0):
+        if not node.attrs.get("ceil_mode", 0) or len(node.attrs["kernel_shape"]) == 1:
             plain(b, node)
             return
         kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
@@ -455,8 +455,13 @@ def _spatial_chw(b: Builder, node: IRNode) -> tuple[int, int, int]:
 
 # -- the registry -------------------------------------------------------------------------
 for _op, _fn, _since, _limits in [
-    ("MaxPool", _pool("max"), 1, "2-D; ceil_mode; no dilation, no Indices output"),
-    ("AveragePool", _pool("avg"), 1, "2-D; ceil_mode, count_include_pad; no dilation"),
+    ("MaxPool", _pool("max"), 1, "1-D and 2-D; ceil_mode; no dilation, no Indices output"),
+    (
+        "AveragePool",
+        _pool("avg"),
+        1,
+        "1-D and 2-D; ceil_mode, count_include_pad; no dilation",
+    ),
     ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
     (
         "Where",

@@ -20,6 +20,7 @@ from xai_core.nn.activations import (
 )
 from xai_core.nn.compare import ArgExtreme, Compare, Hardmax, Maximum, Minimum
 from xai_core.nn.conv import Conv2D, DepthwiseConv2D
+from xai_core.nn.conv1d import Conv1D
 from xai_core.nn.conv_transpose import Conv2DTranspose
 from xai_core.nn.dense import Dense
 from xai_core.nn.elementwise import (
@@ -71,11 +72,20 @@ from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Subtract
 from xai_core.nn.nan_guard import ReplaceNaN
 from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
+from xai_core.nn.pooling1d import AvgPool1D, GlobalAveragePooling1D, GlobalMaxPooling1D, MaxPool1D
+from xai_core.nn.recurrent import GRU, LSTM
 from xai_core.nn.reduce import LogSoftmax, Reduce
 from xai_core.nn.shape import Constant, Dropout, Flatten, Identity, Reshape, Transpose
 from xai_core.nn.tensor_ops import Expand, MatMul, Slice, Where
 
 __all__ = [
+    "MaxPool1D",
+    "LSTM",
+    "GlobalMaxPooling1D",
+    "GlobalAveragePooling1D",
+    "GRU",
+    "Conv1D",
+    "AvgPool1D",
     "ArgExtreme",
     "Compare",
     "Hardmax",

@@ -106,6 +106,19 @@ class Network(Model, ThreadLocalRecord):
         return (self.input_name,)
 
     @property
+    def series_order(self) -> str | None:
+        """``"ct"`` (channels, steps) or ``"tc"`` (steps, channels) when the input is a series
+        (a layer reading it declares one: a 1-D convolution or pool, an LSTM, a GRU), else
+        None (:mod:`xai_core.series`)."""
+        if self.input_shape is None or len(self.input_shape) != 2:
+            return None
+        for node in self.nodes:
+            order = getattr(node.layer, "series_order", None)
+            if self.input_name in node.inputs and order is not None:
+                return order
+        return None
+
+    @property
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
         """Per input a caller feeds, its per-sample shape."""
         return {self.input_name: self.input_shape}
