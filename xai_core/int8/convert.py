@@ -58,6 +58,7 @@ from xai_core.nn.layers import (
     Conv2D,
     Dense,
     DepthwiseConv2D,
+    Divide,
     Dropout,
     Flatten,
     Gelu,
@@ -65,8 +66,10 @@ from xai_core.nn.layers import (
     HardSigmoid,
     HardSwish,
     Identity,
+    LayerNormalization,
     LeakyReLU,
     Linear,
+    MatMul,
     MaxPool2D,
     Multiply,
     PRelu,
@@ -248,6 +251,7 @@ class Builder:
         self.layout = "NCHW"  # the network's image layout (convert sets it)
         self.tensors: list[TensorInfo] = []
         self.ops: list[OperatorInfo] = []
+        self.values: dict[int, np.ndarray] = {}  # a constant tensor's float64 value
 
     def range_of(self, name: str) -> tuple[float, int]:
         """The int8 scale and zero point of the calibrated tensor ``name``."""
@@ -259,10 +263,18 @@ class Builder:
         """A constant: int8 at its own range (zero included), or float32."""
         value = np.asarray(value, np.float64)
         if not self.int8:
-            return self.tensor(name, value.shape, np.float32, data=value.astype(np.float32))
-        cs, cz = _params(min(float(value.min()), 0.0), max(float(value.max()), 0.0))
-        q = QuantParams(cs, cz).quantize(value)
-        return self.tensor(name, q.shape, scale=cs, zero_point=cz, data=q)
+            t = self.tensor(name, value.shape, np.float32, data=value.astype(np.float32))
+        else:
+            cs, cz = _params(min(float(value.min()), 0.0), max(float(value.max()), 0.0))
+            q = QuantParams(cs, cz).quantize(value)
+            t = self.tensor(name, q.shape, scale=cs, zero_point=cz, data=q)
+        self.values[t] = value
+        return t
+
+    def value_of(self, t: int) -> np.ndarray | None:
+        """The float64 value of the constant tensor ``t`` (before quantisation), or None for
+        an activation."""
+        return self.values.get(t)
 
     def activation(self, name: str, shape, scale: float, zero_point: int) -> int:
         """An activation tensor: int8 at ``scale`` / ``zero_point``, or float32."""
@@ -540,12 +552,7 @@ def _identity(b: Builder, c: Conversion) -> Value:
 @add_converter(Constant)
 def _constant(b: Builder, c: Conversion) -> Value:
     value = np.asarray(c.layer.value, np.float64)
-    if not b.int8:
-        data = value.astype(np.float32).reshape((1, *value.shape))
-        return Value(b.tensor(c.name, data.shape, np.float32, data=data))
-    cs, cz = _params(min(value.min(), 0.0), max(value.max(), 0.0))
-    q = QuantParams(cs, cz).quantize(value).reshape((1, *value.shape))
-    return Value(b.tensor(c.name, q.shape, scale=cs, zero_point=cz, data=q))
+    return Value(b.constant(c.name, value.reshape((1, *value.shape))))
 
 
 @add_converter(Conv2D, DepthwiseConv2D, fuses_activation=True)
@@ -959,6 +966,142 @@ def _concatenate(b: Builder, c: Conversion) -> Value:
         FusedActivationFunction=0,
     )
     return Value(out, image)
+
+
+# -- transformers: matrix products of activations, layer norms, division by constants ------
+
+
+def _sample_layout(b: Builder, v: Value, name: str) -> int:
+    """The tensor of ``v`` in the network's own per-sample order (an NHWC image back to NCHW)."""
+    return _to_nchw(b, v.tensor, name) if v.nhwc_of_nchw else v.tensor
+
+
+def _back_to_image(b: Builder, t: int, name: str) -> Value:
+    """``t`` (network order) as the graph holds it: a 3-D sample is an image, laid out NHWC."""
+    shape = b.tensors[t].shape
+    if len(shape) == 4 and b.layout == "NCHW":
+        return Value(_to_nhwc(b, t, shape[1:], name), True)
+    return Value(t)
+
+
+@add_converter(MatMul)
+def _matmul(b: Builder, c: Conversion) -> Value:
+    """A product by a constant matrix is the converter's FULLY_CONNECTED (``KeepNumDims``,
+    per-channel int8 weights, a zero int32 bias); a product of two activations (attention's
+    ``Q K^T`` and ``A V``) is BATCH_MATMUL, int8 with per-tensor scales."""
+    name = c.node.name
+    a, w = (_sample_layout(b, v, f"{name}/input_{k}") for k, v in enumerate(c.args))
+    weight = b.value_of(w)
+    a_shape = b.tensors[a].shape
+    if b.value_of(a) is None and weight is not None and weight.ndim == 3 and len(a_shape) >= 2:
+        kernel = weight[0].T  # (units, k): the matrix of ``x @ W``
+        units = len(kernel)
+        w_t, s_w = b.weights(f"{name}/weight", kernel, lambda m: m)
+        bias_t = b.bias(f"{name}/bias", None, units, a, s_w)
+        out = b.output(c, (*a_shape[:-1], units))
+        b.op("FULLY_CONNECTED", [a, w_t, bias_t], [out], "FullyConnectedOptions",
+             FusedActivationFunction=0, KeepNumDims=True)  # fmt: skip
+        return _back_to_image(b, out, c.name)
+    out = b.output(c, (1, *c.layer.output_shape))
+    b.op("BATCH_MATMUL", [a, w], [out], "BatchMatMulOptions", AdjX=False, AdjY=False)
+    return _back_to_image(b, out, c.name)
+
+
+def _divide_refuses(layer) -> str | None:
+    if len(layer.input_shape) != 2:
+        return "a Divide of more than two inputs"
+    return None
+
+
+@add_converter(Divide, refuses=_divide_refuses)
+def _divide(b: Builder, c: Conversion) -> Value:
+    """Division by a constant is MUL by its reciprocal, as the converter rewrites it (TFLite
+    has no int8 DIV); division by an activation is refused."""
+    divisor = b.value_of(c.args[1].tensor)
+    if divisor is None or np.any(divisor == 0):
+        raise CapabilityError(
+            f"layer {c.node.name!r}: only a Divide by a non-zero constant quantises (it becomes "
+            "MUL by the reciprocal); TFLite has no int8 DIV of two activations."
+        )
+    reciprocal = b.constant(f"{c.node.name}/reciprocal", 1.0 / divisor)
+    args = [c.args[0], Value(reciprocal, c.args[1].nhwc_of_nchw)]
+    return _elementwise(
+        b, Conversion(c.node, args, c.name, c.scale, c.zero_point), "MUL", "MulOptions"
+    )
+
+
+#: The tensors inside a lowered layer norm, in the order its operators write them.
+_LAYER_NORM_STEPS = (
+    "mean",
+    "centred",
+    "squared",
+    "variance",
+    "shifted",
+    "rsqrt",
+    "normalised",
+    "scaled",
+)
+
+
+def _layer_norm_steps(layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    """The float value of every tensor of the lowered layer norm, on its input ``x``."""
+    x = np.asarray(x, np.float64)
+    axes = tuple(range(layer.first_axis + 1, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    centred = x - mean
+    squared = centred * centred
+    variance = squared.mean(axis=axes, keepdims=True)
+    shifted = variance + layer.epsilon
+    rsqrt = 1.0 / np.sqrt(shifted)
+    normalised = centred * rsqrt
+    scaled = normalised * np.asarray(layer.gamma, np.float64)
+    values = (mean, centred, squared, variance, shifted, rsqrt, normalised, scaled)
+    return dict(zip(_LAYER_NORM_STEPS, values))
+
+
+@add_converter(LayerNormalization, intermediates=_layer_norm_steps)
+def _layer_norm(b: Builder, c: Conversion) -> Value:
+    """The converter's int8 layer norm: MEAN, SUB (centred), SQUARED_DIFFERENCE, MEAN
+    (variance), ADD epsilon, RSQRT, MUL, then MUL by gamma and ADD beta; every tensor between
+    them calibrated (``intermediates``). The image of an NCHW network is normalised in its own
+    order (back to NCHW first)."""
+    layer, name = c.layer, c.node.name
+    t = _sample_layout(b, c.x, name)
+    shape = b.tensors[t].shape
+    axes = list(range(layer.first_axis + 1, len(shape)))
+    kept = tuple(1 if k in axes else d for k, d in enumerate(shape))
+
+    def tensor(key: str, shp) -> int:
+        s, z = b.range_of(f"{name}/{key}") if b.int8 else (None, None)
+        return b.activation(f"{name}/{key}", shp, s, z)
+
+    def param(key: str, value) -> int:
+        value = np.asarray(value, np.float64)
+        return b.constant(
+            f"{name}/{key}", value.reshape((1,) * (len(shape) - value.ndim) + value.shape)
+        )
+
+    axes_t = b.const_int32(f"{name}/axes", axes)
+    no_act = {"FusedActivationFunction": 0}
+    mean = b.op("MEAN", [t, axes_t], [tensor("mean", kept)], "ReducerOptions", KeepDims=True)
+    centred = b.op("SUB", [t, mean], [tensor("centred", shape)], "SubOptions", **no_act)
+    squared = b.op(
+        "SQUARED_DIFFERENCE", [t, mean], [tensor("squared", shape)], "SquaredDifferenceOptions"
+    )
+    variance = b.op(
+        "MEAN", [squared, axes_t], [tensor("variance", kept)], "ReducerOptions", KeepDims=True
+    )
+    epsilon = param("epsilon", layer.epsilon)
+    shifted = b.op("ADD", [variance, epsilon], [tensor("shifted", kept)], "AddOptions", **no_act)
+    rsqrt = b.op("RSQRT", [shifted], [tensor("rsqrt", kept)])
+    normalised = b.op(
+        "MUL", [centred, rsqrt], [tensor("normalised", shape)], "MulOptions", **no_act
+    )
+    scaled = b.op("MUL", [normalised, param("gamma", layer.gamma)], [tensor("scaled", shape)],
+                  "MulOptions", **no_act)  # fmt: skip
+    out = b.output(c, shape)
+    b.op("ADD", [scaled, param("beta", layer.beta)], [out], "AddOptions", **no_act)
+    return _back_to_image(b, out, c.name) if c.x.nhwc_of_nchw else Value(out)
 
 
 #: The built-in quantisable layer classes, by name (:data:`CONVERTERS` holds the classes).

@@ -97,6 +97,24 @@ def average_pool_2d(op, tensors, inputs, backend):
     return _fused(op, backend.elementwise(np.divide, sums, counts), backend)
 
 
+def batch_matmul(op, tensors, inputs, backend):
+    """TFLite's float ``BatchMatMul``: the last two axes multiplied (``AdjX`` / ``AdjY``
+    transpose an operand first), the leading axes broadcast; one batched product."""
+    a, b = inputs[0], inputs[1]
+    if op.options.get("AdjX"):
+        a = np.swapaxes(a, -1, -2)
+    if op.options.get("AdjY"):
+        b = np.swapaxes(b, -1, -2)
+    rank = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (rank - a.ndim) + a.shape)
+    b = b.reshape((1,) * (rank - b.ndim) + b.shape)
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
+    b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
+    return np.asarray(backend.batched_matmul(a3, b3)).reshape(*lead, m, n)
+
+
 def mean(op, tensors, inputs, backend):
     x = inputs[0]
     axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
@@ -241,6 +259,7 @@ def transpose_conv(op, tensors, inputs, backend):
 FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "ADD": _binary(np.add),
     "AVERAGE_POOL_2D": average_pool_2d,
+    "BATCH_MATMUL": batch_matmul,
     "CONCATENATION": concatenation,
     "CONV_2D": conv_2d,
     "Convolution2DTransposeBias": transpose_conv,
@@ -266,7 +285,9 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "RELU_0_TO_1": _unary(lambda v: np.clip(v, 0, 1)),
     "RESHAPE": reshape,
     "RESIZE_BILINEAR": resize_bilinear,
+    "RSQRT": _unary(lambda v: np.float32(1) / np.sqrt(v), ops=2),
     "SOFTMAX": softmax,
+    "SQUARED_DIFFERENCE": _binary(lambda a, b: (a - b) * (a - b)),
     "SQUEEZE": reshape,
     "STRIDED_SLICE": strided_slice,
     "SUB": _binary(np.subtract),
