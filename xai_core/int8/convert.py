@@ -61,6 +61,7 @@ from xai_core.nn.layers import (
     Divide,
     Dropout,
     Flatten,
+    Gather,
     Gelu,
     GlobalAveragePooling2D,
     HardSigmoid,
@@ -1102,6 +1103,33 @@ def _layer_norm(b: Builder, c: Conversion) -> Value:
     out = b.output(c, shape)
     b.op("ADD", [scaled, param("beta", layer.beta)], [out], "AddOptions", **no_act)
     return _back_to_image(b, out, c.name) if c.x.nhwc_of_nchw else Value(out)
+
+
+@add_converter(Gather)
+def _gather(b: Builder, c: Conversion) -> Value:
+    """One index (a class token's row) is STRIDED_SLICE with the axis shrunk away, as the
+    converter writes ``x[:, 0]``; several are GATHER of int32 indices. Both keep the input's
+    parameters (no arithmetic)."""
+    layer, name = c.layer, c.node.name
+    t = _sample_layout(b, c.x, name)
+    shape = list(b.tensors[t].shape)
+    axis = layer.axis + 1
+    index = np.where(layer.indices < 0, layer.indices + shape[axis], layer.indices)
+    out_shape = (1, *layer.output_shape)
+    if index.ndim == 0:
+        begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
+        begin[axis], end[axis] = int(index), int(index) + 1
+        mask = ((1 << len(shape)) - 1) & ~(1 << axis)
+        tensors = [t, *(b.const_int32(f"{name}/{k}", v) for k, v in
+                   (("begin", begin), ("end", end), ("strides", strides)))]  # fmt: skip
+        out = b.like(c.name, t, out_shape)
+        b.op("STRIDED_SLICE", tensors, [out], "StridedSliceOptions", BeginMask=mask,
+             EndMask=mask, ShrinkAxisMask=1 << axis)  # fmt: skip
+    else:
+        indices = b.const_int32(f"{name}/indices", index)
+        out = b.like(c.name, t, out_shape)
+        b.op("GATHER", [t, indices], [out], "GatherOptions", Axis=axis, BatchDims=0)
+    return _back_to_image(b, out, c.name)
 
 
 #: The built-in quantisable layer classes, by name (:data:`CONVERTERS` holds the classes).

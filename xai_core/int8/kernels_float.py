@@ -15,7 +15,9 @@ from xai_core.int8.geometry import resize_coordinates, transpose_conv_padding
 from xai_core.int8.kernels_int8 import (
     depth_to_space,
     float_bias,
+    gather,
     pack,
+    same_batch,
     strided_slice,
     transpose,
     window_patches,
@@ -136,7 +138,7 @@ def reshape(op, tensors, inputs, backend):
 
 def concatenation(op, tensors, inputs, backend):
     axis = int(op.options.get("Axis", 0)) % inputs[0].ndim
-    return _fused(op, np.concatenate(inputs, axis=axis), backend)
+    return _fused(op, np.concatenate(same_batch(inputs), axis=axis), backend)
 
 
 def _binary(fn):
@@ -267,6 +269,7 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DIV": _binary(np.divide),
     "FULLY_CONNECTED": fully_connected,
+    "GATHER": gather,
     "GELU": gelu,
     "LEAKY_RELU": leaky_relu,
     "REDUCE_MAX": _reduce(np.max),

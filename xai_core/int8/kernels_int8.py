@@ -50,9 +50,11 @@ __all__ = [
     "activation_range",
     "depth_to_space",
     "float_bias",
+    "gather",
     "pack",
     "gelu_transform",
     "quantize_real",
+    "same_batch",
     "strided_slice",
     "transpose",
     "window_patches",
@@ -347,6 +349,15 @@ def strided_slice(op, tensors, inputs, backend):
     return np.ascontiguousarray(inputs[0][key])
 
 
+def gather(op, tensors, inputs, backend):
+    """GATHER of any type along a non-batch axis by constant indices (data movement only)."""
+    axis = int(op.options.get("Axis", 0)) % inputs[0].ndim
+    if axis == 0 or int(op.options.get("BatchDims", 0)):
+        raise ModelFormatError(f"operator {op.index}: GATHER along the batch axis.")
+    indices = tensors[op.inputs[1]].data.astype(np.int64)
+    return np.take(inputs[0], indices, axis=axis)
+
+
 def pack(op, tensors, inputs, backend):
     """PACK of any type: the inputs stacked along a new axis (never the batch axis)."""
     axis = int(op.options.get("Axis", 0)) % (inputs[0].ndim + 1)
@@ -391,6 +402,13 @@ def resize_bilinear(op, tensors, inputs, backend):
     return np.clip(out, QMIN, QMAX).astype(np.int8)
 
 
+def same_batch(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """The arrays with a constant's batch of 1 repeated to the batch of the others (the file's
+    batch is 1; a class token joined to a batch of patch embeddings is a constant)."""
+    n = max(len(a) for a in arrays)
+    return [np.broadcast_to(a, (n, *a.shape[1:])) if len(a) == 1 else a for a in arrays]
+
+
 def concatenation(op, tensors, inputs, backend):
     axis = int(op.options.get("Axis", 0))
     out_t = tensors[op.outputs[0]]
@@ -403,7 +421,7 @@ def concatenation(op, tensors, inputs, backend):
     axis = axis % inputs[0].ndim
     if axis == 0:
         raise ModelFormatError(f"operator {op.index}: CONCATENATION along the batch axis.")
-    out = np.concatenate(inputs, axis=axis).astype(np.int64)
+    out = np.concatenate(same_batch(inputs), axis=axis).astype(np.int64)
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
     return np.clip(out, lo, hi).astype(np.int8)
 
@@ -717,6 +735,7 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
     "FULLY_CONNECTED": fully_connected,
+    "GATHER": gather,
     "GELU": gelu,
     "HARD_SWISH": hard_swish,
     "LEAKY_RELU": leaky_relu,

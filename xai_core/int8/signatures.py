@@ -238,6 +238,18 @@ def _batch_matmul(op: _Op) -> tuple[int, ...]:
     return (*lead, a[-2], b[-1])
 
 
+def _gather(op: _Op) -> tuple[int, ...]:
+    x = op.shape(0)
+    axis = op.axis(op.option("Axis"), len(x), "axis")
+    if op.option("BatchDims"):
+        raise op.fail("option BatchDims must be 0.")
+    indices = op.ints(1)
+    if indices.size and (indices.min() < -x[axis] or indices.max() >= x[axis]):
+        raise op.fail(f"indices {indices.tolist()} outside axis {axis} of size {x[axis]}.")
+    _same_quantization(op)
+    return (*x[:axis], *indices.shape, *x[axis + 1 :])
+
+
 def _bias(op: _Op, channels: int) -> None:
     if op.has(2) and op.shape(2) not in ((channels,),):
         raise op.fail(
@@ -505,6 +517,7 @@ SIGNATURES: dict[str, Signature] = {
     "DEQUANTIZE": _UNARY,
     "DIV": _BINARY,
     "FULLY_CONNECTED": _sig((2, 3), _fully_connected, **_CONV),
+    "GATHER": _sig((2, 2), _gather, constant={1}, indices={1}),
     "GELU": _UNARY,
     "HARD_SWISH": _UNARY,
     "LEAKY_RELU": _UNARY,
