@@ -156,6 +156,15 @@ def _exported_gelu(g):
     g.add(nn.Multiply(), ["mul", "half"], name="gelu")
 
 
+def _class_token(g):
+    """A constant class token joined to the tokens, then its row taken (ViT's head)."""
+    token = np.random.default_rng(4).standard_normal((1, 16)).astype(np.float32)
+    g.add(nn.Constant(token), name="cls")
+    g.add(nn.Concatenate(axis=0), ["cls", "x"], name="cat")
+    g.add(nn.Gather(0, [0, 3]), name="rows")
+    g.add(nn.Gather(0, 1), name="token")
+
+
 # network, the operators it becomes, largest error over the output's peak (measured + margin)
 LAYERS = {
     "layer-norm": (
@@ -166,6 +175,7 @@ LAYERS = {
     "attention": (_attention, ["TRANSPOSE", "BATCH_MATMUL", "SOFTMAX", "BATCH_MATMUL"], 0.12),
     "by-constants": (_by_constants, ["FULLY_CONNECTED", "MUL"], 0.02),
     "exported-gelu": (_exported_gelu, ["GELU"], 0.02),
+    "class-token": (_class_token, ["QUANTIZE", "CONCATENATION", "GATHER", "STRIDED_SLICE"], 0.01),
 }
 
 

@@ -77,6 +77,7 @@ from xai_core.nn.layers import (
     Reduce,
     ReLU,
     ReLU6,
+    ReplaceNaN,
     Reshape,
     Sigmoid,
     Slice,
@@ -377,10 +378,28 @@ def _bias(b: np.ndarray | None, n: int, s_in: float, s_w: np.ndarray) -> np.ndar
     return np.clip(round_half_away(b / (s_in * s_w)), -(2**31), 2**31 - 1).astype(np.int32)
 
 
+def _live(net: Any) -> set[str]:
+    """The nodes the output reads, directly or not (the converter prunes the rest: an
+    importer's dead ``IsNaN`` beside the ``Where`` it fed)."""
+    by_name = {node.name: node for node in net.nodes}
+    live, todo = set(), [net.output]
+    while todo:
+        name = todo.pop()
+        if name in live or name not in by_name:
+            continue
+        live.add(name)
+        todo.extend(by_name[name].inputs)
+    return live
+
+
 def check_quantisable(net: Any) -> None:
-    """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised."""
+    """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised
+    (of those the output reads)."""
     refused = []
+    live = _live(net)
     for node in net.nodes:
+        if node.name not in live:
+            continue
         converter = converter_for(node.layer)
         why = None
         if converter is None:
@@ -444,7 +463,7 @@ def build_int8_graph(
     values: dict[str, Value] = {net.input_name: Value(x)}
     if len(input_shape) == 3 and getattr(net, "layout", "NCHW") == "NCHW":
         values[net.input_name] = Value(_to_nhwc(b, x, input_shape, net.input_name), True)
-    skip: set[str] = set()
+    skip: set[str] = {node.name for node in net.nodes} - _live(net)
     for node in net.nodes:
         if node.name in skip:
             continue
@@ -874,15 +893,29 @@ def _elementwise(b: Builder, c: Conversion, op: str, options_type: str) -> Value
         kind = type(c.layer).__name__
         raise CapabilityError(f"layer {c.node.name!r}: only two-input {kind} layers quantise.")
     image = any(v.nhwc_of_nchw for v in args)
+
+    def lays_out(v: Value) -> bool:  # an input that goes NHWC beside an image
+        t = b.tensors[v.tensor]
+        single = all(d == 1 for d in t.shape)
+        return v.nhwc_of_nchw or (t.data is not None and (len(t.shape) == 4 or single))
+
+    if image and not all(lays_out(v) for v in args):
+        # beside a tensor of another rank or layout (attention's scores and mask), the images
+        # go back to the network's order, where the network broadcasts them
+        args = [Value(_to_nchw(b, v.tensor, f"{c.node.name}/input_{k}")) if v.nhwc_of_nchw
+                else v for k, v in enumerate(args)]  # fmt: skip
+        image = False
     tensors = []
     for v in args:
         t = b.tensors[v.tensor]
         if image and not v.nhwc_of_nchw and t.data is not None and len(t.shape) == 4:
-            # a constant of NCHW per-sample shape (c, h, w): lay it out NHWC too
-            data = t.data.transpose(0, 2, 3, 1)
-            b.tensors[v.tensor] = TensorInfo(
-                t.index, t.name, data.shape, t.dtype, t.scale, t.zero_point, 0, data
+            # a constant of NCHW per-sample shape (c, h, w): a copy laid out NHWC (another
+            # operator may read the constant as it is)
+            data = np.ascontiguousarray(t.data.transpose(0, 2, 3, 1))
+            tensors.append(
+                b.tensor(f"{t.name}/nhwc", data.shape, t.dtype, t.scale, t.zero_point, data=data)
             )
+            continue
         tensors.append(v.tensor)
     shape = np.broadcast_shapes(*(b.tensors[t].shape for t in tensors))
     out = b.output(c, tuple(shape))
@@ -1130,6 +1163,18 @@ def _gather(b: Builder, c: Conversion) -> Value:
         out = b.like(c.name, t, out_shape)
         b.op("GATHER", [t, indices], [out], "GatherOptions", Axis=axis, BatchDims=0)
     return _back_to_image(b, out, c.name)
+
+
+@add_converter(ReplaceNaN, passes_through=True)
+def _replace_nan(b: Builder, c: Conversion) -> Value:
+    """An int8 tensor holds no NaN: ``Where(IsNaN(p), 0, p)`` after a masked softmax is ``p``.
+    A float graph has no such operator here, and is refused."""
+    if not b.int8:
+        raise CapabilityError(
+            f"layer {c.node.name!r}: ReplaceNaN has no float TFLite operator here; it is written "
+            "only in an int8 graph (where it is the identity)."
+        )
+    return c.x
 
 
 #: The built-in quantisable layer classes, by name (:data:`CONVERTERS` holds the classes).

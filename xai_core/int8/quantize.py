@@ -71,7 +71,7 @@ def _calibrate(
     cpu = CPUBackend(dtype=net.dtype)
     lo = {net.input_name: np.inf, **{n.name: np.inf for n in net.nodes}}
     hi = {k: -np.inf for k in lo}
-    inside = {n.name: converter_for(n.layer).intermediates for n in net.nodes}
+    inside = {n.name: getattr(converter_for(n.layer), "intermediates", None) for n in net.nodes}
     starts = range(0, len(X), batch_size)
     long = len(starts) > 1
     with progress_bar(len(X), progress=progress, desc="calibrating", unit="row", long=long) as bar:
