@@ -238,3 +238,37 @@ def test_division_by_an_activation_is_refused():
     g.add(nn.Divide(), ["x", "m"], name="ratio")
     with pytest.raises(xai.CapabilityError, match="'ratio'.*non-zero constant"):
         xai.quantize(g, np.ones((4, 6, 16), np.float32), progress=False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("op", ["EXP", "LOG"])
+def test_exp_and_log_tables_are_litert_bit_for_bit(tmp_path, op, seed):
+    """int8 EXP on every input and LOG on every input from its zero point (log 0: -128), random
+    scales: TFLite's 256-entry tables."""
+    rng = np.random.default_rng(seed)
+    b = Builder()
+    sx, zx = _params(rng)
+    lo = zx if op == "LOG" else -128
+    x = b.tensor("x", (1, 128 - lo), scale=sx, zero_point=zx)
+    out = b.tensor("out", (1, 128 - lo), scale=_params(rng)[0] * 4, zero_point=_params(rng)[1])
+    b.op(op, [x], [out])
+    Q = np.arange(lo, 128, dtype=np.int8)[None]
+    ours, theirs = _run(tmp_path, b, x, out, Q)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_exp_and_log_layers_quantise_to_their_tables(tmp_path):
+    """nn.Exp and nn.Log become EXP and LOG (host operators): LiteRT's integers, near float."""
+    g = nn.Graph(input_shape=(6, 16), input_name="x", seed=0)
+    g.add(nn.Exp(), "x", name="e")
+    g.add(nn.Log(), name="l")
+    X = np.random.default_rng(0).uniform(-2, 2, (50, 6, 16)).astype(np.float32)
+    q = xai.quantize(g, X, progress=False)
+    assert q.operators == ["EXP", "LOG"]
+    assert [p.device for p in q.placement()] == ["host", "host"]
+    path = xai.to_tflite(q, tmp_path / "explog.tflite")
+    Q = q.quantize_input(X)
+    ours = q.run(Q)[q.graph.outputs[0]]
+    np.testing.assert_array_equal(ours.reshape(-1), litert_reference_outputs(path, Q).reshape(-1))
+    expected = g.predict(X)
+    assert np.abs(q.predict(X) - expected).max() / np.abs(expected).max() < 0.1

@@ -60,6 +60,7 @@ from xai_core.nn.layers import (
     DepthwiseConv2D,
     Divide,
     Dropout,
+    Exp,
     Flatten,
     Gather,
     Gelu,
@@ -70,6 +71,7 @@ from xai_core.nn.layers import (
     LayerNormalization,
     LeakyReLU,
     Linear,
+    Log,
     MatMul,
     MaxPool2D,
     Multiply,
@@ -1175,6 +1177,19 @@ def _replace_nan(b: Builder, c: Conversion) -> Value:
             "only in an int8 graph (where it is the identity)."
         )
     return c.x
+
+
+@add_converter(Exp)
+def _exp(b: Builder, c: Conversion) -> Value:
+    """EXP: TFLite's int8 kernel is a 256-entry table of ``exp`` (as LOGISTIC's)."""
+    return _unary(b, c, "EXP")
+
+
+@add_converter(Log)
+def _log(b: Builder, c: Conversion) -> Value:
+    """LOG: TFLite's int8 kernel is a 256-entry table of ``log`` (an input at the zero point,
+    ``log 0``, gives -128)."""
+    return _unary(b, c, "LOG")
 
 
 #: The built-in quantisable layer classes, by name (:data:`CONVERTERS` holds the classes).

@@ -592,8 +592,13 @@ def _lut(fn: Callable[[np.ndarray], np.ndarray]):
         values = np.arange(QMIN, QMAX + 1, dtype=np.int32)
         real = _scale(x_t) * (values - _zp(x_t)).astype(np.float32)
         inverse = np.float32(1) / _scale(out_t)
-        table = round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
-        table = np.clip(table.astype(np.int64) + _zp(out_t), QMIN, QMAX).astype(np.int8)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            table = round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
+            shifted = (table + np.float32(_zp(out_t))).astype(np.float64)
+        # C's float -> int32 conversion on x86: a value out of range (inf, NaN) is INT32_MIN
+        wild = ~np.isfinite(shifted) | (shifted < -(2.0**31)) | (shifted >= 2.0**31)
+        shifted = np.where(wild, -(2.0**31), shifted).astype(np.int64)
+        table = np.clip(shifted, QMIN, QMAX).astype(np.int8)
         return table[inputs[0].astype(np.int64) - QMIN]
 
     return kernel
@@ -734,11 +739,13 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "DEPTH_TO_SPACE": depth_to_space,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
+    "EXP": _lut(np.exp),
     "FULLY_CONNECTED": fully_connected,
     "GATHER": gather,
     "GELU": gelu,
     "HARD_SWISH": hard_swish,
     "LEAKY_RELU": leaky_relu,
+    "LOG": _lut(np.log),
     "LOGISTIC": _lut(_sigmoid),
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
