@@ -272,3 +272,28 @@ def test_exp_and_log_layers_quantise_to_their_tables(tmp_path):
     np.testing.assert_array_equal(ours.reshape(-1), litert_reference_outputs(path, Q).reshape(-1))
     expected = g.predict(X)
     assert np.abs(q.predict(X) - expected).max() / np.abs(expected).max() < 0.1
+
+
+def test_float_transformer_layers_are_written_for_litert(tmp_path):
+    """Unquantised, the same lowering in float32 (BATCH_MATMUL, SQUARED_DIFFERENCE, RSQRT,
+    FULLY_CONNECTED per token): LiteRT and the network agree."""
+
+    def build(g):
+        _layer_norm(g)
+        w = np.random.default_rng(5).standard_normal((16, 16)).astype(np.float32)
+        g.add(nn.Constant(w), name="w")
+        g.add(nn.MatMul(), ["ln", "w"], name="proj")
+        g.add(nn.Transpose((1, 0)), "proj", name="t")
+        g.add(nn.MatMul(), ["proj", "t"], name="qk")
+        g.add(nn.Softmax(), name="a")
+        g.add(nn.MatMul(), ["a", "proj"], name="av")
+
+    g = _tokens(build)
+    X = np.random.default_rng(6).standard_normal((10, 6, 16)).astype(np.float32)
+    path = xai.to_tflite(g, tmp_path / "float.tflite")
+    back = xai.from_tflite(path)
+    assert not back.is_quantized and "BATCH_MATMUL" in back.operators
+    expected = g.predict(X)
+    theirs = litert_reference_outputs(path, X).reshape(expected.shape)
+    np.testing.assert_allclose(theirs, expected, atol=1e-4 * np.abs(expected).max())
+    np.testing.assert_allclose(back.predict(X), expected, atol=1e-4 * np.abs(expected).max())
