@@ -58,21 +58,28 @@ from xai_core.nn.layers import (
     Conv2D,
     Dense,
     DepthwiseConv2D,
+    Divide,
     Dropout,
+    Exp,
     Flatten,
+    Gather,
     Gelu,
     GlobalAveragePooling2D,
     HardSigmoid,
     HardSwish,
     Identity,
+    LayerNormalization,
     LeakyReLU,
     Linear,
+    Log,
+    MatMul,
     MaxPool2D,
     Multiply,
     PRelu,
     Reduce,
     ReLU,
     ReLU6,
+    ReplaceNaN,
     Reshape,
     Sigmoid,
     Slice,
@@ -248,6 +255,7 @@ class Builder:
         self.layout = "NCHW"  # the network's image layout (convert sets it)
         self.tensors: list[TensorInfo] = []
         self.ops: list[OperatorInfo] = []
+        self.values: dict[int, np.ndarray] = {}  # a constant tensor's float64 value
 
     def range_of(self, name: str) -> tuple[float, int]:
         """The int8 scale and zero point of the calibrated tensor ``name``."""
@@ -259,10 +267,18 @@ class Builder:
         """A constant: int8 at its own range (zero included), or float32."""
         value = np.asarray(value, np.float64)
         if not self.int8:
-            return self.tensor(name, value.shape, np.float32, data=value.astype(np.float32))
-        cs, cz = _params(min(float(value.min()), 0.0), max(float(value.max()), 0.0))
-        q = QuantParams(cs, cz).quantize(value)
-        return self.tensor(name, q.shape, scale=cs, zero_point=cz, data=q)
+            t = self.tensor(name, value.shape, np.float32, data=value.astype(np.float32))
+        else:
+            cs, cz = _params(min(float(value.min()), 0.0), max(float(value.max()), 0.0))
+            q = QuantParams(cs, cz).quantize(value)
+            t = self.tensor(name, q.shape, scale=cs, zero_point=cz, data=q)
+        self.values[t] = value
+        return t
+
+    def value_of(self, t: int) -> np.ndarray | None:
+        """The float64 value of the constant tensor ``t`` (before quantisation), or None for
+        an activation."""
+        return self.values.get(t)
 
     def activation(self, name: str, shape, scale: float, zero_point: int) -> int:
         """An activation tensor: int8 at ``scale`` / ``zero_point``, or float32."""
@@ -364,10 +380,28 @@ def _bias(b: np.ndarray | None, n: int, s_in: float, s_w: np.ndarray) -> np.ndar
     return np.clip(round_half_away(b / (s_in * s_w)), -(2**31), 2**31 - 1).astype(np.int32)
 
 
+def _live(net: Any) -> set[str]:
+    """The nodes the output reads, directly or not (the converter prunes the rest: an
+    importer's dead ``IsNaN`` beside the ``Where`` it fed)."""
+    by_name = {node.name: node for node in net.nodes}
+    live, todo = set(), [net.output]
+    while todo:
+        name = todo.pop()
+        if name in live or name not in by_name:
+            continue
+        live.add(name)
+        todo.extend(by_name[name].inputs)
+    return live
+
+
 def check_quantisable(net: Any) -> None:
-    """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised."""
+    """Raise :class:`CapabilityError` naming every layer of ``net`` that cannot be quantised
+    (of those the output reads)."""
     refused = []
+    live = _live(net)
     for node in net.nodes:
+        if node.name not in live:
+            continue
         converter = converter_for(node.layer)
         why = None
         if converter is None:
@@ -431,7 +465,7 @@ def build_int8_graph(
     values: dict[str, Value] = {net.input_name: Value(x)}
     if len(input_shape) == 3 and getattr(net, "layout", "NCHW") == "NCHW":
         values[net.input_name] = Value(_to_nhwc(b, x, input_shape, net.input_name), True)
-    skip: set[str] = set()
+    skip: set[str] = {node.name for node in net.nodes} - _live(net)
     for node in net.nodes:
         if node.name in skip:
             continue
@@ -540,12 +574,7 @@ def _identity(b: Builder, c: Conversion) -> Value:
 @add_converter(Constant)
 def _constant(b: Builder, c: Conversion) -> Value:
     value = np.asarray(c.layer.value, np.float64)
-    if not b.int8:
-        data = value.astype(np.float32).reshape((1, *value.shape))
-        return Value(b.tensor(c.name, data.shape, np.float32, data=data))
-    cs, cz = _params(min(value.min(), 0.0), max(value.max(), 0.0))
-    q = QuantParams(cs, cz).quantize(value).reshape((1, *value.shape))
-    return Value(b.tensor(c.name, q.shape, scale=cs, zero_point=cz, data=q))
+    return Value(b.constant(c.name, value.reshape((1, *value.shape))))
 
 
 @add_converter(Conv2D, DepthwiseConv2D, fuses_activation=True)
@@ -866,15 +895,29 @@ def _elementwise(b: Builder, c: Conversion, op: str, options_type: str) -> Value
         kind = type(c.layer).__name__
         raise CapabilityError(f"layer {c.node.name!r}: only two-input {kind} layers quantise.")
     image = any(v.nhwc_of_nchw for v in args)
+
+    def lays_out(v: Value) -> bool:  # an input that goes NHWC beside an image
+        t = b.tensors[v.tensor]
+        single = all(d == 1 for d in t.shape)
+        return v.nhwc_of_nchw or (t.data is not None and (len(t.shape) == 4 or single))
+
+    if image and not all(lays_out(v) for v in args):
+        # beside a tensor of another rank or layout (attention's scores and mask), the images
+        # go back to the network's order, where the network broadcasts them
+        args = [Value(_to_nchw(b, v.tensor, f"{c.node.name}/input_{k}")) if v.nhwc_of_nchw
+                else v for k, v in enumerate(args)]  # fmt: skip
+        image = False
     tensors = []
     for v in args:
         t = b.tensors[v.tensor]
         if image and not v.nhwc_of_nchw and t.data is not None and len(t.shape) == 4:
-            # a constant of NCHW per-sample shape (c, h, w): lay it out NHWC too
-            data = t.data.transpose(0, 2, 3, 1)
-            b.tensors[v.tensor] = TensorInfo(
-                t.index, t.name, data.shape, t.dtype, t.scale, t.zero_point, 0, data
+            # a constant of NCHW per-sample shape (c, h, w): a copy laid out NHWC (another
+            # operator may read the constant as it is)
+            data = np.ascontiguousarray(t.data.transpose(0, 2, 3, 1))
+            tensors.append(
+                b.tensor(f"{t.name}/nhwc", data.shape, t.dtype, t.scale, t.zero_point, data=data)
             )
+            continue
         tensors.append(v.tensor)
     shape = np.broadcast_shapes(*(b.tensors[t].shape for t in tensors))
     out = b.output(c, tuple(shape))
@@ -959,6 +1002,194 @@ def _concatenate(b: Builder, c: Conversion) -> Value:
         FusedActivationFunction=0,
     )
     return Value(out, image)
+
+
+# -- transformers: matrix products of activations, layer norms, division by constants ------
+
+
+def _sample_layout(b: Builder, v: Value, name: str) -> int:
+    """The tensor of ``v`` in the network's own per-sample order (an NHWC image back to NCHW)."""
+    return _to_nchw(b, v.tensor, name) if v.nhwc_of_nchw else v.tensor
+
+
+def _back_to_image(b: Builder, t: int, name: str) -> Value:
+    """``t`` (network order) as the graph holds it: a 3-D sample is an image, laid out NHWC."""
+    shape = b.tensors[t].shape
+    if len(shape) == 4 and b.layout == "NCHW":
+        return Value(_to_nhwc(b, t, shape[1:], name), True)
+    return Value(t)
+
+
+@add_converter(MatMul)
+def _matmul(b: Builder, c: Conversion) -> Value:
+    """A product by a constant matrix is the converter's FULLY_CONNECTED (``KeepNumDims``,
+    per-channel int8 weights, a zero int32 bias); a product of two activations (attention's
+    ``Q K^T`` and ``A V``) is BATCH_MATMUL, int8 with per-tensor scales."""
+    name = c.node.name
+    a, w = (_sample_layout(b, v, f"{name}/input_{k}") for k, v in enumerate(c.args))
+    weight = b.value_of(w)
+    a_shape = b.tensors[a].shape
+    if b.value_of(a) is None and weight is not None and weight.ndim == 3 and len(a_shape) >= 2:
+        kernel = weight[0].T  # (units, k): the matrix of ``x @ W``
+        units = len(kernel)
+        w_t, s_w = b.weights(f"{name}/weight", kernel, lambda m: m)
+        bias_t = b.bias(f"{name}/bias", None, units, a, s_w)
+        out = b.output(c, (*a_shape[:-1], units))
+        b.op("FULLY_CONNECTED", [a, w_t, bias_t], [out], "FullyConnectedOptions",
+             FusedActivationFunction=0, KeepNumDims=True)  # fmt: skip
+        return _back_to_image(b, out, c.name)
+    out = b.output(c, (1, *c.layer.output_shape))
+    b.op("BATCH_MATMUL", [a, w], [out], "BatchMatMulOptions", AdjX=False, AdjY=False)
+    return _back_to_image(b, out, c.name)
+
+
+def _divide_refuses(layer) -> str | None:
+    if len(layer.input_shape) != 2:
+        return "a Divide of more than two inputs"
+    return None
+
+
+@add_converter(Divide, refuses=_divide_refuses)
+def _divide(b: Builder, c: Conversion) -> Value:
+    """Division by a constant is MUL by its reciprocal, as the converter rewrites it (TFLite
+    has no int8 DIV); division by an activation is refused."""
+    divisor = b.value_of(c.args[1].tensor)
+    if divisor is None or np.any(divisor == 0):
+        raise CapabilityError(
+            f"layer {c.node.name!r}: only a Divide by a non-zero constant quantises (it becomes "
+            "MUL by the reciprocal); TFLite has no int8 DIV of two activations."
+        )
+    reciprocal = b.constant(f"{c.node.name}/reciprocal", 1.0 / divisor)
+    args = [c.args[0], Value(reciprocal, c.args[1].nhwc_of_nchw)]
+    return _elementwise(
+        b, Conversion(c.node, args, c.name, c.scale, c.zero_point), "MUL", "MulOptions"
+    )
+
+
+#: The tensors inside a lowered layer norm, in the order its operators write them.
+_LAYER_NORM_STEPS = (
+    "mean",
+    "centred",
+    "squared",
+    "variance",
+    "shifted",
+    "rsqrt",
+    "normalised",
+    "scaled",
+)
+
+
+def _layer_norm_steps(layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    """The float value of every tensor of the lowered layer norm, on its input ``x``."""
+    x = np.asarray(x, np.float64)
+    axes = tuple(range(layer.first_axis + 1, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    centred = x - mean
+    squared = centred * centred
+    variance = squared.mean(axis=axes, keepdims=True)
+    shifted = variance + layer.epsilon
+    rsqrt = 1.0 / np.sqrt(shifted)
+    normalised = centred * rsqrt
+    scaled = normalised * np.asarray(layer.gamma, np.float64)
+    values = (mean, centred, squared, variance, shifted, rsqrt, normalised, scaled)
+    return dict(zip(_LAYER_NORM_STEPS, values))
+
+
+@add_converter(LayerNormalization, intermediates=_layer_norm_steps)
+def _layer_norm(b: Builder, c: Conversion) -> Value:
+    """The converter's int8 layer norm: MEAN, SUB (centred), SQUARED_DIFFERENCE, MEAN
+    (variance), ADD epsilon, RSQRT, MUL, then MUL by gamma and ADD beta; every tensor between
+    them calibrated (``intermediates``). The image of an NCHW network is normalised in its own
+    order (back to NCHW first)."""
+    layer, name = c.layer, c.node.name
+    t = _sample_layout(b, c.x, name)
+    shape = b.tensors[t].shape
+    axes = list(range(layer.first_axis + 1, len(shape)))
+    kept = tuple(1 if k in axes else d for k, d in enumerate(shape))
+
+    def tensor(key: str, shp) -> int:
+        s, z = b.range_of(f"{name}/{key}") if b.int8 else (None, None)
+        return b.activation(f"{name}/{key}", shp, s, z)
+
+    def param(key: str, value) -> int:
+        value = np.asarray(value, np.float64)
+        return b.constant(
+            f"{name}/{key}", value.reshape((1,) * (len(shape) - value.ndim) + value.shape)
+        )
+
+    axes_t = b.const_int32(f"{name}/axes", axes)
+    no_act = {"FusedActivationFunction": 0}
+    mean = b.op("MEAN", [t, axes_t], [tensor("mean", kept)], "ReducerOptions", KeepDims=True)
+    centred = b.op("SUB", [t, mean], [tensor("centred", shape)], "SubOptions", **no_act)
+    squared = b.op(
+        "SQUARED_DIFFERENCE", [t, mean], [tensor("squared", shape)], "SquaredDifferenceOptions"
+    )
+    variance = b.op(
+        "MEAN", [squared, axes_t], [tensor("variance", kept)], "ReducerOptions", KeepDims=True
+    )
+    epsilon = param("epsilon", layer.epsilon)
+    shifted = b.op("ADD", [variance, epsilon], [tensor("shifted", kept)], "AddOptions", **no_act)
+    rsqrt = b.op("RSQRT", [shifted], [tensor("rsqrt", kept)])
+    normalised = b.op(
+        "MUL", [centred, rsqrt], [tensor("normalised", shape)], "MulOptions", **no_act
+    )
+    scaled = b.op("MUL", [normalised, param("gamma", layer.gamma)], [tensor("scaled", shape)],
+                  "MulOptions", **no_act)  # fmt: skip
+    out = b.output(c, shape)
+    b.op("ADD", [scaled, param("beta", layer.beta)], [out], "AddOptions", **no_act)
+    return _back_to_image(b, out, c.name) if c.x.nhwc_of_nchw else Value(out)
+
+
+@add_converter(Gather)
+def _gather(b: Builder, c: Conversion) -> Value:
+    """One index (a class token's row) is STRIDED_SLICE with the axis shrunk away, as the
+    converter writes ``x[:, 0]``; several are GATHER of int32 indices. Both keep the input's
+    parameters (no arithmetic)."""
+    layer, name = c.layer, c.node.name
+    t = _sample_layout(b, c.x, name)
+    shape = list(b.tensors[t].shape)
+    axis = layer.axis + 1
+    index = np.where(layer.indices < 0, layer.indices + shape[axis], layer.indices)
+    out_shape = (1, *layer.output_shape)
+    if index.ndim == 0:
+        begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
+        begin[axis], end[axis] = int(index), int(index) + 1
+        mask = ((1 << len(shape)) - 1) & ~(1 << axis)
+        tensors = [t, *(b.const_int32(f"{name}/{k}", v) for k, v in
+                   (("begin", begin), ("end", end), ("strides", strides)))]  # fmt: skip
+        out = b.like(c.name, t, out_shape)
+        b.op("STRIDED_SLICE", tensors, [out], "StridedSliceOptions", BeginMask=mask,
+             EndMask=mask, ShrinkAxisMask=1 << axis)  # fmt: skip
+    else:
+        indices = b.const_int32(f"{name}/indices", index)
+        out = b.like(c.name, t, out_shape)
+        b.op("GATHER", [t, indices], [out], "GatherOptions", Axis=axis, BatchDims=0)
+    return _back_to_image(b, out, c.name)
+
+
+@add_converter(ReplaceNaN, passes_through=True)
+def _replace_nan(b: Builder, c: Conversion) -> Value:
+    """An int8 tensor holds no NaN: ``Where(IsNaN(p), 0, p)`` after a masked softmax is ``p``.
+    A float graph has no such operator here, and is refused."""
+    if not b.int8:
+        raise CapabilityError(
+            f"layer {c.node.name!r}: ReplaceNaN has no float TFLite operator here; it is written "
+            "only in an int8 graph (where it is the identity)."
+        )
+    return c.x
+
+
+@add_converter(Exp)
+def _exp(b: Builder, c: Conversion) -> Value:
+    """EXP: TFLite's int8 kernel is a 256-entry table of ``exp`` (as LOGISTIC's)."""
+    return _unary(b, c, "EXP")
+
+
+@add_converter(Log)
+def _log(b: Builder, c: Conversion) -> Value:
+    """LOG: TFLite's int8 kernel is a 256-entry table of ``log`` (an input at the zero point,
+    ``log 0``, gives -128)."""
+    return _unary(b, c, "LOG")
 
 
 #: The built-in quantisable layer classes, by name (:data:`CONVERTERS` holds the classes).

@@ -10,8 +10,10 @@ table's limits, and no activation tensor has more than three dimensions larger t
 Sources: Coral, "TensorFlow models on the Edge TPU", section "Supported operations" (Edge
 TPU Compiler 16); statuses as the compiler's operation log words them ("Mapped to Edge
 TPU", "Operation not supported", "Operation is working on an unsupported data type", "More
-than one subgraph is not supported"). LeakyRelu and HardSwish are not mapped
-(google-coral/edgetpu issue 272, compiler 15). A grouped CONV_2D (filters that take fewer
+than one subgraph is not supported"). BATCH_MATMUL and GELU are not in that table (the
+transformers' matrix products of two activations and their GELU run on the host), and
+FULLY_CONNECTED maps only with a one-dimensional output (not a product per token).
+LeakyRelu and HardSwish are not mapped (google-coral/edgetpu issue 272, compiler 15). A grouped CONV_2D (filters that take fewer
 channels than the input has, which TFLite runs since 2.9) is modelled as not mapped: the
 table does not list it and compiler 16 predates it.
 """
@@ -66,6 +68,8 @@ def _limit(graph: TFLiteGraph, index: int) -> str | None:
         channels = graph.tensors[op.inputs[0]].shape[-1]
         if graph.tensors[op.inputs[1]].shape[-1] != channels:
             return f"{NOT_SUPPORTED}: grouped CONV_2D (filters take fewer channels than the input)"
+    if op.op == "FULLY_CONNECTED" and sum(d > 1 for d in out.shape) > 1:
+        return f"{NOT_SUPPORTED}: FULLY_CONNECTED's output tensor must be one-dimensional"
     if op.op == "SOFTMAX":
         size = int(np.prod(out.shape[1:], dtype=np.int64))
         if sum(d > 1 for d in out.shape) > 1 or size > 16000:
@@ -139,6 +143,11 @@ def operator_macs(graph: TFLiteGraph, index: int) -> int:
     if op.op in ("CONV_2D", "FULLY_CONNECTED"):
         return int(np.prod(out[1:], dtype=np.int64)) * int(
             np.prod(graph.tensors[op.inputs[1]].shape[1:])
+        )
+    if op.op == "BATCH_MATMUL":  # the inner axis of the left operand (AdjX: its rows)
+        a = graph.tensors[op.inputs[0]].shape
+        return int(np.prod(out[1:], dtype=np.int64)) * int(
+            a[-2] if op.options.get("AdjX") else a[-1]
         )
     if op.op == "DEPTHWISE_CONV_2D":
         w = graph.tensors[op.inputs[1]].shape

@@ -20,6 +20,7 @@ __all__ = [
     "INT16_MIN",
     "INT32_MAX",
     "INT32_MIN",
+    "inv_sqrt_multiplier",
     "multiplier_from_scales",
     "requantize",
     "rounding_divide_by_pot",
@@ -79,3 +80,56 @@ def saturating_left_shift(x: Any, shift: int, bits: int = 32) -> np.ndarray:
     """``x * 2**shift`` saturated to the signed ``bits``-bit range."""
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     return np.clip(np.asarray(x, dtype=np.int64) << shift, lo, hi)
+
+
+def _wrap32(v: int) -> int:
+    """``v`` as a C int32 holds it (two's complement wrap)."""
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def _srdhm(a: int, b: int) -> int:
+    """``SaturatingRoundingDoublingHighMul`` of two int32 Python integers."""
+    return int(saturating_rounding_doubling_high_mul(a, b))
+
+
+def _saturating_shift(x: int, exponent: int) -> int:
+    """gemmlowp's ``SaturatingRoundingMultiplyByPOT`` with a positive exponent."""
+    return int(saturating_left_shift(x, exponent))
+
+
+def inv_sqrt_multiplier(value: int) -> tuple[int, int]:
+    """TFLite's ``GetInvSqrtQuantizedMultiplierExp(value, kReverseShift)``: ``1 / sqrt(value)``
+    as a 31-bit multiplier and a (left) shift, by five Newton-Raphson steps in gemmlowp's
+    fixed point with three integer bits.
+
+    Parameters
+    ----------
+    value : int
+        ``>= 0``; 0 and 1 give ``(INT32_MAX, 0)``, as TFLite handles them.
+
+    Returns
+    -------
+    (int, int)
+        The multiplier and the shift, for
+        :func:`~xai_core.int8.numerics.multiply_by_quantized_multiplier`.
+    """
+    if value <= 1:
+        return INT32_MAX, 0
+    shift = 11
+    while value >= 1 << 29:
+        value //= 4
+        shift += 1
+    pairs = ((32 - value.bit_length()) - 1) // 2 - 1  # CountLeadingZeros(value) - 1, in pairs
+    shift -= pairs
+    value <<= 2 * pairs
+    half_input = int(rounding_divide_by_pot(value >> 1, 1))  # F3: input / 2, rounded
+    half_three = (1 << 28) + (1 << 27)  # 1.5 in F3
+    x = 1 << 28  # 1 in F3
+    for _ in range(5):
+        x3 = _saturating_shift(_srdhm(_srdhm(x, x), x), 6)  # Rescale<3>(x * x * x)
+        x = _saturating_shift(_wrap32(_srdhm(half_three, x) - _srdhm(half_input, x3)), 3)
+    x = _srdhm(x, 1518500250)  # times sqrt(2) / 2 in F0
+    if shift < 0:
+        x = _wrap32(x << -shift)
+        shift = 0
+    return x, -shift

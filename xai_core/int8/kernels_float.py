@@ -15,7 +15,9 @@ from xai_core.int8.geometry import resize_coordinates, transpose_conv_padding
 from xai_core.int8.kernels_int8 import (
     depth_to_space,
     float_bias,
+    gather,
     pack,
+    same_batch,
     strided_slice,
     transpose,
     window_patches,
@@ -97,6 +99,24 @@ def average_pool_2d(op, tensors, inputs, backend):
     return _fused(op, backend.elementwise(np.divide, sums, counts), backend)
 
 
+def batch_matmul(op, tensors, inputs, backend):
+    """TFLite's float ``BatchMatMul``: the last two axes multiplied (``AdjX`` / ``AdjY``
+    transpose an operand first), the leading axes broadcast; one batched product."""
+    a, b = inputs[0], inputs[1]
+    if op.options.get("AdjX"):
+        a = np.swapaxes(a, -1, -2)
+    if op.options.get("AdjY"):
+        b = np.swapaxes(b, -1, -2)
+    rank = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (rank - a.ndim) + a.shape)
+    b = b.reshape((1,) * (rank - b.ndim) + b.shape)
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
+    b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
+    return np.asarray(backend.batched_matmul(a3, b3)).reshape(*lead, m, n)
+
+
 def mean(op, tensors, inputs, backend):
     x = inputs[0]
     axes = tuple(int(a) % x.ndim for a in np.ravel(tensors[op.inputs[1]].data))
@@ -118,7 +138,7 @@ def reshape(op, tensors, inputs, backend):
 
 def concatenation(op, tensors, inputs, backend):
     axis = int(op.options.get("Axis", 0)) % inputs[0].ndim
-    return _fused(op, np.concatenate(inputs, axis=axis), backend)
+    return _fused(op, np.concatenate(same_batch(inputs), axis=axis), backend)
 
 
 def _binary(fn):
@@ -241,18 +261,22 @@ def transpose_conv(op, tensors, inputs, backend):
 FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "ADD": _binary(np.add),
     "AVERAGE_POOL_2D": average_pool_2d,
+    "BATCH_MATMUL": batch_matmul,
     "CONCATENATION": concatenation,
     "CONV_2D": conv_2d,
     "Convolution2DTransposeBias": transpose_conv,
     "DEPTH_TO_SPACE": depth_to_space,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DIV": _binary(np.divide),
+    "EXP": _unary(np.exp, ops=3),
     "FULLY_CONNECTED": fully_connected,
+    "GATHER": gather,
     "GELU": gelu,
     "LEAKY_RELU": leaky_relu,
     "REDUCE_MAX": _reduce(np.max),
     "REDUCE_MIN": _reduce(np.min),
     "HARD_SWISH": _unary(lambda v: v * np.clip(v + 3, 0, 6) / 6, ops=4),
+    "LOG": _unary(np.log, ops=3),
     "LOGISTIC": _unary(_logistic, ops=3),
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
@@ -266,7 +290,9 @@ FLOAT_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "RELU_0_TO_1": _unary(lambda v: np.clip(v, 0, 1)),
     "RESHAPE": reshape,
     "RESIZE_BILINEAR": resize_bilinear,
+    "RSQRT": _unary(lambda v: np.float32(1) / np.sqrt(v), ops=2),
     "SOFTMAX": softmax,
+    "SQUARED_DIFFERENCE": _binary(lambda a, b: (a - b) * (a - b)),
     "SQUEEZE": reshape,
     "STRIDED_SLICE": strided_slice,
     "SUB": _binary(np.subtract),

@@ -19,6 +19,7 @@ from xai_core.errors import ModelFormatError
 from xai_core.int8.fixedpoint import (
     INT16_MAX,
     INT16_MIN,
+    inv_sqrt_multiplier,
     multiplier_from_scales,
     requantize,
     rounding_divide_by_pot,
@@ -49,9 +50,11 @@ __all__ = [
     "activation_range",
     "depth_to_space",
     "float_bias",
+    "gather",
     "pack",
     "gelu_transform",
     "quantize_real",
+    "same_batch",
     "strided_slice",
     "transpose",
     "window_patches",
@@ -346,6 +349,15 @@ def strided_slice(op, tensors, inputs, backend):
     return np.ascontiguousarray(inputs[0][key])
 
 
+def gather(op, tensors, inputs, backend):
+    """GATHER of any type along a non-batch axis by constant indices (data movement only)."""
+    axis = int(op.options.get("Axis", 0)) % inputs[0].ndim
+    if axis == 0 or int(op.options.get("BatchDims", 0)):
+        raise ModelFormatError(f"operator {op.index}: GATHER along the batch axis.")
+    indices = tensors[op.inputs[1]].data.astype(np.int64)
+    return np.take(inputs[0], indices, axis=axis)
+
+
 def pack(op, tensors, inputs, backend):
     """PACK of any type: the inputs stacked along a new axis (never the batch axis)."""
     axis = int(op.options.get("Axis", 0)) % (inputs[0].ndim + 1)
@@ -390,6 +402,13 @@ def resize_bilinear(op, tensors, inputs, backend):
     return np.clip(out, QMIN, QMAX).astype(np.int8)
 
 
+def same_batch(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """The arrays with a constant's batch of 1 repeated to the batch of the others (the file's
+    batch is 1; a class token joined to a batch of patch embeddings is a constant)."""
+    n = max(len(a) for a in arrays)
+    return [np.broadcast_to(a, (n, *a.shape[1:])) if len(a) == 1 else a for a in arrays]
+
+
 def concatenation(op, tensors, inputs, backend):
     axis = int(op.options.get("Axis", 0))
     out_t = tensors[op.outputs[0]]
@@ -402,7 +421,7 @@ def concatenation(op, tensors, inputs, backend):
     axis = axis % inputs[0].ndim
     if axis == 0:
         raise ModelFormatError(f"operator {op.index}: CONCATENATION along the batch axis.")
-    out = np.concatenate(inputs, axis=axis).astype(np.int64)
+    out = np.concatenate(same_batch(inputs), axis=axis).astype(np.int64)
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
     return np.clip(out, lo, hi).astype(np.int8)
 
@@ -443,6 +462,92 @@ def mul(op, tensors, inputs, backend):
     prod = (inputs[0].astype(np.int64) - _zp(a_t)) * (inputs[1].astype(np.int64) - _zp(b_t))
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
     return requantize(prod, q, shift, _zp(out_t), lo, hi)
+
+
+def batch_matmul(op, tensors, inputs, backend):
+    """TFLite's reference int8 ``BatchMatMul``: ``sum_k (a - z_a)(b - z_b)`` exact in integers
+    over the last axes (``AdjX`` / ``AdjY`` transpose an operand first), the leading axes
+    broadcast, then ``MultiplyByQuantizedMultiplier`` by ``s_a * s_b / s_out`` (in double)
+    and the output's zero point. One int8 product on ``backend``; the zero points come off
+    with row and column sums."""
+    a_t, b_t, out_t = (tensors[i] for i in (*op.inputs[:2], op.outputs[0]))
+    a, b = inputs[0], inputs[1]
+    if op.options.get("AdjX"):
+        a = np.swapaxes(a, -1, -2)
+    if op.options.get("AdjY"):
+        b = np.swapaxes(b, -1, -2)
+    rank = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (rank - a.ndim) + a.shape)
+    b = b.reshape((1,) * (rank - b.ndim) + b.shape)
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
+    b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
+    za, zb = _zp(a_t), _zp(b_t)
+    acc = int8_batched_matmul(backend, a3, b3)
+    acc -= zb * a3.astype(np.int64).sum(axis=2, keepdims=True)
+    acc -= za * b3.astype(np.int64).sum(axis=1, keepdims=True)
+    acc += k * za * zb
+    q, shift = quantize_multiplier(
+        np.float64(_scale(a_t)) * np.float64(_scale(b_t)) / np.float64(_scale(out_t))
+    )
+    out = int8_elementwise(backend, lambda v: requantize(v, q, shift, _zp(out_t), QMIN, QMAX), acc)
+    return out.reshape(*lead, m, n)
+
+
+def squared_difference(op, tensors, inputs, backend):
+    """TFLite's int8 ``SquaredDifference``: both inputs shifted left by 7 and brought to the
+    scale of twice the larger input scale, their difference squared in int32, then rescaled
+    by ``(2 max s)^2 / (2^14 s_out)``; every multiplier below one (``...SmallerThanOneExp``)."""
+    a_t, b_t, out_t = (tensors[i] for i in (*op.inputs, op.outputs[0]))
+    sa, sb, so = (np.float64(_scale(t)) for t in (a_t, b_t, out_t))
+    left = 7
+    twice_max = 2 * max(sa, sb)
+    qa, sha = quantize_multiplier(sa / twice_max)
+    qb, shb = quantize_multiplier(sb / twice_max)
+    qo, sho = quantize_multiplier(twice_max * twice_max / ((1 << (2 * left)) * so))
+
+    def kernel(x, y):
+        x = multiply_by_quantized_multiplier((x.astype(np.int64) - _zp(a_t)) << left, qa, sha)
+        y = multiply_by_quantized_multiplier((y.astype(np.int64) - _zp(b_t)) << left, qb, shb)
+        return requantize((x - y) * (x - y), qo, sho, _zp(out_t), QMIN, QMAX)
+
+    return int8_elementwise(backend, kernel, inputs[0], inputs[1], ops=6)
+
+
+def rsqrt_table(x_t: TensorInfo, out_t: TensorInfo) -> np.ndarray:
+    """The int8 output of TFLite's ``RsqrtEvalQuantized`` for each input ``-128..127``.
+
+    ``1 / sqrt(q - z_in)`` from :func:`~xai_core.int8.fixedpoint.inv_sqrt_multiplier`, times
+    ``2**20``, then rescaled by ``1 / (sqrt(s_in) s_out)`` (``sqrt`` and the product in
+    float32, the reciprocal in double, as ``SetRsqrtOutputMultiplier`` does); an input at the
+    zero point gives 127. Inputs below the zero point (negative values) are ``-128`` here;
+    TFLite refuses them.
+    """
+    q, shift = quantize_multiplier(
+        1.0 / np.float64(np.sqrt(_scale(x_t), dtype=np.float32) * _scale(out_t))
+    )
+    table = np.full(256, QMIN, np.int64)
+    for value in range(1, QMAX - _zp(x_t) + 1):
+        m, s = inv_sqrt_multiplier(value)
+        data = multiply_by_quantized_multiplier(1, m, s + 20)
+        table[value + _zp(x_t) - QMIN] = multiply_by_quantized_multiplier(data, q, shift - 20)
+    table += _zp(out_t)
+    table[_zp(x_t) - QMIN] = QMAX
+    return np.clip(table, QMIN, QMAX).astype(np.int8)
+
+
+def rsqrt(op, tensors, inputs, backend):
+    """RSQRT of int8 values: :func:`rsqrt_table` looked up; a value below the input's zero
+    point (a negative number) is refused, as TFLite refuses it."""
+    x_t, out_t = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    x = inputs[0].astype(np.int64)
+    if x.size and x.min() < _zp(x_t):
+        raise ModelFormatError(
+            f"operator {op.index} (RSQRT): an input below its zero point {_zp(x_t)} (a "
+            "negative value); RSQRT is only defined for positive values."
+        )
+    return rsqrt_table(x_t, out_t)[x - QMIN]
 
 
 def prelu(op, tensors, inputs, backend):
@@ -487,8 +592,13 @@ def _lut(fn: Callable[[np.ndarray], np.ndarray]):
         values = np.arange(QMIN, QMAX + 1, dtype=np.int32)
         real = _scale(x_t) * (values - _zp(x_t)).astype(np.float32)
         inverse = np.float32(1) / _scale(out_t)
-        table = round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
-        table = np.clip(table.astype(np.int64) + _zp(out_t), QMIN, QMAX).astype(np.int8)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            table = round_half_away(fn(real.astype(np.float32)).astype(np.float32) * inverse)
+            shifted = (table + np.float32(_zp(out_t))).astype(np.float64)
+        # C's float -> int32 conversion on x86: a value out of range (inf, NaN) is INT32_MIN
+        wild = ~np.isfinite(shifted) | (shifted < -(2.0**31)) | (shifted >= 2.0**31)
+        shifted = np.where(wild, -(2.0**31), shifted).astype(np.int64)
+        table = np.clip(shifted, QMIN, QMAX).astype(np.int8)
         return table[inputs[0].astype(np.int64) - QMIN]
 
     return kernel
@@ -623,15 +733,19 @@ def dequantize(op, tensors, inputs, backend):
 INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "ADD": add,
     "AVERAGE_POOL_2D": average_pool_2d,
+    "BATCH_MATMUL": batch_matmul,
     "CONCATENATION": concatenation,
     "CONV_2D": conv_2d,
     "DEPTH_TO_SPACE": depth_to_space,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
     "DEQUANTIZE": dequantize,
+    "EXP": _lut(np.exp),
     "FULLY_CONNECTED": fully_connected,
+    "GATHER": gather,
     "GELU": gelu,
     "HARD_SWISH": hard_swish,
     "LEAKY_RELU": leaky_relu,
+    "LOG": _lut(np.log),
     "LOGISTIC": _lut(_sigmoid),
     "MAX_POOL_2D": max_pool_2d,
     "MEAN": mean,
@@ -647,7 +761,9 @@ INT8_KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "RELU6": relu6,
     "RESHAPE": reshape,
     "RESIZE_BILINEAR": resize_bilinear,
+    "RSQRT": rsqrt,
     "SOFTMAX": softmax,
+    "SQUARED_DIFFERENCE": squared_difference,
     "SQUEEZE": reshape,
     "STRIDED_SLICE": strided_slice,
     "SUB": sub,

@@ -71,7 +71,7 @@ def _calibrate(
     cpu = CPUBackend(dtype=net.dtype)
     lo = {net.input_name: np.inf, **{n.name: np.inf for n in net.nodes}}
     hi = {k: -np.inf for k in lo}
-    inside = {n.name: converter_for(n.layer).intermediates for n in net.nodes}
+    inside = {n.name: getattr(converter_for(n.layer), "intermediates", None) for n in net.nodes}
     starts = range(0, len(X), batch_size)
     long = len(starts) > 1
     with progress_bar(len(X), progress=progress, desc="calibrating", unit="row", long=long) as bar:
@@ -123,6 +123,8 @@ def quantize(net: Any, calibration_X: Any, *, batch_size: int = 1024, progress: 
     >>> xai.to_tflite(qnet, "model.tflite")
     """
     from xai_core.int8.convert import build_int8_graph, check_quantisable
+    from xai_core.nn.folding import fuse_gelu
+    from xai_core.nn.graph import Graph
     from xai_core.nn.network import Network
 
     if not isinstance(net, Network):
@@ -136,6 +138,8 @@ def quantize(net: Any, calibration_X: Any, *, batch_size: int = 1024, progress: 
     if any(not np.all(np.isfinite(w)) for w in weights):
         raise ValidationError("net has non-finite weights (NaN or inf); it cannot be quantised.")
     folded = net.fold_batch_norm()
+    if isinstance(folded, Graph):  # PyTorch's exported GELU, one GELU as the converter fuses it
+        folded = fuse_gelu(folded, copy=False)
     check_quantisable(folded)  # before calibration runs any layer
     batch_size = check_positive_int(batch_size, "batch_size")
     X = check_array(calibration_X, "calibration_X", feature_shape=net.input_shape, dtype=net.dtype)

@@ -221,6 +221,35 @@ def _fully_connected(op: _Op) -> tuple[int, ...]:
     return (x[0], units)
 
 
+def _batch_matmul(op: _Op) -> tuple[int, ...]:
+    a, b = op.shape(0), op.shape(1)
+    if len(a) < 2 or len(b) < 2 or max(len(a), len(b)) > 5:
+        raise op.fail(f"the inputs have shapes {a} and {b}; BATCH_MATMUL takes ranks 2 to 5.")
+    if op.option("AdjX"):
+        a = (*a[:-2], a[-1], a[-2])
+    if op.option("AdjY"):
+        b = (*b[:-2], b[-1], b[-2])
+    if a[-1] != b[-2]:
+        raise op.fail(f"the inputs of shapes {a} and {b} do not multiply (inner axes differ).")
+    try:
+        lead = np.broadcast_shapes(a[:-2], b[:-2])
+    except ValueError:
+        raise op.fail(f"the leading axes of {a} and {b} do not broadcast.") from None
+    return (*lead, a[-2], b[-1])
+
+
+def _gather(op: _Op) -> tuple[int, ...]:
+    x = op.shape(0)
+    axis = op.axis(op.option("Axis"), len(x), "axis")
+    if op.option("BatchDims"):
+        raise op.fail("option BatchDims must be 0.")
+    indices = op.ints(1)
+    if indices.size and (indices.min() < -x[axis] or indices.max() >= x[axis]):
+        raise op.fail(f"indices {indices.tolist()} outside axis {axis} of size {x[axis]}.")
+    _same_quantization(op)
+    return (*x[:axis], *indices.shape, *x[axis + 1 :])
+
+
 def _bias(op: _Op, channels: int) -> None:
     if op.has(2) and op.shape(2) not in ((channels,),):
         raise op.fail(
@@ -480,16 +509,20 @@ _BINARY = _sig((2, 2), _broadcast, fused=True)
 SIGNATURES: dict[str, Signature] = {
     "ADD": _BINARY,
     "AVERAGE_POOL_2D": _sig((1, 1), _pool, fused=True),
+    "BATCH_MATMUL": _sig((2, 2), _batch_matmul),
     "CONCATENATION": _sig((1, 2**31), _concatenation, fused=True),
     "CONV_2D": _sig((2, 3), _conv, **_CONV),
     "DEPTH_TO_SPACE": _sig((1, 1), _depth_to_space),
     "DEPTHWISE_CONV_2D": _sig((2, 3), _depthwise, **{**_CONV, "weights": 3}),
     "DEQUANTIZE": _UNARY,
     "DIV": _BINARY,
+    "EXP": _UNARY,
     "FULLY_CONNECTED": _sig((2, 3), _fully_connected, **_CONV),
+    "GATHER": _sig((2, 2), _gather, constant={1}, indices={1}),
     "GELU": _UNARY,
     "HARD_SWISH": _UNARY,
     "LEAKY_RELU": _UNARY,
+    "LOG": _UNARY,
     "LOGISTIC": _UNARY,
     "MAX_POOL_2D": _sig((1, 1), _pool, fused=True),
     "MEAN": _sig((2, 2), _mean, constant={1}, indices={1}),
@@ -506,7 +539,9 @@ SIGNATURES: dict[str, Signature] = {
     "RELU_0_TO_1": _UNARY,
     "RESHAPE": _sig((1, 2), _reshape, optional={1}, indices={1}),
     "RESIZE_BILINEAR": _sig((2, 2), _resize_bilinear, constant={1}, indices={1}),
+    "RSQRT": _UNARY,
     "SOFTMAX": _sig((1, 1), _softmax),
+    "SQUARED_DIFFERENCE": _sig((2, 2), _broadcast),
     "SQUEEZE": _sig((1, 1), _reshape),
     "STRIDED_SLICE": _sig((4, 4), _strided_slice, constant={1, 2, 3}, indices={1, 2, 3}),
     "SUB": _BINARY,

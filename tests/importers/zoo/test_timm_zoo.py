@@ -10,7 +10,7 @@ from xai_core.importers.zoo import catalogue
 from .conftest import check_stages, params
 
 #: The models that run every stage (tpu, edgetpu, tflite too).
-FULL = {"efficientnet_lite0", "mobilenetv2_050", "regnetx_002", "resnet10t"}
+FULL = {"efficientnet_lite0", "mobilenetv2_050", "regnetx_002", "resnet10t", "vit_tiny_patch16_224"}
 
 #: Stages still refused or failing: model -> {stage: (status, words of the detail)}.
 #: The test fails when one starts passing or fails otherwise.

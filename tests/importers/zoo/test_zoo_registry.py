@@ -85,7 +85,7 @@ def test_the_table_prints_a_row_per_model_and_a_summary(capsys):
 @pytest.mark.parametrize("family", sorted(SOURCES))
 def test_a_missing_library_names_the_extra(family):
     """Without the family's library, catalogue() says which extra installs it."""
-    module = {"torchvision": "torchvision", "timm": "timm"}[family]
+    module = {"torchvision": "torchvision", "timm": "timm", "transformers": "transformers"}[family]
     script = (
         "import sys\n"
         f"sys.modules[{module!r}] = None\n"

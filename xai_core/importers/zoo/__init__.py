@@ -27,6 +27,7 @@ __all__ = ["SOURCES", "ZooModel", "catalogue", "families", "register"]
 SOURCES: dict[str, str] = {
     "torchvision": "xai_core.importers.zoo.torchvision_models",
     "timm": "xai_core.importers.zoo.timm_models",
+    "transformers": "xai_core.importers.zoo.transformers_models",
 }
 
 

@@ -1,4 +1,6 @@
-"""A spread of timm's CNN families, the smallest variant of each, with random weights.
+"""A spread of timm's CNN families, the smallest variant of each, and its two smallest
+vision transformers (ViT-Tiny, DeiT-Tiny at 64 px: 16 patches and a class token), with
+random weights.
 
 One model per family (two where the family has variants that export differently:
 ``resnet18`` and ``resnet18d``'s average-pool shortcut, ``efficientnet_b0`` and
@@ -53,7 +55,12 @@ MODELS: dict[str, tuple[str, int, bool]] = {
     "selecsls42b": ("selecsls", 64, True),
     "dpn48b": ("dpn", 64, True),
     "xception41": ("xception", 64, True),
+    "vit_tiny_patch16_224": ("vit", 64, False),
+    "deit_tiny_patch16_224": ("deit", 64, False),
 }
+
+#: Families whose position embeddings are built for the input side: ``img_size=`` is passed.
+SIZED_FAMILIES = ("vit", "deit")
 
 
 def _timm() -> Any:
@@ -66,7 +73,9 @@ def build(name: str, seed: int = 0) -> Any:
 
     timm = _timm()
     torch.manual_seed(seed)
-    return randomize_batch_norms(timm.create_model(name, pretrained=False), seed)
+    family, side, _slow = MODELS.get(name, ("", 0, False))
+    kwargs = {"img_size": side} if family in SIZED_FAMILIES else {}
+    return randomize_batch_norms(timm.create_model(name, pretrained=False, **kwargs), seed)
 
 
 def _register() -> None:
