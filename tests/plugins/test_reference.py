@@ -123,6 +123,48 @@ def test_deeplift_adjacent_nonlinearities_equal_captum_on_separated_modules():
     np.testing.assert_allclose(e.base_values, module(B).detach().numpy()[np.arange(4), TARGET])
 
 
+class Stem(torch.nn.Module):
+    """resnet's stem (7x7 stride-2 convolution, ReLU, overlapping 3x3 stride-2 max pooling)
+    and the activations Captum's DeepLift rescales besides ReLU, tanh and sigmoid."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 4, 7, stride=2, padding=3)
+        self.relu = torch.nn.ReLU()
+        self.split = Plus0()
+        self.pool = torch.nn.MaxPool2d(3, stride=2, padding=1)
+        self.conv2 = torch.nn.Conv2d(4, 4, 1)
+        self.elu = torch.nn.ELU()
+        self.fc1 = torch.nn.Linear(4 * 4 * 4, 8)
+        self.leaky = torch.nn.LeakyReLU(0.1)
+        self.fc2 = torch.nn.Linear(8, 8)
+        self.softplus = torch.nn.Softplus()
+        self.fc3 = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = self.pool(self.split(self.relu(self.conv(x))))
+        x = self.elu(self.conv2(x))
+        x = self.leaky(self.fc1(torch.flatten(x, 1)))
+        return self.fc3(self.softplus(self.fc2(x)))
+
+
+def test_deeplift_overlapping_max_pooling_and_other_activations_equal_captum(dtype):
+    """Overlapping windows (max_unpool2d's writes), ELU, LeakyReLU and softplus."""
+    module = Stem().eval()
+    X = torch.randn(4, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    net = xai.from_torch(module, X, dtype=dtype)
+    if dtype == "float64":
+        module, X = module.double(), X.double()
+    B = _baselines(X, 4)
+    e = xai.explain(
+        net, X.numpy(), method="deeplift", backend=xai.get_backend("cpu", dtype=dtype),
+        target=TARGET, baselines=B.numpy(),
+    )  # fmt: skip
+    ref = _captum(captum_attr.DeepLift, module, inputs=X, baselines=B, target=torch.tensor(TARGET))
+    np.testing.assert_allclose(e.values, ref, atol=TOL[dtype])
+
+
 def test_deeplift_shap_equals_captum(dtype):
     """The mean of DeepLift over the baselines of the distribution."""
     module, net, backend, X = _setup(dtype, split=True)
@@ -272,6 +314,14 @@ def test_shap_variants_need_baselines(method):
     _, net, backend, X = _setup("float64")
     with pytest.raises(ValidationError, match="baselines"):
         xai.explain(net, X.numpy(), method=method, backend=backend, target=TARGET)
+
+
+def test_unknown_backward_rule_lists_the_rules():
+    """The walk's rule is checked with the known ones named."""
+    _, net, backend, X = _setup("float64")
+    runner = xai.ModelRunner(net, backend=backend)
+    with pytest.raises(ValidationError, match="rescale"):
+        runner.layer_gradient_validated(X.numpy(), TARGET, net.input_name, relu_rule="bogus")
 
 
 def test_methods_are_registered():

@@ -261,6 +261,7 @@ class Softplus(Rescaled, UnaryFunction):
     """``log(1 + exp(x))``, overflow-free; the derivative is the logistic function."""
 
     kind: ClassVar[str] = "softplus"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
     ops: ClassVar[int] = 6
     grad_ops: ClassVar[int] = 5
 
@@ -311,6 +312,7 @@ class Elu(Rescaled, UnaryFunction):
     """
 
     kind: ClassVar[str] = "elu"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
     ops: ClassVar[int] = 6
     grad_ops: ClassVar[int] = 6
     #: The factor on both branches (1 for ELU; SELU's gamma).
