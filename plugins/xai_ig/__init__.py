@@ -6,12 +6,14 @@ own backward pass on its backend:
 - ``ig``: :class:`IntegratedGradients`, with five quadrature rules, seven kinds of
   baseline (expected gradients among them), a per-row convergence delta and adaptive steps;
 - ``saliency``: :class:`Saliency`, the gradient;
-- ``gradient_x_input``: :class:`GradientXInput`;
+- ``gradient_x_input``: :class:`GradientXInput` (also ``input_x_gradient``, Captum's name);
 - ``smoothgrad``: :class:`SmoothGrad`, any of the above averaged over noisy copies;
 - the CNN family (:mod:`xai_ig.cam`): ``gradcam``, ``guided_backprop``, ``deconvolution``,
   ``guided_gradcam``;
 - layer and neuron attribution (:mod:`xai_ig.layer`): ``layer_ig``, ``layer_conductance``,
-  ``internal_influence``, ``neuron_conductance``.
+  ``internal_influence``, ``neuron_conductance``;
+- the reference family (:mod:`xai_ig.reference`): ``deeplift``, ``deeplift_shap``,
+  ``gradient_shap``, ``lrp``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ __getattr__, __dir__, __all__ = xai_core.lazy_exports(
             "LayerIntegratedGradients",
             "NeuronConductance",
         ],
-        "gradients": ["GradientXInput", "Saliency"],
+        "gradients": ["GradientXInput", "InputXGradient", "Saliency"],
+        "reference": ["DeepLift", "DeepLiftShap", "GradientShap", "LRP", "gradient_shap_draws"],
         "ig": ["IntegratedGradients"],
         "smoothgrad": ["SmoothGrad"],
     },
@@ -42,7 +45,7 @@ __getattr__, __dir__, __all__ = xai_core.lazy_exports(
 @hookimpl
 def xai_register_explainers():
     from xai_ig.cam import Deconvolution, GradCam, GuidedBackprop, GuidedGradCam
-    from xai_ig.gradients import GradientXInput, Saliency
+    from xai_ig.gradients import GradientXInput, InputXGradient, Saliency
     from xai_ig.ig import IntegratedGradients
     from xai_ig.layer import (
         InternalInfluence,
@@ -50,6 +53,7 @@ def xai_register_explainers():
         LayerIntegratedGradients,
         NeuronConductance,
     )
+    from xai_ig.reference import LRP, DeepLift, DeepLiftShap, GradientShap
     from xai_ig.smoothgrad import SmoothGrad
 
     return [
@@ -65,4 +69,9 @@ def xai_register_explainers():
         LayerConductance,
         InternalInfluence,
         NeuronConductance,
+        InputXGradient,
+        DeepLift,
+        DeepLiftShap,
+        GradientShap,
+        LRP,
     ]

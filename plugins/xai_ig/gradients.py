@@ -12,7 +12,7 @@ from xai_core import Cost, Explainer, Explanation, ModelRunner
 from xai_core.attribution.options import Bool, Int
 from xai_ig._batching import chunk_points, gradient_rows
 
-__all__ = ["Saliency", "GradientXInput"]
+__all__ = ["Saliency", "GradientXInput", "InputXGradient"]
 
 
 #: The parameters every gradient method takes, written once for their docstrings.
@@ -129,3 +129,13 @@ class GradientXInput(_GradientMethod):
         return Explanation(
             values=values, base_values=base, target=target, data=X, meta={"output": output}
         )
+
+
+class InputXGradient(GradientXInput):
+    """Captum's name for :class:`GradientXInput`: ``method="input_x_gradient"``.
+
+    The same computation (Captum's ``InputXGradient``: ``x * df/dx``), registered under
+    Captum's name in snake case.
+    """
+
+    name: ClassVar[str] = "input_x_gradient"

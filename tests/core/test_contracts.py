@@ -24,6 +24,7 @@ FAST_OPTIONS = {
     "occlusion": {"sliding_window_shapes": (2,)},
     # one row has nothing to be permuted with: rows to draw the values from
     "feature_permutation": {"data": np.random.default_rng(0).normal(size=(6, 4))},
+    "gradient_shap": {"baselines": np.zeros((2, 4))},
 }
 
 
@@ -39,6 +40,9 @@ LAYERED_OPTIONS = {
     "layer_conductance": _TO_LAYER_INPUT,
     "internal_influence": _TO_LAYER_INPUT,
     "neuron_conductance": {"layer": 0, "neuron_selector": 2, "n_steps": 4},
+    "deeplift": {},
+    "deeplift_shap": {"baselines": np.random.default_rng(0).normal(size=(2, 4))},
+    "lrp": {},
 }
 
 

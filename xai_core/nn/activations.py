@@ -13,6 +13,7 @@ from scipy.special import expit
 
 from xai_core.errors import ValidationError
 from xai_core.nn.layer import Layer
+from xai_core.nn.rules import LRP_RULES, as_rule, rescale_multipliers
 from xai_core.validation import check_number
 
 __all__ = [
@@ -71,10 +72,49 @@ class UnaryFunction(Activation):
         return gx, {}
 
 
-class ReLU(UnaryFunction):
+class Rescaled:
+    """An elementwise nonlinearity with DeepLift's rescale rule (:mod:`xai_core.nn.rules`).
+
+    The layer classes Captum's ``DeepLift`` gives the rule (ReLU, LeakyReLU, Sigmoid,
+    Tanh, ELU, Softplus) list ``"rescale"`` in ``backward_rules``; those its ``LRP``
+    passes relevance through unchanged (ReLU, Tanh) list the LRP rules too.
+    """
+
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
+
+    def vjp_rule(self, grad, backend, record, rule):
+        """The backward pass under ``rule`` (:class:`~xai_core.nn.rules.BackwardRule` or its name).
+
+        Parameters
+        ----------
+        grad : ndarray of shape (n_samples, *output_shape)
+        backend : Backend
+        record : dict
+            This layer's record of the forward pass (for ``"rescale"``: ``m`` rows
+            followed by their ``m`` baselines).
+        rule : str or BackwardRule
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape)
+        """
+        rule = as_rule(rule)
+        if rule.name in LRP_RULES:
+            return grad
+        gx, _ = self.vjp(grad, backend, record, param_grads=False)
+        if rule.name != "rescale":
+            return gx
+        record = self._need(record, self)
+        x = record["x"]
+        y = record["y"] if "y" in record else self.apply(x, backend, None)
+        return rescale_multipliers(grad, x, y, gx, rule.epsilon, backend)
+
+
+class ReLU(Rescaled, UnaryFunction):
     """``max(x, 0)``; the derivative at 0 is taken as 0."""
 
     kind: ClassVar[str] = "relu"
+    backward_rules: ClassVar[tuple[str, ...]] = ("guided", "deconvnet", "rescale", *LRP_RULES)
 
     def fn(self, x):
         return np.maximum(x, 0)
@@ -94,19 +134,21 @@ class ReLU(UnaryFunction):
         backend : Backend
         record : dict
             This layer's record of the forward pass.
-        rule : {"gradient", "guided", "deconvnet"}
+        rule : str or BackwardRule
             ``"gradient"``: :meth:`vjp`; ``"guided"``: ``max(grad * (x > 0), 0)``
-            (guided backpropagation); ``"deconvnet"``: ``max(grad, 0)`` (deconvolution).
+            (guided backpropagation); ``"deconvnet"``: ``max(grad, 0)`` (deconvolution);
+            ``"rescale"`` and the LRP rules: :meth:`Rescaled.vjp_rule`.
 
         Returns
         -------
         ndarray of shape (n_samples, *input_shape)
         """
-        if rule == "deconvnet":
+        rule = as_rule(rule)
+        if rule.name == "deconvnet":
             return backend.elementwise(_positive, grad)
+        if rule.name != "guided":
+            return super().vjp_rule(grad, backend, record, rule)
         gx, _ = self.vjp(grad, backend, record, param_grads=False)
-        if rule == "gradient":
-            return gx
         return backend.elementwise(_positive, gx)
 
 
@@ -178,7 +220,7 @@ class ReLU6(Clip):
         return {}
 
 
-class LeakyReLU(UnaryFunction):
+class LeakyReLU(Rescaled, UnaryFunction):
     """``x`` for ``x > 0``, else ``alpha * x``.
 
     Parameters
@@ -189,6 +231,7 @@ class LeakyReLU(UnaryFunction):
     """
 
     kind: ClassVar[str] = "leaky_relu"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
     ops: ClassVar[int] = 2
     grad_ops: ClassVar[int] = 2
 
@@ -227,7 +270,7 @@ class _OfOutput(Activation):
     def apply(self, x, backend, record):
         y = self.function(x, backend)
         if record is not None:
-            record["y"] = y
+            record["x"], record["y"] = x, y
         return y
 
     def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
@@ -239,10 +282,11 @@ def _tanh_grad(g, y):
     return g * (1 - y * y)
 
 
-class Tanh(_OfOutput):
+class Tanh(Rescaled, _OfOutput):
     """Hyperbolic tangent, the TensorFlow Playground's default activation."""
 
     kind: ClassVar[str] = "tanh"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale", *LRP_RULES)
 
     def function(self, x, backend):
         return backend.elementwise(np.tanh, x, ops=4)
@@ -255,10 +299,11 @@ def _sigmoid_grad(g, y):
     return g * y * (1 - y)
 
 
-class Sigmoid(_OfOutput):
+class Sigmoid(Rescaled, _OfOutput):
     """Logistic function ``1 / (1 + exp(-x))`` (scikit-learn's "logistic"), overflow-free."""
 
     kind: ClassVar[str] = "sigmoid"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
 
     def function(self, x, backend):
         return backend.elementwise(expit, x, ops=4)

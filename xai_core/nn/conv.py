@@ -22,6 +22,7 @@ from xai_core.kernels.conv_ops import ConvGeometry
 from xai_core.kernels.im2col import as_pads, as_pair, conv_output_size, same_pads
 from xai_core.nn import _util
 from xai_core.nn.layer import Layer
+from xai_core.nn.rules import LRP_RULES, as_rule, lrp_ratio, times_input
 from xai_core.validation import check_int
 
 __all__ = ["Conv2D", "DepthwiseConv2D", "resolve_padding"]
@@ -80,6 +81,7 @@ class Conv2D(Layer):
     """
 
     kind: ClassVar[str] = "conv2d"
+    backward_rules: ClassVar[tuple[str, ...]] = LRP_RULES
     regularized: ClassVar[tuple[str, ...]] = ("weight",)
 
     def __init__(
@@ -155,8 +157,28 @@ class Conv2D(Layer):
     def apply(self, x, backend, record):
         _util.rows(x, self.input_shape, self)
         x = _util.to_nchw(x, self.layout)
+        if record is not None:
+            record["input"] = x
         y = backend.conv2d(x, self.weight, self.bias, self.geometry(), record)
         return _util.from_nchw(y, self.layout)
+
+    def vjp_rule(self, grad, backend, record, rule):
+        """LRP's backward pass (:mod:`xai_core.nn.rules`): the relevance at the input.
+
+        As :meth:`Dense.vjp_rule`: ``x * vjp(grad / (z + epsilon * sign(z)))`` through
+        the convolution with the weights (``"lrp_epsilon"``) or their positive part
+        (``"lrp_alpha1_beta0"``), ``z`` its output with them. Shape (n_samples, *input_shape).
+        """
+        rule = as_rule(rule)
+        x = self._need(record, self)["input"]
+        w = self.weight if rule.name == "lrp_epsilon" else np.maximum(self.weight, 0)
+        again: dict = {}
+        z = backend.conv2d(x, w, self.bias, self.geometry(), again)
+        s = lrp_ratio(_util.to_nchw(grad, self.layout), z, rule.epsilon, backend)
+        gx, _ = backend.conv2d_vjp(
+            s, w, self.geometry(), again, use_bias=self.use_bias, param_grads=False
+        )
+        return _util.from_nchw(times_input(x, gx, backend), self.layout)
 
     def apply_activated(self, x, backend, activation):
         """``activation.apply(self.apply(x, backend, None), backend, None)``, in one backend call.
@@ -256,6 +278,7 @@ class DepthwiseConv2D(Conv2D):
     """
 
     kind: ClassVar[str] = "depthwise_conv2d"
+    backward_rules: ClassVar[tuple[str, ...]] = LRP_RULES
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ from xai_core.errors import ShapeError
 from xai_core.nn import _util
 from xai_core.nn._util import glorot
 from xai_core.nn.layer import Layer
+from xai_core.nn.rules import LRP_RULES, as_rule, lrp_ratio, times_input
 from xai_core.validation import check_int
 
 __all__ = ["Dense"]
@@ -46,6 +47,7 @@ class Dense(Layer):
     """
 
     kind: ClassVar[str] = "dense"
+    backward_rules: ClassVar[tuple[str, ...]] = LRP_RULES
     regularized: ClassVar[tuple[str, ...]] = ("weight",)
 
     def __init__(self, units: int, use_bias: bool = True, name: str | None = None) -> None:
@@ -93,6 +95,23 @@ class Dense(Layer):
             if self.use_bias:
                 grads["bias"] = backend.reduce(np.sum, grad, axis=0)
         return (backend.matmul(grad, self.weight.T) if input_grad else None), grads
+
+    def vjp_rule(self, grad, backend, record, rule):
+        """LRP's backward pass (:mod:`xai_core.nn.rules`): the relevance at the input.
+
+        ``x * (W' @ (grad / (z + epsilon * sign(z))))`` with ``z = x W' + b``: ``W' = W``
+        (``"lrp_epsilon"``, Captum's ``EpsilonRule``) or its positive part
+        (``"lrp_alpha1_beta0"``, Captum's ``Alpha1_Beta0_Rule``, bias kept). Shape
+        (n_samples, n_in).
+        """
+        rule = as_rule(rule)
+        x = self._need(record, self)["x"]
+        w = self.weight if rule.name == "lrp_epsilon" else np.maximum(self.weight, 0)
+        z = backend.matmul(x, w)
+        if self.use_bias:
+            z = backend.elementwise(_add_bias, z, self.bias)
+        s = lrp_ratio(grad, z, rule.epsilon, backend)
+        return times_input(x, backend.matmul(s, w.T), backend)
 
     def get_config(self):
         return {"units": self.units} if self.use_bias else {"units": self.units, "use_bias": False}

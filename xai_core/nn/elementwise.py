@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import erf, expit
 
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.nn.activations import Activation, UnaryFunction
+from xai_core.nn.activations import Activation, Rescaled, UnaryFunction
 from xai_core.validation import check_number
 
 __all__ = [
@@ -257,10 +257,11 @@ class Reciprocal(UnaryFunction):
         return -g / (x * x)
 
 
-class Softplus(UnaryFunction):
+class Softplus(Rescaled, UnaryFunction):
     """``log(1 + exp(x))``, overflow-free; the derivative is the logistic function."""
 
     kind: ClassVar[str] = "softplus"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
     ops: ClassVar[int] = 6
     grad_ops: ClassVar[int] = 5
 
@@ -301,7 +302,7 @@ class Mish(UnaryFunction):
         return (g * (t + x * (1 - t * t) * expit(x))).astype(g.dtype)
 
 
-class Elu(UnaryFunction):
+class Elu(Rescaled, UnaryFunction):
     """``x`` for ``x >= 0``, else ``alpha * (exp(x) - 1)`` (ONNX ``Elu``).
 
     Parameters
@@ -311,6 +312,7 @@ class Elu(UnaryFunction):
     """
 
     kind: ClassVar[str] = "elu"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale",)
     ops: ClassVar[int] = 6
     grad_ops: ClassVar[int] = 6
     #: The factor on both branches (1 for ELU; SELU's gamma).

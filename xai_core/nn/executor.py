@@ -48,6 +48,8 @@ __all__ = [
 #: (deconvolution: the positive part of the incoming gradient, ``max(g, 0)``, whatever
 #: the input). As Captum's ``GuidedBackprop`` and ``Deconvolution``, only
 #: :class:`~xai_core.nn.ReLU` layers change rule (not ReLU6, Clip or LeakyReLU).
+#: DeepLift's ``"rescale"`` and the LRP rules extend the same walk to other layer types
+#: (:mod:`xai_core.nn.rules`, :data:`~xai_core.nn.rules.BACKWARD_RULES`).
 RELU_RULES = ("gradient", "guided", "deconvnet")
 
 
@@ -441,7 +443,7 @@ def run_backward(
             f"got {grad.shape}."
         )
     at = (input_name,) if input_grad else ()
-    found, out = _walk(nodes, record, record.target, grad, backend, at, param_grads, "gradient")
+    found, out = _walk(nodes, record, record.target, grad, backend, at, param_grads, None)
     gX = found.get(input_name) if input_grad else None
     if input_grad and gX is None:
         raise ValidationError("the output does not depend on the input: no input gradient.")
@@ -474,8 +476,10 @@ def run_backward_values(
     start : str, optional
         The node ``grad`` is the gradient of: the recorded pass's target by default, or any
         node it ran (a hidden unit's gradient with respect to the input, say).
-    relu_rule : {"gradient", "guided", "deconvnet"}, default="gradient"
-        How gradients pass through :class:`~xai_core.nn.ReLU` layers (:data:`RELU_RULES`).
+    relu_rule : str or BackwardRule, default="gradient"
+        How gradients pass through :class:`~xai_core.nn.ReLU` layers (:data:`RELU_RULES`),
+        or another backward rule of :mod:`xai_core.nn.rules` (DeepLift's ``"rescale"``,
+        the LRP rules): each layer whose class lists it in ``backward_rules`` applies it.
 
     Returns
     -------
@@ -489,13 +493,14 @@ def run_backward_values(
         does not depend on.
     """
     _check_record(record)
-    if relu_rule not in RELU_RULES:
-        raise ValidationError(f"relu_rule must be one of {list(RELU_RULES)}; got {relu_rule!r}.")
+    from xai_core.nn.rules import as_rule
+
+    rule = as_rule(relu_rule)
     start = record.target if start is None else start
     ran = {nodes[i].name for i in record.ran}
     if start not in ran:
         raise ValidationError(f"start {start!r} is not a node the recorded pass ran.")
-    found, _ = _walk(nodes, record, start, grad, backend, tuple(at), False, relu_rule)
+    found, _ = _walk(nodes, record, start, grad, backend, tuple(at), False, rule)
     missing = [name for name in at if name not in found]
     if missing:
         raise ValidationError(f"the value of {start!r} does not depend on {missing}: no gradient.")
@@ -517,11 +522,13 @@ def _walk(
     backend: Any,
     at: tuple[str, ...],
     param_grads: bool,
-    relu_rule: str,
+    rule: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
     """The reverse walk of a recorded pass from ``start``: the gradients at the values ``at``
-    and, with ``param_grads``, every node's parameter gradients."""
-    from xai_core.nn.activations import ReLU
+    and, with ``param_grads``, every node's parameter gradients. ``rule`` (a
+    :class:`~xai_core.nn.rules.BackwardRule`, or None for the gradient) replaces the
+    backward pass of the layers whose own class lists it in ``backward_rules``."""
+    modified = None if rule is None or rule.name == "gradient" else rule.name
 
     position = {nodes[i].name: k for k, i in enumerate(record.ran)}
     ran = record.ran[: position[start] + 1]
@@ -550,8 +557,8 @@ def _walk(
         if g is None or not wants[node.name]:
             continue
         need_in = [wants.get(name, False) for name in node.inputs]
-        if relu_rule != "gradient" and type(node.layer) is ReLU:
-            gx = node.layer.vjp_rule(g, backend, record.layers[node.name], relu_rule)
+        if modified is not None and modified in type(node.layer).__dict__.get("backward_rules", ()):
+            gx = node.layer.vjp_rule(g, backend, record.layers[node.name], rule)
             pg: dict = {}
         else:
             gx, pg = node.layer.vjp(

@@ -15,6 +15,7 @@ from xai_core.kernels.im2col import accumulate, as_pads, as_pair, conv_output_si
 from xai_core.nn import _util
 from xai_core.nn.conv import check_padding, resolve_padding
 from xai_core.nn.layer import Layer
+from xai_core.nn.rules import LRP_RULES, RelevanceThrough, as_rule, unpool_assign
 
 __all__ = ["MaxPool2D", "AvgPool2D", "GlobalAveragePooling2D", "ZeroPadding2D"]
 
@@ -111,7 +112,7 @@ def _window_sum(win: np.ndarray, axis: tuple[int, int] = (4, 5)) -> np.ndarray:
     return out
 
 
-class MaxPool2D(_Pool2D):
+class MaxPool2D(RelevanceThrough, _Pool2D):
     """Maximum over each (pool_size) window of each channel.
 
     Parameters
@@ -135,9 +136,12 @@ class MaxPool2D(_Pool2D):
     """
 
     kind: ClassVar[str] = "maxpool2d"
+    backward_rules: ClassVar[tuple[str, ...]] = ("rescale", *LRP_RULES)
 
     def apply(self, x, backend, record):
         _util.rows(x, self.input_shape, self)
+        if record is not None:
+            record["x"] = x
         x = _util.to_nchw(x, self.layout)
         ph, pw = self.pool_size
         win = windows(x, ph, pw, self.strides, self.pads, fill=-np.inf)
@@ -168,12 +172,55 @@ class MaxPool2D(_Pool2D):
         )
         return _util.from_nchw(gx, self.layout), {}
 
+    def vjp_rule(self, grad, backend, record, rule):
+        """The backward pass under ``rule`` (:mod:`xai_core.nn.rules`), of shape
+        (n_samples, *input_shape).
+
+        ``"rescale"`` is Captum's DeepLift ``maxpool`` rule: for rows ``x`` and baselines
+        ``r`` (the two halves of the recorded batch), ``m = max(pool(x), pool(r))``; the
+        products of ``grad`` with ``m - pool(r)`` go to the maxima of ``x``'s windows and
+        those with ``pool(x) - m`` to the maxima of ``r``'s (written as
+        ``max_unpool2d`` writes them, the later window winning), their sum over the two
+        halves divided by ``x - r`` (the gradient where ``|x - r| < epsilon``). The LRP
+        rules: :class:`~xai_core.nn.rules.RelevanceThrough`.
+        """
+        rule = as_rule(rule)
+        if rule.name != "rescale":
+            return super().vjp_rule(grad, backend, record, rule)
+        record = self._need(record, self)
+        normal, _ = self.vjp(grad, backend, record, param_grads=False)
+        normal = _util.to_nchw(normal, self.layout)
+        x = _util.to_nchw(record["x"], self.layout)
+        y = _util.to_nchw(self.apply(record["x"], backend, None), self.layout)
+        if len(x) % 2:
+            raise ValidationError(
+                f"the rescale rule at {self.name!r} needs rows followed by as many baselines; "
+                f"got a batch of {len(x)} rows."
+            )
+        m = len(x) // 2
+        g = _util.to_nchw(grad, self.layout)
+        top = np.maximum(y[:m], y[m:])
+        v = g * np.concatenate([top - y[m:], y[:m] - top])
+        arg = record["arg"]
+        pw = self.pool_size[1]
+        oh, ow = arg.shape[2:]
+        rows = np.arange(oh).reshape(oh, 1) * self.strides[0] - self.pads[0] + arg // pw
+        cols = np.arange(ow).reshape(1, ow) * self.strides[1] - self.pads[2] + arg % pw
+        u = unpool_assign(v, rows * x.shape[3] + cols, x.shape)
+        u = u[:m] + u[m:]
+        dx = x[:m] - x[m:]
+        dx, u = np.concatenate([dx, dx]), np.concatenate([u, u])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = u / dx
+        out = np.where(np.abs(dx) < rule.epsilon, normal, ratio).astype(normal.dtype)
+        return _util.from_nchw(out, self.layout)
+
 
 def _divide(x, d):
     return x / d
 
 
-class AvgPool2D(_Pool2D):
+class AvgPool2D(RelevanceThrough, _Pool2D):
     """Mean over each (pool_size) window of each channel.
 
     Parameters
@@ -194,6 +241,7 @@ class AvgPool2D(_Pool2D):
     """
 
     kind: ClassVar[str] = "avgpool2d"
+    backward_rules: ClassVar[tuple[str, ...]] = LRP_RULES
 
     def __init__(
         self,
@@ -230,6 +278,7 @@ class AvgPool2D(_Pool2D):
         d = self._divisor(x.dtype)
         if record is not None:
             record["x_shape"], record["d"] = x.shape, d
+            record["x"] = _util.from_nchw(x, self.layout)
         y = backend.elementwise(_divide, backend.reduce(_window_sum, win, axis=(4, 5)), d)
         return _util.from_nchw(y, self.layout)
 
@@ -252,7 +301,7 @@ def _spread(g, size):
     return g / size
 
 
-class GlobalAveragePooling2D(Layer):
+class GlobalAveragePooling2D(RelevanceThrough, Layer):
     """Mean of each channel over height and width.
 
     Parameters
@@ -264,6 +313,7 @@ class GlobalAveragePooling2D(Layer):
     """
 
     kind: ClassVar[str] = "global_avgpool2d"
+    backward_rules: ClassVar[tuple[str, ...]] = LRP_RULES
 
     def __init__(self, keepdims: bool = False, layout: str = "NCHW", name: str | None = None):
         super().__init__(name)
@@ -279,6 +329,8 @@ class GlobalAveragePooling2D(Layer):
 
     def apply(self, x, backend, record):
         _util.rows(x, self.input_shape, self)
+        if record is not None:
+            record["x"] = x
         y = backend.reduce(np.mean, x, axis=self._axes())
         return y.reshape(x.shape[0], *self.output_shape)
 
