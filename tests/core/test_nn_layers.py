@@ -453,3 +453,32 @@ def test_cnn_builder():
         nn.cnn((8, 8, 3))
     with pytest.raises(xai.ShapeError, match="image_shape must be"):
         nn.cnn((5, 6, 7))
+
+
+@pytest.mark.parametrize("lead", [(), (3,), (2, 3)], ids=["2d", "3d", "4d"])
+def test_matmul_by_a_shared_weight_is_one_gemm_with_torchs_gradients(lead):
+    """``x @ W`` with ``W`` one matrix for every sample is one backend GEMM of all rows; its
+    value and both gradients (the input's and, when asked, the weight's, summed over every
+    matrix of x) equal torch autograd in float64."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, *lead, 5, 6))
+    w = rng.normal(size=(1, *(1 for _ in lead), 6, 7))
+    g = rng.normal(size=(4, *lead, 5, 7))
+    layer = nn.MatMul()
+    layer.build([x.shape[1:], w.shape[1:]], None, np.float64)
+    backend = xai.get_backend("cpu", dtype="float64")
+    record: dict = {}
+    out = layer.apply([x, w], backend, record)
+    assert backend.counters["matmuls"] == 1
+    (gx, gw), _ = layer.vjp(g, backend, record, needs=(True, True))
+    tx = torch.tensor(x, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = tx @ tw
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(out, ty.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gx, tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gw, tw.grad.numpy(), rtol=1e-12)
+    (gx_only, none), _ = layer.vjp(g, backend, record, needs=(True, False))
+    assert none is None
+    np.testing.assert_array_equal(gx_only, gx)

@@ -386,25 +386,29 @@ def test_runs_on_tpu_and_saves(case, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("case", "per_sample"),
+    ("case", "shared", "per_sample"),
     [
-        # q @ k^T and p @ v: one GEMM per head (2), plus the qkv projection's one
-        ("views_unbind_attention", 1 + 2 + 2),
+        # q @ k^T and p @ v: one GEMM per head (2) each per sample; the qkv projection,
+        # a weight shared by every sample, one GEMM of all the batch's tokens
+        ("views_unbind_attention", 1, 2 + 2),
         # t @ t^T and p @ t: one GEMM per head (2) each
-        ("views_merged_heads", 2 + 2),
+        ("views_merged_heads", 0, 2 + 2),
     ],
 )
-def test_attention_products_are_gemms_on_the_tpu(case, per_sample):
-    """The products of views are counted as GEMMs like any other, forward and backward."""
+def test_attention_products_are_gemms_on_the_tpu(case, shared, per_sample):
+    """The products of views are counted as GEMMs like any other, forward and backward; a
+    product by a weight is one GEMM for the whole batch, whose weight gradient (of a
+    constant) is not computed."""
     data, shape, _ = CASES[case]
     net = xai.from_onnx(data)
     X = _batch(shape, n=3)
     runner = xai.ModelRunner(net, backend="tpu")
     runner.predict(X)
-    assert runner.counters["matmuls"] == 3 * per_sample
+    assert runner.counters["matmuls"] == shared + 3 * per_sample
     runner.reset_counters()
     runner.gradient(X, 0)
-    assert runner.counters["matmuls"] == 3 * per_sample * 3  # forward, dA and dB
+    # forward, then dA of every product and dB of the products of two activations
+    assert runner.counters["matmuls"] == 2 * shared + 3 * per_sample * 3
 
 
 def test_replace_nan_layer_replaces_only_nan():

@@ -561,12 +561,14 @@ def _walk(
             gx = node.layer.vjp_rule(g, backend, record.layers[node.name], rule)
             pg: dict = {}
         else:
+            needs = {"needs": tuple(need_in)} if node.layer.takes_input_needs else {}
             gx, pg = node.layer.vjp(
                 g,
                 backend,
                 record.layers[node.name],
                 param_grads=param_grads,
                 input_grad=any(need_in),
+                **needs,
             )
         if param_grads and node.layer.params:
             out[node.name] = pg

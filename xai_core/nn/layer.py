@@ -72,6 +72,10 @@ class Layer(ThreadLocalRecord):
     regularized: ClassVar[tuple[str, ...]] = ()
     #: Number of inputs: 1, 0 (a constant) or None (any number, at least 1).
     n_inputs: ClassVar[int | None] = 1
+    #: Whether :meth:`vjp` takes ``needs=`` (one bool per input: whether the backward walk
+    #: needs its gradient), so that a layer of several inputs skips the products of the
+    #: gradients nobody reads (a constant operand's).
+    takes_input_needs: ClassVar[bool] = False
 
     def __init__(self, name: str | None = None) -> None:
         if name is not None and (not isinstance(name, str) or not name):

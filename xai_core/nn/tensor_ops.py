@@ -58,11 +58,16 @@ class MatMul(Layer):
     -----
     The forward pass is one ``backend.batched_matmul`` of shape (G, M, K) @ (G, K, N),
     G the number of broadcast matrix pairs; the backward pass two more (``dY @ B^T`` and
-    ``A^T @ dY``), each summed back over the axes its input was broadcast along.
+    ``A^T @ dY``), each summed back over the axes its input was broadcast along, and only
+    for the inputs whose gradient the walk needs. When the second input is one matrix for
+    all (a weight, ``tokens @ W``), each product is instead one ``backend.matmul`` of all
+    the rows: (G * M, K) @ (K, N) forward, and the weight's gradient (K, G * M) @ (G * M, N)
+    with the sum over the matrices inside it; the multiply-adds are the same.
     """
 
     kind: ClassVar[str] = "matmul"
     n_inputs: ClassVar[int | None] = 2
+    takes_input_needs: ClassVar[bool] = True
 
     def compute_output_shape(self, input_shape):
         a, b = input_shape
@@ -71,9 +76,18 @@ class MatMul(Layer):
     def _lead(self, a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
         return np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
 
+    @staticmethod
+    def _shared_right(a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether ``b`` is one matrix for every matrix of ``a`` (a weight: ``x @ W``)."""
+        return all(d == 1 for d in b.shape[:-2]) and a.ndim >= b.ndim
+
     def _product(self, a, b, backend) -> np.ndarray:
         lead = self._lead(a, b)
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        if self._shared_right(a, b) and a.shape[:-2] == lead:
+            # x @ W (a linear layer on tokens): one GEMM of all rows, not one per matrix of x
+            rows = np.ascontiguousarray(a).reshape(-1, k)
+            return backend.matmul(rows, b.reshape(k, n)).reshape(*lead, m, n)
         # contiguous stacks: numpy's matmul leaves BLAS for a slow loop on a stride-0 axis
         a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
         b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
@@ -86,14 +100,27 @@ class MatMul(Layer):
             record["a"], record["b"] = a, b
         return self._product(a, b, backend)
 
-    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
         record = self._need(record, self)
         if not input_grad:
             return None, {}
         a, b = record["a"], record["b"]
-        ga = self._product(grad, np.swapaxes(b, -1, -2), backend)
-        gb = self._product(np.swapaxes(a, -1, -2), grad, backend)
-        return [_unbroadcast(ga, a.shape, backend), _unbroadcast(gb, b.shape, backend)], {}
+        need_a, need_b = (True, True) if needs is None else needs
+        ga = gb = None
+        if need_a:
+            ga = _unbroadcast(
+                self._product(grad, np.swapaxes(b, -1, -2), backend), a.shape, backend
+            )
+        if need_b and self._shared_right(a, b) and a.shape[:-2] == grad.shape[:-2]:
+            # the weight's gradient summed over every matrix of x: one GEMM over all rows
+            rows = np.ascontiguousarray(a).reshape(-1, a.shape[-1])
+            g = np.ascontiguousarray(grad).reshape(-1, grad.shape[-1])
+            gb = backend.matmul(rows.T, g).reshape(b.shape)
+        elif need_b:
+            gb = _unbroadcast(
+                self._product(np.swapaxes(a, -1, -2), grad, backend), b.shape, backend
+            )
+        return [ga, gb], {}
 
     def macs_per_sample(self) -> int:
         a, _ = self.input_shape
