@@ -1232,6 +1232,202 @@ xai.Report("MNIST on the Edge TPU", seed=0).add(c_shap).add(c_lime).add(methods)
 ]
 
 
+TEXT = [
+    (
+        "md",
+        """\
+## A small sentiment classifier
+
+Twenty short reviews, a WordPiece tokenizer built in memory with `tokenizers`, and a
+PyTorch classifier that averages its token embeddings. It trains in a second; the point
+is what it learnt, token by token.""",
+    ),
+    (
+        "code",
+        """\
+import numpy as np
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+import xai_core as xai
+
+good = ["great film", "a wonderful story", "loved the acting", "brilliant and moving",
+        "a great cast", "wonderful music", "moving and funny", "loved it", "brilliant plot",
+        "funny and great"]
+bad = ["boring film", "a terrible story", "hated the acting", "dull and slow",
+       "a terrible cast", "awful music", "slow and boring", "hated it", "dull plot",
+       "awful and boring"]
+texts, labels = good + bad, [1] * len(good) + [0] * len(bad)
+words = sorted({w for t in texts for w in t.split()})
+vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words])}
+tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+tok.post_processor = processors.TemplateProcessing(
+    single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+)
+
+
+class MeanEmbedding(torch.nn.Module):
+    def __init__(self, n_words, dim=8):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(n_words, dim)
+        self.head = torch.nn.Linear(dim, 2)
+
+    def forward(self, ids):
+        return self.head(torch.tanh(self.embedding(ids)).mean(dim=1))  # logits
+
+
+torch.manual_seed(0)
+model = MeanEmbedding(len(vocab))
+ids = torch.tensor([tok.encode(t).ids + [0] * (6 - len(tok.encode(t).ids)) for t in texts])
+optimiser = torch.optim.Adam(model.parameters(), lr=0.05)
+for _ in range(200):
+    optimiser.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(ids), torch.tensor(labels))
+    loss.backward()
+    optimiser.step()
+model.eval()
+print(f"training loss {loss.item():.3f}")""",
+    ),
+    (
+        "md",
+        """\
+## One attribution per token
+
+`xai.explain(model, texts, tokenizer=...)` imports the module (its `nn.Embedding` becomes
+`xai.nn.Embedding`), pads the texts to one length and attributes the positive class's
+logit at the embedding's output, as Captum's `LayerIntegratedGradients` does: one value
+per token, red where it raises the explained class, blue where it lowers it.""",
+    ),
+    (
+        "code",
+        """\
+reviews = ["a wonderful and funny story", "slow music and a dull cast"]
+e = xai.explain(model, reviews, tokenizer=tok, method="ig", max_length=8, target=1, steps=32)
+print(e.meta["tokens"][0])
+print(np.round(e.values[0], 3))
+e  # the highlighted texts, in the report's own section""",
+    ),
+    (
+        "code",
+        """\
+fig = e.plot.text()  # the same as a matplotlib figure (for papers, or viewers without HTML)""",
+    ),
+    (
+        "md",
+        """\
+## Does it survive the hardware?
+
+The same explanation on the simulated TPU (bf16 products, fp32 sums) and GPU. The tokens
+that matter stay the same; the values move by about bf16's resolution on the TPU.""",
+    ),
+    (
+        "code",
+        """\
+for backend in ("gpu", "tpu"):
+    other = xai.explain(
+        model, reviews, tokenizer=tok, method="ig", max_length=8, target=1, steps=32,
+        backend=backend,
+    )
+    diff = np.abs(other.values - e.values).max() / np.abs(e.values).max()
+    same_top = [
+        int(np.argmax(np.abs(a))) == int(np.argmax(np.abs(b)))
+        for a, b in zip(other.values, e.values)
+    ]
+    print(f"{backend}: largest change {diff:.1e} of the largest attribution; "
+          f"same top token in every text: {all(same_top)}")""",
+    ),
+    (
+        "md",
+        """\
+## Words, and shap's plots
+
+`merge="words"` sums the pieces of each word; `to_shap()` hands the explanation to
+`shap.plots.text`.""",
+    ),
+    (
+        "code",
+        """\
+words = xai.explain(model, reviews, tokenizer=tok, max_length=8, target=1, merge="words")
+print(words.meta["tokens"][1])
+sv = words.to_shap()
+print(type(sv).__name__, len(sv.values))""",
+    ),
+]
+
+
+SOUND = [
+    (
+        "md",
+        """\
+## Sound clips in class folders
+
+Teachable Machine's sound projects hear one-second clips through speech-commands'
+browser front end: a log-magnitude spectrogram of 43 frames of 232 frequency bins.
+`xai_datasets.load_audio_folder` applies that front end to WAV files laid out one folder
+per class. Here the clips are made on the spot: low hums and high whistles in noise.""",
+    ),
+    (
+        "code",
+        """\
+from pathlib import Path
+
+import numpy as np
+from scipy.io import wavfile
+
+import xai_core as xai
+from xai_datasets import load_audio_folder
+
+rng = np.random.default_rng(0)
+t = np.arange(44100) / 44100
+for name, low, high in (("hum", 150, 400), ("whistle", 2500, 5000)):
+    folder = Path("clips") / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(8):
+        pitch = rng.uniform(low, high)
+        start = rng.uniform(0.1, 0.5)
+        tone = np.sin(2 * np.pi * pitch * t) * ((t > start) & (t < start + 0.4))
+        clip = 0.5 * tone + 0.05 * rng.standard_normal(t.size)
+        wavfile.write(folder / f"{i}.wav", 44100, (clip * 32767).astype(np.int16))
+
+ds = load_audio_folder("clips")
+print(ds.X.shape, ds.class_names)""",
+    ),
+    (
+        "md",
+        """\
+## A classifier, explained on the spectrogram
+
+A small network on the spectrograms (a Teachable Machine export imports the same way:
+`xai.from_teachable_machine("tm-my-audio-model.zip")`, then
+`xai_core.importers.teachable_sound.prepare_audio(model, wav_files)`). Integrated
+gradients then show which time-frequency cells made the call, and the sum per frame shows
+when in the second it happened.""",
+    ),
+    (
+        "code",
+        """\
+from xai_core import nn
+
+X = ds.X.reshape(len(ds.X), 43, 232, 1)
+net = nn.Sequential(
+    [nn.Flatten(), nn.Dense(16), nn.ReLU(), nn.Dense(2), nn.Softmax()],
+    input_shape=(43, 232, 1),
+    output_names=ds.class_names,
+)
+net.fit(X, ds.y, optimizer="adam", learning_rate=1e-3, epochs=30, batch_size=8, progress=False)
+print(f"training accuracy {net.score(X, ds.y):.2f}")
+e = xai.explain(net, X[[0, 8]], method="ig", steps=16)
+fig = e.plot.spectrogram(0)""",
+    ),
+    (
+        "code",
+        """\
+fig = e.plot.spectrogram(1)  # a whistle: the attribution sits in the high bins""",
+    ),
+]
+
+
 NOTEBOOKS = {
     "quickstart": (
         "Quickstart: explain an MNIST CNN with three methods on three backends",
@@ -1300,10 +1496,31 @@ and test points, a surface per hidden neuron, links by weight and the loss curve
 during training; the Playground's knobs as widgets; attributions of a clicked point.""",
         PLAYGROUND,
     ),
+    "text": (
+        "Text: a classifier explained token by token, across hardware",
+        """\
+Train a tiny PyTorch sentiment classifier, explain its reviews token by token with
+integrated gradients (as Captum's `LayerIntegratedGradients` does), see the tokens
+highlighted, check that the explanation survives the simulated GPU and TPU, and merge
+word pieces back into words.""",
+        TEXT,
+    ),
+    "sound": (
+        "Sound: spectrograms explained, Teachable Machine style",
+        """\
+Make sound clips in class folders, turn them into the spectrograms a Teachable Machine
+sound model hears, train a small classifier and see, on the spectrogram, which times and
+frequencies made each call.""",
+        SOUND,
+    ),
 }
 
 #: Extra packages a notebook installs in Colab, after xai-core.
-EXTRA_INSTALL = {"import_pytorch": " onnx onnxruntime", "edge_tpu": " tflite ai-edge-litert"}
+EXTRA_INSTALL = {
+    "import_pytorch": " onnx onnxruntime",
+    "edge_tpu": " tflite ai-edge-litert",
+    "text": " onnx onnxruntime tokenizers",
+}
 
 
 def build(name: str) -> nbformat.NotebookNode:

@@ -21,6 +21,8 @@ NAMES = (
     "edge_tpu",
     "whatif_editor",
     "playground",
+    "text",
+    "sound",
 )
 COLAB_URL = "https://colab.research.google.com/github/xai-core/xai-core/blob/main/docs/notebooks/"
 BADGE = (
