@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from xai_core.int8.numerics import multiply_by_quantized_multiplier, quantize_multiplier
+from xai_core.kernels.requant import requantize_rows
 
 __all__ = [
     "INT16_MAX",
@@ -49,6 +50,11 @@ def requantize(
     acc: np.ndarray, q: Any, shift: Any, zero_point: int, lo: int, hi: int
 ) -> np.ndarray:
     """``clamp(MultiplyByQuantizedMultiplier(acc) + zero_point, lo, hi)`` as int8."""
+    acc = np.asarray(acc)
+    if acc.dtype.kind in "iu" and -128 <= lo <= hi <= 127:  # one compiled pass, same integers
+        done = requantize_rows(acc, q, shift, int(zero_point), int(lo), int(hi))
+        if done is not None:
+            return done
     out = multiply_by_quantized_multiplier(acc, q, shift) + int(zero_point)
     return np.clip(out, lo, hi).astype(np.int8)
 

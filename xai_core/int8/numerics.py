@@ -19,6 +19,7 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ValidationError
+from xai_core.kernels.requant import multiply_by_quantized_multiplier_rows
 
 __all__ = [
     "EXACT_K",
@@ -118,6 +119,11 @@ def multiply_by_quantized_multiplier(x: Any, q: Any, shift: Any) -> np.ndarray:
     -------
     ndarray of int64
     """
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":  # one compiled pass (xai_core.kernels.requant), the same integers
+        done = multiply_by_quantized_multiplier_rows(x, q, shift)
+        if done is not None:
+            return done
     x = np.asarray(x, dtype=np.int64)
     q = np.asarray(q, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
