@@ -111,7 +111,10 @@ def main() -> None:
     cols = ["mean_cosine", "min_cosine", "mean_top_k_overlap", "mean_spearman", "max_abs_diff"]
     print(c.summary[cols + ["flipped", "mean_delta"]].to_string())
     rows = c.rows
-    print(rows.groupby("backend")["max_rel_diff"].agg(["mean", "max"]).to_string())
+    print(
+        rows.groupby("backend")["max_rel_diff"].agg(["mean", "max"]).to_string(float_format="%.3g")
+    )
+    print("tokens per text:", c.explanations["cpu"].meta["mask"].sum(axis=1).tolist())
     shifts = c.token_shifts(top=3)
     tpu = shifts[shifts.backend == "tpu"]
     print("tokens that moved most on tpu (top 1 per text):")
