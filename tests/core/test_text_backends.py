@@ -134,3 +134,43 @@ def test_texts_refuse_what_they_do_not_take(setup):
         xai.compare_backends(
             module, TEXTS, tokenizer=tok, method=xai.Explainer, max_length=SEQ, backends=["tpu"]
         )
+
+
+@pytest.mark.slow
+def test_bert_classifier_drift_is_in_the_matrix_products():
+    """A tiny BERT: tokens carried on every backend; on the tpu only matrix products add error
+    (softmax and layer norm run on its fp32 vector unit), as docs/text.md reports."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    from xai_core.text import TextTokenizer
+    from xai_core.text.transformers_models import network_for_length
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=16, num_labels=2,
+    )  # fmt: skip
+    bert = BertForSequenceClassification(config).eval()
+    tok = _wordpiece()
+    c = xai.compare_backends(bert, TEXTS[:2], tokenizer=tok, steps=8, backends=["tpu"])
+    assert list(c.explanations["tpu"].meta["tokens"][1][:3]) == ["[CLS]", "a", "dog"]
+    assert np.abs(c.explanations["tpu"].values - c.explanations["cpu"].values).max() > 0
+
+    enc = TextTokenizer(tok).encode(TEXTS[:1])
+    ids = enc.ids
+    net = network_for_length(bert, ids.shape[1], ids.shape[1], ids, "float32")
+    cpu, tpu = xai.get_backend("cpu"), xai.get_backend("tpu")
+    values = {net.input_name: ids.astype(np.float32)}
+    local: dict[str, list[float]] = {}
+    for node in net.nodes:
+        args = [values[name] for name in node.inputs]
+        x = args[0] if node.layer.n_inputs == 1 else args
+        ref = np.asarray(node.layer.apply(x, cpu, {}))
+        low = np.asarray(node.layer.apply(x, tpu, {}))
+        values[node.name] = ref
+        if ref.dtype.kind == "f" and np.abs(ref).max() > 0:
+            err = float(np.abs(low - ref).max() / np.abs(ref).max())
+            local.setdefault(type(node.layer).__name__, []).append(err)
+    assert max(local["Softmax"]) == 0 and max(local["LayerNormalization"]) == 0
+    assert min(local["MatMul"]) > 0
+    assert max(max(v) for v in local.values()) < 2**-6  # bf16 rounding of the operands
