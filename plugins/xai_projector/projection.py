@@ -54,6 +54,9 @@ class Projection:
         Grey images in [0, 1] shown as thumbnails and exported as a sprite.
     explanation : Explanation or None
         Attributions of the same rows; the view shows a point's heatmap on click.
+    search_fields : tuple of str or None
+        The columns :meth:`search` looks in by default (None: every column); a vocabulary's
+        projection searches its words (``("label",)``).
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class Projection:
         meta: dict[str, Any],
         images: np.ndarray | None = None,
         explanation: Any = None,
+        search_fields: Sequence[str] | None = None,
     ) -> None:
         self.vectors = vectors
         self.coordinates = coordinates
@@ -75,6 +79,7 @@ class Projection:
         self.meta = meta
         self.images = images
         self.explanation = explanation
+        self.search_fields = None if search_fields is None else tuple(search_fields)
         self.explained_variance_ratio = meta.get("explained_variance_ratio")
         self._neighbor_cache: dict[tuple[int, str], Neighbors] = {}
 
@@ -121,8 +126,9 @@ class Projection:
         k : int, default=10
             Neighbours per row, 1 <= k <= n_samples - 1.
         metric : {"cosine", "euclidean"}
-        rows : sequence of int or Selection, optional
-            Only these rows' neighbours (exact search only); by default every row's.
+        rows : sequence of int, Selection or str, optional
+            Only these rows' neighbours (exact search only); by default every row's. A
+            string is a label: the rows labelled exactly so (a word of a vocabulary).
         approximate : bool, default=False
             Use a pynndescent index (if installed); its recall against the exact search,
             measured on sampled rows, is in ``.recall``.
@@ -162,6 +168,8 @@ class Projection:
             found = exact_neighbors(self.vectors, k, metric, progress=progress)
             self._neighbor_cache[(k, metric)] = found
             return found
+        if isinstance(rows, str):
+            rows = self._labelled(rows)
         q = np.asarray(rows, dtype=np.int64).ravel()
         if q.size == 0 or q.min() < 0 or q.max() >= n:
             raise ValidationError(
@@ -169,6 +177,18 @@ class Projection:
                 f"{'...' if q.size > 5 else ''} ({q.size} in all)."
             )
         return exact_neighbors(self.vectors, k, metric, queries=q, progress=progress)
+
+    def _labelled(self, label: str) -> np.ndarray:
+        """The rows labelled exactly ``label``; an error naming close labels when there are none."""
+        if self.labels is None:
+            raise ValidationError(f"rows={label!r} names a label, but this projection has none.")
+        found = np.flatnonzero(self.labels == label)
+        if found.size == 0:
+            import difflib
+
+            close = difflib.get_close_matches(label, self.labels.tolist(), n=10)
+            raise UnknownNameError("label", label, close or ["(no close label)"])
+        return found
 
     # -- search --------------------------------------------------------------------------
     def search(
@@ -182,11 +202,16 @@ class Projection:
     ) -> Selection:
         """Rows whose label or metadata matches ``query`` (substring, or an RE2 regular expression if ``regex``).
 
+        ``fields`` (a column name or names) restricts the search; by default
+        :attr:`search_fields` (a vocabulary's words), else every column.
+
         Returns
         -------
         Selection
             Usable as row indices: ``X[p.search("cat").indices]``.
         """
+        if fields is None and self.search_fields is not None:
+            fields = list(self.search_fields)
         sel = search_columns(
             self.columns, query, regex=regex, case_sensitive=case_sensitive, fields=fields
         )
@@ -299,6 +324,7 @@ def project(
     method: str = "pca",
     n_components: int = 2,
     labels: Sequence[Any] | None = None,
+    vocabulary: Any = None,
     metadata: Mapping[str, Sequence[Any]] | Any = None,
     images: Any = None,
     explanation: Any = None,
@@ -315,8 +341,10 @@ def project(
 ) -> Projection:
     """Project vectors, or a model layer's activations, to 2-D or 3-D.
 
-    ``project(vectors, method=..., labels=..., metadata=...)`` or
-    ``project(runner_or_model, X, layer=...)``.
+    ``project(vectors, method=..., labels=..., metadata=...)``,
+    ``project(runner_or_model, X, layer=...)``, or a model's word embeddings:
+    ``project(model, layer="embedding", vocabulary=tokenizer)`` (its embedding table, one
+    row per token id, labelled with the words; see :mod:`xai_projector.tables`).
 
     Parameters
     ----------
@@ -328,11 +356,20 @@ def project(
     X : array-like of shape (n_samples, *input_shape), optional
         The inputs, when ``vectors`` is a runner or model.
     layer : int or str, optional
-        The layer whose outputs are the embeddings (index or name), with a runner.
+        The layer whose outputs are the embeddings (index or name), with a runner. Without
+        ``X``: the embedding layer whose table is projected (its name, or its position among
+        the model's embedding layers); by default the only one (a ``transformers`` model's
+        input embeddings).
     method : {"pca", "tsne", "umap", "linear"}, default="pca"
     n_components : {2, 3}, default=2
     labels : sequence of length n_samples, optional
         Colours the points; searchable.
+    vocabulary : sequence of str, mapping of str to int, or a tokenizer, optional
+        The words of the rows, as labels (instead of ``labels``): a list (row i is word i),
+        a dict word -> id, or a ``tokenizers`` / ``transformers`` tokenizer (its
+        vocabulary); its size must be the number of rows. An embedding table's projection
+        also gets an ``id`` column (the row's token id), and :meth:`Projection.search`
+        looks in the words by default.
     metadata : mapping of str to sequence of length n_samples, or DataFrame, optional
         More searchable columns, shown on hover.
     images : array-like of shape (n_samples, height, width), optional
@@ -366,15 +403,24 @@ def project(
     -------
     Projection
     """
-    V, source_info = _vectors(vectors, X, layer)
+    V, source_info = _vectors(vectors, X, layer, vocabulary)
     n = V.shape[0]
     if method not in _methods.METHODS:
         raise UnknownNameError("projection method", method, _methods.METHODS)
     if isinstance(n_components, bool) or n_components not in (2, 3):
         raise ValidationError(f"n_components must be 2 or 3; got {n_components!r}.")
     seed = resolve_seed(seed)
+    if vocabulary is not None and labels is not None:
+        raise ValidationError("pass labels= or vocabulary= (the words as labels), not both.")
+    if vocabulary is not None:
+        from xai_projector.tables import vocabulary_words
+
+        labels = vocabulary_words(vocabulary, n)
     label_arr = None if labels is None else _inputs.check_strings(labels, "labels", n)
     meta_cols = _inputs.check_metadata(metadata, n)
+    table = "embedding_layer" in source_info
+    if table and "id" not in meta_cols:
+        meta_cols["id"] = np.arange(n).astype(str).astype(object)
     image_arr = _inputs.check_images(images, n)
     explanation = _inputs.check_explanation(explanation, n)
     pairs = _inputs.check_groups(groups, method, n_components, label_arr, n)
@@ -389,13 +435,22 @@ def project(
     coords, meta = _projected(
         V, method, n_components, seed, pairs, settings, spherize, progress, source_info
     )
-    return Projection(V, coords, method, label_arr, meta_cols, meta, image_arr, explanation)
+    fields = ("label",) if vocabulary is not None else None
+    return Projection(V, coords, method, label_arr, meta_cols, meta, image_arr, explanation, fields)
 
 
-def _vectors(vectors: Any, X: Any, layer: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    """The vectors to project, checked, and where they came from (a layer's activations of ``X``)."""
+def _vectors(
+    vectors: Any, X: Any, layer: Any, vocabulary: Any = None
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The vectors to project, checked, and where they came from (a layer's activations of
+    ``X``, or a model's embedding table)."""
+    from xai_projector.tables import is_embedding_model, table_of
+
     source_info: dict[str, Any] = {}
     not_array = not hasattr(vectors, "__array__") and not isinstance(vectors, (list, tuple))
+    if X is None and not_array and (vocabulary is not None or is_embedding_model(vectors)):
+        table, name = table_of(vectors, layer)
+        return _inputs.check_vectors(table), {"embedding_layer": name}
     if (
         hasattr(vectors, "activations")
         or isinstance(vectors, xai.Model)

@@ -277,11 +277,18 @@ def compare_backends(
         Imported once as :func:`xai_core.explain` imports it
         (:func:`xai_core.import_model`). A native network runs on every backend; on ``edgetpu`` its int8 quantisation
         (``xai.quantize(model, calibration)``) runs. A black box runs on the host only.
-    X : array-like of shape (n_samples, *input_shape)
+    X : array-like of shape (n_samples, *input_shape), or texts
+        Texts (with ``tokenizer=`` among the options), or token ids of a network whose
+        input an :class:`~xai_core.nn.Embedding` reads: explained on each backend as
+        :func:`xai_core.explain` explains texts (``docs/text.md``), the reference's
+        predicted class the target of all; the explanations carry the tokens, and
+        :meth:`BackendComparison.token_shifts` lists the tokens that moved.
     method : str or Explainer subclass, default="auto"
         A registered explainer; ``"auto"`` picks as :func:`xai_core.explain` does, for the
         model on the reference backend (integrated gradients for a native network, once
         installed). The name is resolved once, here; every backend runs the same class.
+        For texts, a text method's name (``"ig"``, ``"saliency"``, ``"gradient_x_input"``,
+        ``"smoothgrad"``).
     backends : sequence of str or Backend, optional
         By default every registered backend (``xai.list_backends()``, in registration
         order: a newly installed backend is compared too); one that cannot be built with
@@ -317,9 +324,21 @@ def compare_backends(
     k = check_positive_int(k, "k")
     n_seeds = check_positive_int(n_seeds, "n_seeds")
     from xai_core.importers.direct import import_model
+    from xai_core.text.explain import is_texts, reads_ids
 
-    model = import_model(model, X)
+    texts = "tokenizer" in options or is_texts(X)
+    if not texts:
+        model = import_model(model, X)
     pairs, skipped = _compared_backends(backends, reference)
+    if texts or reads_ids(model):  # texts and token ids: explain's one text path per backend
+        from xai_core.compare.texts import compare_texts
+
+        refused = {"executor": executor, "chunk_size": chunk_size, "calibration": calibration}
+        refused["quantized"] = quantized
+        return compare_texts(
+            model, X, method, pairs, skipped, target=target, k=k, n_seeds=n_seeds,
+            refused=refused, **options,
+        )  # fmt: skip
     ref_runner = ModelRunner(model, pairs[0][1])
     if cls is None:
         cls = resolve_method(method, ref_runner.capabilities)

@@ -52,6 +52,15 @@ class BackendComparison:
         """The (backend, row) pairs whose predicted class differs from the reference's."""
         return self.rows[self.rows["flipped"]]
 
+    def token_shifts(self, top: int = 5) -> pd.DataFrame:
+        """Texts only: per backend and text, the ``top`` tokens whose attribution moved most.
+
+        See :func:`xai_core.compare.texts.token_shifts`.
+        """
+        from xai_core.compare.texts import token_shifts
+
+        return token_shifts(self, top)
+
     def __repr__(self) -> str:
         ran = ", ".join(self.explanations)
         return (

@@ -97,6 +97,7 @@ def _render(
             skipped=extra.get("skipped", []),
             chart=extra.get("chart"),
             grid=extra.get("grid"),
+            texts=extra.get("texts"),
         )
     )
 
@@ -113,6 +114,13 @@ def render_backend_comparison(c: BackendComparison) -> str:
     tables = [("Summary per backend", c.summary), ("Per row", c.rows)]
     if c.noise is not None:
         tables.append(("The method's own spread across seeds (reference backend)", c.noise))
+    ref = c.explanations[c.reference]
+    texts = None
+    if ref.meta.get("tokens") is not None:  # texts: highlighted tokens instead of heatmaps
+        from xai_core.text.render import comparison_html
+
+        tables.append(("Tokens that moved most (per backend and text)", c.token_shifts()))
+        texts = Markup(comparison_html(c.explanations, c.reference, max_rows=MAX_GRID_ROWS))
     return _render(
         headline,
         tables,
@@ -123,7 +131,8 @@ def render_backend_comparison(c: BackendComparison) -> str:
             "options": summarize(c.options),
         },
         skipped=sorted(c.skipped.items()),
-        grid=_grid(c.explanations, flagged, reference=c.reference),
+        grid=None if texts is not None else _grid(c.explanations, flagged, c.reference),
+        texts=texts,
     )
 
 

@@ -151,7 +151,9 @@ def explain_text(
         ``values`` of shape (n_texts, seq_len) (or (n_texts, max_words) merged), zero at
         padding; ``data`` the ids (merged: the word index); ``meta["tokens"]`` an object
         array of shape (n_texts, seq_len) of token strings (``""`` at padding),
-        ``meta["mask"]`` True at the texts' own tokens, ``meta["texts"]``, and per method
+        ``meta["mask"]`` True at the texts' own tokens, ``meta["texts"]``,
+        ``meta["prediction"]`` the predicted class per text, ``meta["counters"]`` what the
+        backend counted (``inference``: the prediction pass; ``explanation``), and per method
         ``output``, ``base_values``, ``convergence_delta`` (``ig``). ``feature_names`` are
         the tokens of a single text, else the positions (``"token 0"``...).
     """
@@ -237,13 +239,23 @@ def explain_text(
     start = time.perf_counter()
     values = np.zeros((n, L))
     targets = np.zeros(n, np.int64)
+    predictions = np.zeros(n, np.int64)
+    counters: dict[str, dict[str, float]] = {"inference": {}, "explanation": {}}
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {}
     for net, rows in groups:
         runner = ModelRunner(net, be, batch_size=batch_size)
         runner.require("gradient")
         X = enc.ids[rows].astype(runner.input_dtype)
-        t = resolve_target(runner, X, None if target is None else target[rows], method=name)
+        runner.reset_counters()
+        predictions[rows] = resolve_target(runner, X, None, method=name)
+        _add_counters(counters["inference"], runner.counters)
+        runner.reset_counters()
+        t = (
+            predictions[rows]
+            if target is None
+            else resolve_target(runner, X, target[rows], method=name)
+        )
         node = runner.layer_value(embedding_node(net)[0], replaced=True)
         with limit_blas(blas_threads):
             per_dim, part = attribute(
@@ -260,6 +272,7 @@ def explain_text(
                 seed=0 if seed is None else int(seed),
                 internal_batch_size=internal_batch_size,
             )
+        _add_counters(counters["explanation"], runner.counters)
         values[rows] = per_dim.sum(axis=-1)
         targets[rows] = t
         for k, v in part.items():
@@ -278,6 +291,8 @@ def explain_text(
         tokens=enc.tokens,
         mask=enc.mask,
         texts=enc.texts,
+        prediction=predictions,
+        counters=counters,
         attribution="embedding output, summed over its dimension",
     )
     if len(groups) > 1:
@@ -302,6 +317,15 @@ def explain_text(
         meta=meta,
     )
     return merge_words(e, enc) if merge == "words" else e
+
+
+def _add_counters(total: dict[str, float], counted: dict[str, Any]) -> None:
+    """Add the additive counters of one network's run (texts of one length) to ``total``."""
+    from xai_core.backends.base import Backend
+
+    for key in Backend.COMMON_COUNTERS:
+        if key in counted:
+            total[key] = total.get(key, 0.0) + float(counted[key])
 
 
 def merge_words(e: Explanation, enc: Encoded) -> Explanation:

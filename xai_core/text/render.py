@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 from xai_core.errors import ValidationError
 from xai_core.report import NEGATIVE, POSITIVE
 
-__all__ = ["text_html", "text_png", "token_rows"]
+__all__ = ["comparison_html", "text_html", "text_png", "token_rows"]
 
 
 def token_rows(e: Any) -> list[tuple[list[str], np.ndarray]]:
@@ -84,6 +84,64 @@ def text_html(e: Any, *, scale: str = "row", max_rows: int = 20) -> str:
         '<p><small style="color:#555"><span style="background:rgba(178,24,43,0.8)">&nbsp;red'
         '&nbsp;</span> raises the output, <span style="background:rgba(33,102,172,0.8)">'
         "&nbsp;blue&nbsp;</span> lowers it.</small></p></div>"
+    )
+    return str(Markup("".join(parts)))
+
+
+def _line(caption: str, tokens: list[str], values: np.ndarray, vmax: float) -> str:
+    """One highlighted line: a caption, then each token on its colour (value on hover)."""
+    parts = [f'<p style="margin:0.2em 0"><small style="color:#555">{escape(caption)}:</small> ']
+    for tok, v in zip(tokens, values):
+        parts.append(
+            f'<span title="{escape(tok)}: {v:+.4g}" style="background:{_rgba(v, vmax)};'
+            f'padding:0 2px;border-radius:3px">{escape(tok)}</span> '
+        )
+    parts.append("</p>")
+    return "".join(parts)
+
+
+def comparison_html(explanations: dict[str, Any], reference: str, *, max_rows: int = 8) -> str:
+    """Text explanations of the same texts on several backends, each text's lines together.
+
+    Per text: one highlighted line per backend on one scale (the text's largest absolute
+    value on any backend), then each other backend's difference from ``reference``
+    (``name − reference``) on a scale of its own, so the tokens that moved stand out.
+
+    Parameters
+    ----------
+    explanations : dict of str to Explanation
+        Text explanations of the same texts (``meta["tokens"]``), ``reference`` among them.
+    reference : str
+    max_rows : int, default=8
+
+    Returns
+    -------
+    str
+        An HTML fragment (a ``<div class="xai-text">``), every user string escaped.
+    """
+    rows = {name: token_rows(e)[:max_rows] for name, e in explanations.items()}
+    ref = rows[reference]
+    e0 = explanations[reference]
+    names = e0.target_names
+    parts = ['<div class="xai-text" style="font-family:sans-serif;line-height:1.9">']
+    for i, (tokens, base) in enumerate(ref):
+        vmax = max(float(np.abs(r[i][1]).max(initial=0.0)) for r in rows.values()) or 1.0
+        diffs = {n: r[i][1] - base for n, r in rows.items() if n != reference}
+        dmax = max((float(np.abs(d).max(initial=0.0)) for d in diffs.values()), default=0.0)
+        label = names[i] if names is not None else f"output {int(e0.target[i])}"
+        parts.append(
+            f'<p style="margin:0.6em 0 0"><strong>text {i}</strong> <small style="color:#555">'
+            f"{escape(label)}; values ±{vmax:.3g}, differences ±{dmax:.3g}</small></p>"
+        )
+        for n, r in rows.items():
+            parts.append(_line(n, tokens, r[i][1], vmax))
+        for n, d in diffs.items():
+            parts.append(_line(f"{n} − {reference}", tokens, d, dmax or 1.0))
+    parts.append(
+        '<p><small style="color:#555"><span style="background:rgba(178,24,43,0.8)">&nbsp;red'
+        "&nbsp;</span> raises the output (a difference: more than on the reference), "
+        '<span style="background:rgba(33,102,172,0.8)">&nbsp;blue&nbsp;</span> lowers it.'
+        "</small></p></div>"
     )
     return str(Markup("".join(parts)))
 
