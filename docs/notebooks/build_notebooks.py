@@ -1353,6 +1353,23 @@ print(words.meta["tokens"][1])
 sv = words.to_shap()
 print(type(sv).__name__, len(sv.values))""",
     ),
+    (
+        "md",
+        """\
+## The words in the Projector
+
+The model's embedding table, one vector per word, with the vocabulary as labels: the
+Projector's own example. The words the classifier learnt to read alike end up near each
+other.""",
+    ),
+    (
+        "code",
+        """\
+p = xai.project(model, vocabulary=tok)
+nb = p.neighbors(3, rows="great")
+print("nearest to 'great':", list(p.labels[nb.indices[0]]))
+p  # the 3-D view: search a word, click a point for its neighbours""",
+    ),
 ]
 
 
@@ -1501,8 +1518,8 @@ during training; the Playground's knobs as widgets; attributions of a clicked po
         """\
 Train a tiny PyTorch sentiment classifier, explain its reviews token by token with
 integrated gradients (as Captum's `LayerIntegratedGradients` does), see the tokens
-highlighted, check that the explanation survives the simulated GPU and TPU, and merge
-word pieces back into words.""",
+highlighted, check that the explanation survives the simulated GPU and TPU, merge word
+pieces back into words, and look at the learnt word embeddings in the Projector.""",
         TEXT,
     ),
     "sound": (
