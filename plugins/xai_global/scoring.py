@@ -102,7 +102,7 @@ def _build() -> dict[str, Scorer]:
     add("neg_root_mean_squared_error", "regression", _regression(m.root_mean_squared_error, -1.0))
     add("neg_mean_absolute_error", "regression", _regression(m.mean_absolute_error, -1.0))
     add("neg_median_absolute_error", "regression", _regression(m.median_absolute_error, -1.0))
-    add("max_error", "regression", _regression(m.max_error, -1.0))
+    add("neg_max_error", "regression", _regression(m.max_error, -1.0))
     add("accuracy", "classification", _on_classes(m.accuracy_score))
     add("balanced_accuracy", "classification", _on_classes(m.balanced_accuracy_score))
     add("f1", "classification", _on_classes(m.f1_score))
