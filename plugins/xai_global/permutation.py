@@ -74,7 +74,8 @@ def permutation_importance(
     X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape), or DataFrame
         Numeric data (a DataFrame's columns must be numeric).
     y : array-like of shape (n_samples,)
-        True values (regression) or class indices ``0 .. n_classes-1`` (classification).
+        True values (regression), or for classification the estimator's labels (its
+        ``classes_``) or, for other models, class indices ``0 .. n_classes-1``.
     scoring : str, callable or list of them, optional
         A scorer name (``"r2"``, ``"neg_mean_squared_error"``, ``"accuracy"``,
         ``"neg_log_loss"``, ``"roc_auc"``, ...: :func:`xai_global.scorers` lists them), a
@@ -102,6 +103,8 @@ def permutation_importance(
     """
     repeats = check_int(n_repeats, "n_repeats", minimum=1)
     seed = check_seed(seed, allow_none=True)
+    if seed is not None and seed >= 2**32:
+        raise ValidationError(f"seed must be below 2**32 (numpy's RandomState); got {seed}.")
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
     show = check_bool(progress, "progress", allow_none=True)
@@ -117,7 +120,8 @@ def permutation_importance(
     baseline_outputs = check_outputs(data.predict(data.X), "permutation_importance")
     k = baseline_outputs.shape[1]
     scorers = resolve_scorers(scoring, k)
-    y_true = _check_y(y, n, k, scorers)
+    classes = getattr(getattr(data.runner.model, "estimator", None), "classes_", None)
+    y_true = _check_y(y, n, k, scorers, classes)
     baseline = np.array([s.score(y_true, baseline_outputs) for s in scorers])
 
     pairs = max(1, BLOCK_FLOATS // max(1, n * d))
@@ -191,7 +195,12 @@ def _permuted_scores(
     return out.reshape(len(scorers), d, repeats)
 
 
-def _check_y(y: Any, n: int, k: int, scorers: list[Scorer]) -> np.ndarray:
+def _check_y(y: Any, n: int, k: int, scorers: list[Scorer], classes: Any = None) -> np.ndarray:
+    """``y`` as float64 values, or as class indices for classification scorers.
+
+    An estimator's labels (its ``classes_``, the order of its probabilities) map to their
+    indices, as scikit-learn's scorers compare them.
+    """
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
@@ -199,6 +208,16 @@ def _check_y(y: Any, n: int, k: int, scorers: list[Scorer]) -> np.ndarray:
         raise ShapeError(
             f"y must have shape ({n},): one value per row of X; got an array of shape {arr.shape}."
         )
+    classify = any(s.kind == "classification" for s in scorers)
+    if classify and classes is not None and len(classes) == max(2, k):
+        labels = list(np.asarray(classes).tolist())
+        index = {label: i for i, label in enumerate(labels)}
+        unknown = sorted({str(v) for v in arr.tolist() if v not in index})
+        if unknown:
+            raise ValidationError(
+                f"y must hold the estimator's classes {labels}; got {unknown[:5]} as well."
+            )
+        return np.array([index[v] for v in arr.tolist()], dtype=np.int64)
     if arr.dtype.kind not in "biuf":
         raise ValidationError(
             f"y must hold numbers (class indices or values); got dtype {arr.dtype}."
@@ -206,7 +225,7 @@ def _check_y(y: Any, n: int, k: int, scorers: list[Scorer]) -> np.ndarray:
     values = arr.astype(np.float64)
     if not np.all(np.isfinite(values)):
         raise ValidationError("y must be finite; got NaN or infinity.")
-    if any(s.kind == "classification" for s in scorers):
+    if classify:
         classes = max(2, k)
         if np.any(values != np.round(values)) or values.min() < 0 or values.max() >= classes:
             raise ValidationError(

@@ -188,8 +188,12 @@ def test_permutation_importance_errors():
         xai.permutation_importance(est, X, y, seed=-1)
     Xc, yc = _classification()
     clf = LogisticRegression().fit(Xc, yc)
-    with pytest.raises(xai.ValidationError, match=r"class indices 0 \.\. 2"):
+    with pytest.raises(xai.ValidationError, match=r"the estimator's classes \[0, 1, 2\]"):
         xai.permutation_importance(clf, Xc, yc + 1)
+    with pytest.raises(xai.ValidationError, match=r"class indices 0 \.\. 2"):
+        xai.permutation_importance(lambda b: clf.predict_proba(b), Xc, yc + 1)
+    with pytest.raises(xai.ValidationError, match=r"seed must be below 2\*\*32"):
+        xai.permutation_importance(est, X, y, seed=2**32)
     with pytest.raises(xai.ValidationError, match="roc_auc_ovr"):
         xai.permutation_importance(clf, Xc, yc, scoring="roc_auc")
 
@@ -395,3 +399,19 @@ def test_scorer_names_are_sklearns():
     from sklearn.metrics import get_scorer_names
 
     assert set(xai_global.scorers()) <= set(get_scorer_names())
+
+
+@pytest.mark.parametrize(
+    "labels", [np.array(["cat", "dog", "eel"]), np.array([3, 5, 9])], ids=["strings", "ints"]
+)
+def test_an_estimators_own_labels_equal_sklearn(labels):
+    """y in the estimator's classes_ (strings, or ints other than 0..k-1) as scikit-learn reads it."""
+    X, y = _classification()
+    named = labels[y]
+    est = LogisticRegression().fit(X, named)
+    for scoring in ("accuracy", "neg_log_loss", "f1_macro"):
+        ours = xai.permutation_importance(est, X, named, scoring=scoring, n_repeats=2, seed=3)
+        sk = sk_permutation_importance(est, X, named, scoring=scoring, n_repeats=2, random_state=3)
+        _same(ours, sk)
+    with pytest.raises(xai.ValidationError, match="the estimator's classes"):
+        xai.permutation_importance(est, X, np.where(y == 0, labels[1], "fox"), n_repeats=1)
