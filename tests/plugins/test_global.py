@@ -415,3 +415,16 @@ def test_an_estimators_own_labels_equal_sklearn(labels):
         _same(ours, sk)
     with pytest.raises(xai.ValidationError, match="the estimator's classes"):
         xai.permutation_importance(est, X, np.where(y == 0, labels[1], "fox"), n_repeats=1)
+
+
+def test_int8_network_on_the_edge_tpu_equals_sklearns_loop():
+    """A quantised network on the Edge TPU: scikit-learn's loop over the same runner agrees."""
+    X, y = _regression(n=60, d=3)
+    net = xai.nn.mlp(3, hidden=(5,), n_outputs=1, output="linear", seed=2)
+    runner = xai.ModelRunner(xai.quantize(net, X.astype(np.float32)), backend="edgetpu")
+    ours = xai.permutation_importance(runner, X, y, n_repeats=2, seed=1)
+    sk = sk_permutation_importance(_Wrapped(runner), X, y, n_repeats=2, random_state=1)
+    np.testing.assert_allclose(ours.importances, sk.importances, rtol=1e-9, atol=1e-9)
+    a = xai.ale(runner, X, grid_size=4)
+    _, effect, _ = brute_ale(lambda rows: runner.predict(rows).astype(np.float64), X, 0, 4)
+    np.testing.assert_allclose(a.effects[0][:, 0], effect, atol=1e-12)
