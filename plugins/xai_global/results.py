@@ -104,11 +104,14 @@ class PermutationImportance(_Renders):
         """
         order = self.order()[:max_display][::-1]
         ax = _axes(ax, (7, 0.4 * len(order) + 1.2))
+        import matplotlib
+
+        new = tuple(int(p) for p in matplotlib.__version__.split(".")[:2]) >= (3, 10)
         ax.boxplot(
             [self.importances[j] for j in order],
-            orientation="horizontal",
-            tick_labels=[self.feature_names[j] for j in order],
+            **({"orientation": "horizontal"} if new else {"vert": False}),
         )
+        ax.set_yticks(np.arange(1, len(order) + 1), [self.feature_names[j] for j in order])
         ax.axvline(0, color="#999", linewidth=0.8)
         ax.set_xlabel(f"decrease in {self.scorer}")
         ax.set_title("Permutation importance")
