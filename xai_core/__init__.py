@@ -198,6 +198,15 @@ playground_app = _ToolEntry(
     "The Playground's knobs as notebook widgets that retrain on change: the ``playground_app`` tool.",
 )
 
+permutation_importance = _ToolEntry(
+    "permutation_importance",
+    "The drop in a score when each feature is shuffled: the ``permutation_importance`` tool.",
+)
+ale = _ToolEntry(
+    "ale",
+    "Accumulated local effects of numeric features over quantile bins: the ``ale`` tool.",
+)
+
 
 def list_backends() -> list[str]:
     """Names of the registered backends, sorted."""
@@ -238,6 +247,7 @@ __all__ = [
     "ValidationError",
     "XaiError",
     "XaiWarning",
+    "ale",
     "as_model",
     "errors",
     "explain",
@@ -260,6 +270,7 @@ __all__ = [
     "list_backends",
     "list_explainers",
     "playground_app",
+    "permutation_importance",
     "playground_view",
     "project",
     "resource_limits",

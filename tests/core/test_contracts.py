@@ -157,6 +157,22 @@ def _playground(name):
     return view
 
 
+def _permutation_importance(name):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, features, _ = _table(name)
+    est = LogisticRegression().fit(X, y)
+    return xai.permutation_importance(est, X, y, feature_names=features, n_repeats=2)
+
+
+def _ale(name):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, features, classes = _table(name)
+    est = LogisticRegression().fit(X, y)
+    return xai.ale(est, X, grid_size=4, feature_names=features, output_names=classes)
+
+
 #: One or more results per built-in section, each built around a name to be escaped.
 RESULTS = {
     "explanation": [_explanation, lambda name: _explanation(name, image=True)],
@@ -209,6 +225,8 @@ RESULTS = {
     "whatif_thresholds": [
         lambda name: _whatif(name).thresholds(_names(name)[0][1], "demographic_parity")
     ],
+    "global_permutation_importance": [_permutation_importance],
+    "global_ale": [_ale],
 }
 CASES = [(s, i) for s in RESULTS for i in range(len(RESULTS[s]))]
 

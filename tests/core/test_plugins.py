@@ -52,6 +52,7 @@ def test_first_party_plugins_load_through_entry_points():
         ("explainer", "ig"): "ig",
         ("tool", "what_if"): "whatif",
         ("tool", "project"): "projector",
+        ("tool", "permutation_importance"): "global",
         ("command", "demo"): "demo",
         ("backend", "tpu"): "xai_core.backends.tpu",
     }
@@ -253,7 +254,14 @@ def test_tools_reach_the_facade(fresh_registry, monkeypatch):
         xai.project([[0.0]])
 
 
-FACADE_TOOLS = ("what_if", "project", "playground_view", "playground_app")
+FACADE_TOOLS = (
+    "what_if",
+    "project",
+    "playground_view",
+    "playground_app",
+    "permutation_importance",
+    "ale",
+)
 
 
 @pytest.mark.parametrize("name", FACADE_TOOLS)
