@@ -4,14 +4,12 @@ import numpy as np
 import pytest
 
 import xai_core as xai
-from xai_core.compare.quality import (
-    complexity,
-    sensitivity_max,
-    sparseness,
-    uniform_perturbations,
-)
-from xai_core.compare.randomisation import model_parameter_randomisation, randomised_layers
-from xai_core.compare.road import noisy_linear_imputation, road
+from xai_core.compare.quality import uniform_perturbations
+from xai_core.compare.randomisation import attribution_ssim, randomised_layers
+from xai_core.compare.road import noisy_linear_imputation
+
+complexity, sparseness, sensitivity_max = xai.complexity, xai.sparseness, xai.sensitivity_max
+road, model_parameter_randomisation = xai.road, xai.model_parameter_randomisation
 
 torch = pytest.importorskip("torch")
 captum_metrics = pytest.importorskip("captum.metrics")
@@ -61,7 +59,7 @@ def test_sensitivity_max_equals_captum_on_the_same_noise(method, captum_cls, kwa
         perturb_radius=radius,
         n_perturb_samples=n_perturb,
         seed=seed,
-        **opts,
+        method_options=opts,
     )
     noise = uniform_perturbations(X.shape, n_perturb, radius, seed)
     # Captum repeats each row n_perturb times (repeat_interleave): row i, sample j at i*n+j
@@ -200,7 +198,6 @@ def test_randomisation_changes_the_attribution_layer_by_layer():
 def test_randomisation_of_an_unchanged_copy_is_perfect_similarity():
     """The similarity figures give 1 for identical attributions: the check can fail."""
     from xai_core.compare.metrics import spearman
-    from xai_core.compare.randomisation import attribution_ssim
     from xai_core.images import sample_layout
 
     a = np.random.default_rng(0).normal(size=(3, 1, 8, 8))
@@ -213,3 +210,53 @@ def test_randomisation_refuses_a_black_box():
     model = xai.testing.LinearModel(np.ones((4, 2)))
     with pytest.raises(xai.CapabilityError, match="native network"):
         model_parameter_randomisation(model, np.ones((2, 4)), "shap")
+
+
+def test_compare_methods_reports_quality_with_seed_noise():
+    """compare_methods(quality=True) puts every figure beside its seed spread and renders it."""
+    _, net = small_cnn()
+    X = images(3, seed=6)
+    c = xai.compare_methods(
+        net,
+        X,
+        methods=("ig", "smoothgrad"),
+        method_options={"ig": {"steps": 8}, "smoothgrad": {"n_samples": 4}},
+        quality=True,
+        n_seeds=2,
+        quality_options={"n_perturb_samples": 2, "road_percentages": (20, 60)},
+    )
+    q = c.quality
+    assert list(q.index) == ["ig", "smoothgrad"]
+    assert (q["seeds"] == 2).all()  # both take a seed; IG's (for sampled baselines) is idle here
+    assert q.loc["ig", "complexity_seed_std"] == 0.0
+    assert q.loc["smoothgrad", "complexity_seed_std"] > 0.0
+    ig = c.explanations["ig"].values
+    assert q.loc["ig", "complexity"] == pytest.approx(complexity(ig).mean())
+    assert q.loc["ig", "sparseness"] == pytest.approx(sparseness(ig).mean())
+    assert np.isfinite(q[["sensitivity_max", "road_morf", "randomisation_all"]].to_numpy()).all()
+    assert set(c.randomisation) == {"ig", "smoothgrad"}
+    html = xai.Report("quality").add(c).to_html()
+    assert "randomisation_all_seed_std" in html and "layers are randomised" in html
+
+
+def test_compare_methods_quality_on_a_black_box_skips_randomisation():
+    """On a black box the randomisation figures are NaN; unknown quality options are refused."""
+    rng = np.random.default_rng(0)
+    model = xai.testing.LinearModel(rng.normal(size=(5, 2)))
+    X = rng.normal(size=(4, 5))
+    opts = {"shap": {"nsamples": 64, "background": X}, "lime": {"n_samples": 64, "background": X}}
+    c = xai.compare_methods(
+        model,
+        X,
+        methods=("shap", "lime"),
+        method_options=opts,
+        quality=True,
+        n_seeds=2,
+        quality_options={"n_perturb_samples": 2, "road_percentages": (40,)},
+    )
+    assert c.quality["randomisation_all"].isna().all() and not c.randomisation
+    assert (c.quality["seeds"] == 2).all()
+    with pytest.raises(xai.ValidationError, match="quality_options"):
+        xai.compare_methods(
+            model, X, methods=("shap", "lime"), quality=True, quality_options={"x": 1}
+        )

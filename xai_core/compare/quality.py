@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -104,7 +105,7 @@ def sensitivity_max(
     norm_ord: Any = "fro",
     seed: int | None = 0,
     explanation: Any = None,
-    **options: Any,
+    method_options: Mapping[str, Any] | None = None,
 ) -> np.ndarray:
     """Largest relative change of the attribution under small uniform input noise (Captum's).
 
@@ -125,8 +126,8 @@ def sensitivity_max(
         Seeds the noise (see :func:`uniform_perturbations`); ``None`` draws one.
     explanation : Explanation, optional
         The attribution of ``X`` already computed with the same method and options.
-    **options
-        Options of the method.
+    method_options : mapping, optional
+        Options of the method (its own ``seed`` among them, apart from ``seed`` here).
 
     Returns
     -------
@@ -146,6 +147,7 @@ def sensitivity_max(
     from xai_core.plugin.resolve import explainer_class
 
     method = explainer_class(method)
+    options = dict(method_options or {})
     if "progress" in method.option_names():
         options.setdefault("progress", False)
     if explanation is None:

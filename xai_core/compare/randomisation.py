@@ -24,6 +24,7 @@ modified (a copy is).
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +143,7 @@ def model_parameter_randomisation(
     backend: Any = "cpu",
     seed: int | None = 0,
     explanation: Any = None,
-    **options: Any,
+    method_options: Mapping[str, Any] | None = None,
 ) -> Randomisation:
     """Re-explain ``X`` as the network's layers are randomised cumulatively from the output.
 
@@ -159,8 +160,8 @@ def model_parameter_randomisation(
         Seeds the random weights (``None`` draws one, recorded in ``options``).
     explanation : Explanation, optional
         The original attribution, if already computed with the same method and options.
-    **options
-        Options of the method.
+    method_options : mapping, optional
+        Options of the method (its own ``seed`` among them, apart from ``seed`` here).
 
     Returns
     -------
@@ -182,6 +183,7 @@ def model_parameter_randomisation(
             f"got {type(network).__name__}."
         )
     cls = explainer_class(method)
+    options = dict(method_options or {})
     if "progress" in cls.option_names():
         options.setdefault("progress", False)
     runner = ModelRunner(network, backend)
@@ -206,5 +208,5 @@ def model_parameter_randomisation(
         spearman=np.array(rho).reshape(len(names), len(X)),
         ssim=np.array(ssim) if layout is not None else None,
         method=cls.name,
-        options={"seed": seed, **{k: v for k, v in options.items() if k != "progress"}},
+        options={"seed": seed, "method_options": options},
     )
