@@ -260,3 +260,40 @@ def test_compare_methods_quality_on_a_black_box_skips_randomisation():
         xai.compare_methods(
             model, X, methods=("shap", "lime"), quality=True, quality_options={"x": 1}
         )
+
+
+def test_bad_arguments_are_named():
+    """Wrong percentages, norms and shapes name the argument."""
+    rng = np.random.default_rng(0)
+    model = xai.testing.LinearModel(rng.normal(size=(4, 2)))
+    X = rng.normal(size=(3, 4))
+    e = xai.Explanation(values=X, base_values=np.zeros(3), target=np.zeros(3, int), data=X)
+    with pytest.raises(xai.ValidationError, match="percentages"):
+        road(model, e, percentages=[150])
+    with pytest.raises(xai.ValidationError, match="with data"):
+        road(model, xai.Explanation(values=X, base_values=np.zeros(3), target=np.zeros(3, int)))
+    with pytest.raises(xai.ShapeError, match="n_samples"):
+        complexity(np.ones(4))
+    _, net = small_cnn()
+    with pytest.raises(xai.ValidationError, match="norm_ord"):
+        sensitivity_max(net, images(1), "saliency", norm_ord="nuc", n_perturb_samples=1)
+
+
+def test_sensitivity_max_with_another_norm_equals_captum():
+    """norm_ord=inf gives Captum's figure for the same norm, on the same noise."""
+    module, net = small_cnn()
+    X = images(2, seed=8)
+    ours = sensitivity_max(net, X, "saliency", n_perturb_samples=3, norm_ord=np.inf, seed=2)
+    replay = torch.from_numpy(
+        uniform_perturbations(X.shape, 3, 0.02, 2).reshape(-1, *X.shape[1:]).astype(np.float32)
+    )
+    target = torch.from_numpy(net.predict(X).argmax(axis=1))
+    want = captum_metrics.sensitivity_max(
+        captum_attr.Saliency(module).attribute,
+        torch.from_numpy(X),
+        perturb_func=lambda inputs: inputs + replay,
+        n_perturb_samples=3,
+        norm_ord=float("inf"),
+        target=target,
+    ).numpy()
+    np.testing.assert_allclose(ours, want, rtol=1e-4)

@@ -169,7 +169,7 @@ def quality_table(
                 runs.append(_figures(runner, X, cls, again, target, seeded, s)[0])
         table = pd.DataFrame(runs)
         row = {figure: figures[figure] for figure in FIGURES}
-        spread = table.std(ddof=0) if len(runs) > 1 else table.iloc[0] * 0.0
+        spread = table.std(ddof=0) if len(runs) > 1 else (table.iloc[0] * 0.0).abs()
         row.update({f"{figure}_seed_std": float(spread[figure]) for figure in FIGURES})
         row["seeds"] = len(runs)
         rows[name] = row
