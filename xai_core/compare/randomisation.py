@@ -24,7 +24,7 @@ modified (a copy is).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "attribution_ssim",
     "model_parameter_randomisation",
     "randomised_layers",
+    "randomised_networks",
 ]
 
 
@@ -91,6 +92,29 @@ class Randomisation:
 def randomised_layers(network: Any) -> list[str]:
     """Names of the nodes with parameters, output first (the order they are randomised in)."""
     return [node.name for node in reversed(network.nodes) if node.layer.params]
+
+
+def randomised_networks(network: Any, seed: int = 0) -> Iterator[tuple[str, Any]]:
+    """Copies of ``network`` with its layers randomised cumulatively from the output down.
+
+    Parameters
+    ----------
+    network : Network
+        Not modified.
+    seed : int, default=0
+        Step ``j`` draws from ``numpy.random.default_rng([seed, j])``.
+
+    Yields
+    ------
+    (str, Network)
+        The layer randomised at this step and the network with it and every layer before
+        it (in :func:`randomised_layers` order) random. The same copy is modified in place
+        from one step to the next: copy it to keep a step.
+    """
+    work = copy.deepcopy(network)
+    for j, name in enumerate(randomised_layers(network)):
+        _randomise(work, name, np.random.default_rng([seed, j]))
+        yield name, work
 
 
 def _randomise(network: Any, name: str, rng: np.random.Generator) -> None:
@@ -194,10 +218,8 @@ def model_parameter_randomisation(
     original = np.asarray(explanation.values, dtype=np.float64)
     layout = sample_layout(X.shape[1:], strict=False) if X.ndim > 2 else None
     names = randomised_layers(network)
-    work = copy.deepcopy(network)
     rho, ssim = [], []
-    for j, name in enumerate(names):
-        _randomise(work, name, np.random.default_rng([seed, j]))
+    for _, work in randomised_networks(network, seed):
         values = explain(ModelRunner(work, backend), X, method=cls, target=target, **options).values
         values = np.asarray(values, dtype=np.float64)
         rho.append(spearman(np.abs(original), np.abs(values)))
