@@ -47,6 +47,9 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         compare_methods,
     )
     from xai_core.compare.faithfulness import Faithfulness, faithfulness
+    from xai_core.compare.quality import complexity, sensitivity_max, sparseness
+    from xai_core.compare.randomisation import Randomisation, model_parameter_randomisation
+    from xai_core.compare.road import ROAD, road
     from xai_core.importers import (
         from_keras,
         from_onnx,
@@ -78,6 +81,9 @@ _EXPORTS: dict[str, list[str]] = {
         "compare_methods",
     ],
     "compare.faithfulness": ["Faithfulness", "faithfulness"],
+    "compare.quality": ["complexity", "sensitivity_max", "sparseness"],
+    "compare.randomisation": ["Randomisation", "model_parameter_randomisation"],
+    "compare.road": ["ROAD", "road"],
     "importers.direct": ["import_model"],
     "importers.keras_import": ["from_keras"],
     "importers.onnx_import": ["from_onnx"],
@@ -224,6 +230,13 @@ __all__ = [
     "compare_backends",
     "compare_methods",
     "faithfulness",
+    "ROAD",
+    "Randomisation",
+    "complexity",
+    "model_parameter_randomisation",
+    "road",
+    "sensitivity_max",
+    "sparseness",
     "BlackBoxModel",
     "CapabilityError",
     "ChunkError",

@@ -405,6 +405,9 @@ def compare_methods(
     k: int = 10,
     method_options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool | None = None,
+    quality: bool = False,
+    n_seeds: int = 3,
+    quality_options: Mapping[str, Any] | None = None,
 ) -> MethodComparison:
     """Several methods on the same rows and outputs, compared pairwise.
 
@@ -432,6 +435,18 @@ def compare_methods(
     progress : bool or None, default=None
         One bar over rows x methods (``None``: when a method's work is long); a method's
         own ``progress`` option overrides it for that method.
+    quality : bool, default=False
+        Also measure how good each explanation is on its own
+        (:func:`xai_core.compare.scorecard.quality_table`): complexity, sparseness,
+        max-sensitivity, ROAD and, on native networks, model parameter randomisation, in
+        ``quality`` (one row per method) and ``randomisation`` (the curves).
+    n_seeds : int, default=3
+        With ``quality``: runs of each method that has a ``seed`` option; the spread of each
+        figure over them is reported beside it (``<figure>_seed_std``).
+    quality_options : mapping, optional
+        With ``quality``: overrides of :data:`xai_core.compare.scorecard.QUALITY_DEFAULTS`
+        (``perturb_radius``, ``n_perturb_samples``, ``road_percentages``, ``road_noise``,
+        ``seed``).
 
     Returns
     -------
@@ -446,6 +461,8 @@ def compare_methods(
     classes = {m: explainer_class(m) for m in methods}
     k = check_positive_int(k, "k")
     progress = check_bool(progress, "progress", allow_none=True)
+    quality = check_bool(quality, "quality")
+    n_seeds = check_positive_int(n_seeds, "n_seeds")
     method_options = dict(method_options or {})
     unknown = set(method_options) - set(methods)
     if unknown:
@@ -490,10 +507,26 @@ def compare_methods(
         for (a, b), value in means.items():
             m.loc[a, b] = m.loc[b, a] = value
         matrices[figure] = m
+    table, curves = None, {}
+    if quality:
+        from xai_core.compare.scorecard import quality_table
+
+        table, curves = quality_table(
+            runner,
+            X,
+            explanations,
+            classes,
+            target,
+            method_options,
+            n_seeds=n_seeds,
+            quality_options=quality_options,
+        )
     return MethodComparison(
         backend=runner.backend.name,
         explanations=explanations,
         rows=rows,
         matrices=matrices,
         skipped=skipped,
+        quality=table,
+        randomisation=curves,
     )

@@ -86,6 +86,12 @@ class MethodComparison:
     matrices : dict of str to pandas.DataFrame
         ``cosine``, ``top_k_overlap`` and ``spearman``: methods x methods, mean over rows.
     skipped : dict of str to str
+    quality : pandas.DataFrame or None
+        With ``quality=True``: one row per method, each quality figure beside its spread over
+        seeds (:func:`xai_core.compare.scorecard.quality_table`).
+    randomisation : dict of str to Randomisation
+        With ``quality=True`` on a native network: each method's model parameter
+        randomisation curve.
     """
 
     backend: str
@@ -93,6 +99,8 @@ class MethodComparison:
     rows: pd.DataFrame
     matrices: dict[str, pd.DataFrame]
     skipped: dict[str, str] = field(default_factory=dict)
+    quality: pd.DataFrame | None = None
+    randomisation: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"MethodComparison(methods={list(self.explanations)}, backend={self.backend!r})"

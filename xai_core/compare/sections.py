@@ -139,13 +139,45 @@ def render_backend_comparison(c: BackendComparison) -> str:
 def render_method_comparison(c: MethodComparison) -> str:
     """Agreement matrices between methods, per-row figures, side-by-side heatmaps."""
     tables = [(f"Mean {figure.replace('_', ' ')}", m) for figure, m in c.matrices.items()]
+    data: dict[str, Any] = {
+        "kind": "method_comparison",
+        "methods": list(c.explanations),
+        "backend": c.backend,
+    }
+    chart = None
+    if c.quality is not None:
+        from xai_core.compare.scorecard import FIGURES
+
+        caption = "Quality per method, each figure beside its spread over seeds; " + "; ".join(
+            f"{figure} {better}" for figure, better in FIGURES.items()
+        )
+        tables.insert(0, (caption, c.quality))
+        data["quality"] = {
+            method: {k: (None if v != v else float(v)) for k, v in row.items()}
+            for method, row in c.quality.to_dict(orient="index").items()
+        }
+    if c.randomisation:
+        palette = ("#b2182b", "#2166ac", "#1b7837", "#762a83", "#e08214", "#4d4d4d")
+        chart = _line_chart(
+            {
+                name: (
+                    np.concatenate([[1.0], r.spearman.mean(axis=1)]),
+                    palette[i % len(palette)],
+                    False,
+                )
+                for i, (name, r) in enumerate(c.randomisation.items())
+            },
+            "Spearman similarity to the original |attribution| as layers are randomised "
+            "from the output down (left: none randomised); a method that follows the model falls",
+        )
     tables.append(("Per row and pair", c.rows))
     return _render(
         f"{', '.join(c.explanations)} on {c.backend}, compared pairwise.",
         tables,
-        {"kind": "method_comparison", "methods": list(c.explanations), "backend": c.backend},
+        data,
         skipped=sorted(c.skipped.items()),
         grid=_grid(c.explanations),
+        chart=chart,
     )
 
 
