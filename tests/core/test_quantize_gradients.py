@@ -10,6 +10,8 @@ gradient as it is), so both walk back from identical forward quantisation points
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -112,6 +114,8 @@ def _torch_op(op, tensors, args):  # noqa: C901 - one branch per operator
         widths = tensors[op.inputs[1]].data.astype(np.int64)
         flat = [int(v) for pair in widths[::-1] for v in pair]
         return F.pad(x, flat)
+    if kind in ("QUANTIZE", "DEQUANTIZE"):
+        return x
     if kind in ("RESHAPE", "SQUEEZE"):
         return x.reshape(len(x), *tensors[op.outputs[0]].shape[1:])
     if kind == "TRANSPOSE":
@@ -131,6 +135,13 @@ def _torch_op(op, tensors, args):  # noqa: C901 - one branch per operator
     raise NotImplementedError(kind)
 
 
+def _constant(t):
+    """A constant operand: dequantised (a per-tensor operand of ADD, MUL...), else as stored."""
+    if t.scale is None or len(t.scale) != 1:
+        return None  # weights, biases, shapes: read from the tensors by the operator
+    return float(t.scale[0]) * (torch.from_numpy(t.data.astype(np.float64)) - int(t.zero_point[0]))
+
+
 def _fake_quant(y, t, pinned):
     """torch's fake quantisation of ``y`` to ``t``, its forward value pinned to the int8 model's."""
     zp = int(t.zero_point[0])
@@ -148,13 +159,17 @@ def torch_straight_through(q, X, target):
     ints = q.run(q.quantize_input(X))
     x = torch.tensor(X.astype(np.float64), requires_grad=True)
     inp = tensors[graph.inputs[0]]
-    values = {}
-    values[inp.index], fq = _fake_quant(x, inp, ints[inp.index])
+    values = {inp.index: x}
+    if inp.scale is not None and inp.dtype.kind in "iu":
+        values[inp.index], fq = _fake_quant(x.reshape(ints[inp.index].shape), inp, ints[inp.index])
     off = 0.0
     for op in graph.operators:
-        args = [values[i] for i in op.inputs if i >= 0 and i in values]
+        args = [values[i] if i in values else _constant(tensors[i]) for i in op.inputs if i >= 0]
         y = _torch_op(op, tensors, args)
         out = tensors[op.outputs[0]]
+        if out.scale is None or out.dtype.kind == "f":  # a float tensor: no quantise step
+            values[out.index] = y
+            continue
         values[out.index], fq = _fake_quant(y, out, ints[out.index])
         off = max(off, float((fq - values[out.index].detach()).abs().max()) / float(out.scale[0]))
     logits = values[q.output_tensor.index].reshape(len(X), -1)
@@ -283,3 +298,54 @@ def test_black_boxes_and_models_without_a_backward_rule_are_refused_up_front(cnn
         net, rows[:2], method="ig", backends=["cpu", "edgetpu"], quantized=odd, steps=8
     )
     assert "REDUCE_MAX" in result.skipped["edgetpu"]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite"
+INT8_FILES = [
+    "cnn_int8",
+    "cnn_int8_uint8_io",
+    "elementwise_int8",
+    "mlp_int8",
+    "mlp_int8_float_io",
+    "separable_int8",
+]
+
+
+@pytest.mark.parametrize("name", INT8_FILES, ids=INT8_FILES)
+def test_int8_tflite_files_have_torchs_straight_through_gradients(name):
+    """Files TensorFlow's converter wrote (uint8 and float input and output too) have torch's STE gradients."""
+    m = xai.from_tflite(FIXTURES / f"{name}.tflite")
+    assert {"gradient", "straight_through"} <= m.capabilities
+    X = np.random.default_rng(0).uniform(0, 1, (3, *m.input_shape)).astype(np.float32)
+    target = np.arange(3) % m.n_outputs
+    ours = m.gradient(X, target, backend=CPUBackend(dtype="float64"))
+    want, _ = torch_straight_through(m, X, target)
+    assert np.abs(want).max() > 0
+    np.testing.assert_allclose(ours, want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+def test_a_float_tflite_file_still_has_no_gradients():
+    """A float .tflite model has no gradients here: gradient methods are refused up front."""
+    m = xai.from_tflite(FIXTURES / "mlp_float.tflite")
+    assert "gradient" not in m.capabilities
+    with pytest.raises(xai.CapabilityError, match="float .tflite"):
+        m.gradient(np.zeros((1, 20), np.float32), 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18"])
+def test_zoo_models_at_64_px_have_torchs_straight_through_gradients(name):
+    """torchvision's mobilenet_v2 and resnet18 (random weights), quantised: torch's STE input gradients."""
+    from xai_core.importers.zoo.torchvision_models import build
+
+    pytest.importorskip("torchvision", reason="the zoo extra is not installed")
+    module = build(name)
+    X = np.random.default_rng(0).standard_normal((10, 3, 64, 64)).astype(np.float32)
+    net = xai.from_torch(module, torch.from_numpy(X[:1]))
+    q = xai.quantize(net, X[:8], progress=False)
+    assert {"gradient", "straight_through"} <= q.capabilities
+    target = np.array([0, 3])
+    ours = q.gradient(X[8:], target, backend=CPUBackend(dtype="float64"))
+    want, off = torch_straight_through(q, X[8:], target)
+    assert off < 1.001 and np.abs(want).max() > 0
+    np.testing.assert_allclose(ours, want, rtol=0, atol=1e-10 * np.abs(want).max())

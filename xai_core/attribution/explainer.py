@@ -420,7 +420,8 @@ def explain(
     if "seed" in cls.option_names():
         resolved["seed"] = resolve_seed(resolved.get("seed", cls.option_defaults().get("seed")))
     if runner is None:
-        if "gradient" in cls.requires and not gradients_on(the_model, the_backend):
+        has = "gradient" in the_model.capabilities  # a black box is refused below, as one
+        if "gradient" in cls.requires and has and not gradients_on(the_model, the_backend):
             raise CapabilityError(
                 f"method {cls.name!r} needs gradients, and the {the_backend.name!r} backend is "
                 f"inference only; use one of: {', '.join(backends_with('gradient'))}."
