@@ -140,6 +140,11 @@ def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str 
                 f"straight-through backward rule: {', '.join(missing)}"
             )
         return f"the method needs gradients and {backend.name} is inference only"
+    if {"gradient", "activations"} <= requires and "straight_through" in model.capabilities:
+        return (
+            "the method needs hidden layers' gradients; an int8 model's straight-through "
+            "gradients are its input's only"
+        )
     if not model.runs_on_backend and not backend.runs_black_boxes:
         return "a black-box model runs on the host; only native networks run on simulated hardware"
     return None
