@@ -46,7 +46,8 @@ def test_tpu_differs_by_bf16_and_is_counted():
     assert 0.99 < tpu.mean_cosine < 1.0
     assert 0 < tpu.max_abs_diff < 0.05 * np.abs(c.explanations["cpu"].values).max()
     assert tpu.inference_cycles > 0 and tpu.explanation_cycles > tpu.inference_cycles
-    assert c.rows.shape[0] == 2 * len(X) and "edgetpu" in c.skipped
+    assert c.rows.shape[0] == 3 * len(X) and "edgetpu" not in c.skipped
+    assert c.notes == {"edgetpu": "straight-through (fake-quantised float backward)"}
     np.testing.assert_array_equal(c.explanations["tpu"].target, c.explanations["cpu"].target)
 
 
@@ -62,8 +63,9 @@ def test_black_box_method_runs_on_the_int8_edgetpu():
     assert set(c.rows["flipped"].unique()) <= {True, False}
 
 
-def test_gradient_method_skips_edgetpu_and_says_why(linear):
-    """IG cannot run on the inference-only Edge TPU: it is skipped with the reason."""
+def test_gradient_method_skips_edgetpu_for_a_model_without_int8_gradients(linear):
+    """IG on the inference-only Edge TPU needs an int8 model with straight-through gradients;
+    a native model that cannot be quantised is skipped with the reason."""
     model, X = linear
     c = xai.compare_backends(model, X, method="ig", backends=("cpu", "edgetpu"), steps=4)
     assert list(c.explanations) == ["cpu"]

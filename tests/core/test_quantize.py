@@ -208,15 +208,16 @@ def test_float_backends_multiply_integers_in_exact_slices():
 # -- the runner and bad input --------------------------------------------------------------
 
 
-def test_edgetpu_refuses_float_networks_and_gradients():
-    """An unquantised network on edgetpu points to xai.quantize; a quantised one has no gradients."""
+def test_edgetpu_refuses_float_networks_and_has_straight_through_gradients():
+    """An unquantised network on edgetpu points to xai.quantize; a quantised one has straight-through gradients."""
     net = _conv_net()
     with pytest.raises(xai.CapabilityError, match=r"xai\.quantize"):
         xai.ModelRunner(net, backend="edgetpu")
     runner = xai.ModelRunner(xai.quantize(net, _data(), progress=False), backend="edgetpu")
-    assert runner.capabilities == frozenset({"predict", "activations"})
-    with pytest.raises(xai.CapabilityError):
-        runner.gradient(_data(2), 0)
+    assert runner.capabilities == frozenset(
+        {"predict", "activations", "gradient", "straight_through"}
+    )
+    assert runner.gradient(_data(2), 0).shape == (2, 98)
 
 
 def test_quantize_rejects_what_it_cannot_quantise():

@@ -203,6 +203,7 @@ def test_compare_backends_runs_gradcam_on_every_backend_with_gradients():
     result = xai.compare_backends(net, X.numpy(), method="gradcam", layer=3)
     assert {"cpu", "gpu", "tpu"} <= set(result.explanations)
     assert "edgetpu" not in result.explanations
+    assert "hidden layers" in result.skipped["edgetpu"]
     np.testing.assert_allclose(
         result.explanations["gpu"].values, result.explanations["cpu"].values, atol=1e-4
     )

@@ -24,6 +24,7 @@ from xai_core.attribution.parallel import check_parallel, explain_chunked
 from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ValidationError
+from xai_core.model.base import gradients_on
 from xai_core.model.runner import ModelRunner, predicted_class
 from xai_core.plugin.resolve import (
     backends_with,
@@ -412,14 +413,15 @@ def explain(
             )
         the_backend = get_backend_for(the_model, backend)
         capabilities = frozenset(the_model.capabilities)
-        if not the_backend.supports_gradients:
+        if not gradients_on(the_model, the_backend):
             capabilities = capabilities - {"gradient"}
     cls = resolve_method(method, capabilities)
     resolved = resolve_options(cls, options)
     if "seed" in cls.option_names():
         resolved["seed"] = resolve_seed(resolved.get("seed", cls.option_defaults().get("seed")))
     if runner is None:
-        if "gradient" in cls.requires and not the_backend.supports_gradients:
+        has = "gradient" in the_model.capabilities  # a black box is refused below, as one
+        if "gradient" in cls.requires and has and not gradients_on(the_model, the_backend):
             raise CapabilityError(
                 f"method {cls.name!r} needs gradients, and the {the_backend.name!r} backend is "
                 f"inference only; use one of: {', '.join(backends_with('gradient'))}."

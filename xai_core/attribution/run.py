@@ -20,6 +20,7 @@ import numpy as np
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.guard import GuardedRunner
+from xai_core.model.base import STRAIGHT_THROUGH_NOTE
 from xai_core.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ def run_explainer(
     image_shape = getattr(runner.model, "image_shape", None)
     if image_shape is not None and "image_shape" not in meta:
         meta["image_shape"] = tuple(image_shape)
+    if "gradient" in cls.requires and "straight_through" in runner.model.capabilities:
+        meta["gradient"] = STRAIGHT_THROUGH_NOTE  # an int8 model's: forward int8, backward float
     series_order = getattr(runner.model, "series_order", None)
     if isinstance(series_order, str) and "series_order" not in meta:
         meta["series_order"] = series_order

@@ -20,7 +20,8 @@ from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.compare import metrics
 from xai_core.compare.results import BackendComparison, MethodComparison
-from xai_core.errors import ShapeError, ValidationError
+from xai_core.errors import CapabilityError, ShapeError, ValidationError
+from xai_core.model.base import gradients_on
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.resolve import backend_classes, default_methods, explainer_class, get_backend
 from xai_core.progress import Bar, progress_bar
@@ -131,8 +132,19 @@ def _quantize(model: Any, calibration: Any) -> Any:
 
 
 def _skip_reason(model: Any, backend: Backend, requires: frozenset[str]) -> str | None:
-    if "gradient" in requires and not backend.supports_gradients:
+    if "gradient" in requires and not gradients_on(model, backend):
+        missing = getattr(model, "missing_backward", None)
+        if model.is_quantized and missing:
+            return (
+                "the method needs gradients and the int8 model has operators without a "
+                f"straight-through backward rule: {', '.join(missing)}"
+            )
         return f"the method needs gradients and {backend.name} is inference only"
+    if {"gradient", "activations"} <= requires and "straight_through" in model.capabilities:
+        return (
+            "the method needs hidden layers' gradients; an int8 model's straight-through "
+            "gradients are its input's only"
+        )
     if not model.runs_on_backend and not backend.runs_black_boxes:
         return "a black-box model runs on the host; only native networks run on simulated hardware"
     return None
@@ -362,15 +374,21 @@ def compare_backends(
     with bar:
         for label, backend in pairs:
             reason = _skip_reason(model, backend, cls.requires)
+            run_model = model
+            if backend.requires_quantized and not model.is_quantized and model.runs_on_backend:
+                if quantized is None:  # a native network, quantised here
+                    try:
+                        quantized = _quantize(model, X if calibration is None else calibration)
+                    except CapabilityError:
+                        if reason is None:
+                            raise
+                if quantized is not None:  # its own gradients may be straight-through
+                    run_model = quantized
+                    reason = _skip_reason(run_model, backend, cls.requires)
             if reason:
                 skipped[label] = reason
                 bar.update(len(X))
                 continue
-            run_model = model
-            if backend.requires_quantized and not model.is_quantized:
-                if quantized is None:  # a native network, quantised here
-                    quantized = _quantize(model, X if calibration is None else calibration)
-                run_model = quantized
             with bar.part(len(X), desc=f"{cls.name} on {label}"):
                 runs[label] = _run_on(run_model, backend, X, cls, target, **parallel, **options)
 
@@ -392,6 +410,11 @@ def compare_backends(
         skipped=skipped,
         noise=noise,
         options={"k": k, "n_seeds": n_seeds, **options},
+        notes={
+            label: str(run.explanation.meta["gradient"])
+            for label, run in runs.items()
+            if "gradient" in run.explanation.meta
+        },
     )
 
 

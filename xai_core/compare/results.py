@@ -36,6 +36,10 @@ class BackendComparison:
         Backends that could not run this method, with the reason.
     noise : pandas.DataFrame or None
         For stochastic methods, the agreement of the reference with itself across seeds.
+    notes : dict of str to str
+        Backends whose gradients were estimates, with what kind
+        (``"straight-through (fake-quantised float backward)"`` for an int8 model on
+        ``edgetpu``): the explanation's ``meta["gradient"]``.
     """
 
     method: str
@@ -46,6 +50,7 @@ class BackendComparison:
     skipped: dict[str, str] = field(default_factory=dict)
     noise: pd.DataFrame | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def flipped_rows(self) -> pd.DataFrame:

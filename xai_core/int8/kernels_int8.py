@@ -142,9 +142,11 @@ def _bias(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndar
 
 
 def float_bias(op: OperatorInfo, tensors: list[TensorInfo], channels: int) -> np.ndarray:
-    """A float layer's bias (zeros when the operator has none)."""
+    """A float layer's bias (zeros when the operator has none): float32, or float64 as stored
+    (the dequantised constants of :func:`xai_core.int8.ste.float_tensors`)."""
     if len(op.inputs) > 2 and op.inputs[2] >= 0:
-        return np.asarray(tensors[op.inputs[2]].data, dtype=np.float32)
+        data = np.asarray(tensors[op.inputs[2]].data)
+        return data.astype(np.float64 if data.dtype == np.float64 else np.float32)
     return np.zeros(channels, np.float32)
 
 

@@ -20,6 +20,13 @@ __all__ = ["TFLiteModel"]
 
 _INTEGER = (np.dtype(np.int8), np.dtype(np.uint8))
 
+#: What an int8 model with straight-through gradients can do: ``"straight_through"`` says
+#: its gradients are the fake-quantised float graph's (:mod:`xai_core.int8.ste`), computed
+#: on the host of a device that is inference only.
+STRAIGHT_THROUGH_CAPABILITIES = frozenset(
+    {"predict", "activations", "gradient", "straight_through"}
+)
+
 #: The custom operator that the Edge TPU compiler puts in ``*_edgetpu.tflite`` files.
 EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
 
@@ -48,7 +55,9 @@ class TFLiteModel(Model):
         ..., "offset": ...}`` for images mapped from [0, 255]).
     """
 
-    capabilities: ClassVar[frozenset[str]] = frozenset({"predict", "activations"})
+    #: A full-integer model whose every operator has a backward rule has
+    #: :data:`STRAIGHT_THROUGH_CAPABILITIES` instead.
+    capabilities: frozenset[str] = frozenset({"predict", "activations"})
     runs_on_backend: ClassVar[bool] = True
 
     def __init__(
@@ -119,6 +128,14 @@ class TFLiteModel(Model):
         self.output_names = output_names
         self.preprocessing = dict(preprocessing or {})
         self._placement = None
+        self._float_tensors = None
+        from xai_core.int8.ste import missing_backward
+
+        #: The operators without a backward rule: a full-integer model without any has
+        #: straight-through gradients (:mod:`xai_core.int8.ste`).
+        self.missing_backward = missing_backward(graph) if self.is_quantized else None
+        if self.is_quantized and not self.missing_backward:
+            self.capabilities = STRAIGHT_THROUGH_CAPABILITIES
 
     # -- outputs ---------------------------------------------------------------------------
     def _select(self, k: int) -> None:
@@ -320,12 +337,53 @@ class TFLiteModel(Model):
         value = self.run(self.quantize_input(X), backend, until=until)[index]
         return self._output_float(index, value)
 
-    def gradient(self, X, target, backend=None):
-        raise CapabilityError(
-            "a .tflite model has no gradients here: an int8 model's rounding has no useful "
-            "derivative. Use a method that needs only predictions (shap, lime), or import the "
-            "float network it came from (xai.from_keras, xai.from_onnx) for gradient methods."
-        )
+    def float_tensors(self) -> tuple[TensorInfo, ...]:
+        """The graph's tensors with the quantised constants dequantised (float64), made once."""
+        if self._float_tensors is None:
+            from xai_core.int8.ste import float_tensors
+
+            self._float_tensors = float_tensors(self.graph)
+        return self._float_tensors
+
+    def gradient(self, X: Any, target: Any, backend: Any = None) -> np.ndarray:
+        """d output[target] / d X by the straight-through estimator (:mod:`xai_core.int8.ste`).
+
+        The forward pass is the int8 graph on ``backend``; the backward pass goes through the
+        fake-quantised float graph (on the backend's host if it is inference only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, *input_shape)
+        target : int or array-like of int of shape (n_samples,)
+        backend : str or Backend, optional
+
+        Returns
+        -------
+        ndarray of shape (n_samples, *input_shape)
+
+        Raises
+        ------
+        CapabilityError
+            A float model, or an int8 model with an operator without a backward rule.
+        """
+        if "gradient" not in self.capabilities:
+            if not self.is_quantized:
+                why = "a float .tflite model has no gradients here"
+            else:
+                why = (
+                    "this int8 model has operators without a straight-through backward rule: "
+                    + ", ".join(self.missing_backward)
+                )
+            raise CapabilityError(
+                f"{why}. Use a method that needs only predictions (shap, lime), or import the "
+                "float network it came from (xai.from_keras, xai.from_onnx) for gradient methods."
+            )
+        from xai_core.int8.ste import straight_through_gradient
+        from xai_core.validation import check_target
+
+        X = check_array(X, "X", feature_shape=self.input_shape)
+        target = check_target(target, len(X), self.n_outputs)
+        return straight_through_gradient(self, X, target, self._backend(backend))
 
     @property
     def operators(self) -> list[str]:

@@ -10,7 +10,24 @@ import numpy as np
 from xai_core.errors import CapabilityError, ShapeError, ValidationError
 from xai_core.model.frameworks import host_function
 
-__all__ = ["Model", "BlackBoxModel", "as_model"]
+__all__ = ["STRAIGHT_THROUGH_NOTE", "Model", "BlackBoxModel", "as_model", "gradients_on"]
+
+#: What ``meta["gradient"]`` of an explanation says when its gradients were straight-through
+#: estimates (a model with the ``"straight_through"`` capability).
+STRAIGHT_THROUGH_NOTE = "straight-through (fake-quantised float backward)"
+
+
+def gradients_on(model: Any, backend: Any) -> bool:
+    """Whether ``model``'s gradients can be computed with ``backend``.
+
+    A model with ``"gradient"`` needs a backend that runs backward passes; one that also
+    declares ``"straight_through"`` (an int8 model, :mod:`xai_core.int8.ste`) runs its
+    forward pass on any backend, the Edge TPU too, and its float backward on the host.
+    """
+    caps = model.capabilities
+    if "gradient" not in caps:
+        return False
+    return bool(backend.supports_gradients) or "straight_through" in caps
 
 
 class Model:
@@ -22,7 +39,9 @@ class Model:
     Attributes
     ----------
     capabilities : frozenset of str
-        Subset of ``{"predict", "gradient", "activations"}``.
+        Subset of ``{"predict", "gradient", "activations", "straight_through"}``;
+        ``"straight_through"``: the gradients are straight-through estimates (an int8
+        model's, :mod:`xai_core.int8.ste`), available on inference-only backends too.
     input_shape : tuple of int or None
         Shape of one sample, ``None`` when unknown.
     n_outputs : int or None

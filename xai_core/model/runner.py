@@ -8,7 +8,7 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ValidationError
-from xai_core.model.base import Model
+from xai_core.model.base import Model, gradients_on
 from xai_core.plugin.resolve import backends_with, get_backend, get_backend_for, methods_within
 from xai_core.validation import check_array, check_positive_int, check_target
 
@@ -97,9 +97,10 @@ class ModelRunner:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """The model's capabilities less what the backend cannot do (gradients on an int8 device)."""
+        """The model's capabilities less what the backend cannot do (a float network's
+        gradients on an int8 device; an int8 model's straight-through gradients stay)."""
         caps = set(self.model.capabilities)
-        if not self.backend.supports_gradients:
+        if not gradients_on(self.model, self.backend):
             caps.discard("gradient")
         return frozenset(caps)
 
