@@ -3,12 +3,15 @@
 import re
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 DOC = (Path(__file__).parents[2] / "docs" / "text.md").read_text()
 
 
 def test_text_example_runs_as_documented():
     """The example's tokens, shapes and merged words are those in its comments."""
-    (block,) = re.findall(r"```python\n(.*?)```", DOC, re.S)
+    block = re.findall(r"```python\n(.*?)```", DOC, re.S)[0]
     scope: dict = {}
     exec(compile(block, "docs/text.md", "exec"), scope)
     e, words = scope["e"], scope["words"]
@@ -16,3 +19,18 @@ def test_text_example_runs_as_documented():
     assert e.values.shape == (2, 8)
     assert list(words.meta["tokens"][1][:5]) == ["[CLS]", "a", "dog", "playing", "[SEP]"]
     assert "xai-text" in scope["html"]
+
+
+@pytest.mark.slow  # shap compiles its numba helpers on its first call
+def test_perturbation_example_runs_as_documented():
+    """LIME on a string model per word, SHAP on the network per token, as the comments say."""
+    first, second = re.findall(r"```python\n(.*?)```", DOC, re.S)
+    scope: dict = {}
+    exec(compile(first + second, "docs/text.md", "exec"), scope)
+    lime_e, shap_e = scope["lime_e"], scope["shap_e"]
+    assert lime_e.meta["features"][1] == ["a", "dog", "playing"]
+    assert lime_e.meta["merge"] == "words"
+    assert shap_e.values.shape == (2, 8)
+    np.testing.assert_allclose(
+        shap_e.base_values + shap_e.values.sum(1), shap_e.meta["output"], atol=1e-5
+    )
