@@ -246,3 +246,38 @@ def test_string_model_needs_offsets_and_no_gradients(tok):
         xai.explain(_bag_of_words(), ["good"], method="lime", tokenizer=lambda s: [5, 6])
     with pytest.raises(CapabilityError, match="needs gradients"):
         xai.explain(_bag_of_words(), ["good"], method="ig", tokenizer=tok)
+
+
+@pytest.mark.slow  # transformers' import and lime's 600 calls of a BERT
+def test_transformers_classifier_equals_lime_with_pad(tok):
+    """A transformers classifier runs in torch with its attention mask; removals to [PAD]."""
+    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        num_labels=3,
+    )
+    model = BertForSequenceClassification(config).double().eval()
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]")
+
+    def classifier(strings):
+        batch = hf(list(strings), padding=True, return_tensors="pt")
+        with torch.no_grad():
+            return model(**batch).logits.numpy()
+
+    e = xai.explain(model, TEXTS, method="lime", tokenizer=tok, n_samples=200, bow=False)
+    for i, text in enumerate(TEXTS):
+        label = int(e.target[i])
+        ex = LimeTextExplainer(random_state=i, bow=False, mask_string="[PAD]").explain_instance(
+            text, classifier, labels=(label,), num_samples=200
+        )
+        n = len(text.split())
+        np.testing.assert_allclose(
+            e.values[i, 1 : 1 + n], _lime_weights(ex, label, n), rtol=0, atol=1e-9
+        )

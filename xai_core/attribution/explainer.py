@@ -290,7 +290,9 @@ def explain(
     X : array-like of shape (n_samples, *input_shape), or list of str
         Rows to explain. Explainers see a read-only view: they cannot change it. A list of
         strings (with ``tokenizer=``) is explained token by token at the model's embedding
-        (:func:`xai_core.text.explain_text`, ``docs/text.md``).
+        (:func:`xai_core.text.explain_text`, ``docs/text.md``), or with ``method="lime"``
+        or ``"shap"`` by changing the texts (the model then may be any callable
+        ``list[str] -> array``; the method's ``explain_texts``).
     method : str, default="auto"
         A registered explainer (:func:`list_explainers`) or an Explainer subclass.
         ``"auto"``: the registered default for models with gradients (integrated
