@@ -1,7 +1,9 @@
 """LIME attributions through the lime library: the first-party ``lime`` explainer plugin.
 
 ``xai.explain(model, X, method="lime", background=X_train)`` explains table rows;
-``xai.explain(model, images, method="lime")`` explains images by superpixels. See
+``xai.explain(model, images, method="lime")`` explains images by superpixels;
+``xai.explain(model, texts, method="lime", tokenizer=tok)`` explains texts by words or
+tokens removed, as lime's ``LimeTextExplainer`` (:mod:`xai_lime.text`). See
 :class:`LimeExplainer` for the options and docs/explainers/lime.md for the method.
 """
 

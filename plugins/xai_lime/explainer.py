@@ -222,6 +222,13 @@ class LimeExplainer(Explainer):
         self.top_k = top_k
         self.progress = progress
 
+    @classmethod
+    def explain_texts(cls, model: Any, texts: Any, **options: Any) -> Explanation:
+        """LIME on texts, as lime's ``LimeTextExplainer``: :func:`xai_lime.text.explain_lime_texts`."""
+        from xai_lime.text import explain_lime_texts
+
+        return explain_lime_texts(model, texts, **options)
+
     # -- checks -----------------------------------------------------------------------
     def _resolve_mode(self, X: np.ndarray, model_shape: Any = None) -> str:
         if self.mode != "auto":

@@ -141,6 +141,13 @@ class ShapExplainer(Explainer):
             X.shape[1:], groups=self.groups, patch_size=self.patch_size, image_shape=image_shape
         )
 
+    @classmethod
+    def explain_texts(cls, model: Any, texts: Any, **options: Any) -> Explanation:
+        """shap's Partition explainer with its Text masker: :func:`xai_shap.text.explain_shap_texts`."""
+        from xai_shap.text import explain_shap_texts
+
+        return explain_shap_texts(model, texts, **options)
+
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """Shapley values of ``runner``'s output ``target`` for each row of ``X``.
 

@@ -291,7 +291,9 @@ def explain(
     X : array-like of shape (n_samples, *input_shape), or list of str
         Rows to explain. Explainers see a read-only view: they cannot change it. A list of
         strings (with ``tokenizer=``) is explained token by token at the model's embedding
-        (:func:`xai_core.text.explain_text`, ``docs/text.md``).
+        (:func:`xai_core.text.explain_text`, ``docs/text.md``), or with ``method="lime"``
+        or ``"shap"`` by changing the texts (the model then may be any callable
+        ``list[str] -> array``; the method's ``explain_texts``).
     method : str, default="auto"
         A registered explainer (:func:`list_explainers`) or an Explainer subclass.
         ``"auto"``: the registered default for models with gradients (integrated
@@ -357,6 +359,18 @@ def explain(
                 "transformers tokenizer or a callable str -> list[int]); see docs/text.md."
             )
         _text_only(executor, chunk_size, output, feature_names)
+        hook = _text_hook(model, method)
+        if hook is not None:  # a perturbation method: the model is called on changed texts
+            return hook(
+                model,
+                X,
+                backend=backend,
+                target=target,
+                batch_size=batch_size,
+                output_names=output_names,
+                blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
+                **options,
+            )
         return explain_text(
             model,
             X,
@@ -469,6 +483,40 @@ def _text_only(executor: Any, chunk_size: Any, output: Any, feature_names: Any) 
                 f"{name}= is not taken for texts or token ids: their features are the tokens "
                 "(meta['tokens']), explained in one run on one output."
             )
+
+
+def _text_hook(model: Any, method: Any) -> Any:
+    """The ``explain_texts`` of a registered method other than the gradient ones, or None.
+
+    ``"auto"`` is ``"shap"`` for a model of strings (it has no gradients), else ``"ig"``.
+    """
+    from xai_core.text.attribute import TEXT_METHODS
+    from xai_core.text.perturb import is_string_model
+
+    if method == "auto":
+        if not is_string_model(model):
+            return None
+        method = "shap"
+    if isinstance(method, str) and method in TEXT_METHODS:
+        if is_string_model(model):
+            raise CapabilityError(
+                f"method {method!r} needs gradients at the model's embedding; a model of "
+                "strings has none: use method='lime' or method='shap'."
+            )
+        return None
+    cls = explainer_class(method)
+    hook = getattr(cls, "explain_texts", None)
+    if hook is None:
+        texts = sorted(
+            {
+                *TEXT_METHODS,
+                *(n for n, c in explainer_classes().items() if hasattr(c, "explain_texts")),
+            }
+        )
+        raise CapabilityError(
+            f"method {cls.name!r} does not explain texts; methods that do: {', '.join(texts)}."
+        )
+    return hook
 
 
 def _texts(X: Any) -> bool:

@@ -4,7 +4,9 @@
 (:class:`TextTokenizer`), runs the model on the ids and attributes at its
 :class:`~xai_core.nn.Embedding` output (:mod:`xai_core.text.attribute`); the explanation
 carries the tokens (``meta["tokens"]``) and renders as highlighted text
-(:mod:`xai_core.text.render`). See ``docs/text.md``.
+(:mod:`xai_core.text.render`). ``method="lime"`` and ``"shap"`` change the texts instead
+and call the model on them (:mod:`xai_core.text.perturb`; a model of strings is any
+callable ``list[str] -> array``). See ``docs/text.md``.
 """
 
 from __future__ import annotations

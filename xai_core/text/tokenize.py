@@ -65,6 +65,13 @@ class Encoded:
         else its pieces joined).
     pad_id : int
     texts : tuple of str
+    special : ndarray of bool of shape (n_texts, seq_len), optional
+        True at the tokenizer's special tokens (``[CLS]``, ``[SEP]``); None when the
+        tokenizer does not tell (a callable).
+    spans : ndarray of int64 of shape (n_texts, seq_len, 2), optional
+        Character offsets ``[start, end)`` of each token in its text (``(0, 0)`` at special
+        tokens and padding); None when the tokenizer gives no offsets (a callable, a slow
+        ``transformers`` tokenizer).
     """
 
     ids: np.ndarray
@@ -74,6 +81,8 @@ class Encoded:
     word_text: list[list[str]]
     pad_id: int
     texts: tuple[str, ...]
+    special: np.ndarray | None = None
+    spans: np.ndarray | None = None
 
 
 def _piece_words(tokens: Sequence[str], special: Sequence[bool]) -> list[int]:
@@ -162,8 +171,9 @@ class TextTokenizer:
             raise ValidationError(f"token {token!r} is not in the tokenizer's vocabulary.")
         return int(found)
 
-    def _encode(self, texts: list[str]) -> list[tuple[list[int], list[str], list[int], list[str]]]:
-        """Per text: ids, tokens, word index per token, text of each word."""
+    def _encode(self, texts: list[str]) -> list[tuple[Any, ...]]:
+        """Per text: ids, tokens, word index per token, text of each word, special flag per
+        token (or None), character span per token (or None)."""
         out = []
         if self.kind == "tokenizers":
             for text, enc in zip(texts, self.tokenizer.encode_batch(texts)):
@@ -172,7 +182,10 @@ class TextTokenizer:
                 tokens = [enc.tokens[i] for i in keep]
                 wid = [enc.word_ids[i] for i in keep]
                 spans = [enc.offsets[i] for i in keep]
-                out.append((ids, tokens, *_words_from_ids(text, tokens, wid, spans)))
+                special = [w is None for w in wid]
+                out.append(
+                    (ids, tokens, *_words_from_ids(text, tokens, wid, spans), special, spans)
+                )
         elif self.kind == "transformers":
             tok = self.tokenizer
             fast = bool(getattr(tok, "is_fast", False))
@@ -184,11 +197,12 @@ class TextTokenizer:
                 if fast:
                     wid = enc.word_ids(i)
                     spans = enc["offset_mapping"][i]
-                    out.append((ids, tokens, *_words_from_ids(text, tokens, wid, spans)))
+                    sp = [w is None for w in wid]
+                    out.append((ids, tokens, *_words_from_ids(text, tokens, wid, spans), sp, spans))
                 else:
                     sp = [t in special for t in ids]
                     words = _piece_words(tokens, sp)
-                    out.append((ids, tokens, words, _texts_of(tokens, words)))
+                    out.append((ids, tokens, words, _texts_of(tokens, words), sp, None))
         else:
             name = self.id_to_token or str
             for text in texts:
@@ -201,7 +215,7 @@ class TextTokenizer:
                     )
                 ids = [int(t) for t in arr]
                 tokens = [str(name(t)) for t in ids]
-                out.append((ids, tokens, list(range(len(ids))), list(tokens)))
+                out.append((ids, tokens, list(range(len(ids))), list(tokens), None, None))
         return out
 
     def encode(
@@ -242,7 +256,11 @@ class TextTokenizer:
         tokens = np.full((n, L), "", dtype=object)
         words = np.full((n, L), -1, dtype=np.int64)
         word_text = []
-        for i, (row_ids, row_tokens, row_words, row_text) in enumerate(parts):
+        has_special = all(p[4] is not None for p in parts)
+        has_spans = all(p[5] is not None for p in parts)
+        special = np.zeros((n, L), dtype=bool) if has_special else None
+        spans = np.zeros((n, L, 2), dtype=np.int64) if has_spans else None
+        for i, (row_ids, row_tokens, row_words, row_text, row_sp, row_spans) in enumerate(parts):
             if len(row_ids) > L:
                 if not truncation:
                     raise ValidationError(
@@ -257,13 +275,23 @@ class TextTokenizer:
                 row_tokens = [row_tokens[k] for k in keep]
                 row_words = [row_words[k] for k in keep]
                 row_text = row_text[: max(row_words) + 1]
+                row_sp = None if row_sp is None else [row_sp[k] for k in keep]
+                row_spans = None if row_spans is None else [row_spans[k] for k in keep]
             m = len(row_ids)
+            if special is not None:
+                special[i, :m] = row_sp
+            if spans is not None:
+                spans[i, :m] = np.asarray(row_spans, dtype=np.int64).reshape(m, 2)
+                if special is not None:
+                    spans[i, :m][special[i, :m]] = 0
             ids[i, :m] = row_ids
             mask[i, :m] = True
             tokens[i, :m] = row_tokens
             words[i, :m] = row_words
             word_text.append(list(row_text))
-        return Encoded(ids, mask, tokens, words, word_text, self.pad_id, tuple(texts))
+        return Encoded(
+            ids, mask, tokens, words, word_text, self.pad_id, tuple(texts), special, spans
+        )
 
 
 def _special(t: TextTokenizer) -> set[str]:
