@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "batch_matmul_stacks",
     "depth_to_space",
     "resize_coordinates",
     "strided_slice_key",
@@ -143,3 +144,28 @@ def depth_to_space(x: np.ndarray, block: int) -> np.ndarray:
     c = cc // (block * block)
     y = x.reshape(n, h, w, block, block, c).transpose(0, 1, 3, 2, 4, 5)
     return np.ascontiguousarray(y.reshape(n, h * block, w * block, c))
+
+
+def batch_matmul_stacks(
+    a: np.ndarray, b: np.ndarray, adj_x: bool, adj_y: bool
+) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """TFLite ``BATCH_MATMUL``'s operands as contiguous stacks of matrices.
+
+    ``AdjX`` / ``AdjY`` transpose an operand's last two axes first; the leading axes
+    broadcast numpy-style. Returns ``a3`` of shape (G, M, K), ``b3`` (G, K, N) and the
+    broadcast leading shape (G its product), so the product reshapes to
+    ``(*lead, M, N)``. The stacks are contiguous: numpy's matmul leaves BLAS for a slow
+    loop on a stride-0 axis.
+    """
+    if adj_x:
+        a = np.swapaxes(a, -1, -2)
+    if adj_y:
+        b = np.swapaxes(b, -1, -2)
+    rank = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (rank - a.ndim) + a.shape)
+    b = b.reshape((1,) * (rank - b.ndim) + b.shape)
+    lead = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
+    b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
+    return a3, b3, lead

@@ -11,7 +11,11 @@ from collections.abc import Callable
 import numpy as np
 
 from xai_core.errors import ModelFormatError
-from xai_core.int8.geometry import resize_coordinates, transpose_conv_padding
+from xai_core.int8.geometry import (
+    batch_matmul_stacks,
+    resize_coordinates,
+    transpose_conv_padding,
+)
 from xai_core.int8.kernels_int8 import (
     depth_to_space,
     float_bias,
@@ -103,18 +107,8 @@ def batch_matmul(op, tensors, inputs, backend):
     """TFLite's float ``BatchMatMul``: the last two axes multiplied (``AdjX`` / ``AdjY``
     transpose an operand first), the leading axes broadcast; one batched product."""
     a, b = inputs[0], inputs[1]
-    if op.options.get("AdjX"):
-        a = np.swapaxes(a, -1, -2)
-    if op.options.get("AdjY"):
-        b = np.swapaxes(b, -1, -2)
-    rank = max(a.ndim, b.ndim)
-    a = a.reshape((1,) * (rank - a.ndim) + a.shape)
-    b = b.reshape((1,) * (rank - b.ndim) + b.shape)
-    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
-    b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
-    return np.asarray(backend.batched_matmul(a3, b3)).reshape(*lead, m, n)
+    a3, b3, lead = batch_matmul_stacks(a, b, op.options.get("AdjX"), op.options.get("AdjY"))
+    return np.asarray(backend.batched_matmul(a3, b3)).reshape(*lead, a3.shape[1], b3.shape[2])
 
 
 def mean(op, tensors, inputs, backend):

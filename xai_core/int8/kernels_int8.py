@@ -26,13 +26,14 @@ from xai_core.int8.fixedpoint import (
     saturating_left_shift,
     saturating_rounding_doubling_high_mul,
 )
-from xai_core.int8.geometry import depth_to_space as _depth_to_space
 from xai_core.int8.geometry import (
+    batch_matmul_stacks,
     resize_coordinates,
     strided_slice_key,
     transpose_conv_padding,
     whole_batch,
 )
+from xai_core.int8.geometry import depth_to_space as _depth_to_space
 from xai_core.int8.graph import OperatorInfo, TensorInfo
 from xai_core.int8.numerics import (
     QMAX,
@@ -474,17 +475,8 @@ def batch_matmul(op, tensors, inputs, backend):
     with row and column sums."""
     a_t, b_t, out_t = (tensors[i] for i in (*op.inputs[:2], op.outputs[0]))
     a, b = inputs[0], inputs[1]
-    if op.options.get("AdjX"):
-        a = np.swapaxes(a, -1, -2)
-    if op.options.get("AdjY"):
-        b = np.swapaxes(b, -1, -2)
-    rank = max(a.ndim, b.ndim)
-    a = a.reshape((1,) * (rank - a.ndim) + a.shape)
-    b = b.reshape((1,) * (rank - b.ndim) + b.shape)
-    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    a3 = np.ascontiguousarray(np.broadcast_to(a, (*lead, m, k))).reshape(-1, m, k)
-    b3 = np.ascontiguousarray(np.broadcast_to(b, (*lead, k, n))).reshape(-1, k, n)
+    a3, b3, lead = batch_matmul_stacks(a, b, op.options.get("AdjX"), op.options.get("AdjY"))
+    m, k, n = a3.shape[1], a3.shape[2], b3.shape[2]
     za, zb = _zp(a_t), _zp(b_t)
     acc = int8_batched_matmul(backend, a3, b3)
     acc -= zb * a3.astype(np.int64).sum(axis=2, keepdims=True)
