@@ -1251,12 +1251,30 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 import xai_core as xai
 
-good = ["great film", "a wonderful story", "loved the acting", "brilliant and moving",
-        "a great cast", "wonderful music", "moving and funny", "loved it", "brilliant plot",
-        "funny and great"]
-bad = ["boring film", "a terrible story", "hated the acting", "dull and slow",
-       "a terrible cast", "awful music", "slow and boring", "hated it", "dull plot",
-       "awful and boring"]
+good = [
+    "great film",
+    "a wonderful story",
+    "loved the acting",
+    "brilliant and moving",
+    "a great cast",
+    "wonderful music",
+    "moving and funny",
+    "loved it",
+    "brilliant plot",
+    "funny and great",
+]
+bad = [
+    "boring film",
+    "a terrible story",
+    "hated the acting",
+    "dull and slow",
+    "a terrible cast",
+    "awful music",
+    "slow and boring",
+    "hated it",
+    "dull plot",
+    "awful and boring",
+]
 texts, labels = good + bad, [1] * len(good) + [0] * len(bad)
 words = sorted({w for t in texts for w in t.split()})
 vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words])}
@@ -1326,7 +1344,13 @@ that matter stay the same; the values move by about bf16's resolution on the TPU
         """\
 for backend in ("gpu", "tpu"):
     other = xai.explain(
-        model, reviews, tokenizer=tok, method="ig", max_length=8, target=1, steps=32,
+        model,
+        reviews,
+        tokenizer=tok,
+        method="ig",
+        max_length=8,
+        target=1,
+        steps=32,
         backend=backend,
     )
     diff = np.abs(other.values - e.values).max() / np.abs(e.values).max()
@@ -1334,8 +1358,10 @@ for backend in ("gpu", "tpu"):
         int(np.argmax(np.abs(a))) == int(np.argmax(np.abs(b)))
         for a, b in zip(other.values, e.values)
     ]
-    print(f"{backend}: largest change {diff:.1e} of the largest attribution; "
-          f"same top token in every text: {all(same_top)}")""",
+    print(
+        f"{backend}: largest change {diff:.1e} of the largest attribution; "
+        f"same top token in every text: {all(same_top)}"
+    )""",
     ),
     (
         "md",
