@@ -255,3 +255,14 @@ def test_provenance_is_recorded(setup):
     e = xai.explain(net, TEXTS, tokenizer=tok, backend=be, steps=7)
     assert e.meta["seconds"] > 0 and e.meta["options"]["steps"] == 7
     assert e.method == "ig" and e.backend == be.name
+
+
+def test_truncation_numbers_the_kept_words_without_gaps():
+    """A truncated text's words are the kept ones, numbered 0, 1, ... (the final [SEP] next)."""
+    from xai_core.text.tokenize import TextTokenizer
+
+    enc = TextTokenizer(_wordpiece()).encode(
+        ["a dog", "the cat sat on the mat on the mat"], SEQ, truncation=True
+    )
+    assert list(enc.words[1]) == list(range(SEQ))
+    assert enc.word_text[1] == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "on", "[SEP]"]

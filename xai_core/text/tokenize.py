@@ -274,7 +274,10 @@ class TextTokenizer:
                 row_ids = [row_ids[k] for k in keep]
                 row_tokens = [row_tokens[k] for k in keep]
                 row_words = [row_words[k] for k in keep]
-                row_text = row_text[: max(row_words) + 1]
+                kept = list(dict.fromkeys(row_words))  # the words left, in order
+                row_text = [row_text[w] for w in kept]
+                renumber = {w: j for j, w in enumerate(kept)}
+                row_words = [renumber[w] for w in row_words]  # 0, 1, ... without gaps
                 row_sp = None if row_sp is None else [row_sp[k] for k in keep]
                 row_spans = None if row_spans is None else [row_spans[k] for k in keep]
             m = len(row_ids)
