@@ -236,7 +236,9 @@ class DeepLiftShap(_DeepLiftBase):
         self.progress = progress
 
     def _passes(self, X: np.ndarray) -> int:
-        return 1 if self.baselines is None else max(1, len(np.asarray(self.baselines)))
+        if self.baselines is None:
+            return 1
+        return len(_as_rows(self.baselines, X, "baselines", per_row=False))
 
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """DeepLiftShap of ``output[target]`` for ``X`` of shape (n_samples, *input_shape)."""

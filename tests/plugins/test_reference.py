@@ -340,3 +340,15 @@ def test_linear_model_deeplift_is_weight_times_difference():
     e = xai.explain(net, X, method="deeplift", backend=xai.get_backend("cpu", dtype="float64"),
                     target=1, baselines=0.5)  # fmt: skip
     np.testing.assert_allclose(e.values, w * (X - 0.5), atol=1e-12)
+
+
+@pytest.mark.parametrize("baselines", [0.0, "zeros", np.zeros((3, 10, 10))], ids=str)
+def test_deeplift_shap_of_one_baseline_is_deeplift(baselines):
+    """A number, "zeros" or one row of the input's shape is one baseline (no TypeError from
+    the cost estimate): DeepLiftShap then equals DeepLift."""
+    _, net, backend, X = _setup("float64")
+    kw = {"backend": backend, "target": TARGET, "baselines": baselines}
+    shap = xai.explain(net, X.numpy(), method="deeplift_shap", **kw)
+    lift = xai.explain(net, X.numpy(), method="deeplift", **kw)
+    np.testing.assert_allclose(shap.values, lift.values, atol=1e-12)
+    assert shap.meta["n_baselines"] == 1
