@@ -266,3 +266,13 @@ def test_truncation_numbers_the_kept_words_without_gaps():
     )
     assert list(enc.words[1]) == list(range(SEQ))
     assert enc.word_text[1] == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "on", "[SEP]"]
+
+
+def test_trapezoid_of_one_step_is_refused(setup):
+    """The trapezoid rule needs both ends: one step is a ValidationError, not zero values."""
+    _, net, be, tok = setup
+    with pytest.raises(ValidationError, match="steps must be at least 2.*riemann_trapezoid"):
+        xai.explain(
+            net, TEXTS, tokenizer=tok, method="ig", backend=be, target=1, steps=1,
+            integration="riemann_trapezoid",
+        )  # fmt: skip

@@ -77,8 +77,12 @@ def integration_nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         x, w = np.polynomial.legendre.leggauss(steps)
         return 0.5 * (x + 1.0), 0.5 * w
     if rule == "riemann_trapezoid":
+        if steps < 2:  # one node is both ends: weight 0, every attribution 0
+            raise ValidationError(
+                f"steps must be at least 2 for integration 'riemann_trapezoid'; got {steps}."
+            )
         a = np.linspace(0.0, 1.0, steps)
-        w = np.full(steps, 1.0 / (steps - 1)) if steps > 1 else np.ones(1)
+        w = np.full(steps, 1.0 / (steps - 1))
         w[[0, -1]] /= 2.0
         return a, w * (steps - 1) / steps
     offsets = {"riemann_left": 0.0, "riemann_right": 1.0, "riemann_middle": 0.5}
