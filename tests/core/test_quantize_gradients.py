@@ -349,3 +349,27 @@ def test_zoo_models_at_64_px_have_torchs_straight_through_gradients(name):
     want, off = torch_straight_through(q, X[8:], target)
     assert off < 1.001 and np.abs(want).max() > 0
     np.testing.assert_allclose(ours, want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("adj", [(False, False), (True, False), (False, True), (True, True)])
+def test_batch_matmul_backward_equals_torch_with_broadcast_and_adjoints(adj):
+    """BATCH_MATMUL's backward rule (AdjX / AdjY, leading axes broadcast) equals torch autograd."""
+    import types
+
+    import torch
+
+    from xai_core.int8.kernels_float_vjp import batch_matmul
+
+    rng = np.random.default_rng(0)
+    adj_x, adj_y = adj
+    a = rng.normal(size=(2, 1, 4, 3) if not adj_x else (2, 1, 3, 4))
+    b = rng.normal(size=(5, 3, 6) if not adj_y else (5, 6, 3))
+    g = rng.normal(size=(2, 5, 4, 6))
+    op = types.SimpleNamespace(options={"AdjX": adj_x, "AdjY": adj_y})
+    da, db = batch_matmul(op, None, [a, b], None, g, xai.get_backend("cpu", dtype="float64"))
+    ta = torch.tensor(a, requires_grad=True)
+    tb = torch.tensor(b, requires_grad=True)
+    out = (ta.transpose(-1, -2) if adj_x else ta) @ (tb.transpose(-1, -2) if adj_y else tb)
+    out.backward(torch.tensor(g))
+    np.testing.assert_allclose(da, ta.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(db, tb.grad.numpy(), rtol=1e-12)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from xai_core.int8.geometry import batch_matmul_stacks
 from xai_core.int8.kernels_int8 import _same_padding, window_patches
 
 __all__ = ["FLOAT_VJPS", "window_scatter"]
@@ -209,21 +210,18 @@ def pack(op, tensors, inputs, output, grad, backend):
 def batch_matmul(op, tensors, inputs, output, grad, backend):
     a, b = inputs[0], inputs[1]
     adj_a, adj_b = bool(op.options.get("AdjX")), bool(op.options.get("AdjY"))
-    a = np.swapaxes(a, -1, -2) if adj_a else a
-    b = np.swapaxes(b, -1, -2) if adj_b else b
-    rank = max(a.ndim, b.ndim)
-    a_shape, b_shape = (1,) * (rank - a.ndim) + a.shape, (1,) * (rank - b.ndim) + b.shape
-    lead = np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
-    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
-    a3 = np.ascontiguousarray(np.broadcast_to(a.reshape(a_shape), (*lead, m, k))).reshape(-1, m, k)
-    b3 = np.ascontiguousarray(np.broadcast_to(b.reshape(b_shape), (*lead, k, n))).reshape(-1, k, n)
+    a3, b3, lead = batch_matmul_stacks(a, b, adj_a, adj_b)
+    m, k, n = a3.shape[1], a3.shape[2], b3.shape[2]
+    rank = len(lead) + 2
+    a_shape = (1,) * (rank - a.ndim) + (np.swapaxes(a, -1, -2) if adj_a else a).shape
+    b_shape = (1,) * (rank - b.ndim) + (np.swapaxes(b, -1, -2) if adj_b else b).shape
     g3 = np.ascontiguousarray(grad.reshape(-1, m, n))
     bt = np.ascontiguousarray(b3.transpose(0, 2, 1))
     at = np.ascontiguousarray(a3.transpose(0, 2, 1))
     da = np.asarray(backend.batched_matmul(g3, bt)).reshape(*lead, m, k)
     db = np.asarray(backend.batched_matmul(at, g3)).reshape(*lead, k, n)
-    da = _unbroadcast(da, a_shape).reshape(a.shape)
-    db = _unbroadcast(db, b_shape).reshape(b.shape)
+    da = _unbroadcast(da, a_shape).reshape(a_shape[rank - a.ndim :])
+    db = _unbroadcast(db, b_shape).reshape(b_shape[rank - b.ndim :])
     return [np.swapaxes(da, -1, -2) if adj_a else da, np.swapaxes(db, -1, -2) if adj_b else db]
 
 
@@ -260,12 +258,12 @@ def gelu(op, tensors, inputs, output, grad, backend):
 
 def leaky_relu(op, tensors, inputs, output, grad, backend):
     alpha = float(np.float32(op.options.get("Alpha", 0.2)))
-    return _only_first(inputs, grad * np.where(inputs[0] >= 0, 1.0, alpha))
+    return _only_first(inputs, grad * np.where(inputs[0] > 0, 1.0, alpha))
 
 
 def prelu(op, tensors, inputs, output, grad, backend):
     x, alpha = inputs
-    return [grad * np.where(x >= 0, 1.0, alpha), None]
+    return [grad * np.where(x > 0, 1.0, alpha), None]
 
 
 def softmax(op, tensors, inputs, output, grad, backend):
