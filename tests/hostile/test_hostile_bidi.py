@@ -171,6 +171,16 @@ def _faithfulness():
     return xai.faithfulness(net, e, steps=3, n_random=2, infidelity_samples=5)
 
 
+def _permutation_importance():
+    clf, X, y = _clf()
+    return xai.permutation_importance(clf, X, y, n_repeats=2, feature_names=NAMES[:3])
+
+
+def _ale():
+    clf, X, _ = _clf()
+    return xai.ale(clf, X, grid_size=4, feature_names=NAMES[:3], output_names=[NAMES[3], name(4)])
+
+
 FACTORIES: dict[str, Callable[[], object]] = {
     "explanation": _explanation,
     "dataset": _dataset,
@@ -179,6 +189,8 @@ FACTORIES: dict[str, Callable[[], object]] = {
     "backend_comparison": _backend_comparison,
     "method_comparison": _method_comparison,
     "faithfulness": _faithfulness,
+    "global_permutation_importance": _permutation_importance,
+    "global_ale": _ale,
     "playground": _playground,
     "projection": _projection,
     "whatif": _session,
