@@ -21,7 +21,7 @@ import pytest
 
 import xai_core as xai
 from xai_core.backends.cpu import CPUBackend
-from xai_core.errors import CapabilityError, ModelFormatError
+from xai_core.errors import ModelFormatError
 
 #: Builders whose preprocessing is inside the model: they take pixel values 0..255.
 PIXELS = ("EfficientNet", "ConvNeXt", "MobileNetV3")
@@ -74,7 +74,6 @@ KERAS_REFUSES = {"NASNetMobile": "not available with the torch backend"}
 
 #: (builder, target) -> (error type, words of the refusal): what is not supported yet.
 REFUSED = {
-    ("ConvNeXtTiny", "edgetpu"): (CapabilityError, r"LayerNormalization: no int8 conversion"),
     # random weights shrink the MobileNets' activations to ~1e-11: a requantisation scale
     # above 2**31, which TFLite's int8 kernels cannot express (xai_core.int8 checks it)
     ("MobileNetV2", "edgetpu"): (ModelFormatError, "rescale by at most 2\\*\\*31"),
