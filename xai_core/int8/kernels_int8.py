@@ -10,6 +10,7 @@ operands and counts the work, and every other backend gives the same integers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -516,19 +517,27 @@ def rsqrt_table(x_t: TensorInfo, out_t: TensorInfo) -> np.ndarray:
     ``2**20``, then rescaled by ``1 / (sqrt(s_in) s_out)`` (``sqrt`` and the product in
     float32, the reciprocal in double, as ``SetRsqrtOutputMultiplier`` does); an input at the
     zero point gives 127. Inputs below the zero point (negative values) are ``-128`` here;
-    TFLite refuses them.
+    TFLite refuses them. Built once per pair of quantisations (its Newton steps, per entry,
+    take a tenth of a second) and then shared, read-only.
     """
+    return _rsqrt_table(float(_scale(x_t)), _zp(x_t), float(_scale(out_t)), _zp(out_t))
+
+
+@functools.lru_cache(maxsize=256)
+def _rsqrt_table(scale_in: float, zp_in: int, scale_out: float, zp_out: int) -> np.ndarray:
     q, shift = quantize_multiplier(
-        1.0 / np.float64(np.sqrt(_scale(x_t), dtype=np.float32) * _scale(out_t))
+        1.0 / np.float64(np.sqrt(np.float32(scale_in), dtype=np.float32) * np.float32(scale_out))
     )
     table = np.full(256, QMIN, np.int64)
-    for value in range(1, QMAX - _zp(x_t) + 1):
+    for value in range(1, QMAX - zp_in + 1):  # once per quantisation pair, not per call
         m, s = inv_sqrt_multiplier(value)
         data = multiply_by_quantized_multiplier(1, m, s + 20)
-        table[value + _zp(x_t) - QMIN] = multiply_by_quantized_multiplier(data, q, shift - 20)
-    table += _zp(out_t)
-    table[_zp(x_t) - QMIN] = QMAX
-    return np.clip(table, QMIN, QMAX).astype(np.int8)
+        table[value + zp_in - QMIN] = multiply_by_quantized_multiplier(data, q, shift - 20)
+    table += zp_out
+    table[zp_in - QMIN] = QMAX
+    out = np.clip(table, QMIN, QMAX).astype(np.int8)
+    out.flags.writeable = False
+    return out
 
 
 def rsqrt(op, tensors, inputs, backend):
