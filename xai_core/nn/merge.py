@@ -68,7 +68,15 @@ class _Elementwise(Layer):
         return xs
 
     def _back(self, parts, record, backend):
-        return [_unbroadcast(p, s, backend) for p, s in zip(parts, record["shapes"])]
+        return [
+            None if p is None else _unbroadcast(p, s, backend)
+            for p, s in zip(parts, record["shapes"])
+        ]
+
+    @staticmethod
+    def _wanted(needs, n: int) -> list[bool]:
+        """Which inputs' gradients to compute: all, unless the walk says (a constant's not)."""
+        return [True] * n if needs is None else [bool(w) for w in needs]
 
 
 def _sum(*xs):
@@ -89,6 +97,7 @@ class Add(_Elementwise):
     """Sum of two or more inputs (residual connections; ONNX ``Add``; a bias as a Constant)."""
 
     kind: ClassVar[str] = "add"
+    takes_input_needs: ClassVar[bool] = True
 
     def apply(self, x, backend, record):
         xs = self._prepare(x, record)
@@ -96,34 +105,40 @@ class Add(_Elementwise):
             record["ok"] = True
         return backend.elementwise(_sum, *xs, ops=len(xs) - 1)
 
-    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
         record = self._need(record, self)
         if not input_grad:
             return None, {}
-        return self._back([grad] * len(record["shapes"]), record, backend), {}
+        wanted = self._wanted(needs, len(record["shapes"]))
+        return self._back([grad if w else None for w in wanted], record, backend), {}
 
 
 class Subtract(_Elementwise):
     """``a - b`` (ONNX ``Sub``)."""
 
     kind: ClassVar[str] = "subtract"
+    takes_input_needs: ClassVar[bool] = True
     arity: ClassVar[int] = 2
 
     def apply(self, x, backend, record):
         a, b = self._prepare(x, record)
         return backend.elementwise(np.subtract, a, b)
 
-    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
         record = self._need(record, self)
         if not input_grad:
             return None, {}
-        return self._back([grad, backend.elementwise(np.negative, grad)], record, backend), {}
+        want_a, want_b = self._wanted(needs, 2)
+        parts = [grad if want_a else None]
+        parts.append(backend.elementwise(np.negative, grad) if want_b else None)
+        return self._back(parts, record, backend), {}
 
 
 class Multiply(_Elementwise):
     """Product of two or more inputs (ONNX ``Mul``; squeeze-and-excitation gates)."""
 
     kind: ClassVar[str] = "multiply"
+    takes_input_needs: ClassVar[bool] = True
 
     def apply(self, x, backend, record):
         xs = self._prepare(x, record)
@@ -131,7 +146,7 @@ class Multiply(_Elementwise):
             record["xs"] = xs
         return backend.elementwise(_product, *xs, ops=len(xs) - 1)
 
-    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
         xs = self._need(record, self)["xs"]
         if not input_grad:
             return None, {}
@@ -139,7 +154,9 @@ class Multiply(_Elementwise):
             backend.elementwise(
                 _product, grad, *(x for j, x in enumerate(xs) if j != i), ops=len(xs) - 1
             )
-            for i in range(len(xs))
+            if wanted
+            else None
+            for i, wanted in enumerate(self._wanted(needs, len(xs)))
         ]
         return self._back(parts, record, backend), {}
 
@@ -152,6 +169,7 @@ class Divide(_Elementwise):
     """``a / b`` (ONNX ``Div``, usually by a Constant)."""
 
     kind: ClassVar[str] = "divide"
+    takes_input_needs: ClassVar[bool] = True
     arity: ClassVar[int] = 2
 
     def apply(self, x, backend, record):
@@ -160,13 +178,14 @@ class Divide(_Elementwise):
             record["ab"] = (a, b)
         return backend.elementwise(np.divide, a, b)
 
-    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True):
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
         a, b = self._need(record, self)["ab"]
         if not input_grad:
             return None, {}
+        want_a, want_b = self._wanted(needs, 2)
         parts = [
-            backend.elementwise(np.divide, grad, b),
-            backend.elementwise(_divide_b_grad, grad, a, b, ops=4),
+            backend.elementwise(np.divide, grad, b) if want_a else None,
+            backend.elementwise(_divide_b_grad, grad, a, b, ops=4) if want_b else None,
         ]
         return self._back(parts, record, backend), {}
 
