@@ -50,7 +50,9 @@ def _brute_force_shapley(f, x, background):
 MODELS = {
     "xgboost": lambda: xgboost.XGBClassifier(n_estimators=20, max_depth=3, random_state=0),
     "lightgbm": lambda: lightgbm.LGBMClassifier(n_estimators=20, verbose=-1, random_state=0),
-    "catboost": lambda: catboost.CatBoostClassifier(iterations=20, verbose=0, random_seed=0),
+    "catboost": lambda: catboost.CatBoostClassifier(
+        iterations=20, verbose=0, random_seed=0, allow_writing_files=False
+    ),
     "xgboost-regressor": lambda: xgboost.XGBRegressor(n_estimators=20, random_state=0),
     "lightgbm-regressor": lambda: lightgbm.LGBMRegressor(n_estimators=20, verbose=-1),
 }
@@ -97,7 +99,9 @@ def test_a_tree_copy_that_routes_missing_values_differently_is_refused():
     """shap's copy of a CatBoost regressor on rows with NaN is off from the model's outputs:
     checked first, refused, and left to exact by auto."""
     X, _, score = _data(missing=0.15)
-    est = catboost.CatBoostRegressor(iterations=20, verbose=0, random_seed=0).fit(X, score)
+    est = catboost.CatBoostRegressor(
+        iterations=20, verbose=0, random_seed=0, allow_writing_files=False
+    ).fit(X, score)
     with pytest.raises(CapabilityError, match="shap's copy of its trees"):
         xai.explain(est, X[:3], method="shap", algorithm="tree", background=X[200:216])
     e = xai.explain(est, X[:3], method="shap", background=X[200:216])
