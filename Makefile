@@ -6,10 +6,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint format bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,zoo,tflite,scalesim,regex,trees]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,zoo,tflite,scalesim,regex,trees,umap,tsne]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -4,9 +4,9 @@ brute force, search, TensorBoard export round trips, MNIST embeddings, escaping,
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import re
+import sys
 import warnings
 from html import unescape
 
@@ -36,14 +36,6 @@ def blobs():
     names = np.array(["cat", "dog", "Bird"])[y]
     meta = {"id": [f"item-{i:03d}" for i in range(120)], "colour": ["red", "blue"] * 60}
     return X, y, names, meta
-
-
-def _installed(module: str, name: str) -> bool:
-    """Whether ``from module import name`` works (a leftover folder is not an install)."""
-    try:
-        return hasattr(importlib.import_module(module), name)
-    except ImportError:
-        return False
 
 
 def _brute(X, metric):
@@ -152,19 +144,16 @@ def test_tsne_is_seeded_and_separates_clusters(blobs):
 
 
 def test_umap_is_seeded(blobs):
-    """UMAP (optional extra): the same seed gives the same layout."""
-    if not _installed("umap", "UMAP"):
-        pytest.skip("umap-learn is not installed (optional extra)")
+    """UMAP (the umap extra, installed for the tests): the same seed gives the same layout."""
     X = blobs[0]
     p = xai.project(X, method="umap", n_neighbors=10, seed=1)
     q = xai.project(X, method="umap", n_neighbors=10, seed=1)
     np.testing.assert_allclose(p.coordinates, q.coordinates)
 
 
-def test_umap_absent_is_a_capability_error(blobs):
+def test_umap_absent_is_a_capability_error(blobs, monkeypatch):
     """Without umap-learn, method='umap' says what to install."""
-    if _installed("umap", "UMAP"):
-        pytest.skip("umap-learn is installed")
+    monkeypatch.setitem(sys.modules, "umap", None)
     with pytest.raises(xai.CapabilityError, match="umap-learn"):
         xai.project(blobs[0], method="umap")
 
@@ -207,8 +196,6 @@ def test_neighbors_float32_close_to_float64():
 def test_approximate_neighbors_report_recall(blobs):
     """pynndescent's neighbours come with a recall equal to the overlap with the exact lists
     and the same distances where they agree (about a minute: pynndescent compiles with numba)."""
-    if not _installed("pynndescent", "NNDescent"):
-        pytest.skip("pynndescent is not installed (optional)")
     X = np.random.default_rng(0).normal(size=(400, 8))
     p = xai.project(X)
     approx = p.neighbors(5, approximate=True, seed=0)
@@ -220,10 +207,9 @@ def test_approximate_neighbors_report_recall(blobs):
     np.testing.assert_allclose(approx.distances[same], exact.distances[same], atol=1e-5)
 
 
-def test_approximate_without_pynndescent_is_a_capability_error(blobs):
+def test_approximate_without_pynndescent_is_a_capability_error(blobs, monkeypatch):
     """Without pynndescent, approximate=True says what to install."""
-    if _installed("pynndescent", "NNDescent"):
-        pytest.skip("pynndescent is installed")
+    monkeypatch.setitem(sys.modules, "pynndescent", None)
     with pytest.raises(xai.CapabilityError, match="pynndescent"):
         xai.project(blobs[0]).neighbors(5, approximate=True)
 
@@ -521,7 +507,6 @@ def _knn_accuracy(coords, y):
 
 def test_opentsne_is_seeded_and_separates_clusters(blobs):
     """openTSNE: same seed, same layout; the clusters stay apart (5-NN accuracy >= 0.95)."""
-    pytest.importorskip("openTSNE")
     X, y, _, _ = blobs
     kw = {"method": "tsne", "perplexity": 15, "max_iter": 250, "tsne_backend": "opentsne"}
     p = xai.project(X, seed=3, **kw)
@@ -536,7 +521,6 @@ def test_opentsne_is_seeded_and_separates_clusters(blobs):
 
 def test_tsne_auto_picks_by_size(blobs, monkeypatch):
     """ "auto" runs scikit-learn up to the threshold and openTSNE above it (2-D only)."""
-    pytest.importorskip("openTSNE")
     from xai_projector import methods
 
     X = blobs[0]
@@ -564,13 +548,13 @@ def test_tsne_backend_errors(blobs, monkeypatch):
     with pytest.raises(xai.ValidationError, match="max_iter must be at least 250"):
         xai.project(X, method="tsne", perplexity=15, max_iter=100)
     monkeypatch.setattr(methods, "OPENTSNE_MIN_SAMPLES", 10)
-    monkeypatch.setitem(importlib.import_module("sys").modules, "openTSNE", None)
+    monkeypatch.setitem(sys.modules, "openTSNE", None)
     with pytest.raises(xai.CapabilityError, match="pip install openTSNE"):
         xai.project(X, tsne_backend="opentsne", **kw)
     fallback = xai.project(X, **kw)
     assert fallback.meta["implementation"] == "sklearn"
     assert fallback.meta["tsne_choice"] == "auto: openTSNE is not installed"
-    monkeypatch.delitem(importlib.import_module("sys").modules, "openTSNE")
+    monkeypatch.delitem(sys.modules, "openTSNE")
     if methods._opentsne_module() is not None:
         with pytest.raises(xai.CapabilityError, match="2-D embeddings only"):
             xai.project(X, n_components=3, tsne_backend="opentsne", **kw)
