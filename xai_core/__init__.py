@@ -201,7 +201,7 @@ playground_view = _ToolEntry(
 )
 playground_app = _ToolEntry(
     "playground_app",
-    "The Playground's knobs as notebook widgets that retrain on change: the ``playground_app`` tool.",
+    "The Playground in a notebook (play, pause, step, reset and its knobs): the ``playground_app`` tool.",
 )
 
 permutation_importance = _ToolEntry(

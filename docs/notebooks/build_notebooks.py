@@ -918,17 +918,21 @@ print(view.regions()[::6, ::6])""",
     (
         "md",
         """\
-## The knobs
+## Play, pause, step, reset
 
-`xai.playground_app` puts the Playground's knobs in widgets; each change retrains from
-scratch. The noise knob regenerates the data through the function given.""",
+`xai.playground_app` is the Playground: play trains in the background and the epoch counter,
+surfaces and loss curves move; pause, step and reset do what they say. The learning rate and
+regularisation act on the running network; layers, activation, features, noise and the
+train/test split restart it at epoch 0. The noise knob regenerates the data through the
+function given.""",
     ),
     (
         "code",
         """\
-app = xai.playground_app(lambda noise: playground("circle", 200, noise=noise), epochs=15)
+app = xai.playground_app(lambda noise: playground("circle", 200, noise=noise), epochs=60)
 app.controls["feature x1^2"].value = True
 app.controls["feature x2^2"].value = True
+app.step(15)  # or press play; app.play() and app.pause() from Python
 app.widget()""",
     ),
     (

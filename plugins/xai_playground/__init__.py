@@ -4,8 +4,8 @@
 learned, as the TensorFlow Playground does: the decision surface with the train and test
 points, a surface per hidden neuron, links by weight and the loss curves. It is a
 ``net.fit`` callback too (``net.fit(X, y, callbacks=view)``), live in a notebook through
-``view.widget()``; ``xai.playground_app(data)`` adds the Playground's knobs as widgets that
-retrain on change. The final state is a report section.
+``view.widget()``; ``xai.playground_app(data)`` is the Playground itself: play, pause, step
+and reset, and its knobs as widgets. The final state is a report section.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def xai_register_tools():
 
     return [
         Tool("playground_view", playground_view, "a 2-D network's surfaces, links and losses"),
-        Tool("playground_app", playground_app, "the Playground's knobs as widgets that retrain"),
+        Tool("playground_app", playground_app, "the Playground: play, pause, step, reset and its knobs"),
     ]
 
 

@@ -142,7 +142,7 @@ def _points(view: Any) -> list[dict[str, Any]]:
     out = []
     e = view.extent
     sets = [(view.X, view.y, True)]
-    if view.X_test is not None:
+    if view.X_test is not None and view.show_test:
         sets.append((view.X_test, view.y_test, False))
     lo, hi = (0.0, 1.0) if view.classification else (float(view.y.min()), float(view.y.max()))
     for X, y, train in sets:
@@ -202,18 +202,24 @@ def _regions(view: Any) -> dict[str, Any] | None:
 def render_playground(view: Any) -> str:
     """The view as an HTML fragment."""
     if view.classification:
-        output_uri = surface_uri(2.0 * view.output - 1.0, 1.0)
+        signed = 2.0 * view.output - 1.0
         what = "probability of the positive class"
     else:
-        output_uri = surface_uri(view.output)
+        signed = view.output
         what = "output"
+    if view.discretize:
+        signed = np.where(signed >= 0, 1.0, -1.0)
+        what = "predicted class" if view.classification else "sign of the output"
+    output_uri = surface_uri(signed, 1.0 if view.classification or view.discretize else None)
     hidden = ", ".join(str(len(n)) for n in view.neurons) or "none"
     summary = (
         f"Inputs {', '.join(map(isolate, view.features))}; hidden layers {hidden}; surface: the {what} over "
         f"[-{format_number(view.extent)}, {format_number(view.extent)}]²; "
         f"{len(view.X)} train"
         + (f" and {len(view.X_test)} test" if view.X_test is not None else "")
-        + " points."
+        + " points"
+        + ("" if view.show_test or view.X_test is None else " (test points hidden)")
+        + (f"; epoch {int(view.losses[-1]['epoch'])}." if view.losses else ".")
     )
     e = view.extent
     return (

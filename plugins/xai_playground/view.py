@@ -84,6 +84,11 @@ class PlaygroundView:
     every : int, default=1
         As a ``fit`` callback: refresh the surfaces every ``every`` epochs (losses are
         recorded every epoch).
+    discretize : bool, default=False
+        Draw the decision surface as the predicted class (the Playground's "discretise
+        output") instead of the probability; a regression's sign.
+    show_test : bool, default=True
+        Draw the test points (the Playground's "show test data").
 
     Attributes
     ----------
@@ -111,6 +116,8 @@ class PlaygroundView:
         resolution: int = 40,
         extent: float | None = None,
         every: int = 1,
+        discretize: bool = False,
+        show_test: bool = True,
     ) -> None:
         self.features = check_features(features)
         self.dense, self.neuron_layers = _structure(net)
@@ -125,6 +132,7 @@ class PlaygroundView:
         self.X_test, self.y_test = (None, None) if test is None else _split(test, "test")
         self.resolution = check_positive_int(resolution, "resolution")
         self.every = check_positive_int(every, "every")
+        self.discretize, self.show_test = bool(discretize), bool(show_test)
         check_cost(self._cost(), "playground_view", advice="lower resolution")
         if extent is None:
             pts = self.X if self.X_test is None else np.vstack([self.X, self.X_test])

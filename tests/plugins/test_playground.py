@@ -8,6 +8,7 @@ from sklearn.metrics import log_loss
 
 import xai_core as xai
 from xai_datasets import playground
+from xai_playground.app import epoch_seed
 
 
 def _forward(net, F):
@@ -105,29 +106,129 @@ def test_clicked_point_is_explained_by_ig_with_completeness(trained):
     assert regions.shape == (17, 17) and set(np.unique(regions)) <= {0, 1, 2}
 
 
-def test_the_knobs_retrain_on_change():
-    """Setting a knob from Python retrains: new activation layers, new losses, regenerated noise."""
-    app = xai.playground_app(
-        lambda noise: playground("gauss", 120, noise=noise, seed=0), epochs=5, resolution=9
+def _app(**knobs):
+    return xai.playground_app(
+        lambda noise: playground("gauss", 120, noise=noise, seed=0), resolution=9, **knobs
     )
+
+
+def _weights(net):
+    return [np.array(w) for w in net.get_weights()]
+
+
+def _assert_same_weights(a, b):
+    for wa, wb in zip(_weights(a), _weights(b), strict=True):
+        np.testing.assert_array_equal(wa, wb)
+
+
+def test_the_app_opens_at_epoch_0_with_the_seeded_initial_weights():
+    """As the Playground: nothing is trained until play or step; the losses start at epoch 0."""
+    app = _app()
+    assert app.epoch == 0 and [r["epoch"] for r in app.view.losses] == [0]
+    _assert_same_weights(app.net, xai.nn.mlp(2, hidden=(4, 2), n_outputs=2, seed=0))
+    assert "Epoch 0" in app.status.value and "epoch 0" in app.view._repr_html_()
+
+
+def test_epochs_do_not_depend_on_how_they_were_run():
+    """step(5), step(3) + step(2) and play() to epoch 5 give the same network, epoch by epoch."""
+    a, b, c = _app(), _app(), _app(epochs=5)
+    a.step(5)
+    b.step(3)
+    b.step(2)
+    c.play()
+    c.wait(60)
+    assert not c.playing and not c.buttons["play"].value
+    assert a.epoch == b.epoch == c.epoch == 5
+    _assert_same_weights(a.net, b.net)
+    _assert_same_weights(a.net, c.net)
+    assert [r["epoch"] for r in c.view.losses] == list(range(6))
+    assert [r["train"] for r in a.view.losses] == [r["train"] for r in c.view.losses]
+    assert a.view.losses[-1]["train"] < a.view.losses[0]["train"]
+    a.reset()
+    assert a.epoch == 0
+    _assert_same_weights(a.net, b.__class__(a.data, resolution=9).net)
+
+
+def test_a_live_knob_acts_on_the_running_network():
+    """The learning rate changes at the next epoch; the weights and the epoch count carry on."""
+    app = _app()
+    app.step(2)
+    before = app.net.get_weights()
+    app.controls["learning_rate"].value = 0.3
+    assert app.epoch == 2 and len(app.view.losses) == 3
+    for wa, wb in zip(before, app.net.get_weights(), strict=True):
+        np.testing.assert_array_equal(wa, wb)
+    # the oracle: the same weights trained one epoch by net.fit with the new rate
+    oracle = xai.nn.mlp(2, hidden=(4, 2), n_outputs=2, seed=0)
+    oracle.set_weights(before)
+    X, y = app.view.X.astype(np.float32), app.view.y.astype(np.int64)
+    oracle.fit(X, y, learning_rate=0.3, epochs=1, seed=epoch_seed(0, 3), progress=False)
+    app.step()
+    assert app.epoch == 3
+    for wa, wb in zip(oracle.get_weights(), app.net.get_weights(), strict=True):
+        np.testing.assert_allclose(wa, wb, rtol=0, atol=1e-7)
+
+
+def test_a_structural_knob_restarts_and_keeps_playing():
+    """Changing the activation while playing restarts at epoch 0 and plays on, deterministically."""
+    app = _app(epochs=40)
+    app.widget()
+    app.play()
+    app.controls["activation"].value = "relu"
+    app.wait(120)
+    assert isinstance(app.net.layers[1], xai.nn.ReLU) and app.epoch == 40
+    ref = _app(activation="relu")
+    ref.step(40)
+    _assert_same_weights(app.net, ref.net)
+    assert [r["epoch"] for r in app.view.losses] == list(range(41))
+    assert app._widget.view is app.view and "epoch 40" in app._widget.plot.html
+
+
+def test_pause_stops_training_where_it_is():
+    """Pause joins the running epoch; the counter and the loss history agree."""
+    app = _app(epochs=5000)
+    app.buttons["play"].value = True  # what clicking play does
+    assert app.playing
+    app.buttons["play"].value = False
+    assert not app.playing and 0 <= app.epoch < 5000
+    assert [r["epoch"] for r in app.view.losses] == list(range(app.epoch + 1))
+    with pytest.raises(xai.ValidationError, match="epochs"):
+        app.step(0)
+
+
+def test_the_knobs_restart_on_change():
+    """Each knob that changes the network or its data restarts it from epoch 0."""
+    app = _app()
     box = app.widget()
     assert box.children and isinstance(app.net.layers[1], xai.nn.Tanh)
-    before = app.view.losses[-1]["train"]
-    app.controls["activation"].value = "relu"
-    assert isinstance(app.net.layers[1], xai.nn.ReLU)
-    assert app.view.losses[-1]["train"] != before
+    app.step(3)
     X_before = app.view.X.copy()
     app.controls["noise"].value = 30
-    assert not np.array_equal(app.view.X, X_before)
+    assert not np.array_equal(app.view.X, X_before) and app.epoch == 0
     app.controls["feature x1^2"].value = True
     assert app.view.features == ("x1", "x2", "x1^2") and app.net.input_shape == (3,)
     app.controls["hidden"].value = "3"
     assert [n.shape[0] for n in app.view.neurons] == [3]
-    assert app._widget.view is app.view and "epoch 5" in app._widget.plot.html
     app.controls["train_percent"].value = 80
     assert len(app.view.X) == 96
     with pytest.raises(xai.ValidationError, match="knobs"):
         xai.playground_app(lambda noise: playground("xor", 20, noise=noise), speed=2)
+
+
+def test_discretise_output_and_show_test_data():
+    """The two display toggles redraw without retraining: two colours; rings hidden."""
+    app = _app()
+    app.step(3)
+    weights = app.net.get_weights()
+    html = app.view._repr_html_()
+    app.controls["discretize"].value = True
+    app.controls["show_test"].value = False
+    assert app.epoch == 3
+    for wa, wb in zip(weights, app.net.get_weights(), strict=True):
+        np.testing.assert_array_equal(wa, wb)
+    shown = app.view._repr_html_()
+    assert "predicted class" in shown and "test points hidden" in shown
+    assert shown.count("<circle") == len(app.view.X) < html.count("<circle")
 
 
 def test_report_section_shows_the_final_state(trained):
