@@ -32,7 +32,11 @@ def xai_register_tools():
 
     return [
         Tool("playground_view", playground_view, "a 2-D network's surfaces, links and losses"),
-        Tool("playground_app", playground_app, "the Playground: play, pause, step, reset and its knobs"),
+        Tool(
+            "playground_app",
+            playground_app,
+            "the Playground: play, pause, step, reset and its knobs",
+        ),
     ]
 
 
