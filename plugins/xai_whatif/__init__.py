@@ -10,8 +10,11 @@ from a notebook, for any model the runner accepts:
 - :meth:`WhatIf.counterfactual`: a searched smallest edit that flips the prediction, with
   immutable features, ranges, a sparsity limit and several diverse answers;
 - :meth:`WhatIf.partial_dependence`: PD and ICE curves of one or two features;
-- :meth:`WhatIf.slices`, :meth:`WhatIf.thresholds`: performance per slice and the
-  fairness threshold strategies.
+- :meth:`WhatIf.slices`, :meth:`WhatIf.thresholds`: performance per slice (ROC and PR
+  curves) and the fairness threshold strategies;
+- :meth:`WhatIf.neighbors`: the examples nearest a datapoint;
+- :meth:`WhatIf.feature_stats`: every feature's distribution, overall and per slice;
+- :meth:`WhatIf.compare_models`: two models on the same data, edited and explained together.
 
 Every result renders in notebooks and reports through the report-section hook.
 """
@@ -24,6 +27,8 @@ from xai_whatif import results
 from xai_whatif.results import (
     Counterfactuals,
     EditResult,
+    FeatureStats,
+    Neighbors,
     PartialDependence,
     SliceMetrics,
     ThresholdChoice,
@@ -36,6 +41,7 @@ __getattr__, __dir__, __all__ = xai_core.lazy_exports(
         "whatif": ["WhatIf", "what_if"],
         "editor": ["EditorState"],
         "editor_widgets": ["EditorWidget"],
+        "compare": ["ModelComparison"],
     },
     eager=[*results.__all__, "xai_register_report_sections", "xai_register_tools"],
 )
@@ -54,6 +60,7 @@ def xai_register_tools():
 @hookimpl
 def xai_register_report_sections():
     """Sections for the what-if session and each of its results."""
+    from xai_whatif.compare import ModelComparison
     from xai_whatif.offline import script
     from xai_whatif.render import (
         render_counterfactuals,
@@ -62,6 +69,11 @@ def xai_register_report_sections():
         render_slices,
         render_thresholds,
         render_whatif,
+    )
+    from xai_whatif.render_overview import (
+        render_feature_stats,
+        render_model_comparison,
+        render_neighbors,
     )
     from xai_whatif.whatif import WhatIf
 
@@ -79,4 +91,9 @@ def xai_register_report_sections():
         ),
         ReportSection("whatif_slices", SliceMetrics, render_slices, "Performance by slice"),
         ReportSection("whatif_thresholds", ThresholdChoice, render_thresholds, "Thresholds"),
+        ReportSection("whatif_neighbors", Neighbors, render_neighbors, "Nearest neighbours"),
+        ReportSection("whatif_features", FeatureStats, render_feature_stats, "Features"),
+        ReportSection(
+            "whatif_compare", ModelComparison, render_model_comparison, "Model comparison"
+        ),
     ]

@@ -93,6 +93,7 @@ def metrics(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "fpr": fp / (fp + tn),
             "fnr": fn / (tp + fn),
             "accuracy": (tp + tn) / n,
+            "precision": tp / (tp + fp),
         }
 
 

@@ -48,6 +48,20 @@ def _slices(w: WhatIf, by: Any, bins: int) -> tuple[list[int], np.ndarray, list[
     return cols, ids, labels
 
 
+def _curves(truth: np.ndarray, score: np.ndarray) -> dict[str, dict[str, np.ndarray]] | None:
+    """ROC and precision-recall curves of one slice (scikit-learn's), None without both classes."""
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    if not 0 < truth.sum() < len(truth):
+        return None
+    fpr, tpr, thr = roc_curve(truth, score)
+    precision, recall, thr_pr = precision_recall_curve(truth, score)
+    return {
+        "roc": {"fpr": fpr, "tpr": tpr, "thresholds": thr},
+        "pr": {"precision": precision, "recall": recall, "thresholds": thr_pr},
+    }
+
+
 def slices(
     w: WhatIf, by: Any, *, bins: int = 4, threshold: float = 0.5, positive_class: int = 1
 ) -> SliceMetrics:
@@ -70,7 +84,7 @@ def slices(
         confusion matrix).
     """
     import pandas as pd
-    from sklearn.metrics import confusion_matrix, precision_recall_curve, roc_curve
+    from sklearn.metrics import confusion_matrix
 
     if w.y is None:
         raise ValidationError("slices need true labels: pass y to what_if(model, X, y).")
@@ -99,15 +113,10 @@ def slices(
                 {k: np.array([v]) for k, v in zip(("tn", "fp", "fn", "tp"), (tn, fp, fn, tp))}
             )
             rec.update({k: float(v[0]) for k, v in m.items() if k != "accuracy"})
-            rec["precision"] = tp / (tp + fp) if tp + fp else float("nan")
             rec.update({"tn": int(tn), "fp": int(fp), "fn": int(fn), "tp": int(tp)})
-            if 0 < truth[rows].sum() < rows.sum():
-                fpr, tpr, thr = roc_curve(truth[rows], score[rows])
-                prec, rec_, thr_pr = precision_recall_curve(truth[rows], score[rows])
-                curves[label] = {
-                    "roc": {"fpr": fpr, "tpr": tpr, "thresholds": thr},
-                    "pr": {"precision": prec, "recall": rec_, "thresholds": thr_pr},
-                }
+            curve = _curves(truth[rows], score[rows])
+            if curve is not None:
+                curves[label] = curve
         records.append(rec)
     return SliceMetrics(
         features=tuple(w.feature_names[j] for j in cols),
@@ -237,4 +246,9 @@ def thresholds(
         tolerance=tolerance,
         target=target,
         grid=values,
+        curves={
+            lab: c
+            for s, lab in enumerate(labels)
+            if (c := _curves(truth[ids == s], score[ids == s])) is not None
+        },
     )

@@ -74,6 +74,7 @@ _TEMPLATES = {
 <div class="xai-whatif-slices" id="{{ uid }}">
 <p>{{ heading }}</p>
 {{ m.table(columns, rows) }}
+{{ curves }}
 {% for cm in confusions %}<details><summary>Confusion matrix: {{ cm.label }}</summary>{{ m.table(cm.columns, cm.rows) }}</details>{% endfor %}
 </div>""",
     "whatif": """{% import "macros" as m %}
@@ -308,6 +309,7 @@ def render_slices(s: Any) -> str:
         columns=columns,
         rows=rows,
         confusions=confusions,
+        curves=_curves(s.curves, s.table, s.threshold),
     )
 
 
@@ -333,7 +335,30 @@ def render_thresholds(t: Any) -> str:
         f"Strategy {t.strategy} by {', '.join(map(isolate, t.features))}{constraint}; cost ratio "
         f"(FP/FN) {format_number(t.cost_ratio)}; total cost {format_number(t.cost)}."
     )
-    return _render("slices", "thr", heading=heading, columns=columns, rows=rows, confusions=[])
+    return _render(
+        "slices",
+        "thr",
+        heading=heading,
+        columns=columns,
+        rows=rows,
+        confusions=[],
+        curves=_curves(t.curves, t.table, None),
+    )
+
+
+def _curves(curves: dict, table: Any, threshold: float | None) -> Markup:
+    """The slices' ROC and PR curves with each slice's operating point (its row of ``table``)."""
+    from xai_whatif.render_overview import curves_figure
+
+    marks = {}
+    for label in curves:
+        row = table.loc[label]
+        at = threshold if threshold is not None else float(row["threshold"])
+        marks[label] = {
+            "threshold": at,
+            **{k: float(row[k]) for k in ("fpr", "tpr", "precision")},
+        }
+    return Markup(curves_figure(curves, marks))
 
 
 # -- the session ---------------------------------------------------------------------------

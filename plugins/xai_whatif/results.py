@@ -10,6 +10,8 @@ import numpy as np
 __all__ = [
     "Counterfactuals",
     "EditResult",
+    "FeatureStats",
+    "Neighbors",
     "PartialDependence",
     "SliceMetrics",
     "ThresholdChoice",
@@ -218,6 +220,9 @@ class ThresholdChoice(_Renders):
     met : bool
         Whether the gap is within ``tolerance`` (default ``fairness.DEFAULT_GAP``); when
         not, ``thresholds`` warned that the constraint cannot be met on the grid.
+    curves : dict of str to dict
+        Per slice with both classes: ``roc`` and ``pr`` curves as in :class:`SliceMetrics`;
+        the report draws each slice's chosen threshold on them.
     """
 
     strategy: str
@@ -232,6 +237,7 @@ class ThresholdChoice(_Renders):
     grid: np.ndarray
     gap: float = float("nan")
     met: bool = True
+    curves: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         unmet = "" if self.met else f", NOT met: gap {self.gap:.4g}"
@@ -239,3 +245,85 @@ class ThresholdChoice(_Renders):
             f"ThresholdChoice({self.strategy}, cost {self.cost:g}, {len(self.thresholds)} slices"
             f"{unmet})"
         )
+
+
+@dataclass(frozen=True, eq=False)
+class Neighbors(_Renders):
+    """The examples nearest one row, by the What-If Tool's distance.
+
+    Attributes
+    ----------
+    row : int
+    distance : str
+        ``"l1"``, ``"l2"`` or a custom distance's name.
+    index : ndarray of int of shape (k,)
+        The neighbours' rows, nearest first.
+    distances : ndarray of shape (k,)
+    outputs : ndarray of shape (k, n_outputs)
+    predicted : ndarray of shape (k,)
+    y : ndarray of shape (k,) or None
+        Their true labels, when the session has them.
+    predicted_row : int or float
+        The row's own prediction.
+    """
+
+    row: int
+    distance: str
+    index: np.ndarray
+    distances: np.ndarray
+    outputs: np.ndarray
+    predicted: np.ndarray
+    y: np.ndarray | None
+    predicted_row: Any
+    output_names: tuple[str, ...]
+    task: str
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def table(self) -> Any:
+        """A DataFrame indexed by neighbour row: distance, predicted (and true) label."""
+        import pandas as pd
+
+        columns: dict[str, Any] = {"distance": self.distances, "predicted": self.predicted}
+        if self.y is not None:
+            columns["true"] = self.y
+        return pd.DataFrame(columns, index=pd.Index(self.index, name="row"))
+
+    def __repr__(self) -> str:
+        return f"Neighbors(row {self.row}: {len(self)} nearest by {self.distance})"
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureStats(_Renders):
+    """Every feature's distribution, overall or per slice (the What-If Tool's "Features" tab).
+
+    Attributes
+    ----------
+    by : tuple of str or None
+        The slicing feature(s).
+    slices : tuple of str
+        Slice labels (``("all",)`` without ``by``).
+    table : pandas.DataFrame
+        Indexed by (slice, feature): count, mean, std, min, 25%, 50%, 75%, max and
+        zeros (the share of zero values); categorical features have the count only.
+    histograms : dict of str to dict of str to ndarray of shape (bins,)
+        Numeric feature -> slice -> counts on the feature's ``edges``.
+    edges : dict of str to ndarray of shape (bins + 1,)
+        Bin edges per numeric feature, shared by its slices.
+    categories : dict of str to dict of str to dict of str to int
+        Categorical feature -> slice -> category -> count.
+    """
+
+    by: tuple[str, ...] | None
+    slices: tuple[str, ...]
+    table: Any
+    histograms: dict[str, dict[str, np.ndarray]]
+    edges: dict[str, np.ndarray]
+    categories: dict[str, dict[str, dict[str, int]]]
+
+    def __repr__(self) -> str:
+        n = len(self.histograms) + len(self.categories)
+        by = "" if self.by is None else f" by {', '.join(self.by)}"
+        return f"FeatureStats({n} features{by}; {len(self.slices)} slice(s))"

@@ -4,7 +4,9 @@ The session holds the data as edited, the model's outputs and the edit history; 
 analysis is a function of the session in its own module, and a method here:
 :mod:`~xai_whatif.edits` (``edit``, ``revert``), :mod:`~xai_whatif.counterfactuals`
 (``nearest_counterfactual``, ``counterfactual``), :mod:`~xai_whatif.dependence`
-(``partial_dependence``) and :mod:`~xai_whatif.performance` (``slices``, ``thresholds``).
+(``partial_dependence``) and :mod:`~xai_whatif.performance` (``slices``, ``thresholds``), :mod:`~xai_whatif.neighbors`
+(``neighbors``), :mod:`~xai_whatif.features` (``feature_stats``) and
+:mod:`~xai_whatif.compare` (``compare_models``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
 from xai_core.attribution.guard import check_outputs
 from xai_core.validation import check_bool
-from xai_whatif import counterfactuals, dependence, edits, performance
+from xai_whatif import compare, counterfactuals, dependence, edits, performance
+from xai_whatif import features as feature_tab
+from xai_whatif import neighbors as neighbor_search
 from xai_whatif._data import Table, number_pair
 from xai_whatif.distance import ScaledData
 from xai_whatif.results import EditResult
@@ -247,6 +251,9 @@ class WhatIf:
     partial_dependence = dependence.partial_dependence
     slices = performance.slices
     thresholds = performance.thresholds
+    neighbors = neighbor_search.neighbors
+    feature_stats = feature_tab.feature_stats
+    compare_models = compare.compare_models
 
     # -- the live editor ---------------------------------------------------------------------
     def editor(self, row: int = 0, **options: Any):

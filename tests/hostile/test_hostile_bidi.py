@@ -129,6 +129,11 @@ def _session():
     return w
 
 
+def _compare():
+    w = _session()
+    return w.compare_models(w.runner, names=(name(10), name(11)))
+
+
 def _projection():
     rng = np.random.default_rng(3)
     p = xai.project(
@@ -199,6 +204,9 @@ FACTORIES: dict[str, Callable[[], object]] = {
     "whatif_partial_dependence": lambda: _session().partial_dependence(NAMES[0]),
     "whatif_slices": lambda: _session().slices(NAMES[1]),
     "whatif_thresholds": lambda: _session().thresholds(NAMES[1]),
+    "whatif_neighbors": lambda: _session().neighbors(0, k=3),
+    "whatif_features": lambda: _session().feature_stats(NAMES[2]),
+    "whatif_compare": lambda: _compare(),
 }
 
 
