@@ -537,7 +537,7 @@ def partition_section(models, X, bg, repeats: int) -> None:
             "images 8 x 28x28, blur(5,5)",
             lambda: xai.explain(
                 mlp, images, method="shap", algorithm="partition", mask_value="blur(5,5)",
-                max_evals=500, backend=f64, batch_size=65536,
+                max_evals=500, backend=f64, batch_size=65536, progress=False,
             ).values,
             lambda: shap.explainers.Partition(mlp, shap.maskers.Image("blur(5,5)", (28, 28, 1)))(
                 images.reshape(8, 28, 28, 1), max_evals=500, silent=True
@@ -547,7 +547,7 @@ def partition_section(models, X, bg, repeats: int) -> None:
             f"table {len(X)} x 30, correlation",
             lambda: xai.explain(
                 proba, X, method="shap", algorithm="partition", background=bg, max_evals=500,
-                backend=f64, batch_size=65536,
+                backend=f64, batch_size=65536, progress=False,
             ).values,
             lambda: shap.explainers.Partition(
                 proba, shap.maskers.Partition(bg, max_samples=len(bg))

@@ -58,8 +58,9 @@ class ShapExplainer(Explainer):
     max_evals : int or "auto", default="auto"
         Alias ``nsamples`` (shap's KernelExplainer spelling). Budget per row: for ``kernel`` the coalitions (default ``2*M + 2048``, as shap), for
         ``permutation`` the model evaluations (default 500 as shap, at least two antithetic
-        permutations: ``2 * (2*M + 1)``), for ``exact`` a cap on ``2**M`` (default ``2**16``). Each
-        coalition is evaluated against every background row.
+        permutations: ``2 * (2*M + 1)``), for ``exact`` a cap on ``2**M`` (default ``2**16``), for
+        ``partition`` the masked inputs, two of them ``f(x)`` and the fully masked input
+        (default 500, as shap's). Each coalition is evaluated against every background row.
     seed : int or None, default=0
         Seeds the sampling (kernel, permutation) and the k-means summary; same seed, same
         values. Row ``r`` draws its coalitions (kernel) or permutations (permutation) from

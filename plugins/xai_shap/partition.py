@@ -46,7 +46,7 @@ __all__ = [
 DEFAULT_MAX_EVALS = 500
 #: Internal nodes expanded per step of a row's queue (shap's default batch of 10 masks).
 BATCH_NODES = 5
-#: Mask elements kept per chunk of rows (rows x max_evals x leaves).
+#: Bytes of masks and node values kept per chunk of rows (about rows x max_evals x leaves).
 MAX_BANK_ELEMENTS = 1 << 26
 
 
@@ -73,6 +73,7 @@ def owen_values(
     seeds: np.ndarray,
     fixed_context: int | None = None,
     progress: bool | None = None,
+    n_outputs: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Owen values of every output for ``n_rows`` rows over ``tree``.
 
@@ -90,6 +91,9 @@ def owen_values(
         The tie-breaking draws of row ``r`` come from ``RandomState(seeds[r])``.
     fixed_context : {None, 0, 1}
     progress : bool or None
+    n_outputs : int, default=1
+        The model's outputs, to size the chunks of rows (each row holds its masks and a
+        value per node and output).
 
     Returns
     -------
@@ -98,7 +102,8 @@ def owen_values(
         ``f00`` per row.
     """
     m = tree.n_leaves
-    rows_per_chunk = max(1, MAX_BANK_ELEMENTS // ((max_evals + 4) * max(m, 1)))
+    per_row = (max_evals + 4) * max(m, 1) + 16 * max(m, 1) * max(n_outputs, 1)  # bytes
+    rows_per_chunk = max(1, MAX_BANK_ELEMENTS // per_row)
     values, bases = [], []
     with progress_bar(n_rows, progress=progress, desc="Partition SHAP", unit="row") as bar:
         for start in range(0, n_rows, rows_per_chunk):

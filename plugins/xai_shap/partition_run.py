@@ -60,6 +60,10 @@ class PartitionGame:
         self.background: np.ndarray | None = background
         self.meta: dict[str, Any] = meta
 
+    def hwc_index(self) -> np.ndarray:
+        """The sample's flat index of each value of the (H, W, C) image, int of shape (H W C,)."""
+        return self.layout.to_hwc(np.arange(self.tree.n_leaves)[None]).reshape(-1)
+
     def evaluator(self, model: CountedModel, X: np.ndarray):
         """``evaluate(rows, masks)`` of :func:`~xai_shap.partition.owen_values` for rows ``X``."""
         n = len(X)
@@ -67,8 +71,7 @@ class PartitionGame:
         if self.layout is not None:
             hwc = np.asarray(self.layout.to_hwc(X), dtype=np.float64)
             hidden = self.masker.hidden_values(hwc)
-            # the sample's flat index of each value of the (H, W, C) image
-            perm = self.layout.to_hwc(np.arange(m)[None]).reshape(-1)
+            perm = self.hwc_index()
 
             def evaluate(rows: np.ndarray, masks: np.ndarray) -> np.ndarray:
                 images = self.masker.masked(hwc, hidden, rows, masks)
@@ -76,7 +79,6 @@ class PartitionGame:
                 inputs[:, perm] = images
                 return model(inputs)
 
-            self.perm = perm
             return evaluate
         flat_x = X.reshape(n, -1).astype(model.dtype, copy=False)
         bg = self.background.reshape(len(self.background), -1).astype(model.dtype, copy=False)
@@ -113,10 +115,11 @@ class PartitionGame:
             seeds=seeds,
             fixed_context=fixed_context,
             progress=progress,
+            n_outputs=model.n_outputs or 1,
         )
         if self.layout is not None:
             out = np.empty_like(values)
-            out[:, self.perm] = values
+            out[:, self.hwc_index()] = values
             values = out
         return values, base
 
