@@ -135,6 +135,37 @@ def test_images_equal_shaps_partition_explainer(mask_value, max_evals, scale):
     assert e.meta["algorithm"] == "partition" and e.meta["image_shape"] == (h, w, c)
 
 
+def test_ties_are_broken_as_shap_breaks_them():
+    """Two halves of equal sum under a model of the sum tie exactly, with different
+    insides; within the budget, which nodes are expanded is decided by the draws: the
+    values equal shap's seeded alike, and shap seeded otherwise gives other values."""
+
+    def f(A):
+        s = np.asarray(A, dtype=np.float64).reshape(len(A), -1).sum(axis=1, keepdims=True)
+        return np.hstack([np.tanh(0.5 * s), (0.5 * s) ** 3])
+
+    X = np.zeros((1, 8, 8, 1))
+    X[0, 0, 0], X[0, 4, 0], X[0, 7, 7] = 1.0, 0.5, 0.5
+    e = xai.explain(
+        f, X, method="shap", backend=f64(), algorithm="partition", mask_value=0.0,
+        max_evals=40, seed=SEED, target=0,
+    )  # fmt: skip
+
+    def explainer():
+        return shap.explainers.Partition(f, shap.maskers.Image(0.0, (8, 8, 1)))
+
+    (want,) = shap_rows(explainer, X, max_evals=40)
+    np.testing.assert_allclose(e.values[0], want.values[0][..., 0], rtol=0, atol=1e-10)
+    state = np.random.get_state()  # noqa: NPY002
+    gaps = []
+    for other in range(5):
+        np.random.seed(other)  # noqa: NPY002
+        row = explainer()(X, max_evals=40, silent=True)
+        gaps.append(np.abs(e.values[0] - row.values[0][..., 0]).max())
+    np.random.set_state(state)  # noqa: NPY002
+    assert max(gaps) > 1e-4  # the draws decide here
+
+
 def test_flat_and_channels_first_images_use_the_recorded_image_shape():
     """A CNN's flat rows (it records image_shape (C, H, W)) get the values shap gives on the
     (H, W, C) images, back in the rows' own layout."""
