@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,zoo,tflite,scalesim,regex,trees,umap,tsne]'
+	$(BIN)/python -m pip install --quiet -e '.[test,browser,notebook,dask,plot,import,zoo,tflite,scalesim,regex,trees,umap,tsne,inpaint]'
 	touch $(STAMP)
 
 demo: $(STAMP)

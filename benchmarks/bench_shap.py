@@ -32,6 +32,16 @@ KMeans, seed 0), the same array for every contestant, each centre weighted equal
    network): rows per second of this simulation, model rows per second, and the largest
    difference from the CPU's attributions.
 
+4. ``[partition]``: ``algorithm="partition"`` against ``shap.explainers.Partition`` on the
+   same model function, masker and ``max_evals`` (500, shap's default), BLAS pinned to 1
+   thread, medians of ``--repeats`` interleaved (shuffled order each round, after a
+   warm-up that also compiles shap's numba kernels): 8 MNIST test images (28 x 28, a
+   float64 numpy MLP of 784-64-10) with ``mask_value="blur(5,5)"``, and the breast-cancer
+   MLP on ``--rows`` rows with the 10-centre background and shap's default correlation
+   clustering. Both run in float64; the values are equal when shap's generator is seeded
+   per row as the plugin seeds it (tests/plugins/test_shap_partition.py), so only the
+   times are compared here.
+
 ``--threads N`` limits the BLAS threads (threadpoolctl) for the whole run; on a shared
 machine ``--threads 1`` gives steadier figures.
 """
@@ -507,13 +517,64 @@ def backends_section(models, X, bg, X_train, repeats: int) -> None:
         )
 
 
+def partition_section(models, X, bg, repeats: int) -> None:
+    """The plugin's partition SHAP against shap's PartitionExplainer, 1 thread, interleaved medians."""
+    import shap
+
+    from xai_datasets import load_mnist
+
+    f64 = xai.get_backend("cpu", dtype="float64")
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.normal(size=(784, 64)) / 28, rng.normal(size=(64, 10)) / 8
+
+    def mlp(A):
+        return np.tanh(np.asarray(A, dtype=np.float64).reshape(len(A), -1) @ w1) @ w2
+
+    images = load_mnist("test").X[:8].astype(np.float64).reshape(8, 28, 28)
+    proba = models["mlp"].predict_proba
+    cases = [
+        (
+            "images 8 x 28x28, blur(5,5)",
+            lambda: xai.explain(
+                mlp, images, method="shap", algorithm="partition", mask_value="blur(5,5)",
+                max_evals=500, backend=f64, batch_size=65536, progress=False,
+            ).values,
+            lambda: shap.explainers.Partition(mlp, shap.maskers.Image("blur(5,5)", (28, 28, 1)))(
+                images.reshape(8, 28, 28, 1), max_evals=500, silent=True
+            ).values,
+        ),
+        (
+            f"table {len(X)} x 30, correlation",
+            lambda: xai.explain(
+                proba, X, method="shap", algorithm="partition", background=bg, max_evals=500,
+                backend=f64, batch_size=65536, progress=False,
+            ).values,
+            lambda: shap.explainers.Partition(
+                proba, shap.maskers.Partition(bg, max_samples=len(bg))
+            )(X, max_evals=500, silent=True).values,
+        ),
+    ]  # fmt: skip
+    print(
+        f"\n[partition] plugin vs shap.explainers.Partition, same model function, masker and "
+        f"max_evals=500, float64, 1 thread, medians of {repeats} interleaved"
+    )
+    print(f"  {'case':<32} {'plugin ms':>10} {'shap ms':>9} {'shap/plugin':>12}")
+    with pinned(1):
+        for name, ours, theirs in cases:
+            (t_ours, _), (t_shap, _) = interleaved(ours, theirs, repeats=repeats)
+            print(f"  {name:<32} {t_ours * 1e3:10.1f} {t_shap * 1e3:9.1f} {t_shap / t_ours:11.2f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, default=20)
     parser.add_argument("--reference-permutations", type=int, default=400)
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["headline", "plugin", "kernel", "backends"]
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["headline", "plugin", "kernel", "backends", "partition"],
     )
     parser.add_argument(
         "--threads",
@@ -545,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
         kernel_section(models, X, bg, args.repeats, args.reference_permutations)
     if "backends" not in args.skip:
         backends_section(models, X, bg, X_train, args.repeats)
+    if "partition" not in args.skip:
+        partition_section(models, X, bg, args.repeats)
     return 0
 
 

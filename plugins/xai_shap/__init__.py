@@ -3,8 +3,10 @@
 Registers :class:`ShapExplainer` as the ``shap`` method of :func:`xai_core.explain`:
 shap's Exact, Permutation, Tree and Linear explainers, and a vectorised Kernel SHAP, on
 any model the core runs (native networks on any backend, estimators, functions), with
-image patches or feature groups as players; and on texts, shap's Partition explainer
-with its Text masker (:mod:`xai_shap.text`).
+image patches or feature groups as players; shap's Partition explainer, vectorised, with
+its Image masker (blur, constants, inpainting) and feature clusterings of tables
+(:mod:`xai_shap.partition`); and on texts, shap's Partition explainer with its Text
+masker (:mod:`xai_shap.text`).
 """
 
 from __future__ import annotations

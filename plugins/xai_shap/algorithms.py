@@ -33,6 +33,7 @@ __all__ = [
     "PERMUTATION_MAX_EVALS",
     "check_exact",
     "check_kernel",
+    "check_partition",
     "check_permutation",
     "estimator_kind",
     "is_tree_model",
@@ -46,7 +47,7 @@ __all__ = [
     "tree_predictions",
 ]
 
-ALGORITHMS = ("auto", "exact", "permutation", "kernel", "tree", "linear")
+ALGORITHMS = ("auto", "exact", "permutation", "kernel", "tree", "linear", "partition")
 #: ``auto`` uses the exact algorithm up to this many players.
 AUTO_EXACT_MAX_FEATURES = 10
 #: Default cap on the exact algorithm's coalitions per row (2**16: 16 players).
@@ -68,6 +69,13 @@ def check_exact(n_players: int, max_evals: int | None) -> int:
             "algorithm='permutation' or 'kernel', or group the features (groups=, patch_size=)."
         )
     return 2**n_players
+
+
+def check_partition(max_evals: int | None) -> int:
+    """The budget per row of partition (shap's default 500); raise below 4."""
+    from xai_shap.partition import check_partition as check
+
+    return check(max_evals)
 
 
 def check_permutation(n_players: int, max_evals: int | None) -> int:

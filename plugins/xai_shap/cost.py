@@ -8,6 +8,8 @@ rows, ``K`` outputs:
 - ``permutation``: ``n * max_evals * B`` model rows; one permutation's masked rows at a time;
 - ``kernel``: ``n * max_evals * B`` model rows; the coalition design of a chunk of rows
   (at least one), ``max_evals * (8 M + 8 (K + 2))`` bytes per row of the chunk;
+- ``partition``: ``n * max_evals * B`` model rows (``B = 1`` on images); the masks of a
+  chunk of rows, ``max_evals * M`` bytes per row of it;
 - ``tree`` and ``linear`` (shap's own solvers): no estimate.
 """
 
@@ -42,9 +44,12 @@ def shap_cost(explainer: Any, runner: ModelRunner, X: np.ndarray) -> Cost | None
     Checks the algorithm's own rules (exact's cap, kernel's least budget) leave to the
     explainer: a request they reject gets no estimate here.
     """
-    groups = explainer.players(runner, X)
-    n, m = len(X), groups.n_groups
+    n = len(X)
     bg = _n_background(explainer, n)
+    if explainer.algorithm == "partition":
+        return _partition_cost(explainer, runner, X, bg)
+    groups = explainer.players(runner, X)
+    m = groups.n_groups
     k = runner.n_outputs or 1
     max_evals = None if explainer.max_evals == "auto" else int(explainer.max_evals)
     algorithm = explainer.algorithm
@@ -72,3 +77,22 @@ def shap_cost(explainer: Any, runner: ModelRunner, X: np.ndarray) -> Cost | None
     except ValidationError:
         return None
     return Cost(n * (per_row * bg + 1) + bg, int(peak), detail, advice)
+
+
+def _partition_cost(explainer: Any, runner: ModelRunner, X: np.ndarray, bg: int) -> Cost | None:
+    from xai_shap.partition import MAX_BANK_ELEMENTS, check_partition
+    from xai_shap.partition_run import partition_layout
+
+    try:
+        per_row = check_partition(
+            None if explainer.max_evals == "auto" else int(explainer.max_evals)
+        )
+        image = partition_layout(explainer, runner, X) is not None
+    except ValidationError:
+        return None
+    n, m = len(X), int(np.prod(X.shape[1:]))
+    bg = 1 if image else bg
+    chunk = max(1, MAX_BANK_ELEMENTS // ((per_row + 4) * max(m, 1)))
+    peak = min(chunk, n) * (per_row + 4) * m * 2
+    detail = f"{n} rows x {per_row:,} evaluations x {bg} background row{'s' if bg != 1 else ''}"
+    return Cost(n * (per_row * bg + 1), int(peak), detail, "lower max_evals or the background")

@@ -14,6 +14,7 @@ from xai_shap import algorithms as alg
 from xai_shap.background import resolve_background
 from xai_shap.game import CountedModel
 from xai_shap.groups import FeatureGroups, resolve_groups
+from xai_shap.hierarchy import LINKAGES
 
 __all__ = ["ShapExplainer"]
 
@@ -28,7 +29,7 @@ class ShapExplainer(Explainer):
 
     Parameters
     ----------
-    algorithm : {"auto", "exact", "permutation", "kernel", "tree", "linear"}, default="auto"
+    algorithm : {"auto", "exact", "permutation", "kernel", "tree", "linear", "partition"}, default="auto"
         ``exact``: all ``2**M`` coalitions (shap's Exact explainer), exact to rounding.
         ``permutation``: antithetic permutation sampling (shap's Permutation explainer).
         ``kernel``: Kernel SHAP's estimator, vectorised here (shap's KernelExplainer's
@@ -42,6 +43,10 @@ class ShapExplainer(Explainer):
         here and left to ``exact``/``permutation`` by ``auto``.
         ``linear``: shap's LinearExplainer on a scikit-learn linear model (a classifier's
         ``decision_function``, see ``meta["output_space"]``).
+        ``partition``: Owen values over a hierarchy of the players, as shap's Partition
+        explainer (:mod:`xai_shap.partition`): on images every pixel value is a player,
+        hidden ones take ``mask_value``, over shap's image splits; on tables the
+        hierarchy clusters the background's columns (``clustering``).
         ``auto``: tree for tree models shap reproduces, linear for linear regressors, exact up to 10
         features (or groups), permutation above; ``meta["algorithm"]`` records the choice.
     background : array-like of shape (n_rows, *input_shape), optional
@@ -53,8 +58,9 @@ class ShapExplainer(Explainer):
     max_evals : int or "auto", default="auto"
         Alias ``nsamples`` (shap's KernelExplainer spelling). Budget per row: for ``kernel`` the coalitions (default ``2*M + 2048``, as shap), for
         ``permutation`` the model evaluations (default 500 as shap, at least two antithetic
-        permutations: ``2 * (2*M + 1)``), for ``exact`` a cap on ``2**M`` (default ``2**16``). Each
-        coalition is evaluated against every background row.
+        permutations: ``2 * (2*M + 1)``), for ``exact`` a cap on ``2**M`` (default ``2**16``), for
+        ``partition`` the masked inputs, two of them ``f(x)`` and the fully masked input
+        (default 500, as shap's). Each coalition is evaluated against every background row.
     seed : int or None, default=0
         Seeds the sampling (kernel, permutation) and the k-means summary; same seed, same
         values. Row ``r`` draws its coalitions (kernel) or permutations (permutation) from
@@ -73,6 +79,20 @@ class ShapExplainer(Explainer):
         *input_shape) and ``meta["all_base_values"]`` of shape (n_samples, n_outputs).
     progress : bool or None, default=None
         Progress bars; ``None`` shows them for long runs only.
+    mask_value : str, float or array-like, optional
+        ``partition`` on images: what a hidden value becomes, shap's ``Image`` masker's
+        ``mask_value``: ``"blur(kw,kh)"`` (a box blur; default ``"blur(s,s)"``, ``s`` half
+        the longer side), a number, an image of the samples' shape, ``"inpaint_telea"``
+        or ``"inpaint_ns"`` (OpenCV, the ``inpaint`` extra).
+    clustering : str or array-like of shape (n_features - 1, 4), optional
+        ``partition`` on tables: a distance of ``scipy.spatial.distance.pdist`` between
+        the background's columns (default ``"correlation"``, shap's ``Partition``
+        masker's), or a linkage matrix (``scipy.cluster.hierarchy.linkage``'s format).
+    linkage : {"single", "complete", "average"}, optional
+        ``partition`` on tables, with a distance: the linkage (default ``"single"``, shap's).
+    fixed_context : {None, 0, 1}, default=None
+        ``partition``: shap's ``fixed_context``; 0 or 1 walks each node in one context
+        only (the other child hidden or shown), fewer evaluations, not the Owen values.
 
     Notes
     -----
@@ -101,6 +121,15 @@ class ShapExplainer(Explainer):
         "image_shape": ImageShape(),
         "all_classes": Bool(),
         "patch_size": TypeOf((int, tuple, list), "an int or (int, int)"),
+        "mask_value": TypeOf(
+            (str, int, float, np.integer, np.floating, np.ndarray, list, tuple),
+            "'blur(kw,kh)', 'inpaint_telea', 'inpaint_ns', a number or an image",
+        ),
+        "clustering": TypeOf(
+            (str, np.ndarray, list, tuple), "a pdist distance or a linkage matrix"
+        ),
+        "linkage": Choice(LINKAGES, allow_none=True),
+        "fixed_context": Int(0, allow_none=True, maximum=1),
     }
     aliases: ClassVar[dict] = {"nsamples": Alias("max_evals", anchor="shap")}
 
@@ -116,6 +145,10 @@ class ShapExplainer(Explainer):
         groups: Any = None,
         all_classes: bool = False,
         progress: bool | None = None,
+        mask_value: Any = None,
+        clustering: Any = None,
+        linkage: str | None = None,
+        fixed_context: int | None = None,
     ) -> None:
         self.algorithm = algorithm
         self.background = background
@@ -127,6 +160,10 @@ class ShapExplainer(Explainer):
         self.groups = groups
         self.all_classes = all_classes
         self.progress = progress
+        self.mask_value = mask_value
+        self.clustering = clustering
+        self.linkage = linkage
+        self.fixed_context = fixed_context
 
     def players(self, runner: ModelRunner, X: np.ndarray) -> FeatureGroups:
         """The players of the game on rows ``X``: features, the given groups, or image patches.
@@ -163,6 +200,9 @@ class ShapExplainer(Explainer):
             ``values`` of shape (n_samples, *input_shape), ``base_values`` of shape (n_samples,).
         """
         start = time.perf_counter()
+        if self.algorithm == "partition":
+            return self._explain_partition(runner, X, target, start)
+        self._refuse_partition_options()
         # -- every check before any model evaluation (options: by the core, from constraints)
         seed = self.run_seed()
         max_evals = None if self.max_evals == "auto" else int(self.max_evals)
@@ -273,6 +313,11 @@ class ShapExplainer(Explainer):
         """The background summarised from all rows, when none is given (see :class:`Explainer`)."""
         if self.background is not None:
             return {}
+        if self.algorithm == "partition":
+            from xai_shap.partition_run import partition_layout
+
+            if partition_layout(self, runner, X) is not None:
+                return {}  # images: hidden pixels take mask_value, no background
         feature_names = getattr(runner.model, "feature_names", None)
         background, _ = resolve_background(
             None,
@@ -285,6 +330,58 @@ class ShapExplainer(Explainer):
         return {"background": background, "n_background": None}
 
     # -- helpers ----------------------------------------------------------------------------------
+    def _refuse_partition_options(self) -> None:
+        for name in ("mask_value", "clustering", "linkage", "fixed_context"):
+            if getattr(self, name) is not None:
+                raise ValidationError(
+                    f"{name} applies to algorithm='partition'; got {name}="
+                    f"{getattr(self, name)!r} with algorithm={self.algorithm!r}."
+                )
+
+    def _explain_partition(
+        self, runner: ModelRunner, X: np.ndarray, target: np.ndarray, start: float
+    ) -> Explanation:
+        """Partition SHAP (:mod:`xai_shap.partition_run`): every check, then the walk."""
+        from xai_shap.partition_run import partition_game
+
+        seed = self.run_seed()
+        budget = alg.check_partition(None if self.max_evals == "auto" else int(self.max_evals))
+        game = partition_game(self, runner, X, resolve_background)
+        model = CountedModel(runner, X.shape[1:])
+        fx = model(X.reshape(len(X), -1))
+        values, base = game.run(
+            model,
+            X,
+            max_evals=budget,
+            seeds=self.row_seeds(len(X)),
+            fixed_context=self.fixed_context,
+            progress=self.progress,
+        )
+        rows = np.arange(len(X))
+        chosen = values[rows, :, target]
+        base_values = base[rows, target]
+        meta: dict[str, Any] = {
+            "algorithm": "partition",
+            "n_evals": model.n_rows,
+            "additivity_error": np.abs(base_values + chosen.sum(axis=1) - fx[rows, target]),
+            "seed": seed,
+            "max_evals": budget,
+            "fixed_context": self.fixed_context,
+            "output_space": "model output",
+            **game.meta,
+        }
+        if game.layout is not None:
+            meta["image_shape"] = game.layout.shape  # reports draw heatmaps of these images
+        if self.all_classes:
+            meta["all_values"] = np.moveaxis(values, 2, 1).reshape(
+                (len(X), values.shape[2], *X.shape[1:])
+            )
+            meta["all_base_values"] = base
+        meta["seconds"] = time.perf_counter() - start
+        return Explanation(
+            values=chosen.reshape(X.shape), base_values=base_values, target=target, meta=meta
+        )
+
     def _plan(self, runner: ModelRunner, groups, background: np.ndarray, max_evals: int | None, X):
         """The algorithm to run, its shap helper (tree, linear) and its budget; raises before
         the explanation's work (a tree helper is first checked on the background and ``X``)."""
