@@ -240,11 +240,6 @@ class Table:
         text = f"{v:.{int(self.decimals[j])}f}"
         return text.lstrip("-") if float(text) == 0 else text
 
-    def out_of_range(self, j: int, value: Any) -> bool:
-        """Whether ``value`` lies outside feature ``j``'s loaded minimum and maximum."""
-        v = float(value)
-        return bool(v < self.minimum[j] or v > self.maximum[j])
-
     def ranges(self, ranges: Mapping[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds per feature: observed range, overridden by ``ranges``."""
         lo, hi = self.minimum.copy(), self.maximum.copy()
