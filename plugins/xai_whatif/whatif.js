@@ -50,7 +50,7 @@
     var status = root.querySelector(".xai-whatif-offline-status");
     var warning = root.querySelector(".xai-whatif-offline-warning");
     var chart = root.querySelector("svg.xai-whatif-offline-pd-chart");
-    var base = d.rows[0].slice(), focus = 0;
+    var base = d.rows[0].slice(), focus = 0, means = {};
     function slot(input) { return parseInt(input.getAttribute("data-feature"), 10); }
     function shown(j) { return fixed(base[j], d.decimals[j]); }
     function values() {
@@ -97,12 +97,18 @@
     function drawPD(x, out) {  // this row's curve and the mean over the page's rows, output d.pd_output
       if (!chart || focus < 0) { return; }
       var j = focus, g = d.grids[j], k = d.pd_output, b = d.box, m = d.rows.length;
-      var mean = g.map(function () { return 0; }), mine = [];
-      for (var a = 0; a < g.length; a++) {
-        for (var r = 0; r < m; r++) {
-          var z = d.rows[r].slice(); z[j] = g[a];
-          mean[a] += forward(d.net, z)[k] / m;
+      // The mean over the page's rows does not change with an edit: computed once per feature.
+      var mean = means[j], mine = [];
+      if (!mean) {
+        mean = means[j] = g.map(function () { return 0; });
+        for (var c = 0; c < g.length; c++) {
+          for (var r = 0; r < m; r++) {
+            var z = d.rows[r].slice(); z[j] = g[c];
+            mean[c] += forward(d.net, z)[k] / m;
+          }
         }
+      }
+      for (var a = 0; a < g.length; a++) {
         var y = x.slice(); y[j] = g[a];
         mine.push(forward(d.net, y)[k]);
       }
