@@ -694,8 +694,9 @@ print(f"test accuracy: {net.score(test.X, test.y):.3f}")""",
 
 `xai.project(net, X, layer=...)` runs the network up to the layer and projects its
 activations. PCA is deterministic and fast; t-SNE (seeded) separates the classes more
-clearly. In a notebook the result is an interactive scatter: hover, search, click for
-neighbours.""",
+clearly. In a notebook the result is an interactive scatter: hover, search (by label,
+or any column chosen under "Search by"; the other points stay visible, dimmed), click
+for neighbours.""",
     ),
     (
         "code",
@@ -769,7 +770,7 @@ nb = tsne.neighbors(k=5, metric="cosine")
 same = (y[nb.indices] == y[:, None]).mean()
 print(f"neighbours with the same label: {same:.2%}")
 
-sevens = tsne.search("7", fields="label")
+sevens = tsne.search("7")  # by label, the default; fields= names another column
 print(len(sevens), "sevens; first rows:", sevens.indices[:10])
 nb_sevens = tsne.neighbors(k=3, rows=sevens)
 print("neighbours of the first seven:", nb_sevens.indices[0], nb_sevens.distances[0].round(3))""",
@@ -835,10 +836,12 @@ w = xai.what_if(net, X, ds.y, feature_names=ds.feature_names, output_names=ds.cl
         """\
 ## The editor
 
-`w.editor(row)` shows the row picker (index, search, or a click in the scatter), a slider
-per feature, and the panels that follow each change: prediction, explanation, nearest
-counterfactual (differing features highlighted) and the partial dependence of the edited
-feature with its current value marked. Its `state` drives it from Python, as here.""",
+`w.editor(row)` is laid out as the What-If Tool's datapoint editor. On the left, the row
+picker (index, search, or a click in the scatter below) and a slider per feature under its
+whole name, in the column's own decimals; beside it, the panels that follow each change:
+prediction, the partial dependence of the edited feature with its current value marked,
+explanation and nearest counterfactual (differing features highlighted). On a narrow pane
+the two columns stack. Its `state` drives it from Python, as here.""",
     ),
     (
         "code",
@@ -866,7 +869,9 @@ print("rows with mean radius > 2.5:", rows[:5])""",
 ## Offline, in the report
 
 The report's what-if section carries the network's weights; its script re-scores an
-edited row in the page, without a kernel.""",
+edited row in the page, without a kernel. The features (values in each column's decimals,
+the data's range beside them) sit beside the outputs and the edited feature's partial
+dependence; a value outside the data's range is marked.""",
     ),
     (
         "code",

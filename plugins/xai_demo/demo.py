@@ -4,7 +4,8 @@ On the bundled data (no network): a small CNN on MNIST (or Fashion-MNIST) and an
 breast cancer run on cpu, gpu, tpu and the int8 edgetpu; a few images and rows are
 explained with SHAP, LIME and integrated gradients; the explanations are compared across
 backends and methods and checked for faithfulness; the what-if tool probes the tabular
-model and the projector shows the CNN's hidden layer. Everything goes into one offline
+model (its offline editor runs the MLP in the report's page) and the projector shows the
+CNN's hidden layer. Everything goes into one offline
 HTML report.
 """
 
@@ -173,6 +174,7 @@ class _Tabular:
     accuracy: float
     methods: Any
     shap: Any
+    whatif: Any
     counterfactual: Any
     dependence: Any
 
@@ -205,13 +207,8 @@ def _tabular(s: DemoSettings, progress: bool) -> _Tabular:
     accuracy = float((mlp.predict(Xc_test).argmax(1) == cancer_test.y).mean())
     rows = Xc_test[: s.explain_rows]
     methods, shap = _explain_rows(mlp, rows, Xc_train, cancer_test, s, progress)
-    standardised = xai.BlackBoxModel(
-        lambda X: mlp.predict((np.asarray(X, dtype=np.float64) - mean) / std),
-        input_shape=(Xc_test.shape[1],),
-        output_names=cancer_test.class_names,
-    )
     w = xai.what_if(
-        standardised,
+        _on_raw_features(mlp, mean, std),
         cancer_test.X,
         cancer_test.y,
         feature_names=cancer_test.feature_names,
@@ -220,7 +217,26 @@ def _tabular(s: DemoSettings, progress: bool) -> _Tabular:
     )
     counterfactual = w.nearest_counterfactual(0)
     dependence = w.partial_dependence(cancer_test.feature_names[0], progress=progress)
-    return _Tabular(cancer_test, accuracy, methods, shap, counterfactual, dependence)
+    return _Tabular(cancer_test, accuracy, methods, shap, w, counterfactual, dependence)
+
+
+def _on_raw_features(mlp: Any, mean: np.ndarray, std: np.ndarray) -> Any:
+    """A copy of ``mlp`` that takes the features in their own units: the standardisation
+    ``(x - mean) / std``, shapes (n_features,), folded into its first Dense layer.
+
+    Still a network of Dense layers and activations, so the report's what-if section can
+    run it in the page (its offline editor) on rows in millimetres, not z-scores.
+    """
+    import copy
+
+    raw = copy.deepcopy(mlp)
+    first, dense = raw.layers[0], mlp.layers[0]
+    w = np.asarray(dense.weight, dtype=np.float64)
+    first.weight = (w / std[:, None]).astype(dense.weight.dtype)
+    first.bias = (np.asarray(dense.bias, dtype=np.float64) - (mean / std) @ w).astype(
+        dense.bias.dtype
+    )
+    return raw
 
 
 def _explain_rows(
@@ -272,6 +288,7 @@ def _report(dataset: str, images: _Images, tabular: _Tabular, projection: Any) -
         report.add(f, f"Faithfulness of {f.method}")
     report.add(tabular.shap, "SHAP on breast cancer")
     report.add(tabular.methods, "Methods on breast cancer")
+    report.add(tabular.whatif, "What-if: edit a breast-cancer row in the page")
     report.add(tabular.counterfactual, "Nearest counterfactual of the first test row")
     report.add(tabular.dependence, f"Partial dependence of {tabular.test.feature_names[0]}")
     report.add(projection, "The CNN's hidden layer (PCA)")

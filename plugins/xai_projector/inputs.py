@@ -39,6 +39,7 @@ def check_vectors(vectors: Any) -> np.ndarray:
 
 
 def check_strings(values: Any, name: str, n: int) -> np.ndarray:
+    """``values`` as text, shape (n,) of object (str); None as ``""``, floats in their own precision."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise ValidationError(
             f"{name} must be a sequence of length n_samples = {n}; got {type(values).__name__}."
@@ -46,7 +47,10 @@ def check_strings(values: Any, name: str, n: int) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ShapeError(f"{name} must have shape ({n},) (one per row); got shape {arr.shape}.")
-    return np.array(["" if v is None else str(v) for v in arr.tolist()], dtype=object)
+    # Floats as their own precision prints them: a float32 0.993 is "0.993", not the
+    # "0.9929999709129333" of the float64 that tolist() would make of it.
+    items = list(arr) if arr.dtype.kind == "f" else arr.tolist()
+    return np.array(["" if v is None else str(v) for v in items], dtype=object)
 
 
 def check_metadata(metadata: Any, n: int) -> dict[str, np.ndarray]:

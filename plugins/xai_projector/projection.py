@@ -55,8 +55,9 @@ class Projection:
     explanation : Explanation or None
         Attributions of the same rows; the view shows a point's heatmap on click.
     search_fields : tuple of str or None
-        The columns :meth:`search` looks in by default (None: every column); a vocabulary's
-        projection searches its words (``("label",)``).
+        The columns :meth:`search` (and the view's search box) looks in by default: the
+        labels (``("label",)``) when there are labels (a vocabulary's words included), as
+        TensorBoard's projector searches by label; None (every column) without them.
     """
 
     def __init__(
@@ -202,8 +203,10 @@ class Projection:
     ) -> Selection:
         """Rows whose label or metadata matches ``query`` (substring, or an RE2 regular expression if ``regex``).
 
-        ``fields`` (a column name or names) restricts the search; by default
-        :attr:`search_fields` (a vocabulary's words), else every column.
+        ``fields`` (a column name or names: ``"label"`` or a metadata column) says where
+        to look; by default :attr:`search_fields`: the labels when there are labels (so
+        ``"7"`` finds the points labelled 7, not every confidence with a 7 among its
+        digits), else every column.
 
         Returns
         -------
@@ -363,7 +366,7 @@ def project(
     method : {"pca", "tsne", "umap", "linear"}, default="pca"
     n_components : {2, 3}, default=2
     labels : sequence of length n_samples, optional
-        Colours the points; searchable.
+        Colours the points; what :meth:`Projection.search` looks in by default.
     vocabulary : sequence of str, mapping of str to int, or a tokenizer, optional
         The words of the rows, as labels (instead of ``labels``): a list (row i is word i),
         a dict word -> id, or a ``tokenizers`` / ``transformers`` tokenizer (its
@@ -371,7 +374,8 @@ def project(
         also gets an ``id`` column (the row's token id), and :meth:`Projection.search`
         looks in the words by default.
     metadata : mapping of str to sequence of length n_samples, or DataFrame, optional
-        More searchable columns, shown on hover.
+        More columns, shown on hover and searched when named (``fields=``, or the view's
+        "Search by"); floats are shown in their own precision (a float32 ``0.993``).
     images : array-like of shape (n_samples, height, width), optional
         Grey images in [0, 1]: hover thumbnails and the TensorBoard sprite.
     explanation : Explanation, optional
@@ -435,7 +439,7 @@ def project(
     coords, meta = _projected(
         V, method, n_components, seed, pairs, settings, spherize, progress, source_info
     )
-    fields = ("label",) if vocabulary is not None else None
+    fields = ("label",) if label_arr is not None else None  # as TensorBoard: search by label
     return Projection(V, coords, method, label_arr, meta_cols, meta, image_arr, explanation, fields)
 
 

@@ -1,7 +1,7 @@
 (function () {
   "use strict";
   // Enhances every projector view on the page not yet enhanced; reads its JSON data block.
-  var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20;
+  var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20, DIM = 0.4;
   var FSI = "\u2068", PDI = "\u2069";  // isolate user text, so a bidi override stays inside
 
   function el(tag, text, cls) {
@@ -21,6 +21,7 @@
     var canvas = q("canvas"), svg = q(".xai-projector-svg"), ui = q(".xai-projector-ui");
     var controls = q(".xai-projector-controls"), legend = q(".xai-projector-legend");
     var box = q("input.xai-projector-search"), regex = q("input.xai-projector-regex");
+    var byBox = q("select.xai-projector-search-by");
     var status = q(".xai-projector-status"), results = q(".xai-projector-results");
     var detail = q(".xai-projector-detail"), tip = q(".xai-projector-tip");
     var colorBox = q("select.xai-projector-color"), box3 = q("input.xai-projector-3d");
@@ -46,7 +47,7 @@
     var gcd = function (a, b) { return b ? gcd(b, a % b) : a; };
     var stride = 7919;
     while (n > 1 && gcd(stride, n) !== 1) { stride += 2; }
-    var columns = Object.keys(d.columns);
+    var columns = d.column_names || Object.keys(d.columns);
     var coloring = d.colorings, cols = new Array(n), current = -1;
     coloring.forEach(function (c) { if (c.codes === null) { c.codes = d.label; } });
 
@@ -134,8 +135,9 @@
     function draw() {
       project();
       ctx.clearRect(0, 0, W, H);
+      // Points outside a search or selection stay visible, dimmed (as TensorBoard's projector).
       var dim = matched !== null || selected >= 0;
-      ctx.globalAlpha = dim ? 0.15 : 0.8;
+      ctx.globalAlpha = dim ? DIM : 0.8;
       for (var j = 0; j < n; j++) {
         var p = order[j];
         ctx.fillStyle = cols[p];
@@ -147,6 +149,8 @@
           var r = matched[m];
           ctx.fillStyle = cols[r];
           ctx.fillRect(px[r] - 2.5, py[r] - 2.5, 5, 5);
+          ctx.strokeStyle = "#333"; ctx.lineWidth = 0.75;
+          ctx.strokeRect(px[r] - 2.5, py[r] - 2.5, 5, 5);
         }
       }
       if (selected >= 0) {
@@ -267,11 +271,15 @@
         var lower = s.toLowerCase();
         test = function (t) { return t.toLowerCase().indexOf(lower) >= 0; };
       }
-      var classHit = d.label ? d.classes.map(test) : null;
+      // "Search by": column j of the labels (first, when there are any) and the metadata; -1 all.
+      var by = byBox ? +byBox.value : -1, off = d.label ? 1 : 0;
+      var useLabel = d.label && (by === -1 || by === 0);
+      var useCols = by === -1 ? columns : (by - off >= 0 ? [columns[by - off]] : []);
+      var classHit = useLabel ? d.classes.map(test) : null;
       var hits = [];
       for (var i = 0; i < n; i++) {
         var ok = classHit ? classHit[d.label[i]] : false;
-        for (var c = 0; !ok && c < columns.length; c++) { ok = test(d.columns[columns[c]][i]); }
+        for (var c = 0; !ok && c < useCols.length; c++) { ok = test(d.columns[useCols[c]][i]); }
         if (ok) { hits.push(i); }
       }
       matched = hits;
@@ -362,6 +370,7 @@
     colorBox.addEventListener("change", function () { setColor(+colorBox.value); });
     box.addEventListener("input", search);
     regex.addEventListener("change", search);
+    if (byBox) { byBox.addEventListener("change", search); }
     var note = q(".xai-projector-static-note");
     if (note) { note.hidden = true; }
     if (svg) { svg.style.display = "none"; }

@@ -192,7 +192,10 @@ _TEMPLATE = """\
 {% endif %}
 </div>
 <div class="xai-projector-ui" hidden>
-<label>Search labels and metadata <input type="search" class="xai-projector-search" placeholder="substring or pattern" style="width:16em;{{ control }}"></label>
+<label>Search by <select class="xai-projector-search-by" style="{{ control }}">
+{% for option in search_options %}<option value="{{ option.value }}"{% if option.selected %} selected{% endif %}>{{ option.name }}</option>
+{% endfor %}</select></label>
+<label>for <input type="search" class="xai-projector-search" placeholder="substring or pattern" style="width:16em;max-width:100%;{{ control }}"></label>
 <label><input type="checkbox" class="xai-projector-regex"> regular expression</label>
 <span class="xai-projector-status" aria-live="polite" style="margin-left:1em;color:var(--xai-muted,#555)"></span>
 <ol class="xai-projector-results" style="max-height:12em;overflow:auto;margin:.3em 0"></ol>
@@ -306,6 +309,7 @@ def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
         "missing": MISSING_COLOR,
         "colorings": colorings,
         "columns": columns,
+        "column_names": list(columns),  # the order (a JSON object puts keys such as "1" first)
         "nbr": nb.indices.ravel().tolist(),
         "dist": [float(f"{v:.4g}") for v in nb.distances.ravel().tolist()],
         "thumbs": _thumbnails(p.images),
@@ -339,8 +343,27 @@ def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
         "points": points,
         "legend": _legend(enc),
         "options": options,
+        "search_options": _search_options(p, list(columns)),
         "shown": m,
     }
+
+
+def _search_options(p: Any, columns: list[str]) -> list[dict[str, Any]]:
+    """The "Search by" choices: the labels, each metadata column the view carries, all of them.
+
+    Option ``j`` is the script's searchable column ``j`` (the labels first, when there are
+    any); ``-1`` is every column. The projection's :attr:`~Projection.search_fields` picks
+    the first selected, as :meth:`Projection.search` searches by default.
+    """
+    names = (["label"] if p.labels is not None else []) + columns
+    fields = p.search_fields or ()
+    chosen = next((names.index(f) for f in fields if f in names), -1)
+    options = [
+        {"value": j, "name": _FSI + name + _PDI, "selected": j == chosen}
+        for j, name in enumerate(names)
+    ]
+    options.append({"value": -1, "name": "all columns", "selected": chosen < 0})
+    return options
 
 
 def render_projection(p: Any) -> str:
@@ -370,6 +393,7 @@ def render_projection(p: Any) -> str:
             static_note=note,
             legend=parts["legend"],
             color_options=parts["options"],
+            search_options=parts["search_options"],
             three_d=p.n_components == 3,
             dims=dims,
             control=_CONTROL,

@@ -12,7 +12,10 @@ from xai_core import ShapeError, UnknownNameError, ValidationError, XaiWarning
 from xai_core.images import is_image_shape
 from xai_core.validation import check_array, check_unique_columns
 
-__all__ = ["Table", "number_pair"]
+__all__ = ["Table", "column_decimals", "number_pair"]
+
+#: Most decimals a column's values are shown with.
+MAX_DECIMALS = 6
 
 
 class Table:
@@ -41,6 +44,11 @@ class Table:
     categories : dict of int to tuple
         For each categorical feature, its category labels; label ``i`` has code ``i`` for
         DataFrame categories, otherwise the label is the code itself.
+    decimals : ndarray of int, shape (n_features,)
+        Decimals each feature's values are shown with (:func:`column_decimals`).
+    stepped : ndarray of bool, shape (n_features,)
+        Whether every loaded value of the feature is a multiple of ``10**-decimals`` (an
+        integer column, a column measured to 0.1); if not, the decimals only round.
     """
 
     def __init__(
@@ -118,6 +126,7 @@ class Table:
         self.minimum = X.min(axis=0)
         self.maximum = X.max(axis=0)
         self.std = X.std(axis=0)
+        self.decimals, self.stepped = column_decimals(X)
         self.is_categorical = np.zeros(X.shape[1], dtype=bool)
         # p_same[j]: probability that two examples drawn at random share feature j's value.
         self.p_same = np.zeros(X.shape[1])
@@ -219,6 +228,18 @@ class Table:
             return labels[k] if 0 <= k < len(labels) else value
         return value
 
+    def text(self, j: int, value: Any) -> str:
+        """``value`` of feature ``j`` as the column shows it: its category label, or the number
+        with the column's :attr:`decimals` and no thousands separator (``"3"``, ``"0.1"``),
+        so that the text reads back as the number."""
+        if j in self.categories and self._coded(j):
+            return str(self.label(j, value))
+        v = float(value)
+        if not np.isfinite(v):
+            return str(v)
+        text = f"{v:.{int(self.decimals[j])}f}"
+        return text.lstrip("-") if float(text) == 0 else text
+
     def ranges(self, ranges: Mapping[Any, Any] | None) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds per feature: observed range, overridden by ``ranges``."""
         lo, hi = self.minimum.copy(), self.maximum.copy()
@@ -237,6 +258,45 @@ class Table:
                 )
             lo[j], hi[j] = a, b
         return lo, hi
+
+
+def column_decimals(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decimals per column that show its values as the data has them, and whether they are exact.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+
+    Returns
+    -------
+    decimals : ndarray of int, shape (n_features,)
+        The fewest decimals ``d`` (at most :data:`MAX_DECIMALS`) at which every finite value
+        is a multiple of ``10**-d`` up to float32 rounding: 0 for integers, 1 for a column
+        in steps of 0.1. A column on no such grid (measurements, z-scores) gets the decimals
+        that show its range to four significant figures.
+    stepped : ndarray of bool, shape (n_features,)
+        True where the values are on the ``10**-decimals`` grid.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n_features = X.shape[1]
+    decimals = np.zeros(n_features, dtype=np.int64)
+    stepped = np.zeros(n_features, dtype=bool)
+    # float32 data carries about 7 significant digits: 0.1f is 0.10000000149
+    tol = 4 * np.finfo(np.float32).eps
+    for j in range(n_features):
+        col = X[:, j][np.isfinite(X[:, j])]
+        if not col.size:
+            stepped[j] = True
+            continue
+        scale = np.maximum(np.abs(col), 1e-12)
+        for d in range(MAX_DECIMALS + 1):
+            if np.all(np.abs(np.round(col, d) - col) <= tol * scale):
+                decimals[j], stepped[j] = d, True
+                break
+        else:
+            span = float(col.max() - col.min()) or float(np.abs(col).max()) or 1.0
+            decimals[j] = int(np.clip(3 - np.floor(np.log10(span)), 0, MAX_DECIMALS))
+    return decimals, stepped
 
 
 def number_pair(value: Any, what: str) -> tuple[float, float]:

@@ -123,12 +123,8 @@ def counterfactual_html(state: Any, limit: int = 40) -> str:
     rows = [
         {
             "name": t.feature_names[j],
-            "mine": format_number(t.label(j, c.x[j]))
-            if j not in t.categories
-            else t.label(j, c.x[j]),
-            "theirs": format_number(t.label(j, other[j]))
-            if j not in t.categories
-            else t.label(j, other[j]),
+            "mine": t.text(j, c.x[j]),  # in the column's own decimals, or its category
+            "theirs": t.text(j, other[j]),
             "changed": bool(diff[j]),
         }
         for j in cols.tolist()

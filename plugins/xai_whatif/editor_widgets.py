@@ -1,18 +1,18 @@
 """The datapoint editor as notebook widgets (ipywidgets), drawn from an :class:`~xai_whatif.editor.EditorState`.
 
-``w.editor()`` returns an :class:`EditorWidget`: a row picker (index, search, a click in the
-scatter), one control per feature (a slider over the observed range for numbers, a dropdown
-of the categories for categorical features), undo / reset / clone buttons, and the panels
-that follow every change (prediction, explanation, nearest counterfactual, partial
-dependence of the edited feature, history). Setting a control's ``value`` from Python does
+``w.editor()`` returns an :class:`EditorWidget`, laid out as the What-If Tool's datapoint
+editor: on the left a row picker (index, search; a click in the scatter below also picks),
+undo / reset / clone buttons and one control per feature under its whole name (a slider
+over the observed range in the column's own decimals, a dropdown of the categories for
+categorical features); beside it the panels that follow every change (prediction, partial
+dependence of the edited feature, explanation, nearest counterfactual). The two columns
+wrap, so a narrow pane stacks them. Setting a control's ``value`` from Python does
 what moving it does, which is how the tests drive it.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from xai_core.widgets import ClickPlot, require_widgets
 from xai_whatif import editor_view as view
@@ -31,7 +31,13 @@ class EditorWidget:
     ----------
     state : EditorState
     controls : dict of str to ipywidgets.Widget
-        Feature name to its slider or dropdown.
+        Feature name to its slider or dropdown (values in the column's own decimals).
+    labels : dict of str to ipywidgets.HTML
+        Feature name to its whole name, shown above the control and wrapping.
+    editor_column, results_column, columns : ipywidgets.Box
+        The What-If Tool's layout: the row picker, buttons and controls beside the
+        prediction, the partial dependence of the edited feature, the explanation and the
+        counterfactual; ``columns`` wraps them, so they stack on a narrow pane.
     row, search, matches, x_axis, y_axis, colour_by, feature : ipywidgets.Widget
         The row picker, search box and its matches, scatter axes and colouring, and the
         feature whose PD curve is shown.
@@ -68,53 +74,86 @@ class EditorWidget:
         self._wire()
         state.listeners.append(self.refresh)
         self.refresh(state)
+        self.labels = {name: self._label(name) for name in self.controls}
+        column = {"flex": "1 1 420px", "min_width": "0", "margin": "0 24px 8px 0"}
+        self.editor_column = w.VBox(
+            [
+                w.HBox(
+                    [self.row, self.search, self.matches], layout=w.Layout(flex_flow="row wrap")
+                ),
+                w.HBox([*self.buttons.values()], layout=w.Layout(flex_flow="row wrap")),
+                w.VBox(
+                    [w.VBox([self.labels[n], c]) for n, c in self.controls.items()],
+                    layout=w.Layout(max_height="70vh", overflow="auto"),
+                ),
+            ],
+            layout=w.Layout(**column),
+        )
+        self.results_column = w.VBox(
+            [
+                self.panels["prediction"],
+                self.feature,
+                self.panels["dependence"],
+                self.panels["explanation"],
+                self.panels["counterfactual"],
+            ],
+            layout=w.Layout(**column),
+        )
+        # The What-If Tool's layout: the editor beside what follows from it, stacked when narrow.
+        self.columns = w.Box(
+            [self.editor_column, self.results_column],
+            layout=w.Layout(display="flex", flex_flow="row wrap", align_items="flex-start"),
+        )
         self.box = w.VBox(
             [
-                w.HBox([self.row, self.search, self.matches]),
-                w.HBox([self.x_axis, self.y_axis, self.colour_by]),
-                w.HBox(
-                    [
-                        self.scatter,
-                        w.VBox([self.panels["prediction"], self.panels["explanation"]]),
-                    ]
-                ),
-                w.HBox([*self.buttons.values(), self.feature]),
-                w.HBox(
-                    [
-                        w.VBox(
-                            list(self.controls.values()),
-                            layout=w.Layout(max_height="420px", overflow="auto"),
-                        ),
-                        w.VBox([self.panels["counterfactual"], self.panels["dependence"]]),
-                    ]
-                ),
+                self.columns,
                 self.message,
+                w.HBox(
+                    [self.x_axis, self.y_axis, self.colour_by],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+                self.scatter,
                 self.panels["history"],
             ]
+        )
+
+    @staticmethod
+    def _label(name: str) -> Any:
+        """The feature's whole name above its control, wrapping (a description would be cut)."""
+        from html import escape
+
+        w = require_widgets()
+        return w.HTML(
+            f"<span style='overflow-wrap:break-word;white-space:normal'>{escape(name)}</span>",
+            layout=w.Layout(width="100%"),
         )
 
     def _control(self, j: int) -> Any:
         w = require_widgets()
         t = self.state.w.table
-        name = t.feature_names[j]
         value = self.state.values[j]
         if j in t.categories:
             options = [(str(label), label) for label in t.categories[j]]
-            return w.Dropdown(options=options, value=t.label(j, value), description=name)
+            return w.Dropdown(
+                options=options, value=t.label(j, value), layout=w.Layout(width="100%")
+            )
         lo, hi = float(t.minimum[j]), float(t.maximum[j])
         if hi <= lo:
             hi = lo + 1.0
-        integral = bool(np.all(t.X[:, j] == np.round(t.X[:, j])))
+        full = w.Layout(width="100%")
+        integral = bool(t.stepped[j] and t.decimals[j] == 0)
         if integral and hi - lo <= 1000:
-            return w.IntSlider(value=int(value), min=int(lo), max=int(hi), description=name)
+            return w.IntSlider(value=int(value), min=int(lo), max=int(hi), layout=full)
+        d = int(t.decimals[j])
+        step = 10.0**-d if t.stepped[j] and (hi - lo) * 10.0**d <= 1000 else (hi - lo) / 200
         return w.FloatSlider(
             value=float(value),
             min=lo,
             max=hi,
-            step=(hi - lo) / 200,
-            description=name,
+            step=step,
             continuous_update=False,
-            readout_format=".4g",
+            readout_format=f".{d}f",  # the column's own decimals
+            layout=full,
         )
 
     def _wire(self) -> None:

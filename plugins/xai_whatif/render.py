@@ -80,10 +80,10 @@ _TEMPLATES = {
     "whatif": """{% import "macros" as m %}
 <div class="xai-whatif" id="{{ uid }}">
 {{ m.table(["", ""], summary) }}
+{{ offline }}
 {{ m.table(["feature", "min", "max", "std", "categories"], features) }}
 {% if more_features %}<p class="xai-muted">{{ more_features }} more features not shown.</p>{% endif %}
 {% if edits %}<h4>Edits</h4>{% for e in edits %}{{ e }}{% endfor %}{% endif %}
-{{ offline }}
 </div>""",
 }
 

@@ -10,3 +10,5 @@ def test_demo_report_opens_cleanly(open_page, demo_report):
     _, page, events = open_page(demo_report.as_uri())
     assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
     assert page.locator("section").count() >= 12
+    editor = page.locator(".xai-whatif-offline")
+    assert editor.count() == 1 and editor.get_attribute("data-xai-ready") == "1"

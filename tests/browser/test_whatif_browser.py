@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -68,3 +69,85 @@ def test_black_boxes_get_the_static_section(tmp_path):
         est = LogisticRegression(max_iter=200).fit(ds.X, ds.y)
     html = xai.Report("bb").add(xai.what_if(est, ds.X, ds.y)).to_html()
     assert 'class="xai-whatif-offline-data"' not in html and 'class="xai-whatif"' in html
+
+
+def _box(locator):
+    return locator.bounding_box()
+
+
+def test_editor_and_pd_chart_share_the_first_viewport(session, tmp_path, open_page):
+    """At 1280 x 800 the feature boxes and the PD chart are side by side in one screen; at 390 they stack."""
+    _, page, events = open_page(_report(tmp_path, session).as_uri())
+    page.set_viewport_size({"width": 1280, "height": 800})
+    root = page.locator(".xai-whatif-offline")
+    root.evaluate("e => e.scrollIntoView()")
+    first, chart = (
+        root.locator("input[data-feature='0']"),
+        root.locator(".xai-whatif-offline-pd-chart"),
+    )
+    a, c = _box(first), _box(chart)
+    for b in (a, c):
+        assert b["y"] >= 0 and b["y"] + b["height"] <= 800, b
+    assert c["x"] > a["x"] + a["width"]  # two columns: the results beside the editor
+    names = root.locator("label[for]").evaluate_all(
+        "ls => ls.map(l => l.scrollWidth <= l.clientWidth + 1 && l.offsetWidth > 0)"
+    )
+    assert all(names)  # full names: nothing clipped
+    page.set_viewport_size({"width": 390, "height": 800})
+    a, c = _box(first), _box(chart)
+    assert c["y"] > a["y"] + a["height"]  # stacked: the results follow the editor
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert events == {"console": [], "dialogs": [], "network": [], "page_errors": []}
+
+
+def test_out_of_range_values_are_marked(session, tmp_path, open_page):
+    """A value above the data's maximum marks its box and says so beside the outputs; back in range, no mark."""
+    _, page, _ = open_page(_report(tmp_path, session).as_uri())
+    root = page.locator(".xai-whatif-offline")
+    box = root.locator("input[data-feature='3']")
+    hi = float(session.table.maximum[3])
+    box.fill(str(hi + 5))
+    box.dispatch_event("input")
+    assert box.get_attribute("aria-invalid") == "true"
+    assert root.locator("[data-flag='3']").is_visible()
+    warning = root.locator(".xai-whatif-offline-warning")
+    assert warning.is_visible() and "1 value is outside the range" in warning.text_content()
+    assert session.feature_names[3] in warning.text_content()
+    assert root.locator("input[aria-invalid]").count() == 1
+    box.fill(str(hi))
+    box.dispatch_event("input")
+    assert box.get_attribute("aria-invalid") is None and not warning.is_visible()
+    assert not root.locator("[data-flag='3']").is_visible()
+
+
+def test_page_formats_values_and_draws_the_edited_features_pd(session, tmp_path, open_page):
+    """Row 7's values in the columns' decimals; editing feature 5 redraws its PD as the model computes it."""
+    _, page, _ = open_page(_report(tmp_path, session).as_uri())
+    root = page.locator(".xai-whatif-offline")
+    root.locator("select.xai-whatif-offline-row").select_option("7")
+    t = session.table
+    shown = root.locator("input[data-feature]").evaluate_all("bs => bs.map(b => b.value)")
+    assert shown == [t.text(j, t.X[7, j]) for j in range(len(shown))]
+    box = root.locator("input[data-feature='5']")
+    box.focus()
+    box.fill("1.5")
+    box.dispatch_event("input")
+    chart = root.locator(".xai-whatif-offline-pd-chart")
+    assert chart.get_attribute("data-feature") == "5"
+    curve = np.array(json.loads(chart.get_attribute("data-row-curve")))
+    mean = np.array(json.loads(chart.get_attribute("data-mean-curve")))
+    grid = np.linspace(t.minimum[5], t.maximum[5], 21)
+    row = t.X[7].copy()
+    row[5] = 1.5
+    rows = np.repeat(row[None], len(grid), axis=0)
+    rows[:, 5] = grid
+    net = session.runner.model
+    np.testing.assert_allclose(curve, net.predict(rows.astype(np.float32))[:, 1], atol=2e-6)
+    page_rows = np.repeat(t.X[:50], len(grid), axis=0)
+    page_rows[:, 5] = np.tile(grid, 50)
+    expected = net.predict(page_rows.astype(np.float32))[:, 1].reshape(50, -1).mean(0)
+    np.testing.assert_allclose(mean, expected, atol=2e-6)
+    assert (
+        root.locator(".xai-whatif-offline-pd-name").text_content().strip("\u2068\u2069")
+        == (session.feature_names[5])
+    )

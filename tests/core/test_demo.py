@@ -14,6 +14,7 @@ SECTIONS = (
     "IG, SHAP and LIME on the same images",
     "Faithfulness of ig",
     "Methods on breast cancer",
+    "What-if: edit a breast-cancer row",
     "Nearest counterfactual",
     "Partial dependence",
     "hidden layer",
@@ -31,6 +32,9 @@ def test_demo_report_has_every_section(demo_report):
     # breast cancer by feature name and in original units, rows headed by what they are
     assert "mean radius" in page and re.search(r"Row 0[^<]*: true (benign|malignant)", page)
     assert re.search(r"Partial dependence of <strong>[^<]+</strong> on mean radius", page)
+    # the what-if session's offline editor: the MLP runs in the page on rows in their own units
+    assert page.count('class="xai-whatif-offline-data"') == 1
+    assert re.search(r'data-feature="0" value="\d+\.\d{1,3}"', page)  # mean radius, in mm
 
 
 def test_demo_cli_rejects_unknown_dataset(capsys):

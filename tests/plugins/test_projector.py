@@ -216,13 +216,20 @@ def test_approximate_without_pynndescent_is_a_capability_error(blobs, monkeypatc
 
 # -- search and selections ---------------------------------------------------------------------
 def test_search_substring_regex_and_fields(blobs):
-    """Substring (case-insensitive by default), regex and field-restricted searches find the right rows."""
+    """By label by default (as TensorBoard); substring (case-insensitive), regex, any column by choice."""
     X, y, names, meta = blobs
     p = xai.project(X, labels=names, metadata=meta)
     np.testing.assert_array_equal(p.search("bird").indices, np.flatnonzero(y == 2))
     assert len(p.search("bird", case_sensitive=True)) == 0
-    hits = p.search(r"^item-00\d$", regex=True)
+    assert len(p.search(r"^item-00\d$", regex=True)) == 0  # by label unless told otherwise
+    hits = p.search(r"^item-00\d$", regex=True, fields="id")
     np.testing.assert_array_equal(hits.indices, np.arange(10))
+    # "d": dog and Bird among the labels, red among the colours (the even rows)
+    np.testing.assert_array_equal(p.search("d").indices, np.flatnonzero(y > 0))
+    everywhere = p.search("d", fields=list(p.columns))
+    np.testing.assert_array_equal(
+        everywhere.indices, np.flatnonzero((y > 0) | (np.arange(120) % 2 == 0))
+    )
     np.testing.assert_array_equal(p.search("red", fields="colour").indices, np.arange(0, 120, 2))
     assert len(p.search("red", fields="label")) == 0
     with pytest.raises(xai.UnknownNameError, match="colour"):

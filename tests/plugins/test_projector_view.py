@@ -136,7 +136,10 @@ def test_controls_and_3d_data(proj3):
         "xai-projector-3d",
     ):
         assert cls in classes
-    assert page.options == [f"\u2068{c}\u2069" for c in proj3.columns] + ["one colour"]
+    colours = [f"\u2068{c}\u2069" for c in proj3.columns] + ["one colour"]
+    assert page.options == colours + colours[:-1] + ["all columns"]  # colour by, search by
+    assert "xai-projector-search-by" in classes
+    assert re.search(r'<option value="0" selected>\u2068label\u2069</option>', html)
     d = _data(html)
     assert d["dims"] == 3 and len(d["z"]) == len(proj3)
     canvas = next(a for t, a in page.tags if t == "canvas")
@@ -197,3 +200,18 @@ def test_standalone_page_carries_the_theme_style_sheet(proj3, tmp_path):
     assert style is not None and re.search(r"prefers-color-scheme:\s*dark", style.group(1))
     scope = re.search(r'class="(xai-scope-[\w-]+) xai-root"', page)
     assert scope is not None and f".{scope.group(1)}.xai-root" in style.group(1)
+
+
+def test_float_metadata_in_its_own_precision():
+    """A float32 confidence reads 0.993 (not 0.9929999709129333) in the columns, hover data and export."""
+    conf = np.array([0.993, 0.5, 0.25, 0.0701], dtype=np.float32)
+    p = xai.project(
+        np.random.default_rng(0).normal(size=(4, 3)),
+        labels=[7, 1, 7, 2],
+        metadata={"confidence": conf, "loss": np.array([0.1, 0.2, 1 / 3, 2.0])},
+    )
+    assert p.metadata["confidence"].tolist() == ["0.993", "0.5", "0.25", "0.0701"]
+    assert p.metadata["loss"].tolist()[:3] == ["0.1", "0.2", repr(1 / 3)]  # float64: its own digits
+    assert _data(p.to_html())["columns"]["confidence"][0] == "0.993"
+    assert p.search("7").indices.tolist() == [0, 2]  # by label: not 0.0701's 7
+    assert p.search("7", fields="confidence").indices.tolist() == [3]

@@ -170,3 +170,30 @@ def test_categorical_features_get_dropdowns_and_black_boxes_shap():
     assert e.values.sum() + e.base_values[0] == pytest.approx(ed.state.outputs[k], abs=1e-6)
     panel = ed.panels["counterfactual"].value
     assert "<b>Pune" not in panel and "city" in panel  # category labels are escaped
+
+
+def test_editor_sits_beside_its_results_with_whole_names():
+    """Two wrapping columns: controls (each under its whole name) beside the prediction and the PD."""
+    rng = np.random.default_rng(0)
+    long = "number of previous admissions to this hospital in the last five years"
+    frame = pd.DataFrame(
+        {
+            long: rng.integers(0, 9, 200),
+            "temperature": np.round(rng.normal(37.0, 0.6, 200), 1),
+            "score": rng.normal(size=200),
+        }
+    )
+    y = (frame["temperature"] > 37).astype(int).to_numpy()
+    est = LogisticRegression(max_iter=1000).fit(frame.to_numpy(), y)
+    ed = xai.what_if(est, frame, y).editor(0, explain_options={"max_evals": 100})
+    assert ed.columns.layout.flex_flow == "row wrap"
+    assert list(ed.columns.children) == [ed.editor_column, ed.results_column]
+    controls = ed.editor_column.children[-1].children
+    assert [box.children[1] for box in controls] == list(ed.controls.values())
+    assert long in ed.labels[long].value and not ed.controls[long].description
+    results = list(ed.results_column.children)
+    assert results.index(ed.panels["prediction"]) < results.index(ed.panels["dependence"]) < 3
+    assert type(ed.controls[long]).__name__ == "IntSlider"
+    temp = ed.controls["temperature"]
+    assert temp.readout_format == ".1f" and temp.step == pytest.approx(0.1)
+    assert ed.controls["score"].readout_format == ".3f"
