@@ -92,6 +92,7 @@ def test_sanitised_fragment_still_shows_its_figures(open_page, tmp_path, kind):
     assert all(i["width"] >= 300 and i["height"] >= 100 for i in bars)
     text = page.inner_text("body")
     assert "feature 0" in text or "pixel_" in text  # names stay readable as text
+    assert "Expand all rows" not in text  # the live controls left out, not shown dead
     assert events["network"] == [] and events["page_errors"] == []
 
 

@@ -231,8 +231,14 @@ def test_one_script_and_json_blocks_only():
 
     html = _full_report().to_html()
     page = _Page(html)
-    programs = [text for a, text in page.scripts if a.get("type") != "application/json"]
+    programs = [text for a, text in page.scripts if a.get("type") is None]
     assert len(programs) == 1 and len(programs[0]) < 8000
+    # the others are data: JSON, and the live controls' HTML that the program puts in place
+    assert {a.get("type") for a, _ in page.scripts} == {None, "application/json", "text/html"}
+    for a, text in page.scripts:
+        if a.get("type") == "text/html":
+            assert a["class"] == "xai-live"
+            assert {t for t, _ in _Page(text).tags} == {"div", "button"}
     assert html.count("<script") == len(page.scripts)
     digest = base64.b64encode(hashlib.sha256(programs[0].encode()).digest()).decode()
     (csp,) = [a["content"] for _, a in page.tags if a.get("http-equiv")]
@@ -253,9 +259,12 @@ def test_hostile_strings_are_escaped(hostile):
         tags = _Page(svg).tags
         assert {t for t, _ in tags} <= {"svg", "title", "rect", "line", "g", "text", "circle"}
         assert not any(n.startswith("on") or n == "href" for _, a in tags for n in a)
-    assert html.count("<script") == len(page.scripts) == 8
+    assert html.count("<script") == len(page.scripts) == 10
     assert [a.get("type") for a, _ in page.scripts].count(None) == 1
-    assert all("</" not in text and "<!--" not in text for _, text in page.scripts)
+    for a, text in page.scripts:  # nothing can close a block early or open a comment
+        closing = "</script" if a.get("type") == "text/html" else "</"
+        assert closing not in text.lower() and "<!--" not in text
+        assert not any(n.startswith("on") for _, at in _Page(text).tags for n in at)
     strings = [s for block in page.json_blocks() for s in _strings(block)]
     assert strings.count(hostile) >= 5  # feature, output, method, option, dataset, frame ...
     # visible text carries the string too (rendered server-side, readable without JS)
@@ -276,7 +285,7 @@ def test_repr_html_escapes_hostile_strings(hostile):
     page = _Page(html)
     assert "<html" not in html and "<head" not in html
     assert not any(n.startswith("on") for _, a in page.tags for n in a)
-    assert html.count("<script") == len(page.scripts) == 2
+    assert html.count("<script") == len(page.scripts) == 3  # program, live controls, JSON
     (data,) = page.json_blocks()
     assert data["feature_names"][0] == hostile and data["method"] == hostile
 
