@@ -11,10 +11,22 @@
     return e;
   }
 
+  // The live parts (controls, canvas, search) wait in text/html data blocks of class
+  // xai-live, so a sanitised or script-less view shows none of them dead: the static
+  // picture alone. Each is put in place of its block.
+  function instantiate(root) {
+    Array.prototype.forEach.call(root.querySelectorAll("script.xai-live"), function (t) {
+      var range = document.createRange();
+      range.selectNode(t);
+      t.parentNode.replaceChild(range.createContextualFragment(t.textContent), t);
+    });
+  }
+
   function setup(root) {
     root.setAttribute("data-xai-ready", "1");
     var block = root.querySelector("script.xai-projector-data");
     if (!block) { return; }
+    instantiate(root);
     var d = JSON.parse(block.textContent);
     var n = d.n, k = d.k, has3 = !!d.z;
     var q = function (s) { return root.querySelector(s); };

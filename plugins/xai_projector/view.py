@@ -144,9 +144,10 @@ _TEMPLATE = """\
 <div class="xai-projector" id="{{ uid }}" style="font:13px/1.4 system-ui,sans-serif;color:var(--xai-fg,#1b1b1b)">
 <table class="xai-kv" style="border-collapse:collapse;margin:0 0 .5em"><tbody>
 {% for key, value in summary %}
-<tr><th scope="row" style="text-align:left;padding:1px 12px 1px 0;font-weight:600">{{ key }}</th><td><bdi>{{ value }}</bdi></td></tr>
+<tr><th scope="row" style="text-align:left;padding:1px 12px 1px 0;font-weight:600">{{ key }}</th><td style="text-align:left"><bdi>{{ value }}</bdi></td></tr>
 {% endfor %}
 </tbody></table>
+<script type="text/html" class="xai-live">
 <div class="xai-projector-controls" role="group" aria-label="View controls" hidden style="margin:0 0 .4em;display:flex;flex-wrap:wrap;gap:6px 12px;align-items:center">
 <label>Colour by <select class="xai-projector-color" style="{{ control }}">
 {% for option in color_options %}<option value="{{ option.value }}"{% if option.selected %} selected{% endif %}>{{ option.name }}</option>
@@ -158,6 +159,7 @@ _TEMPLATE = """\
 </span>
 {% if three_d %}<label><input type="checkbox" class="xai-projector-3d"{% if dims == 3 %} checked{% endif %}> 3-D view</label>{% endif %}
 </div>
+</script>
 <div style="position:relative;display:inline-block;max-width:100%">
 {% set svg %}
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{ w }} {{ h }}" width="{{ w }}" height="{{ h }}">
@@ -169,8 +171,10 @@ _TEMPLATE = """\
 </svg>
 {% endset %}
 <img class="xai-projector-svg" src="{{ svg|svg_uri }}" width="{{ w }}" height="{{ h }}" alt="{{ caption }}" style="max-width:100%;height:auto;border:1px solid #ddd;display:block">
+<script type="text/html" class="xai-live">
 <canvas class="xai-projector-canvas" hidden tabindex="0" role="img" aria-label="{{ caption }}. {{ help }}" style="width:{{ w }}px;height:{{ h }}px;max-width:100%;border:1px solid #ddd;background:#fff;cursor:crosshair;touch-action:none"></canvas>
 <div class="xai-projector-tip" hidden style="position:absolute;pointer-events:none;background:var(--xai-bg,#fff);color:var(--xai-fg,#1b1b1b);border:1px solid #999;padding:2px 4px;max-width:320px;font-size:12px"></div>
+</script>
 </div>
 {% if static_note %}<p class="xai-projector-static-note" style="color:var(--xai-muted,#555);font-size:12px">{{ static_note }}</p>{% endif %}
 <div class="xai-projector-legend" aria-live="polite">
@@ -191,6 +195,7 @@ _TEMPLATE = """\
 {% endif %}
 {% endif %}
 </div>
+<script type="text/html" class="xai-live">
 <div class="xai-projector-ui" hidden>
 <label>Search by <select class="xai-projector-search-by" style="{{ control }}">
 {% for option in search_options %}<option value="{{ option.value }}"{% if option.selected %} selected{% endif %}>{{ option.name }}</option>
@@ -202,6 +207,7 @@ _TEMPLATE = """\
 <div class="xai-projector-detail" aria-live="polite"></div>
 <p style="color:var(--xai-muted,#555);font-size:12px">Click a point to list its nearest neighbours; hover for its label and metadata. {{ help }}</p>
 </div>
+</script>
 <script type="application/json" class="xai-projector-data">{{ data|json_script }}</script>
 </div>
 """

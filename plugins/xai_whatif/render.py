@@ -13,7 +13,15 @@ import numpy as np
 from markupsafe import Markup
 
 from xai_core.images import image_layout, is_image_shape
-from xai_core.report import environment, format_number, isolate, new_id, png_data_uri, to_pixels
+from xai_core.report import (
+    enlarge,
+    environment,
+    format_number,
+    isolate,
+    new_id,
+    png_data_uri,
+    to_pixels,
+)
 
 __all__ = [
     "render_counterfactuals",
@@ -110,13 +118,18 @@ def _class_name(names: tuple[str, ...], value: Any) -> str:
 
 
 def _image(flat: np.ndarray, shape: tuple[int, ...], label: str, lo: float, hi: float) -> dict:
-    """One sample as a grey PNG (channels averaged), ``lo`` black and ``hi`` white."""
+    """One sample as a grey PNG (channels averaged), ``lo`` black and ``hi`` white.
+
+    The picture is enlarged by whole pixels (at least 84 px wide), so it is sharp at its
+    own size without ``image-rendering``, which an untrusted notebook's sanitiser drops.
+    """
     layout = image_layout(shape)
     grey = layout.grey(np.asarray(flat)[None])[0]
+    zoom = max(3, -(-84 // layout.width))
     return {
-        "uri": png_data_uri(to_pixels(grey, lo, hi)),
+        "uri": png_data_uri(enlarge(to_pixels(grey, lo, hi), zoom)),
         "label": label,
-        "size": max(84, 3 * layout.width),
+        "size": layout.width * zoom,
     }
 
 

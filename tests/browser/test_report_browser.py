@@ -135,7 +135,7 @@ def test_hostile_report_opens_cleanly(open_page, tmp_path):
     assert kinds == SECTIONS
     assert page.title() == HOSTILE[0]
     assert page.locator("img.xai-heatmap").count() == 2
-    assert page.locator("img.xai-colorbar").count() == 2
+    assert page.locator("img.xai-colorbar").count() == 0  # drawn into each heatmap's picture
     assert page.locator("img.xai-bars").count() == 5  # one per row, drawn as SVG images
     assert page.eval_on_selector_all("img", "els => els.every(i => i.naturalWidth > 0)")
     assert page.locator(".xai-controls").first.is_visible()  # the script ran

@@ -286,15 +286,16 @@ def test_backend_grid_shows_difference_maps_on_shared_scales():
     assert html.count('alt="difference map of row') == 2 * 2
     assert "tpu − cpu" in html and "gpu − cpu" in html
     assert re.search(r'class="xai-heatmap" src="[^"]+" width="168" height="168"', html)
+    # each row's two labelled colour bars, their ends said in the alt text
     labels = re.findall(
-        r'<span>([^<]+)</span><span>0</span><span>([^<]+)</span></div>\n<div class="xai-muted">'
-        r"(heatmaps|differences)",
+        r'class="xai-scale" src="[^"]+" width="\d+" height="\d+" alt="Colour bar of the '
+        r'(heatmaps|difference maps) from ([^ ]+) \(blue\) through 0 \(white\) to ([^ ]+) \(red\)"',
         html,
     )
     grey = {k: e.values.reshape(2, -1) for k, e in c.explanations.items()}
     for row in range(2):
         shared = max(np.abs(v[row]).max() for v in grey.values())
         diff = max(np.abs(grey[k][row] - grey["cpu"][row]).max() for k in ("gpu", "tpu"))
-        (_, top_maps, _), (_, top_diffs, _) = labels[2 * row : 2 * row + 2]
+        (_, _, top_maps), (_, _, top_diffs) = labels[2 * row : 2 * row + 2]
         assert float(top_maps) == pytest.approx(shared, rel=1e-2)
         assert float(top_diffs) == pytest.approx(diff, rel=1e-2)

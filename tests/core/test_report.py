@@ -103,6 +103,13 @@ def _decode_png(uri: str) -> np.ndarray:
     return pixels if pixels.ndim == 3 else pixels[:, :, None]
 
 
+def _heatmap_cells(uri: str, side: int) -> np.ndarray:
+    """The (side, side, 3) heatmap of a row's picture: one pixel of each enlarged cell."""
+    picture = _decode_png(uri)
+    zoom = picture.shape[1] // side
+    return picture[: side * zoom : zoom, : side * zoom : zoom]
+
+
 def _image_explanation(n: int = 3, side: int = 8, **kw) -> xai.Explanation:
     rng = np.random.default_rng(0)
     args = dict(
@@ -224,8 +231,14 @@ def test_one_script_and_json_blocks_only():
 
     html = _full_report().to_html()
     page = _Page(html)
-    programs = [text for a, text in page.scripts if a.get("type") != "application/json"]
+    programs = [text for a, text in page.scripts if a.get("type") is None]
     assert len(programs) == 1 and len(programs[0]) < 8000
+    # the others are data: JSON, and the live controls' HTML that the program puts in place
+    assert {a.get("type") for a, _ in page.scripts} == {None, "application/json", "text/html"}
+    for a, text in page.scripts:
+        if a.get("type") == "text/html":
+            assert a["class"] == "xai-live"
+            assert {t for t, _ in _Page(text).tags} == {"div", "button"}
     assert html.count("<script") == len(page.scripts)
     digest = base64.b64encode(hashlib.sha256(programs[0].encode()).digest()).decode()
     (csp,) = [a["content"] for _, a in page.tags if a.get("http-equiv")]
@@ -246,9 +259,12 @@ def test_hostile_strings_are_escaped(hostile):
         tags = _Page(svg).tags
         assert {t for t, _ in tags} <= {"svg", "title", "rect", "line", "g", "text", "circle"}
         assert not any(n.startswith("on") or n == "href" for _, a in tags for n in a)
-    assert html.count("<script") == len(page.scripts) == 8
+    assert html.count("<script") == len(page.scripts) == 10
     assert [a.get("type") for a, _ in page.scripts].count(None) == 1
-    assert all("</" not in text and "<!--" not in text for _, text in page.scripts)
+    for a, text in page.scripts:  # nothing can close a block early or open a comment
+        closing = "</script" if a.get("type") == "text/html" else "</"
+        assert closing not in text.lower() and "<!--" not in text
+        assert not any(n.startswith("on") for _, at in _Page(text).tags for n in at)
     strings = [s for block in page.json_blocks() for s in _strings(block)]
     assert strings.count(hostile) >= 5  # feature, output, method, option, dataset, frame ...
     # visible text carries the string too (rendered server-side, readable without JS)
@@ -269,7 +285,7 @@ def test_repr_html_escapes_hostile_strings(hostile):
     page = _Page(html)
     assert "<html" not in html and "<head" not in html
     assert not any(n.startswith("on") for _, a in page.tags for n in a)
-    assert html.count("<script") == len(page.scripts) == 2
+    assert html.count("<script") == len(page.scripts) == 3  # program, live controls, JSON
     (data,) = page.json_blocks()
     assert data["feature_names"][0] == hostile and data["method"] == hostile
 
@@ -304,24 +320,39 @@ def test_to_pixels_maps_a_range_to_bytes():
 
 def test_heatmap_colours_at_known_pixels():
     """Zero is white over blank input, +max the positive colour, -max the negative, ink shows grey."""
+    from PIL import Image
+
     values = np.zeros((1, 4, 4))
     values[0, 1, 1], values[0, 2, 2], values[0, 3, 3] = 2.0, -2.0, 1.0
     data = np.zeros((1, 4, 4))
     data[0, 0, 3] = 1.0
     e = _image_explanation(1, 4, values=values, data=data, target=[0])
     page = _Page(e._repr_html_())
-    (heat,) = [a["src"] for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]]
-    rgb = _decode_png(heat).astype(int)
-    assert rgb.shape == (4, 4, 3)
-    assert tuple(rgb[0, 0]) == (255, 255, 255)
-    assert tuple(rgb[1, 1]) == POSITIVE and tuple(rgb[2, 2]) == NEGATIVE
-    expected_half = np.rint((255 + np.array(POSITIVE)) / 2)
-    np.testing.assert_array_equal(rgb[3, 3], expected_half)  # half of max: half-way to red
-    np.testing.assert_array_equal(rgb[0, 3], [166, 166, 166])  # ink at 35 % opacity, no attribution
-    (bar,) = [a["src"] for t, a in page.tags if t == "img" and "xai-colorbar" in a["class"]]
-    ramp = _decode_png(bar).astype(int)[0]
-    assert tuple(ramp[0]) == NEGATIVE and tuple(ramp[-1]) == POSITIVE
-    assert (ramp[len(ramp) // 2] > 240).all()  # near white at the centre
+    ((heat, width, height),) = [
+        (a["src"], int(a["width"]), int(a["height"]))
+        for t, a in page.tags
+        if t == "img" and "xai-heatmap" in a["class"]
+    ]
+    picture = _decode_png(heat).astype(int)
+    assert picture.shape == (height, width, 3)  # drawn at its own size: no viewer rescales it
+    zoom = width // 4
+    assert zoom * 4 == width >= 140
+    small = np.full((4, 4, 3), 255)
+    small[1, 1], small[2, 2] = POSITIVE, NEGATIVE
+    small[3, 3] = np.rint((255 + np.array(POSITIVE)) / 2)  # half of max: half-way to red
+    small[0, 3] = 166  # ink at 35 % opacity, no attribution
+    # enlarged by whole pixels, as Pillow's nearest-neighbour resize does: no blur
+    oracle = np.asarray(Image.fromarray(small.astype(np.uint8)).resize((width, width), 0))
+    np.testing.assert_array_equal(picture[:width], oracle)
+    # beneath it the colour bar, blue at the left end, white in the middle, red at the right
+    band = [row for row in picture[width:] if tuple(row[1]) == NEGATIVE]
+    assert len(band) >= 8  # a band, not a line
+    for ramp in band:
+        assert tuple(ramp[-2]) == POSITIVE and (ramp[len(ramp) // 2] > 240).all()
+    assert (
+        "from -2 (blue) through 0 (white) to 2 (red)"
+        in dict(next(a for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]))["alt"]
+    )
 
 
 def test_bar_chart_is_sorted_and_signed():
@@ -517,7 +548,7 @@ def test_non_finite_and_empty_explanations_render():
     e = _image_explanation(1, 4, values=values, data=np.zeros((1, 4, 4)), target=[0])
     page = _Page(e._repr_html_())
     (heat,) = [a["src"] for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]]
-    rgb = _decode_png(heat).astype(int)
+    rgb = _heatmap_cells(heat, 4).astype(int)
     assert tuple(rgb[0, 0]) == tuple(rgb[1, 1]) == (255, 255, 255)
     assert tuple(rgb[2, 2]) == POSITIVE
     (text,) = [t for a, t in page.scripts if a.get("type") == "application/json"]
@@ -542,7 +573,7 @@ def test_flat_pixel_features_render_as_images():
     e = _tabular_explanation(names)
     page = _Page(e._repr_html_())
     heat = [a["src"] for t, a in page.tags if t == "img" and "xai-heatmap" in a["class"]]
-    assert len(heat) == len(e) and _decode_png(heat[0]).shape == (8, 8, 3)
+    assert len(heat) == len(e) and _heatmap_cells(heat[0], 8).shape == (8, 8, 3)
     assert not [
         t
         for t, a in _Page(_tabular_explanation(names[:63] + ["x"])._repr_html_()).tags

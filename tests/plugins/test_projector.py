@@ -447,7 +447,9 @@ def test_report_section_carries_no_script_and_csp_holds(blobs):
     """In a report the view adds no executable script, so the report's CSP blocks nothing."""
     X, _, names, _ = blobs
     html = xai.Report("r", seed=0).add(xai.project(X, labels=names)).to_html()
-    scripts = re.findall(r"<script(?![^>]*application/json)[^>]*>(.*?)</script>", html, re.S)
+    scripts = re.findall(  # data blocks (JSON, the live controls' HTML) are not scripts
+        r"<script(?![^>]*(?:application/json|text/html))[^>]*>(.*?)</script>", html, re.S
+    )
     csp = unescape(re.search(r'Content-Security-Policy" content="([^"]*)"', html).group(1))
     from xai_projector.view import script_hash
 

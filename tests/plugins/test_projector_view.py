@@ -51,10 +51,26 @@ class _Page(HTMLParser):
             self.bdi[-1] += text
 
 
-def _parse(html: str) -> _Page:
+_LIVE = re.compile(r'<script type="text/html" class="xai-live">(.*?)</script>', re.S)
+
+
+def _parse(html: str, live: bool = True) -> _Page:
+    """The page's tags; with ``live``, the live templates put in place as the script does."""
     page = _Page()
-    page.feed(html)
+    page.feed(_LIVE.sub(r"\1", html) if live else html)
     return page
+
+
+def test_live_controls_wait_in_templates_until_the_script_runs(proj3):
+    """Without the script no control, canvas or search box is in the page: only the static picture."""
+    html = proj3.show(color_by="score")._repr_html_()
+    tags = {t for t, _ in _parse(html, live=False).tags}
+    assert not tags & {"select", "button", "input", "canvas", "label"}
+    assert "img" in tags
+    live = {t for t, _ in _parse(html).tags}
+    assert {"select", "button", "input", "canvas"} <= live
+    for body in _LIVE.findall(html):  # nothing user-supplied can close the template early
+        assert "</script" not in body.lower() and "<!--" not in body
 
 
 def _data(html: str) -> dict:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import re
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.metrics import accuracy_score, confusion_matrix
 from sklearn.neural_network import MLPClassifier
@@ -322,7 +326,18 @@ def test_image_edits_and_masks():
     edited[mask] = 0.0
     np.testing.assert_allclose(r.after, proba(clf, edited.reshape(1, -1))[0], rtol=1e-6)
     np.testing.assert_array_equal(r.x_after, edited)
-    assert r._repr_html_().count("data:image/png;base64,") == 2
+    html = r._repr_html_()
+    assert html.count("data:image/png;base64,") == 2
+    # each picture enlarged by whole pixels to its drawn size: sharp without image-rendering
+    found = re.findall(r'src="data:image/png;base64,([^"]+)" width="(\d+)"', html)
+    assert len(found) == 2
+    for uri, width in found:
+        picture = np.asarray(Image.open(io.BytesIO(base64.b64decode(uri))))
+        assert picture.shape[:2] == (int(width), int(width)) and int(width) >= 84
+        zoom = int(width) // 8
+        np.testing.assert_array_equal(
+            picture, np.kron(picture[::zoom, ::zoom], np.ones((zoom, zoom)))
+        )
     with pytest.raises(xai.ValidationError, match="outside the image"):
         w.edit(4, {(8, 0): 1.0})
     with pytest.raises(xai.ShapeError, match="mask"):

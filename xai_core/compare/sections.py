@@ -13,12 +13,13 @@ from xai_core.compare.faithfulness import Faithfulness, _auc
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report import (
-    colorbar_rgb,
+    enlarge,
     environment,
     format_number,
     heatmap_rgb,
     new_id,
     png_data_uri,
+    scale_bar,
     summarize,
 )
 from xai_core.report.sections import render_frame
@@ -29,6 +30,8 @@ __all__ = ["render_backend_comparison", "render_method_comparison", "render_fait
 MAX_GRID_ROWS = 8
 #: Side, in CSS pixels, of each heatmap in the grid (whole multiples of its pixels).
 HEATMAP_SIDE = 168
+#: Width in pixels of each row's labelled colour bars.
+SCALE_WIDTH = 140
 
 
 def _grid(
@@ -65,11 +68,13 @@ def _grid(
         {
             "index": i,
             "flagged": bool(flagged is not None and flagged[i]),
-            "cells": [png_data_uri(pictures[c["name"]][i]) for c in columns],
+            "cells": [png_data_uri(enlarge(pictures[c["name"]][i], zoom)) for c in columns],
             "vmax": float(vmax[i]),
             "vmin": -float(vmax[i]) + 0.0,  # + 0.0: no "-0" label
             "dmax": float(dmax[i]),
             "dmin": -float(dmax[i]) + 0.0,
+            "scale": _scale(float(vmax[i])),
+            "dscale": _scale(float(dmax[i])),
         }
         for i in range(shown)
     ]
@@ -79,8 +84,13 @@ def _grid(
         "rows": rows,
         "width": layout.width * zoom,
         "height": layout.height * zoom,
-        "colorbar": png_data_uri(colorbar_rgb()),
     }
+
+
+def _scale(vmax: float) -> dict[str, Any]:
+    """The labelled colour bar from ``-vmax`` to ``vmax``, drawn into one PNG."""
+    bar = scale_bar(-vmax, vmax, SCALE_WIDTH)
+    return {"uri": png_data_uri(bar), "width": bar.shape[1], "height": bar.shape[0]}
 
 
 def _render(

@@ -15,6 +15,9 @@ The rendering toolkit every section uses, built-in or a plugin's (see ``docs/rep
 - :func:`format_number`: one number format; :func:`json_for_script`: JSON that is safe in
   ``<script type="application/json">``;
 - :func:`encode_png`, :func:`png_data_uri`, :func:`to_pixels`: images (Pillow);
+  :func:`enlarge`: pixels repeated (nearest neighbour), so no viewer blurs them;
+- :func:`scale_bar`, :func:`heatmap_with_scale`: a labelled colour bar drawn into the
+  picture, alone or beneath its heatmap, for views that must survive a sanitiser;
 - :func:`heatmap_rgb`, :func:`diverging`, :func:`colorbar_rgb`, :data:`POSITIVE`,
   :data:`NEGATIVE`: the diverging colours of attributions;
 - :func:`summarize`: options and metadata as JSON-ready values, every array of more than
@@ -40,6 +43,7 @@ from xai_core.report._html import (
 )
 from xai_core.report._png import encode_png, png_data_uri, to_pixels
 from xai_core.report._report import Report, find_section, render_fragment
+from xai_core.report._scalebar import enlarge, heatmap_with_scale, scale_bar
 from xai_core.report._summary import summarize
 
 __all__ = [
@@ -49,10 +53,12 @@ __all__ = [
     "colorbar_rgb",
     "diverging",
     "encode_png",
+    "enlarge",
     "environment",
     "find_section",
     "format_number",
     "heatmap_rgb",
+    "heatmap_with_scale",
     "id_scope",
     "isolate",
     "json_for_script",
@@ -60,6 +66,7 @@ __all__ = [
     "plain",
     "png_data_uri",
     "render_fragment",
+    "scale_bar",
     "scoped_css",
     "script_hash",
     "summarize",

@@ -11,6 +11,7 @@ from xai_core.images import ImageLayout
 from xai_core.report._colormap import NEGATIVE, POSITIVE, heatmap_rgb
 from xai_core.report._html import format_number, isolate
 from xai_core.report._png import png_data_uri
+from xai_core.report._scalebar import heatmap_with_scale
 
 __all__ = ["bar_chart", "heatmaps", "shorten", "swarm_offsets"]
 
@@ -30,9 +31,14 @@ def shorten(text: str, limit: int = _LABEL_CHARS) -> str:
 
 
 def heatmaps(
-    values: np.ndarray, data: np.ndarray | None, layout: ImageLayout
-) -> tuple[list[str], np.ndarray]:
-    """Each row's attributions as a PNG heatmap over its grey input image.
+    values: np.ndarray, data: np.ndarray | None, layout: ImageLayout, side: int = 192
+) -> tuple[list[str], np.ndarray, tuple[int, int]]:
+    """Each row's attributions as one PNG: its heatmap over the grey input, its colour bar beneath.
+
+    The heatmap is enlarged by whole pixels (nearest neighbour) to about ``side`` pixels,
+    and the colour bar with its labels (``-vmax``, ``0``, ``+vmax``) is drawn into the
+    same picture (:func:`~xai_core.report.heatmap_with_scale`), so the figure needs no
+    style sheet: it reads the same in an untrusted notebook, whose sanitiser drops styles.
 
     Parameters
     ----------
@@ -40,17 +46,35 @@ def heatmaps(
     data : ndarray of the same shape, optional
         The inputs, drawn beneath (channels averaged).
     layout : ImageLayout
+    side : int, default=192
+        The enlarged heatmap's longer side, about (a whole multiple of its pixels).
 
     Returns
     -------
     uris : list of str
-        ``n`` PNG data URIs of shape (H, W, 3).
+        ``n`` PNG data URIs, each of shape ``size``.
     vmax : ndarray of float64 of shape (n,)
         Each row's full-colour magnitude.
+    size : (int, int)
+        ``(height, width)`` of every picture, in pixels (its colour bar included).
     """
     inputs = None if data is None else layout.grey(np.asarray(data, dtype=np.float64))
     rgb, vmax = heatmap_rgb(layout.grey(values), inputs)
-    return [png_data_uri(img) for img in rgb], vmax
+    zoom = max(1, round(side / max(layout.height, layout.width)))
+    pictures = [heatmap_with_scale(img, zoom, -v, v) for img, v in zip(rgb, vmax, strict=True)]
+    height = max((p.shape[0] for p in pictures), default=0)
+    width = max((p.shape[1] for p in pictures), default=0)
+    uris = [png_data_uri(_pad(p, height, width)) for p in pictures]
+    return uris, vmax, (height, width)
+
+
+def _pad(pixels: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``pixels`` on a white ground of ``(height, width)``, at the top left."""
+    if pixels.shape[:2] == (height, width):
+        return pixels
+    out = np.full((height, width, 3), 255, dtype=np.uint8)
+    out[: pixels.shape[0], : pixels.shape[1]] = pixels
+    return out
 
 
 def _value_text(value: Any) -> str:

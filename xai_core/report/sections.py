@@ -23,7 +23,6 @@ from xai_core.images import sample_layout
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
-from xai_core.report._colormap import colorbar_rgb
 from xai_core.report._figures import bar_chart, heatmaps, shorten
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
@@ -49,7 +48,7 @@ __all__ = [
 MAX_ROWS = 100
 #: Features in each row's bar chart.
 TOP_K = 10
-#: Side, in CSS pixels, a heatmap is drawn at (whole multiples of its pixels).
+#: Side, in pixels, a heatmap is enlarged to (whole multiples of its pixels; its colour bar beneath).
 HEATMAP_SIDE = 192
 #: Options shown unfolded; longer lists are folded away.
 OPEN_OPTIONS = 6
@@ -194,7 +193,6 @@ def render_explanation(e: Explanation) -> str:
             open_options=OPEN_OPTIONS,
             summary=summary,
             rows=rows,
-            colorbar=png_data_uri(colorbar_rgb()),
             data=data,
             text_block=_text_block(e),
         )
@@ -248,9 +246,9 @@ class _RowFigures:
         height = width = 0
         if layout is not None:
             data_rows = None if e.data is None else e.data[:shown]
-            pictures, vmax = heatmaps(e.values[:shown], data_rows, layout)
-            zoom = max(1, round(HEATMAP_SIDE / max(layout.height, layout.width)))
-            height, width = layout.height * zoom, layout.width * zoom
+            pictures, vmax, (height, width) = heatmaps(
+                e.values[:shown], data_rows, layout, HEATMAP_SIDE
+            )
             top_data = None  # pixel intensities add nothing to the bar labels
         return cls(
             order=order,

@@ -8,6 +8,14 @@
   root.setAttribute("data-xai-ready", "1");
   var each = function (list, fn) { Array.prototype.forEach.call(list, fn); };
 
+  // Live controls wait in text/html data blocks of class xai-live, so a sanitised or
+  // script-less view shows none of them dead: each is put in place of its block.
+  each(root.querySelectorAll("script.xai-live"), function (block) {
+    var range = document.createRange();
+    range.selectNode(block);
+    block.parentNode.replaceChild(range.createContextualFragment(block.textContent), block);
+  });
+
   function sortKey(cell) {
     var raw = cell.getAttribute("data-sort");
     if (raw !== null) {
