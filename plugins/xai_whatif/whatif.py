@@ -255,6 +255,15 @@ class WhatIf:
     feature_stats = feature_tab.feature_stats
     compare_models = compare.compare_models
 
+    def performance(self, by: Any, **options: Any):
+        """The live Performance & Fairness tab: a :class:`~xai_whatif.performance_view.PerformanceWidget`.
+
+        ``options`` (``bins``, ``threshold``, ``cost_ratio``, ``strategy``) go to its state.
+        """
+        from xai_whatif.performance_view import performance
+
+        return performance(self, by, **options)
+
     # -- the live editor ---------------------------------------------------------------------
     def editor(self, row: int = 0, **options: Any):
         """The datapoint editor, live in a notebook: an :class:`~xai_whatif.editor_widgets.EditorWidget`.

@@ -183,3 +183,31 @@ def test_roc_and_pr_curves_are_drawn_with_each_slices_threshold(data):
         np.testing.assert_array_equal(curve["roc"]["fpr"], fpr)
         np.testing.assert_array_equal(curve["roc"]["tpr"], tpr)
     assert "Precision-recall" in t._repr_html_() and "each slice&#39;s threshold" in t._repr_html_()
+
+
+def test_the_performance_tab_follows_the_threshold_slider_and_the_strategies(data):
+    """The slider redraws each slice's confusion matrix (scikit-learn's at that threshold);
+    a strategy sets its thresholds and the cost; custom uses the slider again."""
+    from sklearn.metrics import confusion_matrix
+
+    w = _session(data)
+    tab = w.performance("mean radius", bins=2)
+    state = tab.state
+    tab.threshold.value = 0.8
+    score = w.outputs[:, 1]
+    for k, cm in enumerate(state.slices.confusion.values()):
+        rows = _slice_rows(w, k, 2)
+        np.testing.assert_array_equal(cm, confusion_matrix(w.y[rows], score[rows] >= 0.8))
+    t = state.slices.table
+    tab.cost_ratio.value = 3.0
+    assert state.cost == pytest.approx(3.0 * t["fp"].sum() + t["fn"].sum())
+    assert "threshold 0.8<" in tab.panel.value
+    tab.strategy.value = "demographic_parity"
+    assert tab.threshold.disabled and state.choice.strategy == "demographic_parity"
+    expected = w.thresholds("mean radius", "demographic_parity", cost_ratio=3.0, bins=2)
+    assert state.choice.thresholds == expected.thresholds and state.cost == expected.cost
+    assert "Strategy demographic_parity" in tab.panel.value
+    tab.strategy.value = "custom"
+    assert not tab.threshold.disabled and state.choice is None
+    with pytest.raises(xai.UnknownNameError, match="strategy"):
+        state.update(strategy="fairest")
