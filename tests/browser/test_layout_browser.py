@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -49,11 +51,13 @@ _SPLIT_WORDS = """() => {
 }"""
 
 
-def _open(open_page, url: str, width: int, scheme: str = "light"):
+def _open(open_page, url: str, width: int, scheme: str = "light", unfold: bool = True):
+    """The page at ``width`` px in ``scheme``, every <details> opened unless ``unfold`` is False."""
     context, page, events = open_page(url)
     page.set_viewport_size({"width": width, "height": 800})
     page.emulate_media(color_scheme=scheme)
-    page.evaluate(_OPEN_ALL)
+    if unfold:
+        page.evaluate(_OPEN_ALL)
     page.wait_for_timeout(100)
     return page, events
 
@@ -142,6 +146,40 @@ def test_notebook_view_fits_a_narrow_dark_pane(open_page, lowest_contrast, tmp_p
     assert page.evaluate(_SPLIT_WORDS) == []
     worst = lowest_contrast(page)
     assert worst and worst[0][0] >= 4.5, worst
+
+
+def test_folded_rows_open_when_a_row_link_is_followed(open_page, tmp_path):
+    """Following the row table's link to a folded row unfolds it and brings it into view."""
+    path = tmp_path / "rows.html"
+    xai.Report("Many rows", seed=0).add(_many_rows(40)).save(path)
+    context, page, events = open_page(path.resolve().as_uri())
+    panel = page.locator("details.xai-row").nth(30)
+    assert not panel.is_visible()
+    page.locator("details.xai-row-index > summary").click()  # 40 rows: the table is folded too
+    page.locator("table.xai-rows a", has_text=re.compile(r"^30$")).click()
+    page.wait_for_timeout(100)
+    assert panel.is_visible() and panel.evaluate("d => d.open")
+    top = panel.evaluate("d => d.getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"]
+    assert events["page_errors"] == []
+
+
+def test_many_rows_fold_into_a_short_page(open_page, tmp_path):
+    """40 rows at 390 px: the folded page is a fraction of the unfolded one, and Expand all shows all 40."""
+    path = tmp_path / "rows.html"
+    xai.Report("Many rows", seed=0).add(_many_rows(40)).save(path)
+    page, _ = _open(open_page, path.resolve().as_uri(), 390, unfold=False)
+    folded = page.evaluate("() => document.scrollingElement.scrollHeight")
+    visible = page.eval_on_selector_all(
+        "details.xai-row", "els => els.filter(e => e.checkVisibility()).length"
+    )
+    assert visible == 4
+    page.get_by_role("button", name="Expand all rows").click()
+    unfolded = page.evaluate("() => document.scrollingElement.scrollHeight")
+    visible = page.eval_on_selector_all(
+        "details.xai-row", "els => els.filter(e => e.checkVisibility()).length"
+    )
+    assert visible == 40 and folded * 3 < unfolded, (folded, unfolded)
 
 
 def _text_explanation() -> xai.Explanation:

@@ -25,6 +25,7 @@ from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._colormap import colorbar_rgb
 from xai_core.report._figures import bar_chart, heatmaps, shorten
+from xai_core.report._folding import fold_rows
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
 from xai_core.report._outcomes import row_outcomes
@@ -35,6 +36,8 @@ from xai_core.report._summary import describe, format_column, summarize
 __all__ = [
     "MAX_ROWS",
     "MAX_TABLE_ROWS",
+    "OPEN_ROWS",
+    "ROWS_PER_PAGE",
     "TOP_K",
     "CountersLike",
     "DataFrameLike",
@@ -47,6 +50,10 @@ __all__ = [
 
 #: Rows of an explanation drawn (heatmap and bar chart each); the rest are counted.
 MAX_ROWS = 100
+#: Rows of an explanation shown open; the rest are folded, with their count said.
+OPEN_ROWS = 4
+#: Folded rows per page: more than this are folded in pages of their own.
+ROWS_PER_PAGE = 20
 #: Features in each row's bar chart.
 TOP_K = 10
 #: Side, in CSS pixels, a heatmap is drawn at (whole multiples of its pixels).
@@ -194,6 +201,8 @@ def render_explanation(e: Explanation) -> str:
             open_options=OPEN_OPTIONS,
             summary=summary,
             rows=rows,
+            fold=fold_rows(shown, OPEN_ROWS, ROWS_PER_PAGE),
+            per_page=ROWS_PER_PAGE,
             colorbar=png_data_uri(colorbar_rgb()),
             data=data,
             text_block=_text_block(e),
