@@ -83,8 +83,11 @@ def open_page(browser):
 
 #: WCAG contrast of every visible text against what is behind it (the lowest five).
 CONTRAST_JS = """root => {
-  const parse = s => { const m = s.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
-    const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const parse = s => { const m = s.match(/rgba?\\(([^)]+)\\)/);
+    if (m) { const p = m[1].split(',').map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; }
+    const c = s.match(/color\\(srgb ([^)]+)\\)/); if (!c) return null;  // what color-mix() computes to
+    const [rgb, alpha] = c[1].split('/'); const p = rgb.trim().split(/\\s+/).map(v => 255 * Number(v));
+    return [p[0], p[1], p[2], alpha === undefined ? 1 : Number(alpha)]; };
   const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
   const background = el => { const layers = [];

@@ -200,7 +200,12 @@ def test_html_highlights_and_escapes(setup):
     e = xai.explain(net, ["the < script > cat"], tokenizer=tok, backend=be)
     html = xai.text.text_html(e)
     assert "&lt;" in html and "<script" not in html
-    assert "rgba(178,24,43" in html or "rgba(33,102,172" in html
+    # the largest |value| in full colour, with the ink that reads on it set beside it
+    assert (
+        "background:rgb(178,24,43);color:#fff" in html
+        or "background:rgb(33,102,172);color:#fff" in html
+    )
+    assert html.count("background:") == html.count(";color:#")
     page = e._repr_html_()
     assert "xai-text" in page and "<script >" not in page
     shared = xai.text.text_html(e, scale="shared")

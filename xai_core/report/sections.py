@@ -24,6 +24,7 @@ from xai_core.model.runner import ModelRunner
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report._figures import bar_chart, heatmaps, shorten
+from xai_core.report._folding import fold_rows
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
 from xai_core.report._outcomes import row_outcomes
@@ -34,6 +35,8 @@ from xai_core.report._summary import describe, format_column, summarize
 __all__ = [
     "MAX_ROWS",
     "MAX_TABLE_ROWS",
+    "OPEN_ROWS",
+    "ROWS_PER_PAGE",
     "TOP_K",
     "CountersLike",
     "DataFrameLike",
@@ -46,6 +49,10 @@ __all__ = [
 
 #: Rows of an explanation drawn (heatmap and bar chart each); the rest are counted.
 MAX_ROWS = 100
+#: Rows of an explanation shown open; the rest are folded, with their count said.
+OPEN_ROWS = 4
+#: Folded rows per page: more than this are folded in pages of their own.
+ROWS_PER_PAGE = 20
 #: Features in each row's bar chart.
 TOP_K = 10
 #: Side, in pixels, a heatmap is enlarged to (whole multiples of its pixels; its colour bar beneath).
@@ -193,6 +200,8 @@ def render_explanation(e: Explanation) -> str:
             open_options=OPEN_OPTIONS,
             summary=summary,
             rows=rows,
+            fold=fold_rows(shown, OPEN_ROWS, ROWS_PER_PAGE),
+            per_page=ROWS_PER_PAGE,
             data=data,
             text_block=_text_block(e),
         )

@@ -14,7 +14,7 @@ import numpy as np
 from markupsafe import Markup, escape
 
 from xai_core.errors import ValidationError
-from xai_core.report import NEGATIVE, POSITIVE
+from xai_core.report import NEGATIVE, POSITIVE, diverging
 
 __all__ = ["comparison_html", "text_html", "text_png", "token_rows"]
 
@@ -42,10 +42,35 @@ def _scales(rows: list[tuple[list[str], np.ndarray]], scale: str) -> list[float]
     return [p if p > 0 else 1.0 for p in peaks]
 
 
-def _rgba(value: float, vmax: float) -> str:
-    w = min(abs(value) / vmax, 1.0)
-    r, g, b = (POSITIVE if value >= 0 else NEGATIVE).astype(int)
-    return f"rgba({r},{g},{b},{w:.3f})"
+def _luminance(rgb: np.ndarray) -> float:
+    """WCAG relative luminance of an sRGB colour in [0, 255]."""
+    c = np.asarray(rgb, np.float64) / 255.0
+    linear = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+_DARK_INK, _LIGHT_INK = "#000", "#fff"
+
+
+def _colours(value: float, vmax: float) -> str:
+    """A token's background on the diverging map over white and the ink that reads on it.
+
+    Both are set, so a host theme's text colour (light text in a dark notebook) can never
+    land on a light token: the ink is whichever of black and white contrasts more, at least
+    4.58:1 on any background (WCAG AA asks for 4.5:1).
+    """
+    rgb = diverging(np.array([value]), vmax)[0]
+    lum = _luminance(rgb)
+    dark = (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05)
+    r, g, b = np.rint(rgb).astype(int)
+    return f"background:rgb({r},{g},{b});color:{_DARK_INK if dark else _LIGHT_INK}"
+
+
+_MUTED = "color:var(--xai-muted,#555)"
+_LEGEND = (
+    f'<span style="{_colours(0.8, 1.0)}">&nbsp;red&nbsp;</span>',
+    f'<span style="{_colours(-0.8, 1.0)}">&nbsp;blue&nbsp;</span>',
+)
 
 
 def text_html(e: Any, *, scale: str = "row", max_rows: int = 20) -> str:
@@ -71,29 +96,28 @@ def text_html(e: Any, *, scale: str = "row", max_rows: int = 20) -> str:
     for i, ((tokens, values), vmax) in enumerate(zip(rows, peaks)):
         label = names[i] if names is not None else f"output {int(e.target[i])}"
         parts.append(
-            f'<p style="margin:0.3em 0"><small style="color:#555">text {i}, '
+            f'<p style="margin:0.3em 0"><small style="{_MUTED}">text {i}, '
             f"{escape(label)} (scale \u00b1{vmax:.3g}):</small> "
         )
         for tok, v in zip(tokens, values):
             parts.append(
-                f'<span title="{escape(tok)}: {v:+.4g}" style="background:{_rgba(v, vmax)};'
+                f'<span title="{escape(tok)}: {v:+.4g}" style="{_colours(v, vmax)};'
                 f'padding:0 2px;border-radius:3px">{escape(tok)}</span> '
             )
         parts.append("</p>")
     parts.append(
-        '<p><small style="color:#555"><span style="background:rgba(178,24,43,0.8)">&nbsp;red'
-        '&nbsp;</span> raises the output, <span style="background:rgba(33,102,172,0.8)">'
-        "&nbsp;blue&nbsp;</span> lowers it.</small></p></div>"
+        f'<p><small style="{_MUTED}">{_LEGEND[0]} raises the output, {_LEGEND[1]} lowers it.'
+        "</small></p></div>"
     )
     return str(Markup("".join(parts)))
 
 
 def _line(caption: str, tokens: list[str], values: np.ndarray, vmax: float) -> str:
     """One highlighted line: a caption, then each token on its colour (value on hover)."""
-    parts = [f'<p style="margin:0.2em 0"><small style="color:#555">{escape(caption)}:</small> ']
+    parts = [f'<p style="margin:0.2em 0"><small style="{_MUTED}">{escape(caption)}:</small> ']
     for tok, v in zip(tokens, values):
         parts.append(
-            f'<span title="{escape(tok)}: {v:+.4g}" style="background:{_rgba(v, vmax)};'
+            f'<span title="{escape(tok)}: {v:+.4g}" style="{_colours(v, vmax)};'
             f'padding:0 2px;border-radius:3px">{escape(tok)}</span> '
         )
     parts.append("</p>")
@@ -130,7 +154,7 @@ def comparison_html(explanations: dict[str, Any], reference: str, *, max_rows: i
         dmax = max((float(np.abs(d).max(initial=0.0)) for d in diffs.values()), default=0.0)
         label = names[i] if names is not None else f"output {int(e0.target[i])}"
         parts.append(
-            f'<p style="margin:0.6em 0 0"><strong>text {i}</strong> <small style="color:#555">'
+            f'<p style="margin:0.6em 0 0"><strong>text {i}</strong> <small style="{_MUTED}">'
             f"{escape(label)}; values ±{vmax:.3g}, differences ±{dmax:.3g}</small></p>"
         )
         for n, r in rows.items():
@@ -138,10 +162,8 @@ def comparison_html(explanations: dict[str, Any], reference: str, *, max_rows: i
         for n, d in diffs.items():
             parts.append(_line(f"{n} − {reference}", tokens, d, dmax or 1.0))
     parts.append(
-        '<p><small style="color:#555"><span style="background:rgba(178,24,43,0.8)">&nbsp;red'
-        "&nbsp;</span> raises the output (a difference: more than on the reference), "
-        '<span style="background:rgba(33,102,172,0.8)">&nbsp;blue&nbsp;</span> lowers it.'
-        "</small></p></div>"
+        f'<p><small style="{_MUTED}">{_LEGEND[0]} raises the output (a difference: more than'
+        f" on the reference), {_LEGEND[1]} lowers it.</small></p></div>"
     )
     return str(Markup("".join(parts)))
 

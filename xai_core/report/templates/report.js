@@ -71,6 +71,25 @@
     bar.hidden = false;
   });
 
+  // A link to a row folded away (the row table's, a bookmark) unfolds what holds it.
+  function reveal(id) {
+    var target = id ? document.getElementById(id) : null;
+    if (!target || !root.contains(target)) { return null; }
+    for (var d = target; d && d !== root; d = d.parentNode) {
+      if (d.tagName === "DETAILS") { d.open = true; }
+    }
+    return target;
+  }
+  function hashId(href) {
+    try { return decodeURIComponent((href || "").replace(/^#/, "")); } catch (err) { return ""; }
+  }
+  root.addEventListener("click", function (event) {
+    var link = event.target && event.target.closest ? event.target.closest("a[href^='#']") : null;
+    if (link && root.contains(link)) { reveal(hashId(link.getAttribute("href"))); }
+  });
+  var bookmarked = reveal(hashId(window.location.hash));
+  if (bookmarked) { bookmarked.scrollIntoView(); }
+
   window.addEventListener("beforeprint", function () {
     each(root.querySelectorAll("details"), function (d) { d.open = true; });
   });
