@@ -164,8 +164,10 @@ class IntegratedGradients(Explainer):
         self.progress = progress
 
     def _image_shape(self, runner: ModelRunner) -> tuple[int, ...] | None:
-        """``image_shape`` as given, else the one the model records (its flat rows' images)."""
-        if self.image_shape is not None:
+        """``image_shape`` as given, else for ``"blur"`` the one the model records (its flat rows' images)."""
+        if self.image_shape is not None or not (
+            isinstance(self.baseline, str) and self.baseline == "blur"
+        ):
             return self.image_shape
         shape = getattr(runner.model, "image_shape", None)
         return None if shape is None else tuple(int(d) for d in shape)

@@ -343,6 +343,8 @@ def test_blur_baseline_reads_the_image_shape_the_network_records():
     w = net.layers[-1].weight[:, 0]
     np.testing.assert_allclose(e.values, (X - blurred.reshape(3, -1)) * w, atol=1e-12)
     assert e.meta["baseline"]["image_shape"] == (9, 11)
+    zeros = xai.explain(net, X, method="ig", backend=cpu64(), steps=2)  # other baselines: no shape
+    np.testing.assert_allclose(zeros.values, X * w, atol=1e-12)
 
 
 BAD_BASELINES = {
