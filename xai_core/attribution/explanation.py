@@ -373,8 +373,10 @@ class Explanation:
         names = feature_names_of(b)  # pixels by position, pixel_<row>_<col>
         return [(names[i], float(flat[i])) for i in order]
 
-    def with_outcomes(self, y_true: Any = None, proba: Any = None) -> Explanation:
-        """A copy that knows each row's true label and the model's probabilities.
+    def with_outcomes(
+        self, y_true: Any = None, proba: Any = None, *, y_pred: Any = None
+    ) -> Explanation:
+        """A copy that knows each row's true label and the model's prediction.
 
         Parameters
         ----------
@@ -382,19 +384,26 @@ class Explanation:
             True class index (or label) of each row.
         proba : array-like of shape (n_samples, n_outputs), optional
             The model's output probabilities; the prediction is their argmax.
+        y_pred : array-like of shape (n_samples,), optional
+            The prediction itself (a class index, or a regression's value), when the
+            model's outputs are not probabilities.
 
-        Reports then head each row with the true label, the prediction and its
-        probability and the explained target, and mark misclassified rows.
+        Views then head each row with the true label, the prediction and its
+        probability (``true 4 · predicted 6 (0.71)``, and the explained output when it
+        is not the prediction), and mark misclassified rows
+        (:mod:`xai_core.attribution.outcomes`). ``xai.explain(..., y=...)`` records
+        them itself.
         """
         if not self.is_batch:
-            return self.as_batch().with_outcomes(y_true, proba)
+            return self.as_batch().with_outcomes(y_true, proba, y_pred=y_pred)
         meta = dict(self.meta)
         n = len(self)
-        if y_true is not None:
-            y = np.asarray(y_true).reshape(-1)
-            if y.shape != (n,):
-                raise ShapeError(f"y_true must have shape ({n},); got shape {np.shape(y_true)}.")
-            meta["y_true"] = y
+        for name, given in (("y_true", y_true), ("y_pred", y_pred)):
+            if given is not None:
+                y = np.asarray(given).reshape(-1)
+                if y.shape != (n,):
+                    raise ShapeError(f"{name} must have shape ({n},); got shape {np.shape(given)}.")
+                meta[name] = y
         if proba is not None:
             p = np.asarray(proba, dtype=np.float64)
             if p.ndim != 2 or p.shape[0] != n:

@@ -231,6 +231,7 @@ def summary_text(e: Explanation, rows: int = 5, k: int = 3) -> str:
 
     One row or one feature (``e[0]``, ``e[:, "age"]``) is shown as its batch, its axes said.
     """
+    from xai_core.attribution.outcomes import KEYS, row_heading, target_label
     from xai_core.report import format_number
 
     axes = "" if e.is_batch else f", axes={e.axes}"
@@ -242,17 +243,17 @@ def summary_text(e: Explanation, rows: int = 5, k: int = 3) -> str:
         f" meta keys={sorted(e.meta)}{axes})"
     )
     lines = [head]
-    targets = e.target_names
     names = feature_names_of(e)
     flat = e.values.reshape(n, -1)
     order = np.argsort(-np.abs(np.nan_to_num(flat)), axis=1, kind="stable")[:, :k]
+    labelled = any(k in e.meta for k in KEYS)
     for i in range(min(n, rows)):
-        target = f"{targets[i]} ({e.target[i]})" if targets else str(int(e.target[i]))
+        target = target_label(e.output_names, int(e.target[i]))
         top = ", ".join(f"{names[j]} {format_number(flat[i, j], 3)}" for j in order[i])
         total = format_number(e.base_values[i] + np.nansum(flat[i]), 4)
+        said = f"{row_heading(e, i)}; target {target}" if labelled else f"row {i}: target {target}"
         lines.append(
-            f"  row {i}: target {target}, base {format_number(e.base_values[i], 4)},"
-            f" base + sum {total}; top: {top}"
+            f"  {said}, base {format_number(e.base_values[i], 4)}, base + sum {total}; top: {top}"
         )
     if n > rows:
         lines.append(f"  … {n - rows} more row(s)")
