@@ -30,6 +30,7 @@ def test_demo_report_has_every_section(demo_report):
     assert not re.search(r"""(src|href)=["']?https?:""", page)
     # breast cancer by feature name and in original units, rows headed by what they are
     assert "mean radius" in page and re.search(r"Row 0[^<]*: true (benign|malignant)", page)
+    assert re.search(r"Row 0[^<]*: true \d · predicted \d \(\d\.\d\d\)", page)  # the digits too
     assert re.search(r"Partial dependence of <strong>[^<]+</strong> on mean radius", page)
 
 
