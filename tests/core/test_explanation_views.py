@@ -145,6 +145,9 @@ def test_indexing_refusals(cancer):
         cancer[0][1, 2]
     with pytest.raises(ValidationError, match="a feature"):
         cancer["mean radius"]
+    for bad in (True, None):
+        with pytest.raises(ValidationError, match="rows are chosen"):
+            cancer[bad]
 
 
 def test_image_pixels_are_named_by_position():

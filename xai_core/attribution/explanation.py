@@ -271,6 +271,10 @@ class Explanation:
 
     def _rows(self, rows: Any) -> Explanation:
         """The rows ``rows`` select (an int: one row, without the row axis)."""
+        if rows is None or isinstance(rows, (bool, np.bool_)):
+            raise ValidationError(
+                f"rows are chosen by an int, a slice, a list or a mask; got {rows!r}."
+            )
         if isinstance(rows, str):
             raise ValidationError(
                 f"rows are chosen by an int, a slice, a list or a mask; got the name {rows!r} "
