@@ -530,7 +530,8 @@ shap_e""",
 `e.plot.bar()`, `.waterfall(i)`, `.beeswarm()` and `.image(i)` draw the same with
 matplotlib. `with_outcomes` records the true labels and the model's probabilities, so the
 report heads each row with them and marks a misclassified row. Indexing works as in shap:
-`shap_e[0]` is one row, `shap_e[:, "worst radius"]` one feature.""",
+`shap_e[0]` is one row (values of shape `(30,)`), `shap_e[:, "worst radius"]` one feature
+(shape `(3,)`); `shap_e[[0]]` or `shap_e[0].as_batch()` is a one-row batch.""",
     ),
     (
         "code",
@@ -539,7 +540,7 @@ import matplotlib.pyplot as plt
 import shap
 
 shap_e = shap_e.with_outcomes(test.y[:3], mlp.predict(rows))
-shap.plots.waterfall(shap_e.to_shap()[0], show=False)
+shap.plots.waterfall(shap_e[0].to_shap(), show=False)
 plt.show()
 shap_e.plot.bar()
 plt.show()

@@ -131,7 +131,7 @@ def _images(load: Any, dataset: str, s: DemoSettings, progress: bool) -> _Images
     qnet = xai.quantize(net, train.X[:500], progress=False)
     backends = _backend_table(net, qnet, test.X, test.y)
     X_img = test.X[: s.explain_rows]
-    ig = xai.explain(net, X_img, method="ig", steps=s.ig_steps)
+    ig = xai.explain(net, X_img, method="ig", steps=s.ig_steps, y=test.y[: s.explain_rows])
     shap_options = {
         "algorithm": "permutation",
         "max_evals": s.shap_evals,

@@ -71,8 +71,10 @@ class IntegratedGradients(Explainer):
         smaller image side.
     image_shape : tuple of int, optional
         (H, W), (H, W, C) or (C, H, W) of flattened images, for ``baseline="blur"``;
-        images given as (n_samples, H, W), (n_samples, H, W, C) or (n_samples, C, H, W)
-        need none (the layout rule of :mod:`xai_core.images`).
+        by default the one the network records (``model.image_shape``, a CNN reading
+        flat rows), as LIME and SHAP take it; images given as (n_samples, H, W),
+        (n_samples, H, W, C) or (n_samples, C, H, W) need none (the layout rule of
+        :mod:`xai_core.images`).
     uniform_range : (float, float), optional
         ``(low, high)`` of the ``"uniform"`` baselines; default the range of ``X``'s
         values (of all rows, also when they are explained in chunks).
@@ -161,6 +163,15 @@ class IntegratedGradients(Explainer):
         self.internal_batch_size = internal_batch_size
         self.progress = progress
 
+    def _image_shape(self, runner: ModelRunner) -> tuple[int, ...] | None:
+        """``image_shape`` as given, else for ``"blur"`` the one the model records (its flat rows' images)."""
+        if self.image_shape is not None or not (
+            isinstance(self.baseline, str) and self.baseline == "blur"
+        ):
+            return self.image_shape
+        shape = getattr(runner.model, "image_shape", None)
+        return None if shape is None else tuple(int(d) for d in shape)
+
     def _check_steps(self) -> None:
         """The steps the chosen rule needs: the trapezoid rule needs two nodes (one or more,
         the other rules, is each option's own constraint, checked by the core)."""
@@ -211,7 +222,7 @@ class IntegratedGradients(Explainer):
             background=self.background,
             n_baselines=self.n_baselines,
             blur_sigma=self.blur_sigma,
-            image_shape=self.image_shape,
+            image_shape=self._image_shape(runner),
             uniform_range=self.uniform_range,
             rngs=self.row_rngs(len(X)) if self._random_baseline() else [],
         )

@@ -31,6 +31,7 @@ def test_demo_report_has_every_section(demo_report):
     assert not re.search(r"""(src|href)=["']?https?:""", page)
     # breast cancer by feature name and in original units, rows headed by what they are
     assert "mean radius" in page and re.search(r"Row 0[^<]*: true (benign|malignant)", page)
+    assert re.search(r"Row 0[^<]*: true \d · predicted \d \(\d\.\d\d\)", page)  # the digits too
     assert re.search(r"Partial dependence of <strong>[^<]+</strong> on mean radius", page)
     # the what-if session's offline editor: the MLP runs in the page on rows in their own units
     assert page.count('class="xai-whatif-offline-data"') == 1

@@ -83,7 +83,8 @@ def test_row_slicing_slices_per_row_meta():
     sub = e[1:]
     assert len(sub) == 2 and sub.values.shape == (2, 4)
     np.testing.assert_array_equal(sub.meta["delta"], [1.0, 2.0])
-    assert e[0].values.shape == (1, 4)
+    assert e[0].values.shape == (4,) and e[[0]].values.shape == (1, 4)
+    np.testing.assert_array_equal(e[0].meta["delta"], [0.0])  # meta stays per row
 
 
 def test_to_dict_is_json_ready():

@@ -67,32 +67,100 @@ def test_to_shap_carries_everything_and_every_plot_draws(cancer):
     assert float(s[3].base_values) == pytest.approx(cancer.base_values[3])
 
 
-def test_indexing_matches_shap(cancer):
-    """e[0] is one row, e[:, name] one feature, as shap's own indexing gives."""
-    s = cancer.to_shap()
-    one = cancer[:, "mean radius"]
-    assert one.values.shape == (12, 1) and one.feature_names == ("mean radius",)
-    np.testing.assert_array_equal(one.values[:, 0], s[:, "mean radius"].values)
-    np.testing.assert_array_equal(one.data[:, 0], s[:, "mean radius"].data)
-    np.testing.assert_array_equal(cancer[0].values[0], s[0].values)
-    two = cancer[2:5, ["worst area", 0]]
-    np.testing.assert_array_equal(two.values, s[2:5].values[:, [23, 0]])
+_KEYS = [
+    0,
+    -1,
+    np.int64(3),
+    slice(2, 5),
+    [0],
+    [4, 1],
+    np.arange(12) % 3 == 0,
+    (slice(None), "mean radius"),
+    (slice(None), 1),
+    (0, "worst area"),
+    (slice(2, 5), ["worst area", "mean radius"]),
+    (slice(None), slice(0, 3)),
+    (Ellipsis, "mean texture"),
+]
+
+
+def _shap_of(e):
+    """shap's own Explanation of the same arrays (the oracle: shap's indexing)."""
+    return shap.Explanation(
+        values=np.asarray(e.values),
+        base_values=np.asarray(e.base_values),
+        data=np.asarray(e.data),
+        feature_names=list(e.feature_names),
+    )
+
+
+@pytest.mark.parametrize("key", _KEYS, ids=repr)
+def test_indexing_matches_shap(cancer, key):
+    """e[key] has the shapes, values and names shap's Explanation[key] has."""
+    ours, theirs = cancer[key], _shap_of(cancer)[key]
+    for attr in ("values", "base_values", "data"):
+        got, want = getattr(ours, attr), getattr(theirs, attr)
+        assert np.shape(got) == np.shape(want), attr
+        np.testing.assert_array_equal(got, want)
+    want_names = theirs.feature_names
+    assert ours.feature_names == (want_names if isinstance(want_names, str) else tuple(want_names))
+
+
+def test_chained_indexing_and_batches_back(cancer):
+    """e[0][name] is e[0, name], as in shap; as_batch() and e[[0]] give a one-row batch."""
+    theirs = _shap_of(cancer)
+    assert cancer[0]["mean radius"].values == theirs[0]["mean radius"].values
+    assert cancer[0].values.shape == (30,) and cancer[0].shape == (30,)
+    assert float(cancer[0].base_values) == pytest.approx(cancer.base_values[0])
+    for batch in (cancer[0].as_batch(), cancer[[0]]):
+        assert batch.is_batch and batch.values.shape == (1, 30) and len(batch) == 1
+        np.testing.assert_array_equal(batch.values[0], cancer.values[0])
+        assert batch.meta["additivity_error"].shape == (1,)
+    column = cancer[:, "mean radius"].as_batch()
+    assert column.values.shape == (12, 1) and column.feature_names == ("mean radius",)
+    assert cancer[2:5][1].target == cancer.target[3]
+    # every view of a row reads it as its one-row batch
+    assert cancer[0].to_frame().shape == (1, 30)
+    assert cancer[0].top_features(k=3) == cancer.top_features(0, k=3)
+    assert "axes=('features',)" in repr(cancer[0])
+    html = cancer[0]._repr_html_()
+    assert '-row0"' in html and '-row1"' not in html
+    np.testing.assert_array_equal(cancer[0].to_shap().values, theirs[0].values)
+    round_trip = xai.Explanation.from_dict(cancer[3, "mean radius"].to_dict())
+    assert round_trip.axes == () and round_trip.feature_names == "mean radius"
+    shap.plots.waterfall(cancer[3].to_shap(), show=False)
+
+
+def test_indexing_refusals(cancer):
+    """Unknown names list close ones; out-of-range rows and features and extra indices are refused."""
     with pytest.raises(UnknownNameError, match=r"'mean radious'.*mean radius"):
         cancer[:, "mean radious"]
     with pytest.raises(ValidationError, match="out of range"):
         cancer[:, 30]
+    with pytest.raises(ValidationError, match="out of range"):
+        cancer[12]
     with pytest.raises(ValidationError, match="e\\[rows, features\\]"):
         cancer[0, 1, 2]
+    with pytest.raises(ValidationError, match="e\\[rows, features\\]"):
+        cancer[0][1, 2]
+    with pytest.raises(ValidationError, match="a feature"):
+        cancer["mean radius"]
+    for bad in (True, None):
+        with pytest.raises(ValidationError, match="rows are chosen"):
+            cancer[bad]
 
 
 def test_image_pixels_are_named_by_position():
     """Without feature names, image pixels are pixel_<row>_<col>, in indexing, frames and shap."""
     e = _image_explanation()
-    assert e[:, "pixel_2_3"].values[:, 0].tolist() == e.values[:, 2, 3].tolist()
+    assert e[:, "pixel_2_3"].values.tolist() == e.values[:, 2, 3].tolist()
+    assert e[1].values.shape == (8, 8)  # a row keeps its image shape, as in shap
     frame = e.to_frame()
     assert frame.shape == (3, 64) and frame.columns[11] == "pixel_1_3"
     np.testing.assert_array_equal(frame["pixel_1_3"], e.values[:, 1, 3])
-    assert e.to_shap().values.shape == (3, 8, 8)  # the image shape shap.plots.image wants
+    s = e.to_shap()  # channels-last images with one output axis, as shap.plots.image wants
+    assert s.values.shape == (3, 8, 8, 1, 1) and s.data.shape == (3, 8, 8, 1)
+    assert list(s.output_names) == ["0", "1", "2"]
 
 
 def test_to_frame_and_text_repr(cancer):
@@ -173,3 +241,29 @@ def test_mimebundle_has_a_picture_for_viewers_without_html():
     with Image.open(io.BytesIO(bundle["image/png"])) as im:
         assert im.format == "PNG" and im.width >= 300
     assert not plt.get_fignums()  # drawn off pyplot: a notebook shows it once
+
+
+def test_shap_image_plot_draws_the_readme_cnn():
+    """shap.plots.image takes to_shap() of the README's MNIST CNN: images by image_shape, named outputs."""
+    from xai_datasets import load_mnist
+
+    test = load_mnist("test")
+    net = xai.nn.Sequential(
+        [xai.nn.Reshape((1, 28, 28)), xai.nn.Conv2D(2, 3, padding=1), xai.nn.ReLU(),
+         xai.nn.MaxPool2D(2), xai.nn.Flatten(), xai.nn.Dense(10), xai.nn.Softmax()],
+        input_shape=(784,),
+        output_names=[f"digit {c}" for c in test.class_names],
+        seed=0,
+    )  # fmt: skip
+    e = xai.explain(net, test.X[:3], method="ig", steps=8)
+    s = e.to_shap()
+    assert s.values.shape == (3, 28, 28, 1, 1) and s.data.shape == (3, 28, 28, 1)
+    np.testing.assert_array_equal(s.values[1, :, :, 0, 0], e.values[1].reshape(28, 28))
+    names = [f"digit {t}" for t in e.target]
+    assert list(s.output_names) == names
+    shap.plots.image(s, show=False)
+    titles = [ax.get_title() for ax in plt.gcf().axes if ax.get_title()]
+    assert titles == names  # one heading per row: the explained output's name
+    plt.close("all")
+    shap.plots.image(e[2].to_shap(), show=False)
+    assert [ax.get_title() for ax in plt.gcf().axes if ax.get_title()] == names[2:]

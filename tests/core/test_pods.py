@@ -45,6 +45,17 @@ def test_presets_match_the_cloud_tpu_types(preset, chips, devices, hosts, dims):
 
 
 @pytest.mark.parametrize(
+    "preset,per_device,per_chip",
+    [("v2-8", 8.0, 16.0), ("v3-32", 16.0, 32.0), ("v4-8", 32.0, 32.0)],
+)
+def test_memory_is_per_device_and_per_chip(preset, per_device, per_chip):
+    """HBM per data-parallel device (a v2/v3 TensorCore has half its chip's) and per chip."""
+    d = xai.get_backend("tpu_pod", preset=preset).describe()
+    assert (d["memory_gib"], d["memory_gib_per_chip"]) == (per_device, per_chip)
+    assert d["memory_gib"] * d["devices"] == d["memory_gib_per_chip"] * d["chips"]
+
+
+@pytest.mark.parametrize(
     "preset,peak_pflops,rel",
     [
         ("v2-512", 11.5, 0.025),  # 11.5 PF (Google, 2017: 45 TF per chip; 700 MHz gives 45.9)

@@ -712,16 +712,64 @@ def test_row_headings_say_what_is_explained():
     proba = np.array([[0.1, 0.9], [0.7, 0.3], [0.2, 0.8], [0.6, 0.4]])
     e = e.with_outcomes(y_true=[1, 1, 0, 0], proba=proba)
     heads = re.findall(r"<summary>(Row .*?)</summary>", e._repr_html_())
-    assert heads[0].startswith(
-        "Row 0: true malignant (1), predicted malignant (1) at p = 0.9, explaining malignant (1)"
-    )
-    assert heads[1].startswith("Row 1 (misclassified): true malignant (1), predicted benign (0)")
-    assert "explaining malignant (1) at p = 0.4" in heads[3]  # a target other than the prediction
+    assert heads[0].startswith("Row 0: true malignant · predicted malignant (0.90); base")
+    assert heads[1].startswith("Row 1 (misclassified): true malignant · predicted benign (0.70)")
+    assert "predicted benign (0.60) · explaining malignant (0.40)" in heads[3]  # not the prediction
+    page = e._repr_html_()
+    assert page.count('class="xai-row xai-flagged"') == 2  # rows 1 and 2, marked
     (data,) = _Page(e._repr_html_()).json_blocks()
     assert [r["outcome"]["misclassified"] for r in data["rows"]] == [False, True, True, False]
-    assert e[1].meta["y_true"].tolist() == [1]  # rows keep their outcomes when indexed
+    assert e[[1]].meta["y_true"].tolist() == [1]  # rows keep their outcomes when indexed
     with pytest.raises(xai.ShapeError, match="proba"):
         e.with_outcomes(proba=proba[:2])
+
+
+def test_explain_with_labels_heads_rows_with_truth_and_prediction():
+    """y= records the true labels and the model's probabilities; a dataset gives its labels and names."""
+    from xai_datasets import load_digits
+
+    ds = load_digits()
+    net = xai.nn.Sequential(
+        [xai.nn.Dense(10), xai.nn.Softmax()], input_shape=(ds.X.shape[1],), seed=0
+    )
+    X, y = ds.X[:6], ds.y[:6]
+    e = xai.explain(net, X, method="saliency", y=y)
+    proba = net.predict(X)
+    np.testing.assert_allclose(e.meta["proba"], proba, rtol=1e-6)
+    predicted = proba.argmax(axis=1)
+    heads = re.findall(r"<summary>(Row .*?)</summary>", e._repr_html_())
+    for i, head in enumerate(heads):
+        said = f"true {y[i]} · predicted {predicted[i]} ({proba[i, predicted[i]]:.2f})"
+        assert said in head, head
+        assert ("(misclassified)" in head) == (y[i] != predicted[i])
+    assert f"row 0: true {y[0]} · predicted {predicted[0]}" in repr(e)
+    pytest.importorskip("matplotlib")
+    assert e.plot.waterfall(1).get_title().startswith(f"row 1: true {y[1]} · predicted")
+    whole = xai.explain(net, ds, method="saliency")  # the dataset's rows, labels and class names
+    assert len(whole) == len(ds.X) and whole.output_names == tuple(ds.class_names)
+    np.testing.assert_array_equal(whole.meta["y_true"], ds.y)
+    with pytest.raises(xai.ShapeError, match=r"y must have shape \(6,\)"):
+        xai.explain(net, X, method="saliency", y=y[:3])
+
+
+@pytest.mark.parametrize(
+    "outputs,labels,key",
+    [
+        ([[0.2, 0.8], [0.6, 0.4]], [1, 1], "proba"),  # probabilities
+        ([[2.0, -1.0], [0.5, 3.0]], [0, 0], "y_pred"),  # logits: the argmax, no probability
+        ([[0.7], [0.2]], [1, 0], "proba"),  # one sigmoid output of a binary classifier
+        ([[3.5], [-1.0]], [3.2, 0.1], "y_pred"),  # a regression
+    ],
+    ids=["softmax", "logits", "sigmoid", "regression"],
+)
+def test_outputs_become_probabilities_only_when_they_are(outputs, labels, key):
+    """The model's outputs are shown as probabilities only when rows are probabilities."""
+    from xai_core.attribution.outcomes import outputs_as_outcomes
+
+    got = outputs_as_outcomes(np.array(outputs), np.array(labels))
+    assert list(got) == [key]
+    if key == "proba":
+        np.testing.assert_allclose(got["proba"].sum(axis=1), 1.0)
 
 
 def test_frame_columns_have_one_number_format():

@@ -64,6 +64,21 @@ NETWORKS = {
     "separable-nchw": lambda: separable("NCHW"),
     "separable-nhwc": lambda: separable("NHWC"),
     "channel-shuffle": shuffle,
+    "leaky-relu": lambda: nn.Sequential(
+        [
+            nn.Reshape((1, 8, 8)),
+            nn.Conv2D(4, 3, padding=1),
+            nn.LeakyReLU(0.1),
+            nn.MaxPool2D(2),
+            nn.Flatten(),
+            nn.Dense(6),
+            nn.LeakyReLU(0.3),
+            nn.Dense(3),
+            nn.Softmax(),
+        ],
+        input_shape=(64,),
+        seed=2,
+    ),  # fmt: skip
 }
 
 
@@ -218,6 +233,8 @@ def test_float_network_written_as_float_tflite_predicts_alike_in_litert(name, tm
     path = xai.to_tflite(net, tmp_path / f"{name}_float.tflite")
     model = xai.from_tflite(path)
     assert not model.is_quantized
+    if name == "leaky-relu":  # TFLite's own operator, in float as in int8
+        assert model.operators.count("LEAKY_RELU") == 2, model.operators
     np.testing.assert_allclose(
         litert_reference_outputs(path, X).reshape(30, -1), net.predict(X), atol=1e-6
     )

@@ -327,6 +327,26 @@ def test_blur_baseline_is_a_gaussian_blur_of_each_image(layout):
     np.testing.assert_allclose(flat.values, e.values.reshape(3, -1), atol=1e-15)
 
 
+def test_blur_baseline_reads_the_image_shape_the_network_records():
+    """A CNN on flat rows records its image shape: baseline='blur' blurs those images, as LIME and SHAP read them."""
+    rng = np.random.default_rng(1)
+    net = xai.nn.Sequential(
+        [xai.nn.Reshape((1, 9, 11)), xai.nn.Flatten(), xai.nn.Dense(1)],
+        input_shape=(99,),
+        dtype="float64",
+        seed=0,
+    )
+    assert tuple(net.image_shape) == (9, 11)
+    X = rng.uniform(size=(3, 99))
+    e = xai.explain(net, X, method="ig", backend=cpu64(), baseline="blur", blur_sigma=1.5, steps=2)
+    blurred = ndimage.gaussian_filter(X.reshape(3, 9, 11), sigma=(0, 1.5, 1.5), mode="nearest")
+    w = net.layers[-1].weight[:, 0]
+    np.testing.assert_allclose(e.values, (X - blurred.reshape(3, -1)) * w, atol=1e-12)
+    assert e.meta["baseline"]["image_shape"] == (9, 11)
+    zeros = xai.explain(net, X, method="ig", backend=cpu64(), steps=2)  # other baselines: no shape
+    np.testing.assert_allclose(zeros.values, X * w, atol=1e-12)
+
+
 BAD_BASELINES = {
     "unknown-name": (
         dict(baseline="black"),

@@ -12,6 +12,7 @@ import functools
 import inspect
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +24,7 @@ from xai_core.attribution.options import Alias, Constraint, resolve_options
 from xai_core.attribution.parallel import check_parallel, explain_chunked
 from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
-from xai_core.errors import CapabilityError, ValidationError
+from xai_core.errors import CapabilityError, ShapeError, ValidationError
 from xai_core.model.base import gradients_on
 from xai_core.model.runner import ModelRunner, predicted_class
 from xai_core.plugin.resolve import (
@@ -264,6 +265,7 @@ def explain(
     backend: Any = "cpu",
     target: Any = None,
     *,
+    y: Any = None,
     output: str | int | None = None,
     feature_names: Any = None,
     output_names: Any = None,
@@ -288,8 +290,12 @@ def explain(
         ``backend`` is the runner's). To explain a torch module or Keras model as a black
         box instead (predictions only, on the host), pass
         ``xai.BlackBoxModel(module)``.
-    X : array-like of shape (n_samples, *input_shape), or list of str
-        Rows to explain. Explainers see a read-only view: they cannot change it. A list of
+    X : array-like of shape (n_samples, *input_shape), a dataset, or list of str
+        Rows to explain. Explainers see a read-only view: they cannot change it. A
+        dataset (an object with ``X``, ``y``, ``class_names``, ``feature_names`` and
+        ``image_shape``, such as ``xai_datasets``' ``Dataset``) gives its rows, its labels
+        as ``y``, its feature names and its class names (when the model names no
+        outputs). A list of
         strings (with ``tokenizer=``) is explained token by token at the model's embedding
         (:func:`xai_core.text.explain_text`, ``docs/text.md``), or with ``method="lime"``
         or ``"shap"`` by changing the texts (the model then may be any callable
@@ -305,6 +311,11 @@ def explain(
     target : int or array-like of shape (n_samples,), optional
         Output to explain per row; by default the predicted class (the only output
         for single-output models). With ``output=``, an index within that output.
+    y : array-like of shape (n_samples,), optional
+        True labels of the rows (class indices or names; values for a regression). The
+        model's outputs at ``X`` are then recorded too (one more forward pass), as
+        :meth:`Explanation.with_outcomes` records them: views head each row
+        ``true 4 · predicted 6 (0.71)`` and mark misclassified rows.
     output : str or int, optional
         For a model with several outputs (a detection or landmark model, a graph with
         :meth:`~xai_core.nn.Graph.set_outputs`), the one to explain: a name in
@@ -350,6 +361,9 @@ def explain(
         When the model returns NaN or infinity to the method; the message names the rows.
     """
     # -- names and arguments, all before any model call --------------------------------------
+    dataset_names = None
+    if _is_dataset(X):
+        X, y, feature_names, dataset_names = _from_dataset(X, y, feature_names)
     if "tokenizer" in options or (isinstance(X, (str, list, tuple)) and _texts(X)):
         from xai_core.text import explain_text
 
@@ -358,7 +372,7 @@ def explain(
                 "X is a list of strings: pass tokenizer= (a tokenizers.Tokenizer, a "
                 "transformers tokenizer or a callable str -> list[int]); see docs/text.md."
             )
-        _text_only(executor, chunk_size, output, feature_names)
+        _text_only(executor, chunk_size, output, feature_names, y)
         hook = _text_hook(model, method)
         if hook is not None:  # a perturbation method: the model is called on changed texts
             return hook(
@@ -414,7 +428,7 @@ def explain(
         from xai_core.text.explain import explain_text, reads_ids
 
         if reads_ids(the_model):  # token ids: attributed at the embedding they look up
-            _text_only(executor, chunk_size, None, feature_names)
+            _text_only(executor, chunk_size, None, feature_names, y)
             return explain_text(
                 the_model,
                 X,
@@ -455,6 +469,10 @@ def explain(
         raise ValidationError(
             f"feature_names must have {n_features} names, one per feature; got {len(feature_names)}."
         )
+    if y is not None and np.shape(y) != (len(X),):
+        raise ShapeError(
+            f"y must have shape ({len(X)},), one label per row; got shape {np.shape(y)}."
+        )
     probe = cls(**resolved)
     probe.row_index = np.arange(len(X), dtype=np.int64)
     cost = explainer_cost(probe, runner, read_only(X))
@@ -466,17 +484,47 @@ def explain(
     names = None if feature_names is None else tuple(str(f) for f in feature_names)
     job = ExplainJob(cls, resolved, feature_names=names, blas_threads=blas)
     if chunked:
-        return explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
-    return run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
+        e = explain_chunked(runner, X, target, job, executor=executor, chunk_size=chunk_size)
+    else:
+        e = run_explainer(runner, X, target, job, np.arange(len(X), dtype=np.int64))
+    outputs = None if y is None else runner.predict_validated(X)
+    n_outputs = runner.n_outputs if outputs is None else outputs.reshape(len(X), -1).shape[1]
+    if dataset_names and e.output_names is None and n_outputs == len(dataset_names):
+        e = replace(e, output_names=dataset_names)
+    if y is not None:
+        from xai_core.attribution.outcomes import outputs_as_outcomes
+
+        e = e.with_outcomes(np.asarray(y), **outputs_as_outcomes(outputs, y))
+    return e
 
 
-def _text_only(executor: Any, chunk_size: Any, output: Any, feature_names: Any) -> None:
+def _is_dataset(X: Any) -> bool:
+    """Whether ``X`` is a dataset object (rows, labels and names), not rows."""
+    attrs = ("X", "y", "class_names", "feature_names", "image_shape")
+    return not isinstance(X, (np.ndarray, type)) and all(hasattr(X, a) for a in attrs)
+
+
+def _from_dataset(ds: Any, y: Any, feature_names: Any) -> tuple[Any, Any, Any, Any]:
+    """A dataset's rows, labels, feature names and class names (those given win)."""
+    names = tuple(str(c) for c in ds.class_names) or None
+    return (
+        ds.X,
+        ds.y if y is None else y,
+        feature_names if feature_names is not None else (tuple(ds.feature_names) or None),
+        names,
+    )
+
+
+def _text_only(
+    executor: Any, chunk_size: Any, output: Any, feature_names: Any, y: Any = None
+) -> None:
     """Refuse the arguments text explanations do not take (yet), by name."""
     for name, given in (
         ("executor", executor),
         ("chunk_size", chunk_size),
         ("output", output),
         ("feature_names", feature_names),
+        ("y", y),
     ):
         if given is not None:
             raise ValidationError(

@@ -16,7 +16,11 @@ import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
 
-__all__ = ["Explanation"]
+__all__ = ["BATCH", "Explanation"]
+
+#: The axes of a batch: rows, then each row's features (any input shape).
+BATCH = ("rows", "features")
+_AXES = (BATCH, ("features",), ("rows",), ())
 
 
 #: The read-only arrays :func:`_frozen` made, by id: only these are shared, never a
@@ -42,6 +46,14 @@ def _frozen(a: Any, dtype: Any = None, *, flat: bool = False) -> np.ndarray | No
         arr = arr.reshape(-1)  # a read-only view of the copy
     _MADE[id(arr)] = arr
     return arr
+
+
+def _scalar(a: Any, dtype: Any, name: str) -> Any:
+    """``a``, one value, as a numpy scalar of ``dtype`` (shap's ``e[0].base_values``)."""
+    arr = np.asarray(a, dtype=dtype)
+    if arr.size != 1:
+        raise ShapeError(f"{name} of one row must be one value; got shape {arr.shape}.")
+    return dtype(arr.reshape(()))
 
 
 def _json_safe(v: Any) -> Any:
@@ -82,11 +94,19 @@ class Explanation:
     meta : mapping
         Method-specific figures: ``convergence_delta`` (ig), ``additivity_error`` (shap),
         ``score`` (lime), ``seed``, ``seconds``, options.
+    axes : tuple of str, default=("rows", "features")
+        The axes ``values`` has, as indexing leaves them (shap's shapes): a batch
+        ``("rows", "features")``; one row ``e[0]``: ``("features",)``, values of shape
+        ``input_shape`` and scalar ``base_values`` and ``target``; one feature
+        ``e[:, "age"]``: ``("rows",)``, values of shape (n_samples,) and ``feature_names``
+        the one name; one value ``e[0, "age"]``: ``()``. :meth:`as_batch` gives any of
+        them back as a batch.
 
     Notes
     -----
     Arrays are copied and made read-only (an Explanation's own arrays are shared by the
-    results made from it); ``meta`` is a read-only mapping.
+    results made from it); ``meta`` is a read-only mapping. Per-row arrays in ``meta``
+    stay per row (one row for ``e[0]``).
     """
 
     values: np.ndarray
@@ -98,32 +118,61 @@ class Explanation:
     method: str = ""
     backend: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    axes: tuple[str, ...] = BATCH
 
     def __post_init__(self) -> None:
+        axes = tuple(self.axes)
+        if axes not in _AXES:
+            raise ValidationError(
+                f"axes must be one of {', '.join(map(repr, _AXES))}; got {self.axes!r}."
+            )
+        rows, features = "rows" in axes, "features" in axes
         values = _frozen(self.values, np.float64)
-        if values.ndim < 2:
+        if rows and features and values.ndim < 2:
             raise ShapeError(
                 f"values must have shape (n_samples, *input_shape); got shape {values.shape}."
             )
-        n = values.shape[0]
-        base = _frozen(self.base_values, np.float64, flat=True)
-        target = _frozen(self.target, np.int64, flat=True)
-        for name, arr in (("base_values", base), ("target", target)):
-            if arr.shape != (n,):
-                raise ShapeError(f"{name} must have shape ({n},); got shape {arr.shape}.")
+        if features and not rows and values.ndim < 1:
+            raise ShapeError("values of one row must have shape input_shape; got shape ().")
+        if not features and values.ndim != int(rows):
+            want = "(n_samples,)" if rows else "()"
+            raise ShapeError(f"values of one feature must have shape {want}; got {values.shape}.")
+        if rows:
+            n = values.shape[0]
+            base = _frozen(self.base_values, np.float64, flat=True)
+            target = _frozen(self.target, np.int64, flat=True)
+            for name, arr in (("base_values", base), ("target", target)):
+                if arr.shape != (n,):
+                    raise ShapeError(f"{name} must have shape ({n},); got shape {arr.shape}.")
+        else:  # one row: scalars, as shap's e[0].base_values
+            base, target = (
+                _scalar(self.base_values, np.float64, "base_values"),
+                _scalar(self.target, np.int64, "target"),
+            )
         data = _frozen(self.data)
         if data is not None and data.shape != values.shape:
             raise ShapeError(
                 f"data must have the shape of values {values.shape}; got shape {data.shape}."
             )
-        n_features = math.prod(values.shape[1:])
-        names = (
-            tuple(str(f) for f in self.feature_names) if self.feature_names is not None else None
-        )
-        if names is not None and len(names) != n_features:
-            raise ShapeError(
-                f"feature_names must have {n_features} names, one per feature; got {len(names)}."
+        names: tuple[str, ...] | str | None
+        if not features:  # one feature: its name, as shap's e[:, "age"].feature_names
+            names = self.feature_names
+            if names is not None and not isinstance(names, str):
+                names = tuple(str(f) for f in names)
+                if len(names) != 1:
+                    raise ShapeError(f"one feature has one name; got {len(names)}.")
+                names = names[0]
+        else:
+            n_features = math.prod(values.shape[int(rows) :])
+            names = (
+                tuple(str(f) for f in self.feature_names)
+                if self.feature_names is not None
+                else None
             )
+            if names is not None and len(names) != n_features:
+                raise ShapeError(
+                    f"feature_names must have {n_features} names, one per feature; got {len(names)}."
+                )
         outputs = (
             tuple(str(o) for o in self.output_names) if self.output_names is not None else None
         )
@@ -134,10 +183,12 @@ class Explanation:
         object.__setattr__(self, "feature_names", names)
         object.__setattr__(self, "output_names", outputs)
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
+        object.__setattr__(self, "axes", axes)
 
     # -- reading ------------------------------------------------------------------------
     def __len__(self) -> int:
-        return self.values.shape[0]
+        """Length of the first axis of :attr:`values`: rows of a batch, features of ``e[0]``."""
+        return len(self.values)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -145,45 +196,108 @@ class Explanation:
         return self.values.shape
 
     @property
+    def is_batch(self) -> bool:
+        """Whether this holds rows of features (``axes == ("rows", "features")``)."""
+        return self.axes == BATCH
+
+    @property
     def target_names(self) -> tuple[str, ...] | None:
-        """Name of the explained output per row, when output names are known."""
+        """Name of the explained output per row (one for ``e[0]``), when output names are known."""
         if self.output_names is None:
             return None
-        return tuple(self.output_names[t] for t in self.target)
+        return tuple(self.output_names[t] for t in np.atleast_1d(self.target))
 
-    def __getitem__(self, key: Any) -> Explanation:
-        """Rows, and optionally features, as shap indexes: ``e[0]``, ``e[2:5]``, ``e[:, "age"]``.
+    def as_batch(self) -> Explanation:
+        """This explanation with a row axis and a feature axis: ``e[0].as_batch()`` is ``e[[0]]``.
 
-        ``e[rows]`` keeps the row axis (an int gives a one-row explanation); ``e[rows,
-        features]`` selects features by name, int, slice or a list of them and returns
-        flat ``(n, k)`` values. An unknown feature name is an ``UnknownNameError`` listing
-        the closest names.
+        Returns
+        -------
+        Explanation
+            Values of shape (n_samples, *input_shape): one row for ``e[0]`` (1,
+            *input_shape), one feature for ``e[:, "age"]`` (n_samples, 1). A batch is
+            returned as it is.
         """
-        if isinstance(key, tuple):
-            if len(key) != 2:
-                raise ValidationError(
-                    f"an explanation is indexed as e[rows] or e[rows, features]; got {len(key)} indices."
-                )
-            from xai_core.attribution.views import select_features
-
-            return select_features(self, key[0], key[1])
-        rows = key
-        idx = [rows] if isinstance(rows, (int, np.integer)) else rows
-        meta = {
-            k: (
-                np.asarray(v)[idx]
-                if isinstance(v, np.ndarray) and v.shape[:1] == (len(self),)
-                else v
-            )
-            for k, v in self.meta.items()
-        }
+        if self.is_batch:
+            return self
+        values, data, names = self.values, self.data, self.feature_names
+        base, target = self.base_values, self.target
+        if "features" not in self.axes:
+            values = values[..., None]
+            data = None if data is None else data[..., None]
+            names = None if names is None else (names,)
+        if "rows" not in self.axes:
+            values = values[None]
+            data = None if data is None else data[None]
+            base, target = np.reshape(base, (1,)), np.reshape(target, (1,))
         return replace(
             self,
-            values=self.values[idx],
-            base_values=self.base_values[idx],
-            target=self.target[idx],
-            data=None if self.data is None else self.data[idx],
-            meta=meta,
+            values=values,
+            base_values=base,
+            target=target,
+            data=data,
+            feature_names=names,
+            axes=BATCH,
+        )
+
+    def __getitem__(self, key: Any) -> Explanation:
+        """Rows, then features, indexed as shap indexes its ``Explanation``.
+
+        ``e[0]`` is one row: values of shape ``input_shape`` (``(n_features,)`` for a
+        table), scalar ``base_values`` and ``target``; ``e[2:5]``, ``e[[0]]``, a list or
+        a boolean mask keep the row axis. ``e[:, "age"]`` (or an int) is one feature,
+        values of shape (n_samples,); a slice or list of names or ints keeps the feature
+        axis, flat ``(n, k)``. ``e[0, "age"]`` is one value, and ``e[0]["age"]`` the
+        same. Features of an image count in flattened order and are named
+        ``pixel_<row>_<col>`` (:func:`~xai_core.attribution.views.feature_names_of`).
+        :meth:`as_batch` (or ``e[[i]]``) gives a batch back. An unknown feature name is
+        an ``UnknownNameError`` listing the closest names.
+        """
+        from xai_core.attribution.views import select_features
+
+        keys = list(key) if isinstance(key, tuple) else [key]
+        if any(k is Ellipsis for k in keys):
+            at = next(i for i, k in enumerate(keys) if k is Ellipsis)
+            rest = [k for k in keys[at + 1 :] if k is not Ellipsis]
+            keys = keys[:at] + [slice(None)] * max(0, len(self.axes) - at - len(rest)) + rest
+        if len(keys) > len(self.axes):
+            raise ValidationError(
+                f"an explanation is indexed as e[rows, features]; this one has the axes "
+                f"{self.axes} and got {len(keys)} indices."
+            )
+        out = self
+        for axis, k in zip(self.axes, keys):
+            out = out._rows(k) if axis == "rows" else select_features(out, k)
+        return out
+
+    def _rows(self, rows: Any) -> Explanation:
+        """The rows ``rows`` select (an int: one row, without the row axis)."""
+        if rows is None or isinstance(rows, (bool, np.bool_)):
+            raise ValidationError(
+                f"rows are chosen by an int, a slice, a list or a mask; got {rows!r}."
+            )
+        if isinstance(rows, str):
+            raise ValidationError(
+                f"rows are chosen by an int, a slice, a list or a mask; got the name {rows!r} "
+                "(a feature: e[:, name])."
+            )
+        n = len(self.values)
+        one = isinstance(rows, (int, np.integer)) and not isinstance(rows, (bool, np.bool_))
+        if one and not -n <= int(rows) < n:
+            raise ValidationError(f"row {int(rows)} is out of range for {n} rows.")
+        idx = [int(rows)] if one else rows
+        meta = {
+            k: (np.asarray(v)[idx] if isinstance(v, np.ndarray) and v.shape[:1] == (n,) else v)
+            for k, v in self.meta.items()
+        }
+        values, base, target = self.values[idx], self.base_values[idx], self.target[idx]
+        data = None if self.data is None else self.data[idx]
+        axes = self.axes
+        if one:
+            values, base, target = values[0], base[0], target[0]
+            data = None if data is None else data[0]
+            axes = tuple(a for a in axes if a != "rows")
+        return replace(
+            self, values=values, base_values=base, target=target, data=data, meta=meta, axes=axes
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,6 +324,7 @@ class Explanation:
             "feature_names": plain(self.feature_names),
             "output_names": plain(self.output_names),
             "meta": plain(self.meta),
+            "axes": list(self.axes),
         }
 
     @classmethod
@@ -229,6 +344,7 @@ class Explanation:
             method=d.get("method", ""),
             backend=d.get("backend", ""),
             meta=d.get("meta") or {},
+            axes=BATCH if d.get("axes") is None else tuple(d["axes"]),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -253,15 +369,18 @@ class Explanation:
 
     def top_features(self, row: int = 0, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` features of ``row`` with the largest absolute attribution, largest first."""
-        flat = self.values[row].reshape(-1)
+        b = self.as_batch()
+        flat = b.values[row].reshape(-1)
         order = np.argsort(-np.abs(flat), kind="stable")[:k]
         from xai_core.attribution.views import feature_names_of
 
-        names = feature_names_of(self)  # pixels by position, pixel_<row>_<col>
+        names = feature_names_of(b)  # pixels by position, pixel_<row>_<col>
         return [(names[i], float(flat[i])) for i in order]
 
-    def with_outcomes(self, y_true: Any = None, proba: Any = None) -> Explanation:
-        """A copy that knows each row's true label and the model's probabilities.
+    def with_outcomes(
+        self, y_true: Any = None, proba: Any = None, *, y_pred: Any = None
+    ) -> Explanation:
+        """A copy that knows each row's true label and the model's prediction.
 
         Parameters
         ----------
@@ -269,17 +388,26 @@ class Explanation:
             True class index (or label) of each row.
         proba : array-like of shape (n_samples, n_outputs), optional
             The model's output probabilities; the prediction is their argmax.
+        y_pred : array-like of shape (n_samples,), optional
+            The prediction itself (a class index, or a regression's value), when the
+            model's outputs are not probabilities.
 
-        Reports then head each row with the true label, the prediction and its
-        probability and the explained target, and mark misclassified rows.
+        Views then head each row with the true label, the prediction and its
+        probability (``true 4 · predicted 6 (0.71)``, and the explained output when it
+        is not the prediction), and mark misclassified rows
+        (:mod:`xai_core.attribution.outcomes`). ``xai.explain(..., y=...)`` records
+        them itself.
         """
+        if not self.is_batch:
+            return self.as_batch().with_outcomes(y_true, proba, y_pred=y_pred)
         meta = dict(self.meta)
         n = len(self)
-        if y_true is not None:
-            y = np.asarray(y_true).reshape(-1)
-            if y.shape != (n,):
-                raise ShapeError(f"y_true must have shape ({n},); got shape {np.shape(y_true)}.")
-            meta["y_true"] = y
+        for name, given in (("y_true", y_true), ("y_pred", y_pred)):
+            if given is not None:
+                y = np.asarray(given).reshape(-1)
+                if y.shape != (n,):
+                    raise ShapeError(f"{name} must have shape ({n},); got shape {np.shape(given)}.")
+                meta[name] = y
         if proba is not None:
             p = np.asarray(proba, dtype=np.float64)
             if p.ndim != 2 or p.shape[0] != n:
@@ -299,27 +427,27 @@ class Explanation:
         """Attributions as a ``pandas.DataFrame``, one column per feature (pixels by position)."""
         from xai_core.attribution.views import to_frame
 
-        return to_frame(self)
+        return to_frame(self.as_batch())
 
     @property
     def plot(self) -> Any:
         """Matplotlib figures: ``e.plot.bar()``, ``.waterfall(i)``, ``.beeswarm()``, ``.image(i)``."""
         from xai_core.attribution.plot import ExplanationPlots
 
-        return ExplanationPlots(self)
+        return ExplanationPlots(self.as_batch())
 
     # -- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
         """The shape, then the first rows' target, base value, output and top features, in numbers."""
         from xai_core.attribution.views import summary_text
 
-        return summary_text(self)
+        return summary_text(self)  # one row or feature: as a batch, its axes said
 
     def to_html(self, title: str | None = None) -> str:
         """A complete, self-contained HTML page with this explanation (see :class:`xai_core.Report`)."""
         from xai_core.report import Report
 
-        return Report(title or f"{self.method} explanation").add(self).to_html()
+        return Report(title or f"{self.method} explanation").add(self.as_batch()).to_html()
 
     def _repr_html_(self) -> str:
         """The report section of this explanation, self-contained for a notebook cell.
@@ -330,14 +458,14 @@ class Explanation:
         """
         from xai_core.report import render_fragment
 
-        return render_fragment(self)
+        return render_fragment(self.as_batch())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """HTML, text with numbers, and (with matplotlib) a PNG picture for untrusted viewers."""
         bundle: dict[str, Any] = {"text/plain": repr(self), "text/html": self._repr_html_()}
         from xai_core.attribution.plot import summary_png
 
-        png = summary_png(self)
+        png = summary_png(self.as_batch())
         if png is not None:
             bundle["image/png"] = png
         return bundle

@@ -172,15 +172,16 @@ class ExplanationPlots:
         ax.axvline(end, color="#333", lw=0.8)
         ax.set_yticks(y, labels)
         ax.set_xlabel(f"base value {base:.4g}  →  output {end:.4g}")
-        ax.set_title(f"row {i}: target {self._target(i)}", fontsize=10)
+        ax.set_title(self._heading(i), fontsize=10)
         ax.spines[["top", "right"]].set_visible(False)
         ax.margins(x=0.3)
         return ax
 
-    def _target(self, i: int) -> str:
-        names = self._e.target_names
-        t = int(self._e.target[i])
-        return f"{names[i]} ({t})" if names else str(t)
+    def _heading(self, i: int) -> str:
+        """Row ``i``'s title: its outcomes when known (:mod:`xai_core.attribution.outcomes`)."""
+        from xai_core.attribution.outcomes import row_heading
+
+        return row_heading(self._e, i)
 
     # -- beeswarm -----------------------------------------------------------------------
     def beeswarm(self, max_display: int = 10, ax: Axes | None = None) -> Axes:
@@ -290,7 +291,7 @@ class ExplanationPlots:
                     vmax=1,
                     interpolation="nearest",
                 )
-            left.set_title(f"row {i}: target {self._target(i)}", fontsize=9)
+            left.set_title(self._heading(i), fontsize=9)
             low = -vmax[k] if mode == "signed" else 0.0
             shown = right.imshow(
                 heat[k], cmap=cmap, vmin=low, vmax=vmax[k], interpolation="nearest"
@@ -463,7 +464,7 @@ class ExplanationPlots:
         axes[-1].set_xlabel("step")
         what = "input" if data is not None else "attribution"
         axes[0].set_title(
-            f"row {i}: target {self._target(i)}; {what} over the steps, {mode} attribution "
+            f"{self._heading(i)}; {what} over the steps, {mode} attribution "
             f"({e.method or 'unnamed'}) shaded",
             fontsize=9,
         )

@@ -80,7 +80,7 @@ def spectrogram_plot(
         alpha=0.75 if e.data is not None else 1.0,
     )
     top.set_ylabel("frequency (Hz)")
-    top.set_title(f"row {i}: target {plots._target(i)} ({e.method or 'unnamed'})", fontsize=9)
+    top.set_title(f"{plots._heading(i)} ({e.method or 'unnamed'})", fontsize=9)
     fig.colorbar(shown, ax=[top, bottom], fraction=0.046, pad=0.02, label="attribution")
     totals = heat.sum(axis=1)
     from xai_core.attribution.plot import _BLUE, _RED
@@ -152,7 +152,7 @@ def skeleton_plot(
     ax.invert_yaxis()  # image coordinates: y grows downwards
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_title(
-        f"row {i}: target {plots._target(i)}, attribution per keypoint ({e.method or 'unnamed'})",
+        f"{plots._heading(i)}, attribution per keypoint ({e.method or 'unnamed'})",
         fontsize=9,
     )
     return ax

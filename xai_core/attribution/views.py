@@ -76,6 +76,10 @@ def _feature_index(e: Explanation, key: Any) -> list[int]:
     keys = [key] if isinstance(key, (str, int, np.integer)) else key
     if isinstance(key, slice):
         return list(range(n))[key]
+    if isinstance(keys, np.ndarray) and keys.dtype == np.bool_:
+        if keys.shape != (n,):
+            raise ValidationError(f"a feature mask must have shape ({n},); got {keys.shape}.")
+        return np.flatnonzero(keys).tolist()
     if not isinstance(keys, (Sequence, np.ndarray)) or isinstance(keys, str):
         raise ValidationError(
             "the feature index must be a name, an int, a slice or a list of them; "
@@ -84,7 +88,7 @@ def _feature_index(e: Explanation, key: Any) -> list[int]:
     lookup = {name: i for i, name in enumerate(names)}
     out = []
     for k in keys:
-        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             if not -n <= int(k) < n:
                 raise ValidationError(f"feature index {int(k)} is out of range for {n} features.")
             out.append(int(k) % n)
@@ -100,41 +104,65 @@ def _feature_index(e: Explanation, key: Any) -> list[int]:
     return out
 
 
-def select_features(e: Explanation, rows: Any, features: Any) -> Explanation:
-    """``e[rows, features]``: the rows, and the chosen features as a flat (n, k) explanation."""
+def select_features(e: Explanation, features: Any) -> Explanation:
+    """The features ``features`` selects of ``e`` (a batch or one row), flat.
+
+    A name or an int is one feature: values of shape (n_samples,), or one value for a
+    row, with ``feature_names`` that name (shap's ``e[:, "age"]``). A slice, a list or a
+    boolean mask keeps the feature axis: values of shape (n_samples, k) (``(k,)`` for a
+    row). Pixels count in flattened order.
+    """
     from xai_core.attribution.explanation import Explanation
 
-    sub = e[rows]
-    idx = _feature_index(e, features)
-    n = len(sub)
-    flat = sub.values.reshape(n, -1)[:, idx]
-    data = None if sub.data is None else sub.data.reshape(n, -1)[:, idx]
-    names = feature_names_of(e)
-    meta = {k: v for k, v in sub.meta.items() if k != "image_shape"}
+    b = e.as_batch()
+    idx = _feature_index(b, features)
+    n = len(b)
+    flat = b.values.reshape(n, -1)[:, idx]
+    data = None if b.data is None else b.data.reshape(n, -1)[:, idx]
+    all_names = feature_names_of(b)
+    names: Any = [all_names[i] for i in idx]
+    one = isinstance(features, (str, int, np.integer)) and not isinstance(features, bool)
+    axes = e.axes
+    if one:
+        flat, names = flat[:, 0], names[0]
+        data = None if data is None else data[:, 0]
+        axes = tuple(a for a in axes if a != "features")
+    if "rows" not in e.axes:
+        flat = flat[0]
+        data = None if data is None else data[0]
+    meta = {k: v for k, v in e.meta.items() if k != "image_shape"}
     return Explanation(
         values=flat,
-        base_values=sub.base_values,
-        target=sub.target,
+        base_values=e.base_values,
+        target=e.target,
         data=data,
-        feature_names=[names[i] for i in idx],
-        output_names=sub.output_names,
-        method=sub.method,
-        backend=sub.backend,
+        feature_names=names,
+        output_names=e.output_names,
+        method=e.method,
+        backend=e.backend,
         meta=meta,
+        axes=axes,
     )
 
 
 def to_shap(e: Explanation) -> shap.Explanation:
     """The explanation as a ``shap.Explanation``, so every ``shap.plots.*`` function draws it.
 
-    ``values`` and ``data`` keep their shape ((n, features), or (n, H, W[, C]) for images,
-    as ``shap.plots.image`` expects), ``base_values`` is (n,), ``feature_names`` are the
-    names (pixels by position), and ``output_names`` the explained output's name when
-    every row explains the same one (else None: rows explain different outputs, see
-    ``target``).
+    A table keeps its shape: ``values`` and ``data`` (n, n_features), ``base_values``
+    (n,), ``feature_names`` the names, and ``output_names`` the explained output's name
+    when every row explains the same one (else None: rows explain different outputs, see
+    ``target``). Image rows (flat ones by ``meta["image_shape"]``) become channels-last
+    images with an output axis, as shap's image explainers give them and
+    ``shap.plots.image`` draws them: ``values`` (n, H, W, C, 1), ``data`` (n, H, W, C),
+    and ``output_names`` per row the explained output's name (its index without names).
+    ``e[0].to_shap()`` is ``e.to_shap()[0]``, as is every indexed explanation's.
     """
     import shap
 
+    if not e.is_batch:
+        whole = to_shap(e.as_batch())
+        rows = slice(None) if "rows" in e.axes else 0
+        return whole[rows] if "features" in e.axes else whole[rows, 0]
     if "tokens" in e.meta:  # text: per row its tokens' values and the tokens (shap.plots.text)
         from xai_core.text.render import token_rows
 
@@ -152,15 +180,24 @@ def to_shap(e: Explanation) -> shap.Explanation:
         )
     values = np.asarray(e.values)
     data = None if e.data is None else np.asarray(e.data, dtype=np.float64)
-    names = list(feature_names_of(e))
     targets = e.target_names
+    layout = explanation_layout(e)
+    if layout is not None:  # shap's image layout: (n, H, W, C) rows, one output axis
+        names = targets or tuple(str(int(t)) for t in e.target)
+        return shap.Explanation(
+            values=layout.to_hwc(values)[..., None],
+            base_values=np.asarray(e.base_values)[:, None],
+            data=None if data is None else layout.to_hwc(data),
+            output_names=list(names),
+            compute_time=e.meta.get("seconds"),
+        )
     # shap reads a list of output names as an output axis, which these values do not have
     output_names = targets[0] if targets is not None and len(set(targets)) == 1 else None
     return shap.Explanation(
         values=values,
         base_values=np.asarray(e.base_values),
         data=data,
-        feature_names=names if values.ndim == 2 else None,
+        feature_names=list(feature_names_of(e)) if values.ndim == 2 else None,
         output_names=output_names,
         compute_time=e.meta.get("seconds"),
     )
@@ -190,27 +227,33 @@ def to_frame(e: Explanation) -> pd.DataFrame:
 
 
 def summary_text(e: Explanation, rows: int = 5, k: int = 3) -> str:
-    """A text view with numbers: the shape, then each of the first ``rows`` rows' top ``k`` features."""
+    """A text view with numbers: the shape, then each of the first ``rows`` rows' top ``k`` features.
+
+    One row or one feature (``e[0]``, ``e[:, "age"]``) is shown as its batch, its axes said.
+    """
+    from xai_core.attribution.outcomes import KEYS, row_heading, target_label
     from xai_core.report import format_number
 
+    axes = "" if e.is_batch else f", axes={e.axes}"
+    e = e.as_batch()
     n = len(e)
     shape = " × ".join(map(str, e.values.shape[1:]))
     head = (
         f"Explanation(method={e.method!r}, backend={e.backend!r}, {n} row(s) × {shape} features,"
-        f" meta keys={sorted(e.meta)})"
+        f" meta keys={sorted(e.meta)}{axes})"
     )
     lines = [head]
-    targets = e.target_names
     names = feature_names_of(e)
     flat = e.values.reshape(n, -1)
     order = np.argsort(-np.abs(np.nan_to_num(flat)), axis=1, kind="stable")[:, :k]
+    labelled = any(k in e.meta for k in KEYS)
     for i in range(min(n, rows)):
-        target = f"{targets[i]} ({e.target[i]})" if targets else str(int(e.target[i]))
+        target = target_label(e.output_names, int(e.target[i]))
         top = ", ".join(f"{names[j]} {format_number(flat[i, j], 3)}" for j in order[i])
         total = format_number(e.base_values[i] + np.nansum(flat[i]), 4)
+        said = f"{row_heading(e, i)}; target {target}" if labelled else f"row {i}: target {target}"
         lines.append(
-            f"  row {i}: target {target}, base {format_number(e.base_values[i], 4)},"
-            f" base + sum {total}; top: {top}"
+            f"  {said}, base {format_number(e.base_values[i], 4)}, base + sum {total}; top: {top}"
         )
     if n > rows:
         lines.append(f"  … {n - rows} more row(s)")

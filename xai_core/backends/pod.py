@@ -36,6 +36,8 @@ class TPUPodBackend(TPUBackend):
     Each data-parallel device is one TensorCore on v2 and v3 (two per chip) and one chip
     on v4 (its two TensorCores act as one, "megacore"); each runs the systolic model of
     :class:`~xai_core.backends.tpu.TPUBackend` with that device's matrix units.
+    :meth:`describe` gives memory per device (``memory_gib``: a v2 TensorCore's 8 GiB, half
+    its chip's 16 GiB HBM; a v4 chip's 32 GiB) and per chip (``memory_gib_per_chip``).
 
     Parameters
     ----------
@@ -89,6 +91,10 @@ class TPUPodBackend(TPUBackend):
         self.ici_latency_us = float(spec["ici_latency_us"] if latency is None else latency)
         self.devices_per_chip = self.devices // int(spec["chips"])
         self.host_gbps = float(spec["host_gbps_per_chip"])
+        # the chip's HBM is shared by its devices: each TensorCore of v2/v3 has half of it
+        chip_gib = spec.get("memory_gib")
+        self.memory_gib_per_chip = None if chip_gib is None else float(chip_gib)
+        self.memory_gib = None if chip_gib is None else float(chip_gib) / self.devices_per_chip
         self.reset_counters()
 
     # -- counters ---------------------------------------------------------------------
@@ -320,6 +326,8 @@ class TPUPodBackend(TPUBackend):
                 "ici_gbps_per_link": self.link_gbps,
                 "ici_latency_us": self.ici_latency_us,
                 "host_gbps_per_chip": self.host_gbps,
+                "memory_gib": self.memory_gib,  # per data-parallel device
+                "memory_gib_per_chip": self.memory_gib_per_chip,
                 "peak_tops": self.peak_ops() * self.devices / 1e12,
                 "peak_tops_per_device": self.peak_ops() / 1e12,
             }

@@ -249,6 +249,7 @@ def faithfulness(
 
     if not isinstance(explanation, Explanation) or explanation.data is None:
         raise ValidationError("explanation must be an Explanation with data (the explained rows).")
+    explanation = explanation.as_batch()  # e[0]: one row
     from xai_core.attribution.seeds import resolve_seed
 
     seed = resolve_seed(seed)

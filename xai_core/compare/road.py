@@ -200,6 +200,7 @@ def road(
 
     if not isinstance(explanation, Explanation) or explanation.data is None:
         raise ValidationError("explanation must be an Explanation with data (the explained rows).")
+    explanation = explanation.as_batch()  # e[0]: one row
     seed = resolve_seed(seed)
     pct = np.asarray(list(range(1, 100, 2)) if percentages is None else percentages, float)
     if pct.ndim != 1 or not len(pct) or (pct < 0).any() or (pct > 100).any():

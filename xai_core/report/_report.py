@@ -178,6 +178,13 @@ def _section_scripts(entries: list[tuple[ReportSection, Any, str]]) -> list[str]
     return list(dict.fromkeys(section.script for section, _, _ in entries if section.script))
 
 
+def _batched(result: Any) -> Any:
+    """An explanation's one row or feature (``e[0]``, ``e[:, "age"]``) as a batch; else ``result``."""
+    from xai_core.attribution.explanation import Explanation
+
+    return result.as_batch() if isinstance(result, Explanation) else result
+
+
 def render_fragment(result: Any, title: str | None = None) -> str:
     """One result as a self-contained HTML fragment, for ``_repr_html_`` in notebooks.
 
@@ -185,6 +192,7 @@ def render_fragment(result: Any, title: str | None = None) -> str:
     unique element ids, its data as JSON and the small script (which touches only this
     fragment and is optional: everything is rendered without it).
     """
+    result = _batched(result)
     section = find_section(result)
     entry = (section, result, title or _default_title(section, result))
     body, _ = _body([entry], None, None, with_provenance=False, inline_css=True)
@@ -240,6 +248,7 @@ class Report:
         """
         if title is not None and not isinstance(title, str):
             raise ValidationError(f"title must be a str or None; got {type(title).__name__}.")
+        result = _batched(result)
         section = find_section(result)
         self._entries.append((section, result, title or _default_title(section, result)))
         return self

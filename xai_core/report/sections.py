@@ -17,6 +17,7 @@ import numpy as np
 from markupsafe import Markup
 
 from xai_core.attribution.explanation import Explanation
+from xai_core.attribution.outcomes import target_label
 from xai_core.attribution.views import explanation_layout
 from xai_core.backends.base import Backend
 from xai_core.images import sample_layout
@@ -276,10 +277,9 @@ class _RowFigures:
 
 
 def _target_label(e: Explanation, t: int) -> str:
-    """Output ``t`` by name and index (``benign (1)``), or its index alone."""
-    if e.output_names is not None and 0 <= t < len(e.output_names):
-        return f"{isolate(e.output_names[t])} ({t})"
-    return str(t)
+    """Output ``t`` by name and index (``benign (1)``), the name alone when it is the index
+    (``6``), or the index alone (:func:`xai_core.attribution.outcomes.target_label`)."""
+    return target_label(e.output_names, t, wrap=isolate)
 
 
 def _explanation_rows(
