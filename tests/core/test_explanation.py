@@ -110,7 +110,7 @@ def test_repr_html_escapes_user_strings(hostile):
     """Feature names, output names and method are escaped in the notebook view."""
     e = make(feature_names=[hostile] * 4, output_names=[hostile, hostile], method=hostile)
     html = e._repr_html_()
-    assert html.count("<script") == 2  # the section's JSON data and the one handwritten script
+    assert html.count("<script") == 3  # the JSON data, the live controls' template, the script
     assert "<img src=x" not in html and 'onmouseover="' not in html
 
 
