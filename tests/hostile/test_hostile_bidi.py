@@ -147,6 +147,18 @@ def _playground():
     return xai.playground_view(net, data, resolution=9)
 
 
+def _teachable():
+    import tempfile
+    from pathlib import Path
+
+    rng = np.random.default_rng(7)
+    X = np.concatenate([rng.normal(0, 1, (4, 6)), rng.normal(2, 1, (4, 6))])
+    trainer = xai.teachable_trainer((X, np.repeat([0, 1], 4), NAMES[:2]), kind="pose")
+    trainer.train(epochs=2, seed=0)
+    trainer.export(Path(tempfile.mkdtemp()) / name(3))  # the folder is shown too
+    return trainer
+
+
 def _backend_comparison():
     net = xai.nn.mlp(3, hidden=(4,), n_outputs=2)
     net.build((3,))
@@ -192,6 +204,7 @@ FACTORIES: dict[str, Callable[[], object]] = {
     "global_permutation_importance": _permutation_importance,
     "global_ale": _ale,
     "playground": _playground,
+    "teachable": _teachable,
     "projection": _projection,
     "whatif": _session,
     "whatif_edit": lambda: _session().history[-1],
