@@ -155,7 +155,8 @@ def _teachable():
     X = np.concatenate([rng.normal(0, 1, (4, 6)), rng.normal(2, 1, (4, 6))])
     trainer = xai.teachable_trainer((X, np.repeat([0, 1], 4), NAMES[:2]), kind="pose")
     trainer.train(epochs=2, seed=0)
-    trainer.export(Path(tempfile.mkdtemp()) / name(3))  # the folder is shown too
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer.export(Path(tmp) / name(3))  # the folder's name is shown too
     return trainer
 
 
