@@ -1551,6 +1551,20 @@ print(sorted(p.name for p in exported.folder.iterdir()))
 print(exported.placement)
 xai.Report("teachable").add(trainer).save("teachable.html")""",
     ),
+    (
+        "md",
+        """\
+## The whole page
+
+`trainer.app()` lays the loop out as Teachable Machine's page: the knobs, a Train button,
+the scores, the preview and an Export button. Change a knob and press Train.""",
+    ),
+    (
+        "code",
+        """\
+page = xai.teachable_trainer("digits", kind="image", image_size=16, color=False).app()
+display(page)""",
+    ),
 ]
 
 

@@ -19,7 +19,7 @@ __getattr__, __dir__, __all__ = xai_core.lazy_exports(
     {
         "trainer": ["TeachableTrainer", "held_out_split", "teachable_trainer"],
         "export": ["TeachableExport"],
-        "widgets": ["TeachableWidget"],
+        "widgets": ["TeachableApp", "TeachableWidget"],
     },
     eager=["xai_register_report_sections", "xai_register_tools"],
 )

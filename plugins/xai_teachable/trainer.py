@@ -307,6 +307,18 @@ class TeachableTrainer:
         self._need_training("the preview")
         return TeachableWidget(self)
 
+    def app(self, *, export_folder: str = "export") -> Any:
+        """Teachable Machine's page in a notebook: counts, knobs, a train button, scores, preview, export.
+
+        Returns
+        -------
+        TeachableApp
+            Needs the ``notebook`` extra; works before training.
+        """
+        from xai_teachable.widgets import TeachableApp
+
+        return TeachableApp(self, export_folder=export_folder)
+
     def export(self, folder: str | os.PathLike[str]) -> Any:
         """Teachable Machine's TensorFlow Lite export, float and int8, and the int8 file's Edge TPU placement.
 

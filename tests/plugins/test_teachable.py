@@ -277,3 +277,24 @@ def test_errors_name_the_problem(folder, call, match):
     """Bad kinds, a folder for poses, untrained use and too few samples are clear errors."""
     with pytest.raises(xai.XaiError, match=match):
         call(folder)
+
+
+def test_app_trains_with_its_knobs_and_exports(folder, tmp_path):
+    """The page's knobs and buttons train as train() does, then show the scores, the bars and the placement."""
+    pytest.importorskip("ipywidgets")
+    trainer = xai.teachable_trainer(folder, kind="image", image_size=16)
+    app = trainer.app(export_folder=str(tmp_path / "app-export"))
+    assert app.preview is None and app.export_button.disabled
+    assert "Samples per class" in app.state.value and "Confusion matrix" not in app.state.value
+    app.epochs.value, app.batch_size.value, app.learning_rate.value = 6, 32, 0.003
+    app.train_button.click()
+    assert trainer.settings == {"epochs": 6, "batch_size": 32, "learning_rate": 0.003, "seed": 0}
+    again = xai.teachable_trainer(folder, kind="image", image_size=16)
+    again.train(epochs=6, batch_size=32, learning_rate=0.003, seed=0)
+    np.testing.assert_array_equal(trainer.confusion_matrix, again.confusion_matrix)
+    assert "Confusion matrix" in app.state.value and not app.export_button.disabled
+    app.preview.picker.value = 1
+    np.testing.assert_array_equal(app.preview.bars, trainer.predict_bars(1))
+    app.export_button.click()
+    assert (tmp_path / "app-export" / "model_int8.tflite").is_file()
+    assert "Edge TPU placement" in app.state.value
