@@ -4,8 +4,8 @@
 folders (images, WAV sounds) or a dataset (pose vectors); ``trainer.class_counts`` shows
 the samples, ``trainer.train(epochs=50, batch_size=16, learning_rate=0.001)`` trains on
 85 % of each class, ``trainer.accuracy_per_class`` and ``trainer.confusion_matrix`` score
-the other 15 %, ``trainer.predict_bars(file)`` and ``trainer.widget()`` preview a sample and
-``trainer.export(folder)`` writes ``model.tflite``, ``model_int8.tflite`` and ``labels.txt``
+the other 15 %, ``trainer.predict_bars(file)`` and ``trainer.widget()`` preview a sample,
+``trainer.app()`` is the whole page with the knobs, and ``trainer.export(folder)`` writes ``model.tflite``, ``model_int8.tflite`` and ``labels.txt``
 with the int8 file's Edge TPU placement. The trainer is a report section.
 """
 

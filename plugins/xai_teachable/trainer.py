@@ -5,7 +5,8 @@ trainer shows their sample counts, trains with Teachable Machine's knobs (epochs
 size, learning rate; Adam, as it uses) on 85 % of each class, and scores the other 15 %:
 accuracy per class and the confusion matrix. :meth:`TeachableTrainer.predict_bars` gives
 the class probabilities of a new sample, :meth:`TeachableTrainer.widget` shows them live,
-and :meth:`TeachableTrainer.export` writes Teachable Machine's TensorFlow Lite export.
+:meth:`TeachableTrainer.app` lays the whole page out with the knobs, and
+:meth:`TeachableTrainer.export` writes Teachable Machine's TensorFlow Lite export.
 """
 
 from __future__ import annotations
