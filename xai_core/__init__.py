@@ -203,6 +203,11 @@ playground_app = _ToolEntry(
     "playground_app",
     "The Playground in a notebook (play, pause, step, reset and its knobs): the ``playground_app`` tool.",
 )
+teachable_trainer = _ToolEntry(
+    "teachable_trainer",
+    "Teachable Machine's loop: train on class folders, score per class, preview, export .tflite: "
+    "the ``teachable_trainer`` tool.",
+)
 
 permutation_importance = _ToolEntry(
     "permutation_importance",
@@ -288,6 +293,7 @@ __all__ = [
     "project",
     "resource_limits",
     "set_resource_limits",
+    "teachable_trainer",
     "tool",
     "what_if",
     "load_model",

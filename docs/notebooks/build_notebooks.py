@@ -1481,6 +1481,103 @@ fig = e.plot.spectrogram(1)  # a whistle: the attribution sits in the high bins"
 ]
 
 
+TEACHABLE = [
+    (
+        "md",
+        """\
+## Class folders
+
+Teachable Machine trains on samples grouped by class. Here the classes are three digits
+of scikit-learn's 8x8 digits, written as PNG files one folder per class, as a Teachable
+Machine image project would hold photos.""",
+    ),
+    (
+        "code",
+        """\
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from sklearn.datasets import load_digits
+
+import xai_core as xai
+
+digits = load_digits()
+for digit, name in ((0, "zero"), (1, "one"), (7, "seven")):
+    folder = Path("digits") / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, image in enumerate(digits.images[digits.target == digit][:40]):
+        pixels = (image / 16 * 255).astype(np.uint8)
+        Image.fromarray(pixels).resize((32, 32), Image.NEAREST).save(folder / f"{i}.png")
+
+trainer = xai.teachable_trainer("digits", kind="image", image_size=16, color=False)
+trainer.class_counts""",
+    ),
+    (
+        "md",
+        """\
+## Train, then score each class
+
+Teachable Machine's knobs (epochs, batch size, learning rate) and its split: 15 % of each
+class is held out. The accuracy per class and the confusion matrix are on those samples.""",
+    ),
+    (
+        "code",
+        """\
+trainer.train(epochs=20, batch_size=16, learning_rate=0.005, seed=0)
+print(trainer.class_counts)
+print(trainer.accuracy_per_class)
+trainer.confusion_matrix""",
+    ),
+    (
+        "md",
+        """\
+## Preview: the prediction bars
+
+A file, or a held-out sample by position; the widget shows the bars live for the picked
+sample or an uploaded image.""",
+    ),
+    (
+        "code",
+        """\
+print(trainer.predict_bars("digits/seven/3.png"))
+preview = trainer.widget()
+display(preview)""",
+    ),
+    (
+        "md",
+        """\
+## Export: float and int8 TensorFlow Lite, labels, Edge TPU placement
+
+`model.tflite` (float), `model_int8.tflite` (full-integer, calibrated on the training
+samples) and `labels.txt`, with where the Edge TPU compiler would put each operator of the
+int8 file. The report carries the counts, the scores, the bars and the placement offline.""",
+    ),
+    (
+        "code",
+        """\
+exported = trainer.export("export")
+print(sorted(p.name for p in exported.folder.iterdir()))
+print(exported.placement)
+xai.Report("teachable").add(trainer).save("teachable.html")""",
+    ),
+    (
+        "md",
+        """\
+## The whole page
+
+`trainer.app()` lays the loop out as Teachable Machine's page: the knobs, a Train button,
+the scores, the preview and an Export button. Change a knob and press Train.""",
+    ),
+    (
+        "code",
+        """\
+page = xai.teachable_trainer("digits", kind="image", image_size=16, color=False).app()
+display(page)""",
+    ),
+]
+
+
 NOTEBOOKS = {
     "quickstart": (
         "Quickstart: explain an MNIST CNN with three methods on three backends",
@@ -1566,6 +1663,15 @@ sound model hears, train a small classifier and see, on the spectrogram, which t
 frequencies made each call.""",
         SOUND,
     ),
+    "teachable": (
+        "Teachable Machine's loop: class folders to an Edge TPU file",
+        """\
+Train on images in class folders with Teachable Machine's knobs, see the samples per class,
+the accuracy per class and the confusion matrix on held-out samples, preview the
+prediction bars live, and export float and int8 `.tflite` files with their labels and the
+Edge TPU placement of the int8 file.""",
+        TEACHABLE,
+    ),
 }
 
 #: Extra packages a notebook installs in Colab, after xai-core.
@@ -1573,6 +1679,7 @@ EXTRA_INSTALL = {
     "import_pytorch": " onnx onnxruntime",
     "edge_tpu": " tflite ai-edge-litert",
     "text": " onnx onnxruntime tokenizers",
+    "teachable": " tflite ai-edge-litert",
 }
 
 

@@ -173,6 +173,35 @@ def _ale(name):
     return xai.ale(est, X, grid_size=4, feature_names=features, output_names=classes)
 
 
+def _teachable(name, export=True):
+    import tempfile
+    from pathlib import Path
+
+    rng = np.random.default_rng(8)
+    X = np.concatenate([rng.normal(0, 1, (4, 5)), rng.normal(2, 1, (4, 5))])
+    trainer = xai.teachable_trainer((X, np.repeat([0, 1], 4), (name, "b")), kind="pose")
+    if export:
+        trainer.train(epochs=2, seed=0)
+        with tempfile.TemporaryDirectory() as tmp:
+            trainer.export(Path(tmp) / name)
+    return trainer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _teachable_registered():
+    """The teachable plugin as its entry point registers it (registered here when not installed)."""
+    from xai_core.plugin.manager import get_registry, register_plugin, reset_registry
+
+    if "teachable" in {s.name for s in get_registry().report_sections}:
+        yield
+        return
+    import xai_teachable
+
+    register_plugin(xai_teachable)
+    yield
+    reset_registry()
+
+
 #: One or more results per built-in section, each built around a name to be escaped.
 RESULTS = {
     "explanation": [_explanation, lambda name: _explanation(name, image=True)],
@@ -227,6 +256,7 @@ RESULTS = {
     ],
     "global_permutation_importance": [_permutation_importance],
     "global_ale": [_ale],
+    "teachable": [_teachable, lambda name: _teachable(name, export=False)],
 }
 CASES = [(s, i) for s in RESULTS for i in range(len(RESULTS[s]))]
 

@@ -261,6 +261,7 @@ FACADE_TOOLS = (
     "playground_app",
     "permutation_importance",
     "ale",
+    "teachable_trainer",
 )
 
 

@@ -23,6 +23,7 @@ NAMES = (
     "playground",
     "text",
     "sound",
+    "teachable",
 )
 COLAB_URL = "https://colab.research.google.com/github/xai-core/xai-core/blob/main/docs/notebooks/"
 BADGE = (
@@ -37,6 +38,12 @@ WRITES = {
     "edge_tpu": ["mnist_float.tflite", "mnist_int8.tflite", "edge_tpu.html"],
     "whatif_editor": ["whatif_editor.html"],
     "playground": ["playground.html"],
+    "teachable": [
+        "export/model.tflite",
+        "export/model_int8.tflite",
+        "export/labels.txt",
+        "teachable.html",
+    ],
 }
 
 

@@ -31,6 +31,21 @@ from xai_core.report import isolate, render_fragment
 RLO = "\u202e"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _teachable_registered():
+    """The teachable plugin as its entry point registers it (registered here when not installed)."""
+    from xai_core.plugin.manager import register_plugin, reset_registry
+
+    if "teachable" in {s.name for s in get_registry().report_sections}:
+        yield
+        return
+    import xai_teachable
+
+    register_plugin(xai_teachable)
+    yield
+    reset_registry()
+
+
 def name(k: int) -> str:
     """The k-th hostile user string."""
     return f"{RLO}R{k}"
@@ -152,6 +167,19 @@ def _playground():
     return xai.playground_view(net, data, resolution=9)
 
 
+def _teachable():
+    import tempfile
+    from pathlib import Path
+
+    rng = np.random.default_rng(7)
+    X = np.concatenate([rng.normal(0, 1, (4, 6)), rng.normal(2, 1, (4, 6))])
+    trainer = xai.teachable_trainer((X, np.repeat([0, 1], 4), NAMES[:2]), kind="pose")
+    trainer.train(epochs=2, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer.export(Path(tmp) / name(3))  # the folder's name is shown too
+    return trainer
+
+
 def _backend_comparison():
     net = xai.nn.mlp(3, hidden=(4,), n_outputs=2)
     net.build((3,))
@@ -197,6 +225,7 @@ FACTORIES: dict[str, Callable[[], object]] = {
     "global_permutation_importance": _permutation_importance,
     "global_ale": _ale,
     "playground": _playground,
+    "teachable": _teachable,
     "projection": _projection,
     "whatif": _session,
     "whatif_edit": lambda: _session().history[-1],
