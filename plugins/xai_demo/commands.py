@@ -31,7 +31,10 @@ def _demo(args: argparse.Namespace) -> int:
     output_file(args.out, "--out")  # before minutes of training
 
     return run_demo(
-        output=args.out, dataset=args.dataset, quick=args.quick, progress=not args.no_progress
+        output=args.out,
+        dataset=args.dataset,
+        quick=args.quick,
+        progress=False if args.no_progress else None,
     )
 
 
@@ -51,7 +54,11 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="smaller sizes, for a first look (about a minute)"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide progress bars (shown on a terminal, never in a log)",
+    )
 
 
 def _explain(args: argparse.Namespace) -> int:
