@@ -6,9 +6,11 @@ Every error subclasses :class:`XaiError` *and* the builtin a caller would expect
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 __all__ = [
+    "closest_names",
     "XaiError",
     "ValidationError",
     "ShapeError",
@@ -38,18 +40,71 @@ class ShapeError(ValidationError):
     """An array argument has the wrong number of dimensions or the wrong size along one."""
 
 
+#: An unknown name's message lists every known name up to this many; past it, the closest few.
+LIST_ALL_NAMES = 25
+
+#: How many of the closest known names a long list is cut to.
+CLOSEST_NAMES = 5
+
+
+def closest_names(
+    name: object, known: list[str] | tuple[str, ...], n: int = CLOSEST_NAMES
+) -> list[str]:
+    """Up to ``n`` of ``known`` closest to ``name`` (difflib's ratio, ignoring case), best first."""
+    by_lower: dict[str, str] = {}
+    for k in known:
+        by_lower.setdefault(str(k).lower(), str(k))
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=n, cutoff=0.6)
+    return [by_lower[c] for c in close]
+
+
 class UnknownNameError(XaiError, LookupError):
-    """A name (explainer, backend, layer, feature, option) is not known; the message lists the known ones."""
+    """A name (explainer, backend, layer, feature, option) is not known; the message lists the known ones.
+
+    Up to :data:`LIST_ALL_NAMES` known names are listed in full, sorted ("Available: a,
+    b, c."). A longer list (a CSV's 785 columns, an image's pixels) is cut to the
+    :data:`CLOSEST_NAMES` closest to ``name`` by difflib's ratio, ignoring case, or, when
+    none is close, to the first few in the given order; the message says how many there are.
+
+    Attributes
+    ----------
+    kind : str
+    name : object
+        The unknown name.
+    known : list of str
+        Every known name, sorted.
+    closest : list of str
+        The known names closest to ``name``, best first (possibly empty).
+    """
 
     def __init__(self, kind: str, name: object, known: list[str] | tuple[str, ...]) -> None:
         self.kind = kind
         self.name = name
-        self.known = sorted(str(k) for k in known)
-        listing = ", ".join(self.known) if self.known else "(none)"
-        super().__init__(f"Unknown {kind} {name!r}. Available: {listing}.")
+        given = [str(k) for k in known]
+        self._given = given
+        self.known = sorted(given)
+        self.closest = closest_names(name, given)
+        if len(given) <= LIST_ALL_NAMES:
+            listing = ", ".join(self.known) if self.known else "(none)"
+            message = f"Unknown {kind} {name!r}. Available: {listing}."
+        elif self.closest:
+            message = (
+                f"Unknown {kind} {name!r}. Closest of the {len(given)} known: "
+                f"{', '.join(self.closest)}."
+            )
+        else:
+            first = ", ".join(given[:CLOSEST_NAMES])
+            message = (
+                f"Unknown {kind} {name!r}. None of the {len(given)} known is close; "
+                f"the first {CLOSEST_NAMES}: {first}, ..."
+            )
+        super().__init__(message)
 
     def __str__(self) -> str:  # LookupError would otherwise quote the message
         return self.args[0]
+
+    def __reduce__(self) -> tuple[Any, ...]:  # travels back from process workers whole
+        return (type(self), (self.kind, self.name, self._given))
 
 
 class CapabilityError(XaiError, TypeError):

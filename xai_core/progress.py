@@ -17,9 +17,16 @@ rows as chunks complete, in the caller's thread, whatever order they arrive in.
 
 With ``progress=None`` a job's bar appears when the job is long by its own measure, or when
 any bar that joins it finds its work long by its measure (and its ``progress`` is not
-False); ``progress=False`` on the job's bar hides it and everything that joins it;
-``progress=True`` shows it from the start. A job's bar is a ``tqdm.auto`` bar (a widget in
-notebooks) created only when shown.
+False), and only where someone can watch it: standard error is a terminal, or the code runs
+in a Jupyter kernel (:func:`interactive`); a log, a pipe or a CI job gets no bar.
+``progress=False`` on the job's bar hides it and everything that joins it;
+``progress=True`` shows it from the start, wherever the output goes. A job's bar is a
+``tqdm.auto`` bar (a widget in notebooks) created only when shown.
+
+A job's bar is labelled by the job and counts what the user asked for: ``explain()`` on 40
+rows is "IG 40 rows" over 40 rows (:func:`job_label`); ``compare_backends`` is "IG 5 rows
+× 3 backends" over 15, and what it is doing now ("on tpu") is shown after the bar
+(``bar.part(n, stage=...)``), never as a bar of its own.
 
 The job is held in a :class:`contextvars.ContextVar`: a bar opened in another thread (a
 thread pool's worker) starts a job of its own, which is why chunk workers get
@@ -29,13 +36,22 @@ thread pool's worker) starts a job of its own, which is why chunk workers get
 from __future__ import annotations
 
 import contextvars
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from xai_core.validation import check_bool
 
-__all__ = ["LONG_WORK_UNITS", "Bar", "progress_bar", "show_progress"]
+__all__ = [
+    "LONG_WORK_UNITS",
+    "Bar",
+    "count",
+    "interactive",
+    "job_label",
+    "progress_bar",
+    "show_progress",
+]
 
 #: With ``progress=None``, work of at least this many units (chunks, blocks, epochs) shows a bar.
 LONG_WORK_UNITS = 10
@@ -45,6 +61,37 @@ LONG_WORK_UNITS = 10
 _CURRENT: contextvars.ContextVar[Bar | None] = contextvars.ContextVar(
     "xai_core_progress_bar", default=None
 )
+
+
+def interactive() -> bool:
+    """Whether a bar can be watched: standard error is a terminal, or this is a Jupyter kernel."""
+    ipython = sys.modules.get("IPython")  # never imported here: only if the host already has
+    if ipython is not None:
+        try:
+            shell = ipython.get_ipython()
+        except Exception:  # noqa: BLE001 - a half-initialised IPython is no notebook
+            shell = None
+        if shell is not None and getattr(shell, "kernel", None) is not None:
+            return True
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+
+
+def count(n: int, unit: str) -> str:
+    """``"1 row"``, ``"40 rows"``."""
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
+def job_label(method: str, n: int, unit: str = "row") -> str:
+    """A job's bar label: the method and how many units the user asked for, ``"IG 40 rows"``.
+
+    Method names of at most four letters are acronyms and written in capitals (IG, SHAP,
+    LIME, LRP, ALE); longer ones as they are named (``saliency``, ``occlusion``).
+    """
+    shown = method.upper() if len(method) <= 4 and method.isalpha() else method
+    return f"{shown} {count(n, unit)}"
 
 
 def show_progress(progress: bool | None, units: int, *, long: bool | None = None) -> bool:
@@ -100,6 +147,7 @@ class Bar:
         self._child: Bar | None = None
         self._closed = False
         self._postfix: dict[str, Any] | None = None
+        self._stage: str | None = None
         above = _CURRENT.get()
         if above is not None and above._closed:
             above = None  # left open by a call that failed without closing it
@@ -119,7 +167,7 @@ class Bar:
         if not self.silent:
             self._token = _CURRENT.set(self)
         if show_progress(progress, self.total, long=long):
-            self.root._reveal()
+            self.root._reveal(forced=progress is True)
 
     # -- what the caller sees --------------------------------------------------------------
     @property
@@ -137,9 +185,15 @@ class Bar:
         """``not shown``, as on a ``tqdm`` bar."""
         return not self.shown
 
-    def _reveal(self) -> None:
-        """Draw this job's bar from now on (unless the job said ``progress=False``)."""
+    def _reveal(self, forced: bool) -> None:
+        """Draw this job's bar from now on, unless the job said ``progress=False``.
+
+        Drawn only where it can be watched (:func:`interactive`) unless ``forced`` (a
+        ``progress=True``).
+        """
         if self._tqdm is not None or self._closed or self.progress is False:
+            return
+        if not (forced or self.progress is True or interactive()):
             return
         from tqdm.auto import tqdm
 
@@ -148,6 +202,8 @@ class Bar:
         )
         if self._postfix:
             self._tqdm.set_postfix(self._postfix, refresh=False)
+        elif self._stage:
+            self._tqdm.set_postfix_str(self._stage, refresh=False)
 
     def _draw(self) -> None:
         bar = self._tqdm
@@ -172,7 +228,7 @@ class Bar:
             self._draw()
 
     @contextmanager
-    def part(self, n: int, *, desc: str | None = None) -> Iterator[Bar]:
+    def part(self, n: int, *, stage: str | None = None) -> Iterator[Bar]:
         """The next ``n`` units are done by the call inside; its bar, if it opens one, drives them.
 
         On a normal exit the bar has advanced by ``n`` units, whatever the inner call
@@ -182,11 +238,12 @@ class Bar:
         ----------
         n : int
             Units of this bar the inner call does.
-        desc : str, optional
-            A new description, shown from now on ("backend tpu", say).
+        stage : str, optional
+            What the job does now ("on tpu", say), shown after the job's bar from now on;
+            the job's label stays.
         """
-        if desc is not None:
-            self.set_description(desc)
+        if stage is not None:
+            self.set_stage(stage)
         if self.silent or self._closed:
             yield self
             return
@@ -206,6 +263,14 @@ class Bar:
         self.desc = desc
         if self._tqdm is not None:
             self._tqdm.set_description(desc, refresh=False)
+
+    def set_stage(self, stage: str) -> None:
+        """What the job does now, shown after the bar (the job's own bar only)."""
+        if self.root is not self:
+            return
+        self._stage = stage
+        if self._tqdm is not None and not self._postfix:
+            self._tqdm.set_postfix_str(stage, refresh=False)
 
     def set_postfix(self, values: dict[str, Any]) -> None:
         """Figures shown after the bar (the loss of an epoch, say); the job's own bar only."""

@@ -10,15 +10,55 @@ from typing import Any
 import numpy as np
 
 from xai_core import Explanation, Report, ValidationError, explain
+from xai_core.errors import closest_names
 from xai_demo._args import existing_file, parse_rows, select_rows
 
-__all__ = ["build_report", "load_data"]
+__all__ = ["build_report", "check_label_column", "load_data"]
+
+#: Column names taken for a label when a CSV has one column more than the model has inputs
+#: (``label`` is what ``Dataset.to_frame()`` writes for the bundled image sets).
+LABEL_NAMES = ("label", "target", "y", "class")
+
+
+def _check_target(path: Path, target: str, argument: str, target_argument: str) -> None:
+    """A ValidationError naming ``target_argument`` if ``target`` is not a column of the CSV."""
+    import pandas as pd
+
+    try:
+        columns = [str(c) for c in pd.read_csv(path, nrows=0).columns]
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"{argument} {str(path)!r} cannot be read as CSV: {exc}") from exc
+    if target in columns or not columns:
+        return
+    close = closest_names(target, columns)
+    if close:
+        hint = f"closest: {', '.join(close)}"
+    else:
+        hint = f"the last, where Dataset.to_frame() writes the target, is {columns[-1]!r}"
+    raise ValidationError(
+        f"{target_argument} {target!r} is not a column of {path.name} "
+        f"({len(columns)} columns; {hint})"
+    )
 
 
 def load_data(
-    path: str | os.PathLike[str], target: str | None = None, argument: str = "data"
+    path: str | os.PathLike[str],
+    target: str | None = None,
+    argument: str = "data",
+    target_argument: str = "target",
 ) -> tuple[np.ndarray, Any, list[str] | None]:
     """Rows to explain from an ``.npz`` (arrays ``X``, optional ``y`` and ``feature_names``) or a ``.csv``.
+
+    Parameters
+    ----------
+    path : path
+        The data file.
+    target : str, optional
+        The label column of a CSV (left out of the features); ``label`` for a CSV written
+        by ``Dataset.to_frame().to_csv(...)`` from the bundled image sets.
+    argument, target_argument : str
+        How error messages name the file and the target (the command line's ``--data``
+        and ``--target``).
 
     Returns
     -------
@@ -44,6 +84,7 @@ def load_data(
         if target is not None:
             from xai_datasets import load_csv
 
+            _check_target(path, target, argument, target_argument)
             ds = load_csv(path, target=target)
             return ds.X, ds.y, list(ds.feature_names)
         import pandas as pd
@@ -56,11 +97,50 @@ def load_data(
         if text:
             raise ValidationError(
                 f"{argument} {str(path)!r}: column {text[0]!r} holds text, and every column of a "
-                "CSV without a target is a feature; name the target column with --target "
+                f"CSV without a target is a feature; name the target column with {target_argument} "
                 "(text features are then coded as categories), or remove the column"
             )
         return frame.to_numpy(dtype=np.float64), None, [str(c) for c in frame.columns]
     raise ValidationError(f"data file must be .npz or .csv; got {path.name!r}.")
+
+
+def check_label_column(
+    model: Any,
+    X: np.ndarray,
+    names: list[str] | None,
+    path: str | os.PathLike[str],
+    argument: str = "data",
+    target_argument: str = "target",
+) -> None:
+    """A ValidationError when a CSV read without a target still holds its label column.
+
+    Said when ``X`` has one column more than ``model`` has inputs: the column named
+    ``label``, ``target``, ``y`` or ``class`` (in any case), else the last one, is named
+    as the likely label.
+
+    Parameters
+    ----------
+    model : Model
+        The imported model; its ``input_shape`` is compared.
+    X : ndarray of shape (n_samples, n_columns)
+    names : list of str or None
+        The columns' names.
+    path : path
+        The data file, named in the message.
+    """
+    shape = getattr(model, "input_shape", None)
+    if names is None or shape is None or X.ndim != 2:
+        return
+    n_inputs = int(np.prod(shape))
+    if X.shape[1] != n_inputs + 1:
+        return
+    lower = [n.lower() for n in names]
+    column = next((names[lower.index(n)] for n in LABEL_NAMES if n in lower), names[-1])
+    raise ValidationError(
+        f"{argument} {Path(path).name!r} has {X.shape[1]} columns and the model takes "
+        f"{n_inputs} inputs: is {column!r} its label column? Name it with "
+        f"{target_argument} {column} to leave it out of the features"
+    )
 
 
 def build_report(
@@ -73,6 +153,8 @@ def build_report(
     rows: int | str | Sequence[int] = 5,
     target: str | None = None,
     title: str | None = None,
+    data_argument: str = "data",
+    target_argument: str = "target",
 ) -> Report:
     """A report of saved explanations, and of ``model`` explained on the first ``rows`` of ``data``.
 
@@ -95,6 +177,9 @@ def build_report(
     target : str, optional
         The target column of a CSV data file (left out of the features).
     title : str, optional
+    data_argument, target_argument : str
+        How error messages name the data file and the target (the command line's
+        ``--data`` and ``--target``).
 
     Returns
     -------
@@ -116,9 +201,11 @@ def build_report(
     if model is not None:
         from xai_core import import_model
 
-        X, _, names = load_data(data, target)  # type: ignore[arg-type]
+        X, _, names = load_data(data, target, data_argument, target_argument)  # type: ignore[arg-type]
         X = select_rows(X, selection, "rows")
         net = import_model(model, X)
+        if target is None:
+            check_label_column(net, X, names, data, data_argument, target_argument)  # type: ignore[arg-type]
         report.add(
             {"rows": len(X), "features": int(np.prod(X.shape[1:]))}, f"Data: {Path(data).name}"
         )

@@ -31,7 +31,10 @@ def _demo(args: argparse.Namespace) -> int:
     output_file(args.out, "--out")  # before minutes of training
 
     return run_demo(
-        output=args.out, dataset=args.dataset, quick=args.quick, progress=not args.no_progress
+        output=args.out,
+        dataset=args.dataset,
+        quick=args.quick,
+        progress=False if args.no_progress else None,
     )
 
 
@@ -51,7 +54,11 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="smaller sizes, for a first look (about a minute)"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide progress bars (shown on a terminal, never in a log)",
+    )
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -59,7 +66,7 @@ def _explain(args: argparse.Namespace) -> int:
 
     from xai_core import import_model
     from xai_core.attribution.explainer import explain
-    from xai_demo.build import load_data
+    from xai_demo.build import check_label_column, load_data
 
     # Every path and option is checked before any work.
     existing_file(args.model, "--model")
@@ -67,10 +74,13 @@ def _explain(args: argparse.Namespace) -> int:
     output_file(args.out, "--out")
     rows = parse_rows(args.rows)
     options = parse_options(args.option)
-    X, _, names = load_data(args.data, args.target, "--data")
+    X, _, names = load_data(args.data, args.target, "--data", "--target")
     X = select_rows(X, rows)
+    model = import_model(args.model, X)
+    if args.target is None:
+        check_label_column(model, X, names, args.data, "--data", "--target")
     e = explain(
-        import_model(args.model, X),
+        model,
         X,
         method=args.method,
         backend=args.backend,
@@ -92,7 +102,11 @@ def _explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", required=True, help="rows: .npz with X (y, feature_names) or .csv"
     )
-    parser.add_argument("--target", help="the target column of a CSV data file")
+    parser.add_argument(
+        "--target",
+        help="the label column of a CSV data file, left out of the features (label for a "
+        "CSV written by Dataset.to_frame())",
+    )
     parser.add_argument(
         "--method", default="auto", help="explainer (auto: ig with gradients, shap otherwise)"
     )
@@ -129,6 +143,8 @@ def _report(args: argparse.Namespace) -> int:
         rows=args.rows,
         target=args.target,
         title=args.title,
+        data_argument="--data",
+        target_argument="--target",
     )
     path = report.save(args.out)
     print(f"Report with {len(report)} section(s): {path}", file=_status(args.out))
@@ -141,7 +157,11 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", help=_MODEL_HELP)
     parser.add_argument("--data", help="rows to explain: .npz with X (y, feature_names) or .csv")
-    parser.add_argument("--target", help="the target column of a CSV data file")
+    parser.add_argument(
+        "--target",
+        help="the label column of a CSV data file, left out of the features (label for a "
+        "CSV written by Dataset.to_frame())",
+    )
     parser.add_argument(
         "--method", action="append", help="method to run on the model (repeatable; default ig)"
     )

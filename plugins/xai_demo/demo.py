@@ -69,10 +69,22 @@ def _backend_table(net, qnet, X: np.ndarray, y: np.ndarray) -> pd.DataFrame:
 
 
 def run_demo(
-    output: str = "report.html", dataset: str = "mnist", quick: bool = False, progress: bool = True
+    output: str = "report.html",
+    dataset: str = "mnist",
+    quick: bool = False,
+    progress: bool | None = None,
 ) -> int:
-    """Run the demo and write the report to ``output``; print a short summary. Returns 0."""
+    """Run the demo and write the report to ``output``; print a short summary. Returns 0.
+
+    ``progress``: True draws one bar per job, False none; None (the default) one per job
+    where they can be watched (a terminal or a notebook: :func:`xai_core.progress.interactive`)
+    and none in a log.
+    """
+    from xai_core.progress import interactive
     from xai_datasets import load_fashion_mnist, load_mnist
+
+    if progress is None:
+        progress = interactive()
 
     loaders = {"mnist": load_mnist, "fashion-mnist": load_fashion_mnist}
     if dataset not in loaders:

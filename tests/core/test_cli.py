@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from xai_core.cli.main import main
 
 
@@ -93,6 +95,54 @@ def test_report_from_model_and_data(tmp_path, capsys):
     page = out.read_text()
     assert "ig on cpu: m.npz" in page and "saliency on cpu" in page and "https://" not in page
     assert "3 section(s)" in capsys.readouterr().out
+
+
+@pytest.fixture
+def mnist_files(tmp_path):
+    """An MLP over 784 pixels saved as m.npz, and 6 MNIST rows as Dataset.to_frame() writes them."""
+    import xai_core as xai
+    from xai_datasets import load_mnist
+
+    test = load_mnist("test").take(range(6))
+    xai.nn.mlp(784, hidden=(4,), n_outputs=10, seed=0).save(tmp_path / "m.npz")
+    test.to_frame().to_csv(tmp_path / "rows.csv", index=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["explain", "report"])
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "y",
+            "--target 'y' is not a column of rows.csv (785 columns; the last, where "
+            "Dataset.to_frame() writes the target, is 'label')",
+        ),
+        ("Label", "--target 'Label' is not a column of rows.csv (785 columns; closest: label)"),
+        (
+            None,
+            "--data 'rows.csv' has 785 columns and the model takes 784 inputs: is 'label' "
+            "its label column? Name it with --target label",
+        ),
+    ],
+    ids=["unknown", "case", "missing"],
+)
+def test_csv_target_mistakes_are_one_short_line(mnist_files, capsys, command, target, message):
+    """A wrong --target names the close columns, not 785 of them; a forgotten one says so."""
+    d = mnist_files
+    argv = [command, "--model", str(d / "m.npz"), "--data", str(d / "rows.csv")]
+    argv += [] if target is None else ["--target", target]
+    assert main([*argv, "-o", str(d / ("e.json" if command == "explain" else "r.html"))]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err) < 300 and err.count("\n") == 1
+
+
+def test_csv_with_target_label_is_explained(mnist_files, capsys):
+    """--target label, the column Dataset.to_frame() writes, leaves the label out of the features."""
+    d = mnist_files
+    argv = ["explain", "--model", str(d / "m.npz"), "--data", str(d / "rows.csv")]
+    assert main([*argv, "--target", "label", "--rows", "3", "-o", str(d / "e.json")]) == 0
+    assert "values (3, 784)" in capsys.readouterr().out
 
 
 def test_report_from_saved_explanations(tmp_path):

@@ -33,6 +33,33 @@ def test_unknown_name_lists_known_ones():
     assert err.known == ["ig", "lime", "shap"]
 
 
+def test_a_long_list_of_names_is_cut_to_the_closest():
+    """Past LIST_ALL_NAMES known names, the message keeps the few closest (case ignored), not all."""
+    from xai_core.errors import CLOSEST_NAMES, LIST_ALL_NAMES
+
+    columns = [f"pixel_{i // 28}_{i % 28}" for i in range(784)] + ["label"]
+    err = xai.UnknownNameError("column", "Label", columns)
+    assert str(err) == "Unknown column 'Label'. Closest of the 785 known: label."
+    assert err.closest == ["label"] and len(err.known) == 785
+    near = xai.UnknownNameError("column", "pixel_3_277", columns)
+    assert 1 < len(near.closest) <= CLOSEST_NAMES and "pixel_3_27" in near.closest
+    assert str(near).count("pixel_") == 1 + len(near.closest) and len(str(near)) < 200
+    far = xai.UnknownNameError("column", "zzz", columns)
+    assert far.closest == [] and "None of the 785 known is close" in str(far)
+    assert "pixel_0_0, pixel_0_1" in str(far) and len(str(far)) < 200
+    few = [f"q{i}" for i in range(LIST_ALL_NAMES)]
+    assert str(xai.UnknownNameError("k", "x", few)).count("q") == LIST_ALL_NAMES
+
+
+def test_unknown_name_pickles_whole():
+    """An UnknownNameError raised in a process worker arrives with its message and names."""
+    import pickle
+
+    err = xai.UnknownNameError("column", "zzz", [f"c{i}" for i in range(40)])
+    back = pickle.loads(pickle.dumps(err))
+    assert str(back) == str(err) and back.known == err.known and back.kind == "column"
+
+
 def test_duplicate_name_names_both_plugins():
     """A duplicate registration names both plugins."""
     err = xai.DuplicateNameError("explainer", "ig", "first_plugin", "second_plugin")

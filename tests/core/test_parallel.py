@@ -299,7 +299,7 @@ def test_progress_bar_counts_rows(data, capsys):
     """progress=True shows one bar over the 24 rows, not over the 3 chunks (tests/core/test_progress.py)."""
     xai.explain(data["net"], data["rows"], method="ig", steps=8, chunk_size=CHUNK, progress=True)
     err = capsys.readouterr().err
-    assert "ig:" in err and "/24" in err and "/3 " not in err
+    assert "IG 24 rows:" in err and "/24" in err and "/3 " not in err
 
 
 # -- failures -----------------------------------------------------------------------------

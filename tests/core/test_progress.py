@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import re
 import threading
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 import tqdm.std
 
 import xai_core as xai
-from xai_core.progress import LONG_WORK_UNITS, progress_bar
+from xai_core import progress
+from xai_core.progress import LONG_WORK_UNITS, job_label, progress_bar
 from xai_datasets import load_breast_cancer
 
 N_ROWS = 30
@@ -30,10 +32,16 @@ class Recorder:
 
 @pytest.fixture
 def bars(monkeypatch):
-    """Record each enabled tqdm bar: total, unit, description, its count after every update, closed."""
+    """Record each enabled tqdm bar: total, unit, description, stages, counts, closed.
+
+    Standard error is taken for a terminal (pytest captures it), so ``progress=None`` bars
+    of long work are drawn as they would be for a person watching.
+    """
     recorder = Recorder()
     init, update, close = tqdm.std.tqdm.__init__, tqdm.std.tqdm.update, tqdm.std.tqdm.close
     set_description = tqdm.std.tqdm.set_description
+    set_postfix_str = tqdm.std.tqdm.set_postfix_str
+    monkeypatch.setattr(progress, "interactive", lambda: True)
 
     def _init(self, *args, **kwargs):
         init(self, *args, **kwargs)
@@ -42,6 +50,7 @@ def bars(monkeypatch):
                 "total": self.total,
                 "unit": self.unit,
                 "descs": [self.desc],
+                "stages": [],
                 "counts": [],
                 "closed": False,
                 "thread": threading.get_ident(),
@@ -65,7 +74,13 @@ def bars(monkeypatch):
             self._record["descs"].append(desc)
         return set_description(self, desc, refresh)
 
+    def _set_postfix_str(self, s="", refresh=True):
+        if hasattr(self, "_record"):
+            self._record["stages"].append(s)
+        return set_postfix_str(self, s, refresh)
+
     monkeypatch.setattr(tqdm.std.tqdm, "__init__", _init)
+    monkeypatch.setattr(tqdm.std.tqdm, "set_postfix_str", _set_postfix_str)
     monkeypatch.setattr(tqdm.std.tqdm, "update", _update)
     monkeypatch.setattr(tqdm.std.tqdm, "close", _close)
     monkeypatch.setattr(tqdm.std.tqdm, "set_description", _set_description)
@@ -162,6 +177,71 @@ def test_progress_none_shows_the_job_bar_only_when_work_is_long(bars):
         assert len(bars.drawn()) == int(shown), outer
 
 
+def test_no_bar_where_nobody_watches_unless_asked(bars, monkeypatch):
+    """Not a terminal or a notebook: progress=None draws nothing, even for long work; True still draws."""
+    monkeypatch.setattr(progress, "interactive", lambda: False)
+    with progress_bar(50, progress=None, desc="long") as bar:
+        bar.update(50)
+    with progress_bar(3, progress=None, desc="job", long=False) as bar, bar.part(3):
+        with progress_bar(50, progress=None, desc="inner") as inner:
+            inner.update(50)
+    assert bars.drawn() == []
+    with progress_bar(3, progress=None, desc="job", long=False) as bar, bar.part(3):
+        with progress_bar(50, progress=True, desc="inner") as inner:  # True, even nested
+            inner.update(50)
+    assert assert_one_finished_bar(bars, 3, unit="it")["descs"] == ["job"]
+
+
+class _Stream:
+    """A text stream that says whether it is a terminal."""
+
+    def __init__(self, tty):
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "pipe"])
+def test_interactive_follows_stderr(monkeypatch, tty):
+    """Outside a Jupyter kernel, bars can be watched exactly when stderr is a terminal."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "IPython", None)  # no kernel, whatever imported it
+    monkeypatch.setattr(sys, "stderr", _Stream(tty))
+    assert progress.interactive() is tty
+
+
+def test_a_jupyter_kernel_is_interactive(monkeypatch):
+    """In a kernel (IPython's shell has a ``kernel``) bars are drawn although stderr is no terminal."""
+    import sys
+    import types
+
+    shell = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    monkeypatch.setattr(sys, "stderr", _Stream(False))
+    assert progress.interactive() is True
+    shell.kernel = None  # a terminal IPython whose output is piped
+    assert progress.interactive() is False
+
+
+@pytest.mark.parametrize(
+    ("method", "n", "label"),
+    [("ig", 40, "IG 40 rows"), ("shap", 1, "SHAP 1 row"), ("saliency", 3, "saliency 3 rows"),
+     ("gxi_test", 2, "gxi_test 2 rows")],
+    ids=["acronym", "one", "word", "underscore"],
+)  # fmt: skip
+def test_job_labels_say_the_method_and_the_count(method, n, label):
+    """A job's bar is labelled by the method and the rows the user asked for."""
+    assert job_label(method, n) == label
+
+
 def _worker_bar_is_a_job():
     with progress_bar(5, progress=False, desc="worker") as bar:
         return bar.root is bar
@@ -204,7 +284,7 @@ def test_serial_explain_has_one_bar_over_the_rows(data, bars, method, chunk_size
     )  # fmt: skip
     assert e.values.shape[0] == N_ROWS
     bar = assert_one_finished_bar(bars, N_ROWS)
-    assert bar["descs"][0] == method
+    assert bar["descs"] == [job_label(method, N_ROWS)]  # "IG 30 rows", never changed
     if chunk_size is not None:  # advanced chunk by chunk
         assert bar["counts"] == list(range(chunk_size, N_ROWS, chunk_size)) + [N_ROWS]
 
@@ -243,7 +323,7 @@ def test_process_pool_explain_has_one_bar_in_the_caller(
     )  # fmt: skip
     assert_one_finished_bar(bars, N_ROWS)
     err = capfd.readouterr().err
-    assert err.count("ig:") >= 1 and "/30" in err and "batch" not in err
+    assert err.count("IG 30 rows:") >= 1 and "/30" in err and "batch" not in err
 
 
 @pytest.mark.slow
@@ -306,7 +386,8 @@ def test_compare_methods_has_one_bar_over_rows_times_methods(data, bars):
         method_options={"lime": options("lime", data)},
     )  # fmt: skip
     bar = assert_one_finished_bar(bars, 15)
-    assert bar["descs"][1:] == ["ig on cpu", "saliency on cpu", "lime on cpu"]
+    assert bar["descs"] == ["5 rows × 3 methods"]
+    assert bar["stages"] == ["ig on cpu", "saliency on cpu", "lime on cpu"]
 
 
 @pytest.mark.parametrize("chunk_size", [None, 2])
@@ -319,14 +400,15 @@ def test_compare_backends_has_one_bar_with_a_description_per_backend(data, bars,
             chunk_size=chunk_size,
         )  # fmt: skip
     bar = assert_one_finished_bar(bars, 20)
-    assert bar["descs"][1:] == ["ig on cpu", "ig on tpu", "ig on cpu, seed 1", "ig on cpu, seed 2"]
+    assert bar["descs"] == ["IG 5 rows × 2 backends, 3 seeds"]
+    assert bar["stages"] == ["on cpu", "on tpu", "on cpu, seed 1", "on cpu, seed 2"]
 
 
 def test_fit_has_one_bar_over_epochs(bars):
     """fit: one bar over the epochs asked for."""
     X = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
     xai.nn.mlp(3, (4,), 2).fit(X, (X[:, 0] > 0).astype(int), epochs=5, progress=True)
-    assert_one_finished_bar(bars, 5, unit="epoch")
+    assert assert_one_finished_bar(bars, 5, unit="epoch")["descs"] == ["fit 5 epochs"]
 
 
 def test_what_if_partial_dependence_and_neighbours_count_rows(data, bars):
@@ -341,3 +423,60 @@ def test_what_if_partial_dependence_and_neighbours_count_rows(data, bars):
     assert_one_finished_bar(bars, 5, unit="round")
     xai.project(X).neighbors(5, progress=True)
     assert_one_finished_bar(bars, 200)
+
+
+# -- the demo's log -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_demo_draws_one_labelled_bar_per_job_at_a_time(bars, monkeypatch, tmp_path):
+    """On a terminal, `xai demo`'s bars never overlap, each is a job's label and ends full."""
+    from xai_demo.demo import run_demo
+
+    opened, overlaps = [], []
+    init, close = tqdm.std.tqdm.__init__, tqdm.std.tqdm.close
+    live = set()
+
+    def _init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if not self.disable:
+            if live:
+                overlaps.append((self.desc, sorted(b.desc for b in live)))
+            live.add(self)
+            opened.append(self.desc)
+
+    def _close(self):
+        live.discard(self)
+        return close(self)
+
+    monkeypatch.setattr(tqdm.std.tqdm, "__init__", _init)
+    monkeypatch.setattr(tqdm.std.tqdm, "close", _close)
+    assert run_demo(output=str(tmp_path / "r.html"), quick=True) == 0
+    assert overlaps == [] and not live
+    job = re.compile(
+        r"^(fit \d+ epochs?|[A-Za-z_]+ \d+ rows?( × \d+ backends?(, \d+ seeds)?)?"
+        r"|\d+ rows? × \d+ methods?|partial dependence)$"
+    )
+    assert len(opened) >= 4 and all(job.match(d) for d in opened), opened
+    for record in bars.drawn():
+        assert record["closed"] and record["n"] == record["total"], record
+
+
+@pytest.mark.slow
+def test_the_demo_log_has_no_bars(tmp_path):
+    """`xai demo` with its output captured (a log, CI) prints its lines and no bar at all."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "xai_core", "demo", "--quick", "-o", str(tmp_path / "r.html")],
+        env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    log = done.stdout + done.stderr
+    assert "Training a CNN" in log and "Report:" in log
+    assert "\r" not in log and "%|" not in log and "it/s" not in log

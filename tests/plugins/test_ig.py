@@ -518,8 +518,11 @@ def test_black_box_and_inference_only_backends_get_a_capability_error(rows):
     assert model.gradient_calls == 0
 
 
-def test_progress_bar_only_when_asked_or_long(rows, capsys):
-    """progress=True shows a bar, False none; by default one shows from ten chunks on."""
+def test_progress_bar_only_when_asked_or_long(rows, capsys, monkeypatch):
+    """progress=True shows a bar, False none; by default one shows from ten chunks on (on a terminal)."""
+    from xai_core import progress as progress_module
+
+    monkeypatch.setattr(progress_module, "interactive", lambda: True)
     cases = [
         (True, 24, True),
         (False, 1, False),
@@ -538,7 +541,9 @@ def test_progress_bar_only_when_asked_or_long(rows, capsys):
             progress=progress,
         )
         err = capsys.readouterr().err
-        assert ("ig:" in err and f"/{len(rows)} " in err) is shown, progress  # a bar over rows
+        assert (f"IG {len(rows)} rows:" in err and f"/{len(rows)} " in err) is shown, (
+            progress
+        )  # a bar over rows
 
 
 def test_float32_backend_delta_reflects_its_precision(rows):

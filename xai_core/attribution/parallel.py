@@ -30,7 +30,7 @@ from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.transport import backend_spec, model_spec
 from xai_core.errors import ChunkError
 from xai_core.model.runner import ModelRunner
-from xai_core.progress import LONG_WORK_UNITS, progress_bar
+from xai_core.progress import LONG_WORK_UNITS, job_label, progress_bar
 from xai_core.validation import check_positive_int
 
 __all__ = [
@@ -270,7 +270,7 @@ def explain_chunked(
     bar = progress_bar(
         len(X),
         progress=progress,
-        desc=cls.name,
+        desc=job_label(cls.name, len(X)),
         unit="row",
         long=len(starts) >= LONG_WORK_UNITS,
     )

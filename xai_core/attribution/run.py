@@ -21,7 +21,7 @@ from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.guard import GuardedRunner
 from xai_core.model.base import STRAIGHT_THROUGH_NOTE
-from xai_core.progress import progress_bar
+from xai_core.progress import job_label, progress_bar
 
 if TYPE_CHECKING:
     from xai_core.attribution.explainer import Explainer
@@ -86,7 +86,11 @@ def run_explainer(
     start = time.perf_counter()
     # one bar over the rows; the explainer's own bar (backward passes, blocks...) drives it
     bar = progress_bar(
-        len(X), progress=options.get("progress"), desc=cls.name, unit="row", long=False
+        len(X),
+        progress=options.get("progress"),
+        desc=job_label(cls.name, len(X)),
+        unit="row",
+        long=False,
     )
     with limit_blas(job.blas_threads), bar, bar.part(len(X)):
         result = explainer.explain(guarded, view, None if target is None else read_only(target))

@@ -5,7 +5,6 @@ Kept apart from :mod:`xai_core.attribution.explanation` so the result type stays
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,6 @@ __all__ = [
     "to_shap",
 ]
 
-_CLOSE = 8
 _MIN_PIXEL_SIDE = 8
 
 
@@ -95,10 +93,7 @@ def _feature_index(e: Explanation, key: Any) -> list[int]:
         elif isinstance(k, str) and k in lookup:
             out.append(lookup[k])
         elif isinstance(k, str):
-            close = difflib.get_close_matches(k, names, n=_CLOSE, cutoff=0.5) or list(
-                names[:_CLOSE]
-            )
-            raise UnknownNameError(f"feature name (of {n}; closest shown)", k, close)
+            raise UnknownNameError("feature name", k, list(names))
         else:
             raise ValidationError(f"a feature must be a name or an int; got {type(k).__name__}.")
     return out

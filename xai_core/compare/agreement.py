@@ -24,7 +24,7 @@ from xai_core.errors import CapabilityError, ShapeError, ValidationError
 from xai_core.model.base import gradients_on
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.resolve import backend_classes, default_methods, explainer_class, get_backend
-from xai_core.progress import Bar, progress_bar
+from xai_core.progress import Bar, count, job_label, progress_bar
 from xai_core.validation import check_bool, check_positive_int
 
 __all__ = ["BackendComparison", "MethodComparison", "compare_backends", "compare_methods"]
@@ -201,7 +201,7 @@ def _seed_noise(
     seed0 = options.get("seed", 0)
     tables = []
     for j in range(1, n_seeds):
-        with bar.part(len(X), desc=f"{method.name} on {backend.name}, seed {seed0 + j}"):
+        with bar.part(len(X), stage=f"on {backend.name}, seed {seed0 + j}"):
             rerun = explain(
                 ModelRunner(model, backend),
                 X,
@@ -367,7 +367,8 @@ def compare_backends(
     bar = progress_bar(
         len(X) * (len(pairs) + (n_seeds - 1 if noisy else 0)),
         progress=options.get("progress"),
-        desc=f"{cls.name} on {pairs[0][0]}",
+        desc=f"{job_label(cls.name, len(X))} × {count(len(pairs), 'backend')}"
+        + (f", {n_seeds} seeds" if noisy else ""),
         unit="row",
         long=False,
     )
@@ -389,7 +390,7 @@ def compare_backends(
                 skipped[label] = reason
                 bar.update(len(X))
                 continue
-            with bar.part(len(X), desc=f"{cls.name} on {label}"):
+            with bar.part(len(X), stage=f"on {label}"):
                 runs[label] = _run_on(run_model, backend, X, cls, target, **parallel, **options)
 
         ref_name = pairs[0][0]
@@ -496,7 +497,11 @@ def compare_methods(
     explanations: dict[str, Explanation] = {}
     skipped: dict[str, str] = {}
     bar = progress_bar(
-        len(X) * len(classes), progress=progress, desc="compare_methods", unit="row", long=False
+        len(X) * len(classes),
+        progress=progress,
+        desc=f"{count(len(X), 'row')} × {count(len(classes), 'method')}",
+        unit="row",
+        long=False,
     )
     with bar:
         for name, cls in classes.items():
@@ -510,7 +515,7 @@ def compare_methods(
             opts = dict(method_options.get(name, {}))
             if "progress" in cls.option_names():
                 opts.setdefault("progress", progress)
-            with bar.part(len(X), desc=f"{name} on {runner.backend.name}"):
+            with bar.part(len(X), stage=f"{name} on {runner.backend.name}"):
                 explanations[name] = explain(runner, X, method=cls, target=target, **opts)
     if len(explanations) < 2:
         raise ValidationError(f"fewer than two methods could run; skipped: {skipped}.")

@@ -195,7 +195,7 @@ def fit(
         ``self``, with :attr:`history` (a DataFrame: epoch, loss, accuracy, val_loss,
         val_accuracy) and, for classification, :attr:`classes_`.
     """
-    from xai_core.progress import progress_bar
+    from xai_core.progress import count, progress_bar
 
     knobs = _check_knobs(
         problem=problem,
@@ -227,7 +227,13 @@ def fit(
     head, data = _training_data(net, X, y, validation_data, knobs, backend, rng)
 
     stopper = _EarlyStopping(knobs.patience) if early_stopping else None
-    bar = progress_bar(knobs.epochs, progress=progress, desc="fit", unit="epoch", leave=True)
+    bar = progress_bar(
+        knobs.epochs,
+        progress=progress,
+        desc=f"fit {count(knobs.epochs, 'epoch')}",
+        unit="epoch",
+        leave=True,
+    )
     try:
         records = _run_epochs(net, head, data, backend, opt, knobs, rng, bar, stopper)
     finally:

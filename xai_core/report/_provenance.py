@@ -12,7 +12,10 @@ from typing import Any
 
 __all__ = [
     "DEPENDENCIES",
+    "WALL_CLOCK_KEYS",
     "creation_time",
+    "source_date_epoch",
+    "without_wall_clock",
     "environment_info",
     "package_versions",
     "explanation_provenance",
@@ -44,17 +47,56 @@ def package_versions(names: tuple[str, ...] = DEPENDENCIES) -> dict[str, str]:
     return versions
 
 
+#: Meta keys that hold wall-clock durations (an explanation's ``seconds``, LIME's
+#: ``timings``): left out of a report when ``SOURCE_DATE_EPOCH`` is set, so that it is the
+#: same bytes on every run.
+WALL_CLOCK_KEYS: frozenset[str] = frozenset({"seconds", "timings"})
+
+
+def source_date_epoch() -> int | None:
+    """``SOURCE_DATE_EPOCH`` as an int (seconds since 1970-01-01 UTC); None when unset or empty.
+
+    The reproducible-builds.org convention: a build that finds it writes this time instead
+    of the current one, and nothing else that differs from run to run.
+
+    Raises
+    ------
+    ValidationError
+        If it is set to anything but a non-negative integer (the convention asks a build to
+        fail rather than guess).
+    """
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()):
+        from xai_core.errors import ValidationError
+
+        raise ValidationError(
+            "the environment variable SOURCE_DATE_EPOCH must be a whole number of seconds "
+            f"since 1970-01-01 UTC (such as 1700000000); got {raw!r}."
+        )
+    return int(raw)
+
+
 def creation_time() -> str:
     """Now in UTC, ISO 8601 to the second; ``SOURCE_DATE_EPOCH`` (seconds) instead when it is set.
 
     ``SOURCE_DATE_EPOCH`` is the reproducible-builds convention: with it (and a seed) two
     reports of the same results are the same bytes.
     """
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    when = None
-    if epoch.isdigit():
-        when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
-    return (when or _dt.datetime.now(_dt.timezone.utc)).isoformat(timespec="seconds")
+    epoch = source_date_epoch()
+    if epoch is not None:
+        when = _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc)
+    else:
+        when = _dt.datetime.now(_dt.timezone.utc)
+    return when.isoformat(timespec="seconds")
+
+
+def without_wall_clock(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``meta`` without its :data:`WALL_CLOCK_KEYS` when ``SOURCE_DATE_EPOCH`` is set; else as it is."""
+    if source_date_epoch() is None:
+        return meta
+    return {k: v for k, v in meta.items() if k not in WALL_CLOCK_KEYS}
 
 
 def environment_info(seed: int | None, created: str | None = None) -> dict[str, Any]:
@@ -91,8 +133,11 @@ def _summarize(value: Any) -> Any:
 
 
 def explanation_provenance(e: Any) -> dict[str, Any]:
-    """Method, backend, numerics, seed, options and seconds of one explanation."""
-    meta = e.meta
+    """Method, backend, numerics, seed, options and seconds of one explanation.
+
+    ``seconds`` is None when ``SOURCE_DATE_EPOCH`` is set (see :func:`without_wall_clock`).
+    """
+    meta = without_wall_clock(e.meta)
     return {
         "method": e.method or None,
         "backend": e.backend or None,

@@ -30,7 +30,11 @@ from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
 from xai_core.report._outcomes import row_outcomes
 from xai_core.report._png import png_data_uri, to_pixels
-from xai_core.report._provenance import backend_numerics, explanation_provenance
+from xai_core.report._provenance import (
+    backend_numerics,
+    explanation_provenance,
+    without_wall_clock,
+)
 from xai_core.report._summary import describe, format_column, summarize
 
 __all__ = [
@@ -113,7 +117,7 @@ class DataFrameLike(metaclass=_DuckType):
 def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Method-specific figures other than the provenance ones, one line each (arrays summarised)."""
     rows = []
-    for key, value in meta.items():
+    for key, value in without_wall_clock(meta).items():
         if key in ("options", "seed", "seconds", "numerics", "image_shape"):
             continue
         if (
@@ -134,7 +138,7 @@ def _meta_summary(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _small_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The meta for the JSON block: arrays of more than one value as shape, dtype and a few values."""
-    return {str(k): summarize(v) for k, v in meta.items() if k != "options"}
+    return {str(k): summarize(v) for k, v in without_wall_clock(meta).items() if k != "options"}
 
 
 def option_rows(options: Any) -> list[tuple[str, str]]:
@@ -324,6 +328,14 @@ def _explanation_rows(
     return rows, top_json
 
 
+def _time_taken(e: Explanation, prov: Mapping[str, Any]) -> str:
+    if prov["seconds"] is not None:
+        return f"{format_number(prov['seconds'])} s"
+    if e.meta.get("seconds") is not None:  # left out by without_wall_clock
+        return "not recorded (SOURCE_DATE_EPOCH is set)"
+    return "unknown"
+
+
 def _provenance_rows(e: Explanation, prov: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Method, backend, numerics, seed and time, then the method's own figures, one line each."""
     return [
@@ -333,7 +345,7 @@ def _provenance_rows(e: Explanation, prov: Mapping[str, Any]) -> list[tuple[str,
         ("seed", "none" if prov["seed"] is None else str(prov["seed"])),
         (
             "time taken",
-            "unknown" if prov["seconds"] is None else f"{format_number(prov['seconds'])} s",
+            _time_taken(e, prov),
         ),
         *_meta_summary(e.meta),
     ]
