@@ -456,11 +456,15 @@ def _check_fragment(subject: str, html: str) -> list[str]:
         if _EXTERNAL.search(attrs.get("style", "")):
             _fail(subject, f"<{tag} style=...> must not load anything from outside")
     for kind, text in page.scripts:
+        if kind == "text/html":  # a live control's template: inert HTML the script puts in place
+            _check_fragment(subject, text)
+            continue
         if kind != "application/json":
             _fail(
                 subject,
-                'a fragment may hold data in <script type="application/json"> only; '
-                "executable JavaScript goes in ReportSection.script",
+                'a fragment may hold data in <script type="application/json"> and templates '
+                'in <script type="text/html"> only; executable JavaScript goes in '
+                "ReportSection.script",
             )
         try:
             json.loads(text)
@@ -482,7 +486,8 @@ def check_report_section(section: Any, make_result: Any, *, seed: int = 0) -> No
     it in the HTML); the fragment is self-contained (images as ``data:`` URIs, no
     external URL in any attribute or style, links only to its own ids, ids unique,
     no ``<link>``/``<iframe>``/... elements, data only in ``<script
-    type="application/json">`` blocks that parse as JSON); the section's ``script``
+    type="application/json">`` blocks that parse as JSON, and ``<script type="text/html">``
+    templates of live controls held to the same rules); the section's ``script``
     loads nothing from outside.
 
     Parameters

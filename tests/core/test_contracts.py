@@ -138,6 +138,11 @@ def _whatif(name):
     return w
 
 
+def _compare(name):
+    w = _whatif(name)
+    return w.compare_models(w.runner, names=(f"{name} A", f"{name} B"))
+
+
 def _projection(name):
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(30, 5))
@@ -254,6 +259,12 @@ RESULTS = {
     "whatif_thresholds": [
         lambda name: _whatif(name).thresholds(_names(name)[0][1], "demographic_parity")
     ],
+    "whatif_neighbors": [lambda name: _whatif(name).neighbors(0, k=3)],
+    "whatif_features": [
+        lambda name: _whatif(name).feature_stats(),
+        lambda name: _whatif(name).feature_stats(_names(name)[0][1]),
+    ],
+    "whatif_compare": [lambda name: _compare(name)],
     "global_permutation_importance": [_permutation_importance],
     "global_ale": [_ale],
     "teachable": [_teachable, lambda name: _teachable(name, export=False)],
