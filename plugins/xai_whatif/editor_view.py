@@ -18,7 +18,9 @@ __all__ = ["counterfactual_html", "dependence_html", "explanation_html", "histor
 __all__ += ["prediction_html", "scatter_html"]
 
 _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
-_CHANGED = "background:#fde68a;font-weight:bold"
+_CHANGED = (
+    "background:#fde68a;color:#1b1b1b;font-weight:bold"  # its own ink: a host may set td colours
+)
 
 _TEMPLATES = {
     "prediction": """<div class="xai-editor-prediction"><p>Row {{ row }}: predicted <strong>{{ predicted }}</strong>{% if flipped %} (was {{ was }}){% endif %}.</p>

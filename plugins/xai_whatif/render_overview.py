@@ -22,8 +22,9 @@ __all__ = [
     "render_neighbors",
 ]
 
-#: Colours of the slices' curves (colour-blind safe, Okabe and Ito).
-_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+#: Colours of the slices' curves (Okabe and Ito's colour-blind-safe set, grey for its black: the
+#: lines must show on light and dark themes alike).
+_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c8c8c")
 _MAX_CURVES = len(_COLOURS)
 _MAX_FEATURES = 60
 _BOX = {"w": 230, "h": 200, "x0": 36, "y0": 8, "pw": 180, "ph": 160}
