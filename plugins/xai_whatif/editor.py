@@ -21,6 +21,7 @@ import numpy as np
 import xai_core as xai
 from xai_core import UnknownNameError, ValidationError, XaiError
 from xai_core.jsonfile import Bool, Either, Int, List, Num, Obj, Str, check, parse_json
+from xai_core.validation import check_choice, check_positive_int
 from xai_whatif.results import Counterfactuals, EditResult, PartialDependence
 
 if TYPE_CHECKING:
@@ -55,6 +56,10 @@ class EditorState:
     pd_rows : int, default=200
         Rows (evenly spaced) the partial-dependence curve averages over.
     seed : int, default=0
+    n_neighbors : int, default=5
+        Nearest examples listed beside the row (the What-If Tool's "show nearest").
+    distance : {"l1", "l2"}, default="l1"
+        The distance of the nearest counterfactual and the neighbours.
 
     Attributes
     ----------
@@ -67,6 +72,8 @@ class EditorState:
         Of the row as edited.
     counterfactual : Counterfactuals
         The nearest example with another prediction.
+    neighbors : Neighbors
+        The ``n_neighbors`` examples nearest the row as edited, by ``distance``.
     dependence : PartialDependence
         Of ``feature``, averaged over ``pd_rows`` rows.
     """
@@ -83,8 +90,12 @@ class EditorState:
         pd_rows: int = 200,
         background_rows: int = 50,
         seed: int = 0,
+        n_neighbors: int = 5,
+        distance: str = "l1",
     ) -> None:
         self.w = w
+        self.n_neighbors = check_positive_int(n_neighbors, "n_neighbors")
+        self.distance = check_choice(distance, "distance", ("l1", "l2"))
         t = w.table
         if method is None:
             method = "ig" if "gradient" in w.runner.capabilities else "shap"
@@ -298,7 +309,8 @@ class EditorState:
             feature_names=None if w.table.is_image else w.feature_names,
             **self.explain_options,
         )
-        self.counterfactual: Counterfactuals = w.nearest_counterfactual(self.row)
+        self.counterfactual: Counterfactuals = w.nearest_counterfactual(self.row, self.distance)
+        self.neighbors = w.neighbors(self.row, self.n_neighbors, self.distance)
         if pd:
             self._pd_cache.clear()  # the data changed: the averages did too
         self.dependence = self._dependence()

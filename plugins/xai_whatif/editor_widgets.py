@@ -17,6 +17,7 @@ from typing import Any
 from xai_core.widgets import ClickPlot, require_widgets
 from xai_whatif import editor_view as view
 from xai_whatif.editor import COLOUR_BY, PROJECTION, EditorState
+from xai_whatif.render_overview import render_neighbors
 
 __all__ = ["EditorWidget"]
 
@@ -44,7 +45,8 @@ class EditorWidget:
     scatter : ClickPlot
         Its ``picked`` trait is the clicked row.
     panels : dict of str to ipywidgets.HTML
-        ``prediction``, ``explanation``, ``counterfactual``, ``dependence``, ``history``.
+        ``prediction``, ``explanation``, ``counterfactual``, ``neighbors``, ``dependence``,
+        ``history``.
     """
 
     def __init__(self, state: EditorState) -> None:
@@ -67,7 +69,14 @@ class EditorWidget:
         self.buttons = {name: w.Button(description=name) for name in ("undo", "reset row", "clone")}
         self.panels = {
             name: w.HTML()
-            for name in ("prediction", "explanation", "counterfactual", "dependence", "history")
+            for name in (
+                "prediction",
+                "explanation",
+                "counterfactual",
+                "neighbors",
+                "dependence",
+                "history",
+            )
         }
         self.message = w.HTML()
         self.clones: list[EditorWidget] = []
@@ -96,6 +105,7 @@ class EditorWidget:
                 self.panels["dependence"],
                 self.panels["explanation"],
                 self.panels["counterfactual"],
+                self.panels["neighbors"],
             ],
             layout=w.Layout(**column),
         )
@@ -237,6 +247,7 @@ class EditorWidget:
         self.panels["prediction"].value = view.prediction_html(s)
         self.panels["explanation"].value = view.explanation_html(s)
         self.panels["counterfactual"].value = view.counterfactual_html(s)
+        self.panels["neighbors"].value = render_neighbors(s.neighbors)
         self.panels["dependence"].value = view.dependence_html(s)
         self.panels["history"].value = view.history_html(s)
 

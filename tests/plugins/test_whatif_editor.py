@@ -106,6 +106,24 @@ def test_counterfactual_beside_the_row_highlights_what_differs(cancer):
     assert html.count('data-changed="1"') == int(np.count_nonzero(X[c.index[0]] != X[5]))
 
 
+def test_the_editor_lists_the_rows_nearest_the_edited_row(cancer):
+    """Beside the row: its nearest examples by brute-force scaled L2, following an edit."""
+    X, _, names, _ = cancer
+    ed = _session(cancer).editor(5, n_neighbors=3, distance="l2")
+    d = np.sqrt(((X - X[5]) ** 2 / X.std(0) ** 2).sum(1))
+    d[5] = np.inf
+    np.testing.assert_array_equal(ed.state.neighbors.index, np.argsort(d, kind="stable")[:3])
+    assert "The 3 examples nearest row 5" in ed.panels["neighbors"].value
+    assert ed.state.counterfactual.distance == "l2"
+    ed.controls[names[0]].value = float(X[100, 0])
+    edited = ed.state.w.X[5]
+    d = np.sqrt(((X - edited) ** 2 / X.std(0) ** 2).sum(1))
+    d[5] = np.inf
+    np.testing.assert_array_equal(ed.state.neighbors.index, np.argsort(d, kind="stable")[:3])
+    with pytest.raises(xai.UnknownNameError, match="distance"):
+        _session(cancer).editor(0, distance="cosine")
+
+
 def test_undo_reset_and_clone(cancer):
     """Undo reverts the last edit, reset restores the loaded row, a clone edits its own copy."""
     X, _, _, _ = cancer
