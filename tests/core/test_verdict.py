@@ -101,6 +101,14 @@ def test_an_int8_like_difference_is_beyond_noise():
     assert judge_noise(metrics.agreement(ref, ref * (1 + 0.03)), "fp32")["beyond_noise"].all()
 
 
+def test_differences_read_as_percentages_or_small_numbers():
+    """A whole-scale difference reads 100%, a small one in scientific notation."""
+    ref = _attributions()
+    c = _comparison({"edgetpu": (ref * (1 - 0.99996), "int8"), "gpu": (ref * (1 + 2e-8), "fp32")})
+    assert "by up to 100% of the attribution scale" in c.verdict.sentence
+    assert "differences up to 2.0e-08 of the attribution scale" in c.verdict.decisions[1].line
+
+
 def test_the_seed_spread_raises_the_threshold():
     """A seeded method's own spread across seeds is its noise when larger than rounding."""
     ref = _attributions()

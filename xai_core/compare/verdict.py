@@ -139,7 +139,7 @@ def _relative(x: float, digits: int = 2) -> str:
         return "unbounded (the reference is zero)"
     if x == 0:
         return "0"
-    if x >= 1:
+    if x >= 0.995:  # two figures of a percentage from 99.5 up: no "1e+02%"
         return f"{100 * x:.0f}%"
     if x >= 1e-3:
         return f"{100 * x:.{digits}g}%"
