@@ -98,12 +98,15 @@ ig  # an Explanation renders as heatmaps in a notebook""",
 
 The same explanation on the simulated GPU (fp32 in tile order) and TPU (bf16 matrix
 operands, fp32 sums), compared with the CPU: cosine similarity, top-k overlap, whether
-a prediction flipped, and each backend's cycle counts.""",
+a prediction flipped, and each backend's cycle counts. The verdict says in words which
+backend changes the explanation beyond the rounding of its number format
+([how it is decided](../hardware_findings.md#how-the-verdict-is-decided)).""",
     ),
     (
         "code",
         """\
 backends = xai.compare_backends(net, X, method="ig", backends=("cpu", "gpu", "tpu"), **ig_options)
+print(backends.verdict)
 backends.summary[
     ["mean_cosine", "mean_top_k_overlap", "max_abs_diff", "flipped", "explanation_cycles"]
 ]""",

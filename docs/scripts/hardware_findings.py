@@ -36,7 +36,9 @@ def table(frame, columns, digits=4) -> str:
     rule = "|" + "---|" * (len(columns) + 1)
     lines = [head, rule]
     for idx, row in frame[columns].iterrows():
-        cells = [f"{v:.{digits}g}" if isinstance(v, float) else str(v) for v in row]
+        cells = [
+            ("–" if v != v else f"{v:.{digits}g}") if isinstance(v, float) else str(v) for v in row
+        ]
         lines.append("| " + " | ".join([str(idx)] + cells) + " |")
     return "\n".join(lines)
 
@@ -80,17 +82,21 @@ def study(name: str, load) -> None:
             "min_cosine",
             "mean_top_k_overlap",
             "mean_spearman",
+            "max_rel_diff",
+            "beyond_noise",
             "flipped",
             "mean_delta",
             "explanation_cycles",
         ]
         print(f"### {method}: each backend against cpu fp32 ({N_ROWS} test images)\n")
+        print(f"Verdict: {c.verdict.sentence}\n")
         print(table(c.summary, cols))
         for backend, reason in c.skipped.items():
             print(f"\n{backend} skipped: {reason}.")
         print()
     m = xai.compare_methods(net, X, methods=("ig", "shap", "lime"), method_options=METHOD_OPTIONS)
     print("### Methods against each other (mean cosine, cpu)\n")
+    print(f"Verdict: {m.verdict.sentence}\n")
     print(table(m.matrices["cosine"].rename_axis("method"), list(m.matrices["cosine"].columns), 3))
     print()
     print("### Deletion curves against a random ranking (area under the curve, lower is better)\n")

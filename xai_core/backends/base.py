@@ -157,6 +157,10 @@ class Backend:
         :func:`~xai_core.compare_backends` skips it there.
     dtype : numpy.dtype
         The floating-point dtype of activations and elementwise work.
+    number_format : str
+        The coarsest number format the backend multiplies in (``"fp32"``, ``"bf16"``,
+        ``"int8"``, ...): the rounding :func:`~xai_core.compare_backends` expects of it
+        (:data:`xai_core.compare.verdict.UNIT_ROUNDOFF`). By default :attr:`dtype`'s.
     """
 
     name: ClassVar[str] = "abstract"
@@ -496,6 +500,13 @@ class Backend:
         return float(n_ops)
 
     # -- description ------------------------------------------------------------------
+    @property
+    def number_format(self) -> str:
+        """The format of the products: ``"fp64"``, ``"fp32"`` or ``"fp16"`` from :attr:`dtype`."""
+        return {"float64": "fp64", "float32": "fp32", "float16": "fp16"}.get(
+            self.dtype.name, self.dtype.name
+        )
+
     def describe(self) -> dict[str, Any]:
         """Name, numerics and settings, for ``xai backends`` and report provenance."""
         return {

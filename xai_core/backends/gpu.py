@@ -195,6 +195,11 @@ class GPUBackend(Backend):
         return out
 
     @property
+    def number_format(self) -> str:
+        """The operand precision: ``"fp32"``, ``"tf32"`` or ``"fp16"``."""
+        return self.precision
+
+    @property
     def exact_operands(self) -> bool:
         """True at fp32 precision (operands multiplied as given); False for tf32 and fp16."""
         return self.precision == "fp32"

@@ -321,6 +321,11 @@ class TPUBackend(Backend):
             )
         return a, b
 
+    @property
+    def number_format(self) -> str:
+        """``"bf16"`` or ``"int8"``: the operands of the matrix units."""
+        return self.numerics
+
     def _label(self) -> str:
         return f"preset {self.preset}" if self.preset else "int8 numerics"
 

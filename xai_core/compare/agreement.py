@@ -20,6 +20,7 @@ from xai_core.attribution.explanation import Explanation
 from xai_core.backends.base import Backend
 from xai_core.compare import metrics
 from xai_core.compare.results import BackendComparison, MethodComparison
+from xai_core.compare.verdict import judge_noise
 from xai_core.errors import CapabilityError, ShapeError, ValidationError
 from xai_core.model.base import gradients_on
 from xai_core.model.runner import ModelRunner
@@ -218,13 +219,31 @@ def _seed_noise(
     return pd.concat(tables, ignore_index=True)
 
 
+def _seed_spread(noise: Any) -> np.ndarray:
+    """Per row, the largest ``max_rel_diff`` of the reference with itself over the other seeds.
+
+    ``noise`` is a seed-noise table (one row per (seed, row)); the result has shape (n_rows,).
+    """
+    return noise.groupby("row")["max_rel_diff"].max().to_numpy()
+
+
 def _agreement_rows(
-    runs: dict[str, _Run], reference: str, k: int, noise_floor: np.ndarray | None
+    runs: dict[str, _Run],
+    reference: str,
+    k: int,
+    seed_spread: np.ndarray | None,
+    formats: Mapping[str, str],
 ) -> Any:
-    """One row per (backend, sample): agreement with the reference, flips, delta, beyond noise."""
+    """One row per (backend, sample): agreement with the reference, flips, delta, beyond noise.
+
+    Noise is decided by :func:`~xai_core.compare.verdict.judge_noise`: the rounding of the
+    coarser number format (``formats``), or the method's own ``seed_spread`` (shape
+    (n_rows,)) when larger.
+    """
     import pandas as pd
 
     ref = runs[reference]
+    ref_format = formats.get(reference, "fp32")
     tables = []
     for name, run in runs.items():
         table = metrics.agreement(ref.explanation.values, run.explanation.values, k)
@@ -234,11 +253,7 @@ def _agreement_rows(
         table["reference_prediction"] = ref.prediction
         table["flipped"] = run.prediction != ref.prediction
         table["delta"] = _row_delta(run.explanation)
-        if noise_floor is not None:
-            table["beyond_noise"] = table["cosine"] < noise_floor
-        else:  # a deterministic method: any difference is the hardware's
-            table["beyond_noise"] = table["max_abs_diff"] > 0
-        tables.append(table)
+        tables.append(judge_noise(table, formats.get(name, "fp32"), ref_format, seed_spread))
     return pd.concat(tables, ignore_index=True)
 
 
@@ -250,6 +265,7 @@ def _summary(rows: Any, runs: dict[str, _Run]) -> Any:
         mean_top_k_overlap=("top_k_overlap", "mean"),
         mean_spearman=("spearman", "mean"),
         max_abs_diff=("max_abs_diff", "max"),
+        max_rel_diff=("max_rel_diff", "max"),
         flipped=("flipped", "sum"),
         beyond_noise=("beyond_noise", "sum"),
         mean_delta=("delta", "mean"),
@@ -314,7 +330,9 @@ def compare_backends(
     n_seeds : int, default=1
         For methods with a ``seed`` option: reference runs with this many seeds, so that
         a backend's difference counts (``beyond_noise``) only when it exceeds the
-        method's own spread.
+        method's own spread. Every difference must also exceed the rounding of the
+        backend's number format (:mod:`xai_core.compare.verdict`), the only noise of a
+        deterministic method.
     calibration : array-like, optional
         Rows for int8 quantisation; ``X`` by default.
     quantized : Model, str or path, optional
@@ -394,14 +412,15 @@ def compare_backends(
                 runs[label] = _run_on(run_model, backend, X, cls, target, **parallel, **options)
 
         ref_name = pairs[0][0]
-        noise = noise_floor = None
+        noise = spread = None
         if noisy:
             ref = runs[ref_name].explanation
             noise = _seed_noise(
                 model, pairs[0][1], X, ref, cls, target, k, n_seeds, options, bar, **parallel
             )
-            noise_floor = noise.groupby("row")["cosine"].min().to_numpy()
-    rows = _agreement_rows(runs, ref_name, k, noise_floor)
+            spread = _seed_spread(noise)
+    formats = {label: backend.number_format for label, backend in pairs if label in runs}
+    rows = _agreement_rows(runs, ref_name, k, spread, formats)
     return BackendComparison(
         method=cls.name,
         reference=ref_name,
@@ -411,6 +430,7 @@ def compare_backends(
         skipped=skipped,
         noise=noise,
         options={"k": k, "n_seeds": n_seeds, **options},
+        formats=formats,
         notes={
             label: str(run.explanation.meta["gradient"])
             for label, run in runs.items()

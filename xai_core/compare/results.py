@@ -10,6 +10,8 @@ from xai_core.attribution.explanation import Explanation
 if TYPE_CHECKING:
     import pandas as pd
 
+    from xai_core.compare.verdict import Verdict
+
 __all__ = ["BackendComparison", "MethodComparison"]
 
 
@@ -27,11 +29,16 @@ class BackendComparison:
     rows : pandas.DataFrame
         One row per (backend, sample): ``cosine``, ``top_k_overlap``, ``spearman``,
         ``max_abs_diff``, ``max_rel_diff``, ``prediction``, ``reference_prediction``,
-        ``flipped``, ``delta`` (convergence delta or additivity error), ``beyond_noise``.
+        ``flipped``, ``delta`` (convergence delta or additivity error), ``threshold`` (the
+        noise, relative to the attribution scale) and ``beyond_noise``
+        (``max_rel_diff > threshold``). The rank figures (``spearman``,
+        ``top_k_overlap``) of a row within noise are NaN: not meaningful
+        (:mod:`xai_core.compare.verdict`).
     summary : pandas.DataFrame
-        One row per backend: mean and minimum agreement, flipped predictions, rows whose
-        difference exceeds the method's own seed noise, and the cost counters of the
-        inference pass and of the explanation (cycles, estimated seconds, energy).
+        One row per backend: mean and minimum agreement (the rank figures over the rows
+        beyond noise, NaN when none is), the largest differences, flipped predictions,
+        rows beyond noise, and the cost counters of the inference pass and of the
+        explanation (cycles, estimated seconds, energy).
     skipped : dict of str to str
         Backends that could not run this method, with the reason.
     noise : pandas.DataFrame or None
@@ -40,6 +47,13 @@ class BackendComparison:
         Backends whose gradients were estimates, with what kind
         (``"straight-through (fake-quantised float backward)"`` for an int8 model on
         ``edgetpu``): the explanation's ``meta["gradient"]``.
+    formats : dict of str to str
+        Each backend's number format (``Backend.number_format``: ``"fp32"``, ``"bf16"``,
+        ``"int8"``), whose rounding is the noise of a deterministic method.
+    verdict : Verdict
+        In plain language: which backend changes the explanation, by how much, beyond
+        noise or not, and whether predictions flip
+        (:func:`xai_core.compare.verdict.backend_verdict`).
     """
 
     method: str
@@ -51,6 +65,14 @@ class BackendComparison:
     noise: pd.DataFrame | None = None
     options: dict[str, Any] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> Verdict:
+        """Which backend changes the explanation, by how much, beyond noise, and flips."""
+        from xai_core.compare.verdict import backend_verdict
+
+        return backend_verdict(self)
 
     @property
     def flipped_rows(self) -> pd.DataFrame:
@@ -69,6 +91,7 @@ class BackendComparison:
     def __repr__(self) -> str:
         ran = ", ".join(self.explanations)
         return (
+            f"{self.verdict}\n"
             f"BackendComparison(method={self.method!r}, reference={self.reference!r}, "
             f"backends=[{ran}], skipped={sorted(self.skipped)})"
         )
@@ -97,6 +120,9 @@ class MethodComparison:
     randomisation : dict of str to Randomisation
         With ``quality=True`` on a native network: each method's model parameter
         randomisation curve.
+    verdict : Verdict
+        In plain language: which methods agree (a mean cosine of at least 0.9,
+        :func:`xai_core.compare.verdict.method_verdict`).
     """
 
     backend: str
@@ -107,8 +133,18 @@ class MethodComparison:
     quality: pd.DataFrame | None = None
     randomisation: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def verdict(self) -> Verdict:
+        """Which methods agree: a mean cosine of at least 0.9."""
+        from xai_core.compare.verdict import method_verdict
+
+        return method_verdict(self)
+
     def __repr__(self) -> str:
-        return f"MethodComparison(methods={list(self.explanations)}, backend={self.backend!r})"
+        return (
+            f"{self.verdict}\n"
+            f"MethodComparison(methods={list(self.explanations)}, backend={self.backend!r})"
+        )
 
     def _repr_html_(self) -> str:
         from xai_core.report import render_fragment

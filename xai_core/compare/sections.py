@@ -10,6 +10,7 @@ from markupsafe import Markup
 from xai_core.attribution.views import explanation_layout
 from xai_core.compare.agreement import BackendComparison, MethodComparison
 from xai_core.compare.faithfulness import Faithfulness, _auc
+from xai_core.compare.verdict import RANK_FIGURES, Verdict
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
 from xai_core.report import (
@@ -24,7 +25,13 @@ from xai_core.report import (
 )
 from xai_core.report.sections import render_frame
 
-__all__ = ["render_backend_comparison", "render_method_comparison", "render_faithfulness"]
+__all__ = [
+    "header",
+    "render_backend_comparison",
+    "render_faithfulness",
+    "render_method_comparison",
+    "shown_table",
+]
 
 #: Rows drawn side by side.
 MAX_GRID_ROWS = 8
@@ -93,8 +100,55 @@ def _scale(vmax: float) -> dict[str, Any]:
     return {"uri": png_data_uri(bar), "width": bar.shape[1], "height": bar.shape[0]}
 
 
+#: Column headers in words; other columns are spelled from their snake_case name.
+HEADERS = {
+    "max_abs_diff": "Max abs diff",
+    "max_rel_diff": "Max rel diff",
+    "mean_top_k_overlap": "Mean top-k overlap",
+    "top_k_overlap": "Top-k overlap",
+    "mean_spearman": "Mean Spearman",
+    "spearman": "Spearman",
+    "threshold": "Noise threshold",
+    "beyond_noise": "Beyond noise",
+    "rank_reference": "Reference rank",
+}
+_UNITS = {"est seconds": "est. seconds", "energy j": "energy (J)"}
+
+
+def header(name: Any) -> str:
+    """A column's name in words: ``"max_abs_diff"`` is ``"Max abs diff"``."""
+    name = str(name)
+    if name in HEADERS:
+        return HEADERS[name]
+    words = name.replace("_", " ")
+    for key, value in _UNITS.items():
+        words = words.replace(key, value)
+    return words[:1].upper() + words[1:]
+
+
+def shown_table(frame: Any, ranks: bool = False) -> Any:
+    """``frame`` as a comparison table shows it: columns that are all NaN dropped, headers in
+    words and, with ``ranks``, the rank figures that are not meaningful (NaN) as "–"."""
+    figures = [*RANK_FIGURES, *(f"mean_{f}" for f in RANK_FIGURES)] if ranks else []
+    empty = frame.isna().all(axis=0).to_numpy() & ~frame.columns.isin(figures)
+    frame = frame.loc[:, ~empty]
+    if ranks:
+        for column in [c for c in figures if c in frame.columns]:
+            frame = frame.assign(
+                **{column: frame[column].astype(object).where(frame[column].notna(), None)}
+            )
+    frame = frame.rename(columns=header)
+    if frame.index.name is not None:
+        frame.index.name = header(frame.index.name)
+    return frame
+
+
 def _render(
-    headline: str, tables: list[tuple[str, Any]], data: dict[str, Any], **extra: Any
+    headline: str,
+    tables: list[tuple[str, Any]],
+    data: dict[str, Any],
+    verdict: Verdict | None = None,
+    **extra: Any,
 ) -> str:
     return (
         environment()
@@ -102,6 +156,7 @@ def _render(
         .render(
             uid=new_id("ana"),
             headline=headline,
+            verdict=verdict,
             tables=[(caption, Markup(render_frame(frame))) for caption, frame in tables],
             data=data,
             skipped=extra.get("skipped", []),
@@ -115,21 +170,29 @@ def _render(
 def render_backend_comparison(c: BackendComparison) -> str:
     """Agreement and cost per backend, flipped predictions, side-by-side heatmaps."""
     flips = c.rows[c.rows["flipped"]]
+    verdict = c.verdict
     flagged = np.zeros(len(c.explanations[c.reference]), dtype=bool)
     flagged[flips["row"].to_numpy()] = True
     headline = (
         f"{c.method} on {len(c.explanations)} backend(s) against {c.reference}: "
         f"{len(flips)} flipped prediction(s)."
     )
-    tables = [("Summary per backend", c.summary), ("Per row", c.rows)]
+    tables = [
+        ("Summary per backend", shown_table(c.summary, ranks=True)),
+        ("Per row", shown_table(c.rows.set_index("backend"), ranks=True)),
+    ]
     if c.noise is not None:
-        tables.append(("The method's own spread across seeds (reference backend)", c.noise))
+        tables.append(
+            ("The method's own spread across seeds (reference backend)", shown_table(c.noise))
+        )
     ref = c.explanations[c.reference]
     texts = None
     if ref.meta.get("tokens") is not None:  # texts: highlighted tokens instead of heatmaps
         from xai_core.text.render import comparison_html
 
-        tables.append(("Tokens that moved most (per backend and text)", c.token_shifts()))
+        tables.append(
+            ("Tokens that moved most (per backend and text)", shown_table(c.token_shifts()))
+        )
         texts = Markup(comparison_html(c.explanations, c.reference, max_rows=MAX_GRID_ROWS))
     return _render(
         headline,
@@ -139,7 +202,9 @@ def render_backend_comparison(c: BackendComparison) -> str:
             "method": c.method,
             "reference": c.reference,
             "options": summarize(c.options),
+            "verdict": {"sentence": verdict.sentence, "lines": list(verdict.lines)},
         },
+        verdict,
         skipped=sorted(c.skipped.items()),
         grid=None if texts is not None else _grid(c.explanations, flagged, c.reference),
         texts=texts,
@@ -161,7 +226,7 @@ def render_method_comparison(c: MethodComparison) -> str:
         caption = "Quality per method, each figure beside its spread over seeds; " + "; ".join(
             f"{figure} {better}" for figure, better in FIGURES.items()
         )
-        tables.insert(0, (caption, c.quality))
+        tables.insert(0, (caption, shown_table(c.quality)))
         data["quality"] = {
             method: {k: (None if v != v else float(v)) for k, v in row.items()}
             for method, row in c.quality.to_dict(orient="index").items()
@@ -180,11 +245,14 @@ def render_method_comparison(c: MethodComparison) -> str:
             "Spearman similarity to the original |attribution| as layers are randomised "
             "from the output down (left: none randomised); a method that follows the model falls",
         )
-    tables.append(("Per row and pair", c.rows))
+    tables.append(("Per row and pair", shown_table(c.rows)))
+    verdict = c.verdict
+    data["verdict"] = {"sentence": verdict.sentence, "lines": list(verdict.lines)}
     return _render(
         f"{', '.join(c.explanations)} on {c.backend}, compared pairwise.",
         tables,
         data,
+        verdict,
         skipped=sorted(c.skipped.items()),
         grid=_grid(c.explanations),
         chart=chart,
@@ -259,10 +327,18 @@ def xai_register_report_sections():
     """Backend comparisons, method comparisons and faithfulness."""
     return [
         ReportSection(
-            "backend_comparison", BackendComparison, render_backend_comparison, "Across backends"
+            "backend_comparison",
+            BackendComparison,
+            render_backend_comparison,
+            "Across backends",
+            verdict=lambda c: c.verdict,
         ),
         ReportSection(
-            "method_comparison", MethodComparison, render_method_comparison, "Across methods"
+            "method_comparison",
+            MethodComparison,
+            render_method_comparison,
+            "Across methods",
+            verdict=lambda c: c.verdict,
         ),
         ReportSection("faithfulness", Faithfulness, render_faithfulness, "Faithfulness"),
     ]

@@ -103,10 +103,12 @@ def compare_texts(
             },
         )
     ref = runs[ref_label].explanation
-    noise = noise_floor = None
+    noise = spread = None
     if n_seeds > 1 and ref.method == "smoothgrad":
-        noise, noise_floor = _seed_noise(model, X, ref, ref_backend, target, k, n_seeds, options)
-    rows = _agreement._agreement_rows(runs, ref_label, k, noise_floor)
+        noise = _seed_noise(model, X, ref, ref_backend, target, k, n_seeds, options)
+        spread = _agreement._seed_spread(noise)
+    formats = {label: backend.number_format for label, backend in pairs if label in runs}
+    rows = _agreement._agreement_rows(runs, ref_label, k, spread, formats)
     shown = {key: _shown(v) for key, v in options.items()}
     return BackendComparison(
         method=ref.method,
@@ -117,6 +119,7 @@ def compare_texts(
         skipped=skipped,
         noise=noise,
         options={"k": k, "n_seeds": n_seeds, **shown},
+        formats=formats,
     )
 
 
@@ -136,8 +139,8 @@ def _seed_noise(
     k: int,
     n_seeds: int,
     options: dict[str, Any],
-) -> tuple[Any, np.ndarray]:
-    """The reference's agreement with itself under other seeds, and each text's lowest cosine."""
+) -> Any:
+    """The reference's agreement with itself under other seeds, one row per (seed, text)."""
     import pandas as pd
 
     seed0 = int(options.get("seed", 0) or 0)
@@ -156,8 +159,7 @@ def _seed_noise(
                 seed=seed0 + j, row=np.arange(len(ref))
             )
         )
-    noise = pd.concat(tables, ignore_index=True)
-    return noise, noise.groupby("row")["cosine"].min().to_numpy()
+    return pd.concat(tables, ignore_index=True)
 
 
 def token_shifts(c: BackendComparison, top: int = 5) -> Any:

@@ -30,6 +30,12 @@ class ReportSection:
         Content-Security-Policy allows exactly these scripts (by hash). The script must read
         only the page (its ``<script type="application/json">`` data), handle every
         instance of the section it finds, and leave the section readable without it.
+    verdict : callable, optional
+        ``verdict(result)``: the result's verdict in plain language, which a report shows
+        in its "Verdict" block at the top, before the table of contents; None (the
+        default's answer) for results without one. It returns a ``str``, or an object with
+        ``sentence`` (str) and ``lines`` (sequence of str), such as
+        ``BackendComparison.verdict`` (:class:`xai_core.compare.verdict.Verdict`).
     """
 
     name: str
@@ -37,6 +43,7 @@ class ReportSection:
     render: Callable[[Any], str]
     title: str = ""
     script: str = ""
+    verdict: Callable[[Any], Any] = field(default=lambda result: None)
 
     def handles(self, result: Any) -> bool:
         """Whether this section renders ``result``."""

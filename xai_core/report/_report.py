@@ -77,6 +77,30 @@ def _render_section(section: ReportSection, result: Any) -> Markup:
     return Markup(html)  # the section's contract: every user-supplied string already escaped
 
 
+def _verdict_of(section: ReportSection, result: Any) -> tuple[str, tuple[str, ...]] | None:
+    """(sentence, lines) of ``section.verdict(result)``, or None when it has none."""
+    try:
+        verdict = section.verdict(result)
+    except Exception as exc:
+        raise PluginError(
+            _owner(section),
+            f"report section {section.name!r}'s verdict failed on a "
+            f"{type(result).__qualname__}: {exc}",
+        ) from exc
+    if verdict is None:
+        return None
+    if isinstance(verdict, str):
+        return verdict, ()
+    sentence, lines = getattr(verdict, "sentence", None), getattr(verdict, "lines", None)
+    if not isinstance(sentence, str) or isinstance(lines, str) or lines is None:
+        raise PluginError(
+            _owner(section),
+            f"report section {section.name!r}'s verdict must return None, a str or an object "
+            f"with a str sentence and a sequence of str lines; got {type(verdict).__name__}.",
+        )
+    return sentence, tuple(str(line) for line in lines)
+
+
 def _default_title(section: ReportSection, result: Any) -> str:
     base = section.title or section.name
     method, backend = getattr(result, "method", None), getattr(result, "backend", None)
@@ -116,7 +140,7 @@ def _body(
     env = environment()
     uid = new_id("report")
     scope = f"xai-scope-{uid}"
-    sections = []
+    sections, verdicts = [], []
     for section, result, section_title in entries:
         sections.append(
             {
@@ -126,6 +150,16 @@ def _body(
                 "html": _render_section(section, result),
             }
         )
+        verdict = _verdict_of(section, result) if title is not None else None
+        if verdict is not None:
+            verdicts.append(
+                {
+                    "id": sections[-1]["id"],
+                    "title": section_title,
+                    "sentence": verdict[0],
+                    "lines": verdict[1],
+                }
+            )
     provenance = Markup("")
     provenance_id = new_id("provenance")
     if with_provenance:
@@ -164,6 +198,7 @@ def _body(
         scope=scope,
         title=title,
         sections=sections,
+        verdicts=verdicts,
         provenance=provenance,
         provenance_id=provenance_id,
         inline_css=inline_css,

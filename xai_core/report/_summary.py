@@ -114,8 +114,10 @@ def format_column(values: Any, digits: int = 4) -> list[str] | None:
 
     Integers exactly, with thousands separators; other numbers with the same count of
     decimals, enough for ``digits`` significant figures of the largest magnitude (at most
-    6), or all in scientific notation when the column spans below 0.001 or from 1e7 up.
-    NaN is ``NaN`` and None ``–``.
+    6), or all in scientific notation when the column spans below 0.001 or from 1e7 up. A
+    non-zero number those decimals would show with fewer than two significant figures
+    (``2.6e-09`` beside ``0.05``) keeps ``digits`` significant figures of its own, so that
+    no difference reads as zero. NaN is ``NaN`` and None ``–``.
     """
     vals = list(values)
     if not vals or not all(
@@ -146,6 +148,10 @@ def format_column(values: Any, digits: int = 4) -> list[str] | None:
             return "NaN"
         if not np.isfinite(f):
             return "∞" if f > 0 else "−∞"
-        return f"{f:.{digits - 1}e}" if sci else f"{f:,.{decimals}f}"
+        if sci:
+            return f"{f:.{digits - 1}e}"
+        if f != 0 and abs(f) < 10.0 ** (1 - decimals):
+            return format_number(f, digits)
+        return f"{f:,.{decimals}f}"
 
     return [one(v) for v in vals]
