@@ -11,21 +11,6 @@ import xai_core as xai
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(autouse=True)
-def _registered():
-    """The plugin as its entry point registers it (registered here when not installed)."""
-    from xai_core.plugin.manager import get_registry, register_plugin, reset_registry
-
-    if "teachable_trainer" in get_registry().tools:
-        yield
-        return
-    import xai_teachable
-
-    register_plugin(xai_teachable)
-    yield
-    reset_registry()
-
-
 def test_offline_section_draws_bars_and_thumbnails(open_page, tmp_path):
     """Without JavaScript, every thumbnail decodes and each bar's width is 180 px times its probability."""
     rng = np.random.default_rng(0)

@@ -192,21 +192,6 @@ def _teachable(name, export=True):
     return trainer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _teachable_registered():
-    """The teachable plugin as its entry point registers it (registered here when not installed)."""
-    from xai_core.plugin.manager import get_registry, register_plugin, reset_registry
-
-    if "teachable" in {s.name for s in get_registry().report_sections}:
-        yield
-        return
-    import xai_teachable
-
-    register_plugin(xai_teachable)
-    yield
-    reset_registry()
-
-
 #: One or more results per built-in section, each built around a name to be escaped.
 RESULTS = {
     "explanation": [_explanation, lambda name: _explanation(name, image=True)],

@@ -7,22 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import xai_teachable
-
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "teachable.md").read_text(encoding="utf-8")
-
-
-@pytest.fixture(autouse=True)
-def _registered():
-    """The plugin as its entry point registers it (registered here when not installed)."""
-    from xai_core.plugin.manager import get_registry, register_plugin, reset_registry
-
-    reset_registry()
-    if "teachable_trainer" not in get_registry().tools:
-        register_plugin(xai_teachable)
-    yield
-    reset_registry()
 
 
 def test_the_example_runs(tmp_path, monkeypatch):

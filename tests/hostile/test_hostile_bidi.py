@@ -31,21 +31,6 @@ from xai_core.report import isolate, render_fragment
 RLO = "\u202e"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _teachable_registered():
-    """The teachable plugin as its entry point registers it (registered here when not installed)."""
-    from xai_core.plugin.manager import register_plugin, reset_registry
-
-    if "teachable" in {s.name for s in get_registry().report_sections}:
-        yield
-        return
-    import xai_teachable
-
-    register_plugin(xai_teachable)
-    yield
-    reset_registry()
-
-
 def name(k: int) -> str:
     """The k-th hostile user string."""
     return f"{RLO}R{k}"
