@@ -83,9 +83,10 @@ PD_GRID = 21
 
 
 @cache
-def script() -> str:
-    """The editor's JavaScript (package data ``whatif.js``)."""
-    return resources.files("xai_whatif").joinpath("whatif.js").read_text("utf-8")
+def script(name: str = "whatif.js") -> str:
+    """A section's JavaScript, package data: the editor's ``whatif.js`` by default, or the
+    slices' threshold slider, ``thresholds.js``."""
+    return resources.files("xai_whatif").joinpath(name).read_text("utf-8")
 
 
 @cache

@@ -22,7 +22,10 @@ from xai_whatif.results import SliceMetrics, ThresholdChoice
 if TYPE_CHECKING:
     from xai_whatif.whatif import WhatIf
 
-__all__ = ["slices", "thresholds"]
+__all__ = ["SLIDER_GRID", "slices", "thresholds"]
+
+#: The thresholds at which ``slices`` counts each slice's confusion matrix for the slider.
+SLIDER_GRID = np.linspace(0.0, 1.0, 101)
 
 
 def _binary_scores(w: WhatIf, positive_class: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +104,7 @@ def slices(
     else:
         truth, pred = w.y.astype(np.int64), w.predicted.astype(np.int64)
         classes = list(range(w.outputs.shape[1]))
-    records, confusion, curves = [], {}, {}
+    records, confusion, curves, grid_counts = [], {}, {}, {}
     for s, label in enumerate(labels):
         rows = ids == s
         cm = confusion_matrix(truth[rows], pred[rows], labels=classes)
@@ -117,6 +120,7 @@ def slices(
             curve = _curves(truth[rows], score[rows])
             if curve is not None:
                 curves[label] = curve
+            grid_counts[label] = _fair.counts_on_grid(score[rows], truth[rows], SLIDER_GRID)
         records.append(rec)
     return SliceMetrics(
         features=tuple(w.feature_names[j] for j in cols),
@@ -124,6 +128,8 @@ def slices(
         confusion=confusion,
         curves=curves,
         threshold=float(threshold) if binary else None,
+        grid=SLIDER_GRID.copy() if binary else None,
+        grid_counts=grid_counts,
         class_names=tuple(w.output_names)
         if not binary or len(w.output_names) == 2
         else (

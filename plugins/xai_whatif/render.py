@@ -83,6 +83,7 @@ _TEMPLATES = {
 <p>{{ heading }}</p>
 {{ m.table(columns, rows) }}
 {{ curves }}
+{{ slider }}
 {% for cm in confusions %}<details><summary>Confusion matrix: {{ cm.label }}</summary>{{ m.table(cm.columns, cm.rows) }}</details>{% endfor %}
 </div>""",
     "whatif": """{% import "macros" as m %}
@@ -323,6 +324,7 @@ def render_slices(s: Any) -> str:
         rows=rows,
         confusions=confusions,
         curves=_curves(s.curves, s.table, s.threshold),
+        slider=Markup(threshold_slider(s)),
     )
 
 
@@ -351,12 +353,20 @@ def render_thresholds(t: Any) -> str:
     return _render(
         "slices",
         "thr",
+        slider="",
         heading=heading,
         columns=columns,
         rows=rows,
         confusions=[],
         curves=_curves(t.curves, t.table, None),
     )
+
+
+def threshold_slider(s: Any) -> str:
+    """The slices' offline threshold slider (see :mod:`xai_whatif.render_overview`)."""
+    from xai_whatif.render_overview import threshold_slider as slider
+
+    return slider(s)
 
 
 def _curves(curves: dict, table: Any, threshold: float | None) -> Markup:

@@ -17,6 +17,7 @@ from xai_whatif import render as _base
 
 __all__ = [
     "curves_figure",
+    "threshold_slider",
     "render_feature_stats",
     "render_model_comparison",
     "render_neighbors",
@@ -41,6 +42,14 @@ _TEMPLATES = {
 <text x="{{ box.x0 + box.pw / 2 }}" y="{{ box.h - 1 }}" font-size="11" text-anchor="middle">{{ c.title }}</text>
 </svg>{% endfor %}
 <p class="xai-muted" style="flex-basis:100%">{% for l in legend %}<span style="color:{{ l.colour }}">&#9632;</span> {{ l.label }}{% if not loop.last %}; {% endif %}{% endfor %}{% if marked %}. Dots: {{ marked }}{% endif %}.{% if more %} {{ more }} more slices not drawn.{% endif %}</p>
+</div>""",
+    "slider": """
+<div class="xai-whatif-threshold" id="{{ uid }}">
+<script type="application/json" class="xai-whatif-threshold-data">{{ data | json_script }}</script>
+<script type="text/html" class="xai-live"><p><label>Threshold <input type="range" class="xai-whatif-threshold-input" min="0" max="{{ last }}" value="{{ start }}" style="width:min(320px,70%)"></label> <output class="xai-whatif-threshold-value">{{ value }}</output> (cost ratio {{ cost_ratio }}): each slice at that threshold.</p>
+<div class="xai-table-wrap"><table><thead><tr><th>slice</th><th>TN</th><th>FP</th><th>FN</th><th>TP</th><th>accuracy</th><th>TPR</th><th>FPR</th><th>cost</th></tr></thead><tbody>
+{% for label in labels %}<tr data-slice="{{ loop.index0 }}"><td>{{ label }}</td>{% for k in keys %}<td class="xai-num" data-k="{{ k }}"></td>{% endfor %}</tr>
+{% endfor %}</tbody></table></div></script>
 </div>""",
     "features": """{% import "macros" as m %}
 <div class="xai-whatif-features" id="{{ uid }}">
@@ -153,6 +162,37 @@ def curves_figure(
             marked="each slice's threshold" if marks else "",
             more=more if more > 0 else 0,
         )
+    )
+
+
+def threshold_slider(s: Any, cost_ratio: float = 1.0) -> str:
+    """The offline threshold slider of a binary :class:`SliceMetrics`: "" for other models.
+
+    Each slice's confusion counts on :attr:`SliceMetrics.grid` travel as JSON; the slider
+    (a live template, so a sanitised view shows no dead control) picks a grid point and
+    ``thresholds.js`` shows that point's counts and rates.
+    """
+    if s.grid is None or not s.grid_counts:
+        return ""
+    labels = list(s.grid_counts)
+    start = int(np.argmin(np.abs(s.grid - s.threshold)))
+    return _render(
+        "slider",
+        "threshold",
+        data={
+            "grid": [float(g) for g in s.grid],
+            "cost_ratio": float(cost_ratio),
+            "slices": [
+                {k: [int(v) for v in s.grid_counts[label][k]] for k in ("tn", "fp", "fn", "tp")}
+                for label in labels
+            ],
+        },
+        labels=labels,
+        keys=("tn", "fp", "fn", "tp", "accuracy", "tpr", "fpr", "cost"),
+        last=len(s.grid) - 1,
+        start=start,
+        value=f"{s.grid[start]:.2f}",
+        cost_ratio=format_number(cost_ratio),
     )
 
 

@@ -179,6 +179,11 @@ class SliceMetrics(_Renders):
         Per slice: ``roc`` (fpr, tpr, thresholds) and ``pr`` (precision, recall, thresholds).
     threshold : float or None
         Score at or above which a binary model predicts the positive class.
+    grid : ndarray of shape (n_thresholds,) or None
+        Binary models: the thresholds of :attr:`grid_counts` (101 in [0, 1]).
+    grid_counts : dict of str to dict of str to ndarray of shape (n_thresholds,)
+        Per slice: ``tn``, ``fp``, ``fn``, ``tp`` at each threshold of :attr:`grid` (what
+        the report's threshold slider shows without a kernel).
     """
 
     features: tuple[str, ...]
@@ -187,6 +192,8 @@ class SliceMetrics(_Renders):
     curves: dict[str, dict[str, np.ndarray]]
     threshold: float | None
     class_names: tuple[str, ...]
+    grid: np.ndarray | None = None
+    grid_counts: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"SliceMetrics(by {', '.join(self.features)}; {len(self.table)} slices)"

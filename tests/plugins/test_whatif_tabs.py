@@ -211,3 +211,24 @@ def test_the_performance_tab_follows_the_threshold_slider_and_the_strategies(dat
     assert not tab.threshold.disabled and state.choice is None
     with pytest.raises(xai.UnknownNameError, match="strategy"):
         state.update(strategy="fairest")
+
+
+def test_the_reports_threshold_slider_carries_scikit_learns_counts(data):
+    """The slider's data: each slice's confusion counts at every grid threshold, as scikit-learn's."""
+    import json
+
+    from sklearn.metrics import confusion_matrix
+
+    w = _session(data)
+    s = w.slices("mean radius", bins=2, threshold=0.3)
+    html = s._repr_html_()
+    block = html.split('class="xai-whatif-threshold-data">', 1)[1].split("</script>", 1)[0]
+    payload = json.loads(block)
+    score = w.outputs[:, 1]
+    for k in (0, 17, 30, 50, 99, 100):
+        t = payload["grid"][k]
+        for i, counts in enumerate(payload["slices"]):
+            rows = _slice_rows(w, i, 2)
+            tn, fp, fn, tp = confusion_matrix(w.y[rows], score[rows] >= t, labels=[0, 1]).ravel()
+            assert [counts[key][k] for key in ("tn", "fp", "fn", "tp")] == [tn, fp, fn, tp]
+    assert 'value="30"' in html and '<script type="text/html" class="xai-live">' in html
