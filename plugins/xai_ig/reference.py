@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from xai_core import Cost, Explainer, Explanation, ModelRunner
-from xai_core.attribution.options import Alias, Choice, Float, Int, Seed
+from xai_core.attribution.options import Alias, Choice, Constraint, Float, Int, Seed
 from xai_core.errors import ShapeError, ValidationError
-from xai_core.nn.rules import BackwardRule
+from xai_core.nn.rules import BackwardRule, LayerRules
 from xai_ig._batching import batch_bar, chunk_points, gradient_rows
 from xai_ig.cost import gradient_cost
 
@@ -398,7 +398,52 @@ class GradientShap(_ReferenceMethod):
 
 
 #: LRP's rules by this project's names: the executor's rule and Captum's class.
-LRP_RULE_NAMES = {"epsilon": "lrp_epsilon", "alpha1_beta0": "lrp_alpha1_beta0"}
+LRP_RULE_NAMES = {
+    "epsilon": "lrp_epsilon",
+    "alpha1_beta0": "lrp_alpha1_beta0",
+    "gamma": "lrp_gamma",
+}
+
+
+def _rule_spec(value: Any, name: str) -> tuple[str, float | None]:
+    """``"gamma"`` or ``("gamma", 0.5)`` / ``("epsilon", 1e-3)``: a rule and its parameter."""
+    if isinstance(value, str):
+        rule, parameter = value, None
+    elif isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], str):
+        rule, parameter = value
+    else:
+        raise ValidationError(
+            f"{name} must be a rule name ({', '.join(LRP_RULE_NAMES)}) or a pair like "
+            f"('gamma', 0.25) or ('epsilon', 1e-3); got {value!r}."
+        )
+    if rule not in LRP_RULE_NAMES:
+        raise ValidationError(f"{name} must name one of {list(LRP_RULE_NAMES)}; got {rule!r}.")
+    if parameter is not None:
+        if rule == "alpha1_beta0":
+            raise ValidationError(f"{name}: alpha1_beta0 takes no parameter; got {value!r}.")
+        parameter = Float(0.0, inclusive=True).check(parameter, name)
+    return rule, parameter
+
+
+class LayerRuleMap(Constraint):
+    """A mapping of layers (index or name, as ``net.summary()`` lists them) to LRP rules."""
+
+    def check(self, value: Any, name: str) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ValidationError(
+                f"{name} must be a dict of layer (index or name) to rule; got "
+                f"{type(value).__name__}."
+            )
+        for key, spec in value.items():
+            if isinstance(key, bool) or not isinstance(key, (int, str)):
+                raise ValidationError(f"{name} keys must be layer indices or names; got {key!r}.")
+            _rule_spec(spec, f"{name}[{key!r}]")
+        return dict(value)
+
+    def describe(self) -> str:
+        return "dict of layer to rule"
 
 
 @_fill
@@ -412,15 +457,24 @@ class LRP(_ReferenceMethod):
 
     Parameters
     ----------
-    rule : {"epsilon", "alpha1_beta0"}, default="epsilon"
-        The rule of every dense and convolution layer: Captum's ``EpsilonRule`` (its
-        default for every layer), or ``Alpha1_Beta0_Rule`` (the weights' positive part
-        in ``z`` and in the backward product, the bias kept). Pooling layers use the
-        epsilon rule (Captum's default for them; ``Alpha1_Beta0_Rule`` changes nothing
-        there).
+    rule : {"epsilon", "alpha1_beta0", "gamma"}, default="epsilon"
+        The rule of every dense and convolution layer that ``rules`` does not name:
+        Captum's ``EpsilonRule`` (its default for every layer), ``Alpha1_Beta0_Rule`` (the
+        weights' positive part in ``z`` and in the backward product, the bias kept) or
+        ``GammaRule`` (``W + gamma * W+``, the bias kept, stabilised by 1e-9). Pooling
+        layers use the epsilon rule (Captum's default for them; the weight rules change
+        nothing there).
     epsilon : float, default=1e-9
         The stabiliser (Captum's ``EpsilonRule(epsilon=1e-9)`` and
         ``PropagationRule.STABILITY_FACTOR``).
+    gamma : float, default=0.25
+        The gamma rule's weight on the positive part (Captum's ``GammaRule(gamma=0.25)``).
+    rules : dict, optional
+        A rule per layer, as Captum's ``module.rule``: layer (index or name, as
+        ``net.summary()`` lists them) to ``"epsilon"``, ``"alpha1_beta0"``, ``"gamma"``, or
+        a pair ``("epsilon", 1e-3)`` / ``("gamma", 0.5)`` with the rule's own parameter
+        (otherwise ``epsilon`` and ``gamma`` above). A rule on a layer without weights or
+        pooling (an activation, a reshape) changes nothing, as in Captum.
     {chunk}
 
     Notes
@@ -428,13 +482,15 @@ class LRP(_ReferenceMethod):
     ``values`` has shape (n_samples, *input_shape). ``meta["convergence_delta"]`` is
     Captum's, ``f(x) - sum(values)`` (the relevance the stabiliser absorbs);
     ``base_values`` is the same, so that ``base_values + sum(values) = f(x)``;
-    ``meta["output"]`` is ``f(x)``. Captum's per-module rules correspond to the
-    torch module's layers before import: a batch norm that the importer folds into a
-    convolution is one layer here (Captum gives it its own ``EpsilonRule``).
+    ``meta["output"]`` is ``f(x)``; ``meta["rules"]`` the rule of each named layer.
+    Captum's per-module rules correspond to the torch module's layers before import: a
+    batch norm that the importer folds into a convolution is one layer here (Captum
+    gives it its own ``EpsilonRule``).
 
     Examples
     --------
     >>> e = xai.explain(net, X, method="lrp", rule="alpha1_beta0")
+    >>> e = xai.explain(net, X, method="lrp", rules={"conv1": ("gamma", 0.25), "fc2": "epsilon"})
     """
 
     name: ClassVar[str] = "lrp"
@@ -442,23 +498,49 @@ class LRP(_ReferenceMethod):
         **_ReferenceMethod.constraints,
         "rule": Choice(tuple(LRP_RULE_NAMES)),
         "epsilon": Float(0.0, inclusive=True),
+        "gamma": Float(0.0, inclusive=True),
+        "rules": LayerRuleMap(),
     }
 
     def __init__(
         self,
         rule: str = "epsilon",
         epsilon: float = 1e-9,
+        gamma: float = 0.25,
+        rules: dict | None = None,
         internal_batch_size: int | None = None,
         progress: bool | None = None,
     ) -> None:
         self.rule = rule
         self.epsilon = epsilon
+        self.gamma = gamma
+        self.rules = rules
         self.internal_batch_size = internal_batch_size
         self.progress = progress
 
+    def _backward_rule(self, spec: Any, name: str) -> BackwardRule:
+        rule, parameter = _rule_spec(spec, name)
+        epsilon = parameter if rule == "epsilon" and parameter is not None else self.epsilon
+        gamma = parameter if rule == "gamma" and parameter is not None else self.gamma
+        return BackwardRule(LRP_RULE_NAMES[rule], float(epsilon), float(gamma))
+
+    def _walk_rule(self, runner: ModelRunner) -> tuple[Any, dict[str, str]]:
+        """The rule of the backward walk (one, or one per node) and, per named layer, its rule."""
+        default = self._backward_rule(self.rule, "rule")
+        if not self.rules:
+            return default, {}
+        by_node, shown = {}, {}
+        for key, spec in self.rules.items():
+            node = runner.layer_value(key)
+            if node in by_node:
+                raise ValidationError(f"rules names layer {node!r} twice (as {key!r} too).")
+            by_node[node] = self._backward_rule(spec, f"rules[{key!r}]")
+            shown[node] = spec if isinstance(spec, str) else f"{spec[0]}({spec[1]})"
+        return LayerRules(default, tuple(by_node.items())), shown
+
     def explain(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
         """LRP of ``output[target]`` for ``X`` of shape (n_samples, *input_shape)."""
-        rule = BackwardRule(LRP_RULE_NAMES[self.rule], float(self.epsilon))
+        rule, shown = self._walk_rule(runner)
         n = len(X)
         chunk = chunk_points(runner, self.internal_batch_size, int(np.prod(X.shape[1:])))
         values = np.empty(X.shape, dtype=np.float64)
@@ -475,4 +557,6 @@ class LRP(_ReferenceMethod):
                 bar.update(1)
         delta = output - values.reshape(n, -1).sum(axis=1)
         meta = {"output": output, "convergence_delta": delta, "rule": self.rule}
+        if shown:
+            meta["rules"] = shown
         return Explanation(values=values, base_values=delta, target=target, data=X, meta=meta)

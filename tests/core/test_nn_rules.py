@@ -84,7 +84,9 @@ def test_as_rule_names_the_rules_and_checks_epsilon():
     """Defaults are Captum's epsilons; an unknown name lists the known ones."""
     assert as_rule("rescale") == BackwardRule("rescale", 1e-10)
     assert as_rule("lrp_epsilon").epsilon == 1e-9
-    with pytest.raises(ValidationError, match="lrp_alpha1_beta0"):
-        as_rule("lrp_gamma")
+    with pytest.raises(ValidationError, match="lrp_gamma"):
+        as_rule("lrp_zplus")
+    with pytest.raises(ValidationError, match="gamma"):
+        as_rule(BackwardRule("lrp_gamma", 1e-9, -0.5))
     with pytest.raises(ValidationError, match="epsilon"):
         as_rule(BackwardRule("lrp_epsilon", -1.0))

@@ -282,6 +282,79 @@ def test_lrp_equals_captum(dtype, pool, rule):
     )
 
 
+def test_lrp_per_module_rules_equal_captums(dtype):
+    """Captum's module.rule per layer: gamma, alpha1_beta0 and two epsilons, by name and index."""
+    from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule, EpsilonRule, GammaRule
+
+    module = LrpNet("max").eval()
+    X = torch.randn(4, 3, 10, 10, generator=torch.Generator().manual_seed(1))
+    net = xai.from_torch(module, X, dtype=dtype)
+    names = [layer.name for layer in net.layers]  # the exporter's names: "/conv1/Conv", ...
+    conv1, conv2, fc1 = (
+        next(n for n in names if n.startswith(f"/{m}/")) for m in ("conv1", "conv2", "fc1")
+    )
+    if dtype == "float64":
+        module, X = module.double(), X.double()
+    module.conv1.rule = GammaRule(gamma=0.5)
+    module.conv2.rule = Alpha1_Beta0_Rule()
+    module.fc1.rule = EpsilonRule(1e-2)
+    module.fc2.rule = EpsilonRule(1e-9)
+    module.pool.rule = EpsilonRule(1e-9)
+    e = xai.explain(
+        net, X.numpy(), method="lrp", backend=xai.get_backend("cpu", dtype=dtype),
+        target=TARGET, rules={conv1: ("gamma", 0.5), names.index(conv2): "alpha1_beta0",
+                              fc1: ("epsilon", 1e-2)},
+    )  # fmt: skip
+    ref = _captum(captum_attr.LRP, module, inputs=X, target=torch.tensor(TARGET))
+    if dtype == "float32":
+        np.testing.assert_allclose(e.values, ref, atol=1e-5, rtol=2e-3)
+    else:
+        np.testing.assert_allclose(e.values, ref, atol=TOL[dtype])
+    assert e.meta["rules"] == {conv1: "gamma(0.5)", conv2: "alpha1_beta0", fc1: "epsilon(0.01)"}
+    plain = xai.explain(net, X.numpy(), method="lrp", target=TARGET)
+    assert not np.allclose(plain.values, e.values)
+
+
+def test_lrp_gamma_rule_everywhere_equals_captums(dtype):
+    """rule="gamma" on every layer with weights: Captum's GammaRule(0.25) on each."""
+    from captum.attr._utils.lrp_rules import EpsilonRule, GammaRule
+
+    module = LrpNet("avg").eval()
+    X = torch.randn(4, 3, 10, 10, generator=torch.Generator().manual_seed(2))
+    net = xai.from_torch(module, X, dtype=dtype)
+    if dtype == "float64":
+        module, X = module.double(), X.double()
+    for layer in (module.conv1, module.conv2, module.fc1, module.fc2):
+        layer.rule = GammaRule()
+    module.pool.rule = EpsilonRule(1e-9)
+    e = xai.explain(
+        net, X.numpy(), method="lrp", backend=xai.get_backend("cpu", dtype=dtype),
+        target=TARGET, rule="gamma",
+    )  # fmt: skip
+    ref = _captum(captum_attr.LRP, module, inputs=X, target=torch.tensor(TARGET))
+    tol = {"atol": 1e-5, "rtol": 2e-3} if dtype == "float32" else {"atol": TOL[dtype]}
+    np.testing.assert_allclose(e.values, ref, **tol)
+
+
+@pytest.mark.parametrize(
+    ("rules", "error", "match"),
+    [
+        ({"nope": "epsilon"}, xai.UnknownNameError, "nope"),
+        ({0: "zplus"}, xai.ValidationError, "zplus"),
+        ({0: ("alpha1_beta0", 1.0)}, xai.ValidationError, "no parameter"),
+        ({0: ("gamma", -1.0)}, xai.ValidationError, r"rules\[0\] must be a finite number >= 0"),
+        ([0], xai.ValidationError, "dict"),
+    ],
+)
+def test_lrp_rules_are_checked_before_any_pass(rules, error, match):
+    """A bad per-layer rule names the layer or the rule, before any model call."""
+    module = LrpNet("max").eval()
+    X = torch.randn(2, 3, 10, 10, generator=torch.Generator().manual_seed(1))
+    net = xai.from_torch(module, X)
+    with pytest.raises(error, match=match):
+        xai.explain(net, X.numpy(), method="lrp", target=[0, 1], rules=rules)
+
+
 @pytest.mark.parametrize("method", ["deeplift", "deeplift_shap", "gradient_shap", "lrp"])
 def test_black_boxes_are_refused_before_any_model_call(method):
     """A black box is refused up front, naming what is missing."""

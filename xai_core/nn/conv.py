@@ -22,7 +22,7 @@ from xai_core.kernels.conv_ops import ConvGeometry
 from xai_core.kernels.im2col import as_pads, as_pair, conv_output_size, same_pads
 from xai_core.nn import _util
 from xai_core.nn.layer import Layer
-from xai_core.nn.rules import LRP_RULES, as_rule, lrp_ratio, times_input
+from xai_core.nn.rules import LRP_RULES, as_rule, lrp_ratio, lrp_weights, times_input
 from xai_core.validation import check_int
 
 __all__ = ["Conv2D", "DepthwiseConv2D", "resolve_padding"]
@@ -166,12 +166,12 @@ class Conv2D(Layer):
         """LRP's backward pass (:mod:`xai_core.nn.rules`): the relevance at the input.
 
         As :meth:`Dense.vjp_rule`: ``x * vjp(grad / (z + epsilon * sign(z)))`` through
-        the convolution with the weights (``"lrp_epsilon"``) or their positive part
-        (``"lrp_alpha1_beta0"``), ``z`` its output with them. Shape (n_samples, *input_shape).
+        the convolution with the weights :func:`~xai_core.nn.rules.lrp_weights` gives for the
+        rule, ``z`` its output with them. Shape (n_samples, *input_shape).
         """
         rule = as_rule(rule)
         x = self._need(record, self)["input"]
-        w = self.weight if rule.name == "lrp_epsilon" else np.maximum(self.weight, 0)
+        w = lrp_weights(self.weight, rule)
         again: dict = {}
         z = backend.conv2d(x, w, self.bias, self.geometry(), again)
         s = lrp_ratio(_util.to_nchw(grad, self.layout), z, rule.epsilon, backend)

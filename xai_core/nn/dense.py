@@ -10,7 +10,7 @@ from xai_core.errors import ShapeError
 from xai_core.nn import _util
 from xai_core.nn._util import glorot
 from xai_core.nn.layer import Layer
-from xai_core.nn.rules import LRP_RULES, as_rule, lrp_ratio, times_input
+from xai_core.nn.rules import LRP_RULES, as_rule, lrp_ratio, lrp_weights, times_input
 from xai_core.validation import check_int
 
 __all__ = ["Dense"]
@@ -100,13 +100,14 @@ class Dense(Layer):
         """LRP's backward pass (:mod:`xai_core.nn.rules`): the relevance at the input.
 
         ``x * (W' @ (grad / (z + epsilon * sign(z))))`` with ``z = x W' + b``: ``W' = W``
-        (``"lrp_epsilon"``, Captum's ``EpsilonRule``) or its positive part
-        (``"lrp_alpha1_beta0"``, Captum's ``Alpha1_Beta0_Rule``, bias kept). Shape
+        (``"lrp_epsilon"``, Captum's ``EpsilonRule``), its positive part
+        (``"lrp_alpha1_beta0"``, Captum's ``Alpha1_Beta0_Rule``, bias kept) or
+        ``W + gamma W+`` (``"lrp_gamma"``, Captum's ``GammaRule``): :func:`lrp_weights`. Shape
         (n_samples, n_in).
         """
         rule = as_rule(rule)
         x = self._need(record, self)["x"]
-        w = self.weight if rule.name == "lrp_epsilon" else np.maximum(self.weight, 0)
+        w = lrp_weights(self.weight, rule)
         z = backend.matmul(x, w)
         if self.use_bias:
             z = backend.elementwise(_add_bias, z, self.bias)

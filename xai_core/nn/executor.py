@@ -476,7 +476,7 @@ def run_backward_values(
     start : str, optional
         The node ``grad`` is the gradient of: the recorded pass's target by default, or any
         node it ran (a hidden unit's gradient with respect to the input, say).
-    relu_rule : str or BackwardRule, default="gradient"
+    relu_rule : str, BackwardRule or LayerRules, default="gradient"
         How gradients pass through :class:`~xai_core.nn.ReLU` layers (:data:`RELU_RULES`),
         or another backward rule of :mod:`xai_core.nn.rules` (DeepLift's ``"rescale"``,
         the LRP rules): each layer whose class lists it in ``backward_rules`` applies it.
@@ -526,9 +526,15 @@ def _walk(
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
     """The reverse walk of a recorded pass from ``start``: the gradients at the values ``at``
     and, with ``param_grads``, every node's parameter gradients. ``rule`` (a
-    :class:`~xai_core.nn.rules.BackwardRule`, or None for the gradient) replaces the
-    backward pass of the layers whose own class lists it in ``backward_rules``."""
-    modified = None if rule is None or rule.name == "gradient" else rule.name
+    :class:`~xai_core.nn.rules.BackwardRule`, a :class:`~xai_core.nn.rules.LayerRules` of
+    one per node, or None for the gradient) replaces the backward pass of the layers whose
+    own class lists it in ``backward_rules``."""
+    from xai_core.nn.rules import LayerRules
+
+    def modified_rule(node: Node) -> Any:
+        """The node's rule, or None where it passes back its gradient."""
+        r = rule.for_node(node.name) if isinstance(rule, LayerRules) else rule
+        return None if r is None or r.name == "gradient" else r
 
     position = {nodes[i].name: k for k, i in enumerate(record.ran)}
     ran = record.ran[: position[start] + 1]
@@ -557,8 +563,9 @@ def _walk(
         if g is None or not wants[node.name]:
             continue
         need_in = [wants.get(name, False) for name in node.inputs]
-        if modified is not None and modified in type(node.layer).__dict__.get("backward_rules", ()):
-            gx = node.layer.vjp_rule(g, backend, record.layers[node.name], rule)
+        r = modified_rule(node)
+        if r is not None and r.name in type(node.layer).__dict__.get("backward_rules", ()):
+            gx = node.layer.vjp_rule(g, backend, record.layers[node.name], r)
             pg: dict = {}
         else:
             needs = {"needs": tuple(need_in)} if node.layer.takes_input_needs else {}

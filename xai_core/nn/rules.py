@@ -10,11 +10,15 @@ The rules, as Captum computes them:
   the rows followed by their baselines, ``2 m`` rows; a nonlinearity passes back
   ``grad * (y - y_ref) / (x - x_ref)`` (its gradient where ``|x - x_ref| < epsilon``),
   max pooling Captum's ``maxpool`` multipliers; linear layers keep their gradient;
-- ``"lrp_epsilon"``, ``"lrp_alpha1_beta0"``: layer-wise relevance propagation (Captum's
-  ``LRP`` with ``EpsilonRule`` / ``Alpha1_Beta0_Rule`` on every layer). A layer with
-  weights or a pooling layer passes back ``x * vjp(grad / (z + epsilon * sign(z)))``,
-  ``z`` its output (with the weights' positive part for ``alpha1_beta0``); ReLU and tanh
-  pass the relevance through unchanged.
+- ``"lrp_epsilon"``, ``"lrp_alpha1_beta0"``, ``"lrp_gamma"``: layer-wise relevance
+  propagation (Captum's ``LRP`` with ``EpsilonRule``, ``Alpha1_Beta0_Rule`` or
+  ``GammaRule``). A layer with weights or a pooling layer passes back
+  ``x * vjp(grad / (z + epsilon * sign(z)))``, ``z`` its output with the weights
+  :func:`lrp_weights` gives (the weights; their positive part for ``alpha1_beta0``;
+  ``W + gamma * W+`` for ``gamma``); ReLU and tanh pass the relevance through unchanged.
+
+A walk takes one rule for every layer, or :class:`LayerRules`: a rule per layer (Captum's
+``module.rule``), the others keeping a default.
 
 The functions here are the arithmetic; the layers own their rules.
 """
@@ -29,6 +33,8 @@ from xai_core.errors import ValidationError
 
 __all__ = [
     "BackwardRule",
+    "LayerRules",
+    "lrp_weights",
     "BACKWARD_RULES",
     "LRP_RULES",
     "as_rule",
@@ -42,14 +48,27 @@ __all__ = [
 ]
 
 #: Every rule :func:`as_rule` accepts, by name.
-BACKWARD_RULES = ("gradient", "guided", "deconvnet", "rescale", "lrp_epsilon", "lrp_alpha1_beta0")
+BACKWARD_RULES = (
+    "gradient",
+    "guided",
+    "deconvnet",
+    "rescale",
+    "lrp_epsilon",
+    "lrp_alpha1_beta0",
+    "lrp_gamma",
+)
 
 #: The layer-wise relevance propagation rules.
-LRP_RULES = ("lrp_epsilon", "lrp_alpha1_beta0")
+LRP_RULES = ("lrp_epsilon", "lrp_alpha1_beta0", "lrp_gamma")
 
 #: Each rule's default epsilon: Captum's ``DeepLift(eps=1e-10)`` and
 #: ``PropagationRule.STABILITY_FACTOR = 1e-9``.
-_DEFAULT_EPSILON = {"rescale": 1e-10, "lrp_epsilon": 1e-9, "lrp_alpha1_beta0": 1e-9}
+_DEFAULT_EPSILON = {
+    "rescale": 1e-10,
+    "lrp_epsilon": 1e-9,
+    "lrp_alpha1_beta0": 1e-9,
+    "lrp_gamma": 1e-9,
+}
 
 
 class BackwardRule(NamedTuple):
@@ -62,22 +81,48 @@ class BackwardRule(NamedTuple):
     epsilon : float
         ``"rescale"``: below this ``|x - x_ref|`` the gradient is kept; the LRP rules: the
         stabiliser added to each layer's output (0 for the other rules).
+    gamma : float
+        ``"lrp_gamma"``: the weight of the positive part added to the weights (Captum's
+        ``GammaRule(gamma=0.25)``); 0 for the other rules.
     """
 
     name: str
     epsilon: float = 0.0
+    gamma: float = 0.0
 
 
-def as_rule(rule: Any) -> BackwardRule:
-    """A :class:`BackwardRule` from a rule name or a :class:`BackwardRule`.
+class LayerRules(NamedTuple):
+    """One backward rule per layer: ``rules[node name]``, ``default`` for the others.
+
+    Attributes
+    ----------
+    default : BackwardRule
+    rules : tuple of (str, BackwardRule)
+        Node names and their rules.
+    """
+
+    default: BackwardRule
+    rules: tuple[tuple[str, BackwardRule], ...] = ()
+
+    def for_node(self, name: str) -> BackwardRule:
+        """The rule of the node named ``name``."""
+        return dict(self.rules).get(name, self.default)
+
+
+def as_rule(rule: Any) -> Any:
+    """A :class:`BackwardRule` from a rule name or a :class:`BackwardRule`; a
+    :class:`LayerRules` with each of its rules checked.
 
     Raises
     ------
     ValidationError
-        An unknown name or a negative epsilon.
+        An unknown name or a negative epsilon or gamma.
     """
+    if isinstance(rule, LayerRules):
+        return LayerRules(as_rule(rule.default), tuple((n, as_rule(r)) for n, r in rule.rules))
+    gamma = 0.0
     if isinstance(rule, BackwardRule):
-        name, epsilon = rule
+        name, epsilon, gamma = rule
     else:
         name, epsilon = rule, None
     if not isinstance(name, str) or name not in BACKWARD_RULES:
@@ -87,7 +132,19 @@ def as_rule(rule: Any) -> BackwardRule:
     epsilon = float(epsilon)
     if not epsilon >= 0:
         raise ValidationError(f"a backward rule's epsilon must be >= 0; got {epsilon!r}.")
-    return BackwardRule(name, epsilon)
+    if not float(gamma) >= 0:
+        raise ValidationError(f"a backward rule's gamma must be >= 0; got {gamma!r}.")
+    return BackwardRule(name, epsilon, float(gamma))
+
+
+def lrp_weights(weight: np.ndarray, rule: BackwardRule) -> np.ndarray:
+    """The weights an LRP rule propagates with: ``W`` (epsilon), ``max(W, 0)``
+    (alpha1_beta0) or ``W + gamma * max(W, 0)`` (gamma), as Captum's rules set them."""
+    if rule.name == "lrp_epsilon":
+        return weight
+    if rule.name == "lrp_alpha1_beta0":
+        return np.maximum(weight, 0)
+    return weight + weight.dtype.type(rule.gamma) * np.maximum(weight, 0)
 
 
 def rule_name(rule: Any) -> str:
