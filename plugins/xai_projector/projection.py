@@ -239,15 +239,28 @@ class Projection:
         *,
         tensor_name: str = "embedding",
         include_images: bool = True,
+        bookmarks: Sequence[Any] | None = None,
     ) -> dict[str, Path]:
         """TensorBoard Projector files: ``tensors.tsv``, ``metadata.tsv``, ``sprite.png``
-        (with images), ``projector_config.pbtxt``. See :mod:`xai_projector.export`."""
+        (with images), ``bookmarks.json`` (with ``bookmarks``: ViewStates, as
+        :meth:`ProjectionView.bookmark` saves them) and ``projector_config.pbtxt``. See
+        :mod:`xai_projector.export`; :func:`~xai_projector.load_tensorboard` reads them back."""
+        states = None
+        if bookmarks is not None:
+            from xai_projector.display import check_state
+            from xai_projector.state import ViewState
+
+            states = [
+                check_state(self, b if isinstance(b, ViewState) else ViewState.from_dict(b))
+                for b in bookmarks
+            ]
         return _export.write_tensorboard(
             directory,
             self.vectors,
             self.columns,
             tensor_name=tensor_name,
             images=self.images if include_images else None,
+            bookmarks=None if states is None else _export.tensorboard_bookmarks(self, states),
         )
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
@@ -267,7 +280,14 @@ class Projection:
         return _export.write_selections(path, selections, self.labels)
 
     # -- display -------------------------------------------------------------------------
-    def show(self, color_by: str | None = None, dims: int | None = None) -> ProjectionView:
+    def show(
+        self,
+        color_by: str | None = None,
+        dims: int | None = None,
+        *,
+        label_by: str | None = None,
+        thumbnails: bool | None = None,
+    ) -> ProjectionView:
         """The interactive view starting with these settings (renders in notebooks and reports).
 
         Parameters
@@ -280,6 +300,14 @@ class Projection:
         dims : {2, 3}, optional
             The view shown first; by default :attr:`n_components` (a 3-D projection opens
             in 3-D and can switch to 2-D).
+        label_by : str, optional
+            A column whose values are drawn next to the points (the view's "Label by"
+            menu); by default none. At most ``MAX_DRAWN_LABELS`` (200) are drawn: the
+            selected point, its neighbours and the search matches first, then the points in
+            sight, skipping labels that would overlap.
+        thumbnails : bool, optional
+            Draw each point's image (``images=``) as a thumbnail in place of the point
+            (the view's "Thumbnails" toggle); up to ``MAX_THUMBNAILS`` (2,000) points.
 
         Returns
         -------
@@ -291,16 +319,22 @@ class Projection:
         UnknownNameError
             ``color_by`` is not a column; the message lists the columns.
         """
-        return ProjectionView(self, color_by, dims)
+        return ProjectionView(self, color_by, dims, label_by=label_by, thumbnails=thumbnails)
 
     def to_html(
-        self, title: str | None = None, *, color_by: str | None = None, dims: int | None = None
+        self,
+        title: str | None = None,
+        *,
+        color_by: str | None = None,
+        dims: int | None = None,
+        label_by: str | None = None,
+        thumbnails: bool | None = None,
     ) -> str:
         """A standalone HTML page with the interactive view (its own Content-Security-Policy).
 
-        ``color_by`` and ``dims`` are those of :meth:`show`.
+        The settings are those of :meth:`show`.
         """
-        return self.show(color_by, dims).to_html(title)
+        return self.show(color_by, dims, label_by=label_by, thumbnails=thumbnails).to_html(title)
 
     def save_html(
         self,
