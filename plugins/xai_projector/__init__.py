@@ -1,6 +1,6 @@
 """The embedding projector: the first-party ``project`` tool plugin.
 
-``xai.project(vectors, method="pca" | "tsne" | "umap" | "linear", labels=..., metadata=...)``
+``xai.project(vectors, method="pca" | "tsne" | "umap" | "linear" | "custom", labels=..., metadata=...)``
 or ``xai.project(runner, X, layer=...)`` returns a :class:`Projection`: the projected
 coordinates, exact or approximate nearest neighbours in the original space, search over
 labels and metadata giving :class:`Selection` objects, export to the TensorBoard

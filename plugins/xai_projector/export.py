@@ -37,8 +37,7 @@ __all__ = [
 CONFIG = "projector_config.pbtxt"
 BOOKMARKS = "bookmarks.json"
 #: TensorBoard's name of each projection method (``selectedProjection``), and its axis keys.
-_TB_METHOD = {"pca": "pca", "tsne": "tsne", "umap": "umap", "linear": "custom"}
-_TB_PREFIX = {"pca": "pca", "tsne": "tsne", "umap": "umap", "linear": "linear"}
+_TB_METHOD = {"pca": "pca", "tsne": "tsne", "umap": "umap", "custom": "custom", "linear": "custom"}
 #: The key under which a record keeps this package's exact state (TensorBoard ignores it).
 STATE_KEY = "xaiViewState"
 _CELL = re.compile(r"[\t\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
@@ -169,7 +168,8 @@ def tensorboard_bookmarks(p: Any, states: Sequence[Any]) -> list[dict[str, Any]]
     """View states as TensorBoard projector ``State`` records (its ``bookmarks.json``).
 
     Each record has TensorBoard's fields: ``label``, ``selectedProjection`` (``"custom"``
-    for ``method="linear"``), ``dataSetDimensions``, the projected coordinates of every
+    for ``method="custom"`` and ``"linear"``, with a custom projection's searches in
+    ``customXLeftText`` ... ``customYUpText``), ``dataSetDimensions``, the projected coordinates of every
     point in ``projections`` (``{"pca-0": x, "pca-1": y}``; ``linear-x`` / ``linear-y``
     for the custom projection, as TensorBoard names them), ``selectedPoints``,
     ``filteredPoints`` (the search's matches, as TensorBoard's "isolate"), ``cameraDef``
@@ -188,11 +188,21 @@ def tensorboard_bookmarks(p: Any, states: Sequence[Any]) -> list[dict[str, Any]]
         JSON-ready records, one per state.
     """
     coords = p.coordinates
-    prefix = _TB_PREFIX.get(p.method, p.method)
-    if p.method == "linear":
+    if p.method in ("linear", "custom"):
         keys = ["linear-x", "linear-y", "linear-z"][: coords.shape[1]]
     else:
-        keys = [f"{prefix}-{j}" for j in range(coords.shape[1])]
+        keys = [f"{p.method}-{j}" for j in range(coords.shape[1])]
+    custom = {}
+    if p.method == "custom":  # the searches of the Projector's Custom tab
+        options = p.meta.get("options", {})
+        queries, fields = options.get("axes", [[None, None]] * 2), options.get("axes_fields")
+        regex = bool(options.get("axes_regex"))
+        names = (("customXLeft", "customXRight"), ("customYDown", "customYUp"))
+        for (a, b), (qa, qb) in zip(names, queries, strict=True):
+            custom.update({a + "Text": qa or "", a + "Regex": regex, b + "Text": qb or "",
+                           b + "Regex": regex})  # fmt: skip
+        if isinstance(fields, str):
+            custom["customSelectedSearchByMetadataOption"] = fields
     projections = [{k: float(v) for k, v in zip(keys, row, strict=True)} for row in coords.tolist()]
     centre = (coords.min(axis=0) + coords.max(axis=0)) / 2
     span = float(np.max(np.ptp(coords[:, :2], axis=0))) or 1.0
@@ -233,6 +243,7 @@ def tensorboard_bookmarks(p: Any, states: Sequence[Any]) -> list[dict[str, Any]]
             "selectedColorOptionName": "" if s.color_by == "none" else s.color_by,
             "forceCategoricalColoring": False,
             "selectedLabelOption": "" if s.label_by == "none" else s.label_by,
+            **custom,
             STATE_KEY: s.to_dict(),
         }
         if matches is not None:
@@ -250,7 +261,8 @@ def _read_bookmarks(path: Path) -> list[dict[str, Any]]:
         raise DataError(f"{str(path)!r}: not a readable bookmarks JSON file ({exc}).") from exc
     if not isinstance(records, list):
         raise DataError(f"{str(path)!r}: bookmarks must be a JSON list of states.")
-    methods = {v: k for k, v in _TB_METHOD.items()}
+    # "custom" is either of two methods here: such a state loads onto either.
+    methods = {"pca": "pca", "tsne": "tsne", "umap": "umap"}
     out = []
     for r in records:
         if not isinstance(r, dict):

@@ -1,4 +1,4 @@
-"""Projection methods: PCA, t-SNE, UMAP and a linear projection between two groups.
+"""Projection methods: PCA, t-SNE, UMAP, and linear projections between groups of points.
 
 Each function takes vectors of shape (n_samples, n_features) and returns the coordinates,
 of shape (n_samples, n_components), and a dict of method-specific figures.
@@ -18,6 +18,7 @@ __all__ = [
     "METHODS",
     "OPENTSNE_MIN_SAMPLES",
     "TSNE_BACKENDS",
+    "custom_axes",
     "linear_axes",
     "pca",
     "SETTINGS",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 #: The ``method=`` names :func:`xai_projector.project` accepts.
-METHODS = ("pca", "tsne", "umap", "linear")
+METHODS = ("pca", "tsne", "umap", "linear", "custom")
 
 
 def spherize(X: np.ndarray) -> np.ndarray:
@@ -303,12 +304,39 @@ def linear_axes(
     return Xc @ A.T, {"axes": A}
 
 
+def custom_axes(
+    X: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """TensorBoard's custom projection: x and y each along a direction between two centroids.
+
+    With ``groups = [(left, right), (down, up)]`` (row-index arrays), the x direction is
+    ``mean(X[right]) - mean(X[left])`` and the y direction ``mean(X[up]) - mean(X[down])``,
+    each scaled to unit length and, as in the Projector's "Custom" tab, not made orthogonal
+    to each other. Returns the coordinates ``(X - mean(X)) @ axes.T`` of shape
+    (n_samples, 2), ``axes`` (2, n_features) and ``axes_cosine``, the cosine between the two
+    directions (0 when they are orthogonal; near 1 they show nearly the same thing).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if len(groups) != 2:
+        raise ValidationError(f"the custom projection needs two axes (x and y); got {len(groups)}.")
+    names = ("x (mean of right minus mean of left)", "y (mean of up minus mean of down)")
+    A = np.array(
+        [
+            _unit(X[b].mean(axis=0) - X[a].mean(axis=0), f"axis {name}")
+            for (a, b), name in zip(groups, names, strict=True)
+        ]
+    )
+    coords = (X - X.mean(axis=0)) @ A.T
+    return coords, {"axes": A, "axes_cosine": float(A[0] @ A[1])}
+
+
 #: The settings of :func:`xai_projector.project` each method takes (its ``meta["options"]``).
 SETTINGS: dict[str, tuple[str, ...]] = {
     "pca": (),
     "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend"),
     "umap": ("n_neighbors", "min_dist"),
     "linear": (),
+    "custom": (),
 }
 
 
@@ -342,6 +370,8 @@ def run(
         options["implementation"] = extra["implementation"]
     elif method == "umap":
         coords, extra = umap(X, n_components, seed=seed, **options)
+    elif method == "custom":
+        coords, extra = custom_axes(X, groups)
     else:
         coords, extra = linear_axes(X, groups, n_components, seed=seed)
         options = {"groups": len(groups)}

@@ -43,7 +43,7 @@ class Projection:
     coordinates : ndarray of shape (n_samples, n_components)
         The projection, float64.
     method : str
-        ``"pca"``, ``"tsne"``, ``"umap"`` or ``"linear"``.
+        ``"pca"``, ``"tsne"``, ``"umap"``, ``"linear"`` or ``"custom"``.
     labels : ndarray of shape (n_samples,) of str, or None
     metadata : dict of str to ndarray of shape (n_samples,) of str
     explained_variance_ratio : ndarray of shape (n_components,) or None
@@ -96,12 +96,7 @@ class Projection:
     @property
     def columns(self) -> dict[str, np.ndarray]:
         """Labels (as ``"label"``, first) and metadata columns: what search and export see."""
-        out: dict[str, np.ndarray] = {}
-        if self.labels is not None:
-            out["label"] = self.labels
-        for k, v in self.metadata.items():
-            out[k if k not in out else f"{k} (metadata)"] = v
-        return out
+        return _columns(self.labels, self.metadata)
 
     def __repr__(self) -> str:
         return (
@@ -368,6 +363,9 @@ def project(
     spherize: bool = False,
     seed: int | None = 0,
     groups: Sequence[tuple[Any, Any]] | None = None,
+    axes: Sequence[tuple[Any, Any]] | None = None,
+    axes_regex: bool = False,
+    axes_fields: str | Sequence[str] | None = None,
     perplexity: float = 30.0,
     learning_rate: float | str = "auto",
     max_iter: int = 1000,
@@ -397,7 +395,7 @@ def project(
         ``X``: the embedding layer whose table is projected (its name, or its position among
         the model's embedding layers); by default the only one (a ``transformers`` model's
         input embeddings).
-    method : {"pca", "tsne", "umap", "linear"}, default="pca"
+    method : {"pca", "tsne", "umap", "linear", "custom"}, default="pca"
     n_components : {2, 3}, default=2
     labels : sequence of length n_samples, optional
         Colours the points; what :meth:`Projection.search` looks in by default.
@@ -424,6 +422,15 @@ def project(
     groups : sequence of one or two (a, b) pairs
         ``method="linear"``: axis i runs from the mean of group a to the mean of group b;
         a group is a label, a Selection, row indices or a boolean mask.
+    axes : two (a, b) pairs
+        ``method="custom"`` (TensorBoard's custom projection, 2-D): x runs from the centroid
+        of the points matching search ``a`` to that of search ``b`` of the first pair, y
+        likewise for the second (unit directions, not made orthogonal: see
+        :func:`~xai_projector.methods.custom_axes`). A search is a str, matched as
+        :meth:`Projection.search` matches (substring, case-insensitive, in the labels when
+        there are labels); an end may also be a Selection, row indices or a boolean mask.
+    axes_regex, axes_fields
+        The searches of ``axes`` as regular expressions, and the column(s) they look in.
     perplexity, learning_rate, max_iter
         t-SNE settings; ``max_iter`` (at least 250) counts the 250 early-exaggeration
         iterations too.
@@ -462,6 +469,14 @@ def project(
     image_arr = _inputs.check_images(images, n)
     explanation = _inputs.check_explanation(explanation, n)
     pairs = _inputs.check_groups(groups, method, n_components, label_arr, n)
+    if axes_fields is None and label_arr is not None:
+        axes_fields = "label"
+    axis_pairs, axis_queries = _inputs.check_axes(
+        axes, method, n_components, _columns(label_arr, meta_cols), label_arr, n,
+        regex=check_bool(axes_regex, "axes_regex"), fields=axes_fields,
+    )  # fmt: skip
+    if method == "custom":
+        pairs = axis_pairs
     settings = {
         "perplexity": perplexity,
         "learning_rate": learning_rate,
@@ -473,8 +488,21 @@ def project(
     coords, meta = _projected(
         V, method, n_components, seed, pairs, settings, spherize, progress, source_info
     )
+    if method == "custom":
+        meta["options"] = {"axes": axis_queries, "axes_regex": bool(axes_regex),
+                           "axes_fields": axes_fields}  # fmt: skip
     fields = ("label",) if label_arr is not None else None  # as TensorBoard: search by label
     return Projection(V, coords, method, label_arr, meta_cols, meta, image_arr, explanation, fields)
+
+
+def _columns(labels: np.ndarray | None, metadata: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Labels (as ``"label"``, first) and metadata columns (renamed if one is called "label")."""
+    out: dict[str, np.ndarray] = {}
+    if labels is not None:
+        out["label"] = labels
+    for k, v in metadata.items():
+        out[k if k not in out else f"{k} (metadata)"] = v
+    return out
 
 
 def _vectors(

@@ -135,7 +135,7 @@ def _summary(p: Any, dims: int) -> list[tuple[str, str]]:
             "3-D (drag to rotate)" if dims == 3 else "components 1 and 2 of 3 (3-D view: tick 3-D)"
         )
         rows.append(("shown", shown + "; the static picture shows components 1 and 2"))
-    for key in ("kl_divergence", "layer", "backend"):
+    for key in ("kl_divergence", "axes_cosine", "layer", "backend"):
         if p.meta.get(key) is not None:
             rows.append((key.replace("_", " "), str(p.meta[key])))
     if p.meta.get("options"):

@@ -161,3 +161,58 @@ def test_tensorboards_own_bookmarks_are_read(proj, tmp_path):
     proj.export_tensorboard(plain)
     assert load_tensorboard(plain)["bookmarks"] == []
     assert "bookmarks_path" not in (plain / "projector_config.pbtxt").read_text()
+
+
+def test_custom_projection_follows_its_definition():
+    """x is the centroid direction from search A to B, y from C to D, unit and not orthogonalised."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 6))
+    labels = [["cat", "dog", "small cat", "big dog", "bird"][i % 5] for i in range(60)]
+    size = np.array(["small", "big", "mid"])[np.arange(60) % 3]
+    p = xai.project(X, method="custom", labels=labels, metadata={"size": size},
+                    axes=[("cat", "dog"), ("small", "big")])  # fmt: skip
+    lab = np.array(labels)  # the searches look in the labels by default, as Projection.search
+    a, b = np.char.find(lab, "cat") >= 0, np.char.find(lab, "dog") >= 0
+    c, d = np.char.find(lab, "small") >= 0, np.char.find(lab, "big") >= 0
+    ux = X[b].mean(0) - X[a].mean(0)
+    uy = X[d].mean(0) - X[c].mean(0)
+    ux, uy = ux / np.linalg.norm(ux), uy / np.linalg.norm(uy)
+    expected = (X - X.mean(0)) @ np.stack([ux, uy]).T
+    np.testing.assert_allclose(p.coordinates, expected, atol=1e-12)
+    assert p.meta["axes_cosine"] == pytest.approx(ux @ uy)
+    assert p.meta["options"]["axes"] == [["cat", "dog"], ["small", "big"]]
+    # a search by another column, as a regular expression
+    q = xai.project(X, method="custom", labels=labels, metadata={"size": size},
+                    axes=[("^small$", "^big$"), ("^mid$", "^big$")], axes_regex=True,
+                    axes_fields="size")  # fmt: skip
+    s, bg, m = size == "small", size == "big", size == "mid"
+    vx = X[bg].mean(0) - X[s].mean(0)
+    vy = X[bg].mean(0) - X[m].mean(0)
+    np.testing.assert_allclose(q.coordinates[:, 0], (X - X.mean(0)) @ (vx / np.linalg.norm(vx)))
+    np.testing.assert_allclose(q.coordinates[:, 1], (X - X.mean(0)) @ (vy / np.linalg.norm(vy)))
+
+
+def test_custom_projection_errors_and_export(tmp_path):
+    """No match, one axis, 3-D and axes for another method are errors; the export names it custom."""
+    X = np.random.default_rng(6).normal(size=(20, 4))
+    labels = [["a", "b", "c", "d"][i % 4] for i in range(20)]
+    with pytest.raises(
+        xai.ValidationError, match=r"axes\[1\]\[0\]: the search 'zzz' matches no row"
+    ):
+        xai.project(X, method="custom", labels=labels, axes=[("a", "b"), ("zzz", "d")])
+    with pytest.raises(xai.ValidationError, match="two searches"):
+        xai.project(X, method="custom", labels=labels, axes=[("a", "b")])
+    with pytest.raises(xai.ValidationError, match="n_components=3"):
+        xai.project(X, method="custom", n_components=3, labels=labels, axes=[("a", "b")] * 2)
+    with pytest.raises(xai.ValidationError, match="axes applies only"):
+        xai.project(X, labels=labels, axes=[("a", "b")] * 2)
+    with pytest.raises(xai.ValidationError, match="same mean"):
+        xai.project(X, method="custom", labels=labels, axes=[("a", "a"), ("c", "d")])
+    p = xai.project(X, method="custom", labels=labels, axes=[("a", "b"), ([0, 1], "d")])
+    files = p.show().export_tensorboard(tmp_path)
+    (record,) = json.loads(files["bookmarks"].read_text())
+    assert record["selectedProjection"] == "custom"
+    assert list(record["projections"][0]) == ["linear-x", "linear-y"]
+    assert (record["customXLeftText"], record["customXRightText"]) == ("a", "b")
+    assert (record["customYDownText"], record["customYUpText"]) == ("", "d")
+    assert record["customSelectedSearchByMetadataOption"] == "label"
