@@ -150,6 +150,7 @@ def tsne(
     max_iter: int = 1000,
     init: str = "pca",
     backend: str = "auto",
+    snapshot_every: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """t-SNE with scikit-learn's Barnes-Hut ``TSNE`` or openTSNE's FFT-accelerated one.
 
@@ -173,6 +174,11 @@ def tsne(
         ``"auto"`` runs openTSNE (if installed) for 2-D embeddings of more than
         :data:`OPENTSNE_MIN_SAMPLES` rows and scikit-learn otherwise. openTSNE runs with
         ``negative_gradient_method="fft"``, ``n_jobs=1`` and ``random_state=seed``.
+    snapshot_every : int, optional
+        Keep the embedding every this many iterations (openTSNE's callbacks; scikit-learn's
+        ``TSNE`` has none, so this runs openTSNE, 2-D only): ``extra["snapshots"]`` of shape
+        (n_snapshots, n_samples, 2) and ``extra["snapshot_iterations"]`` (n_snapshots,),
+        the iterations done when each was taken, the last being ``max_iter`` (the result).
 
     Returns
     -------
@@ -195,7 +201,32 @@ def tsne(
             f"got {max_iter}."
         )
     implementation, why = _tsne_implementation(backend, n, n_components)
+    snaps: list[np.ndarray] = []
+    steps: list[int] = []
+    if snapshot_every is not None:
+        check_int(snapshot_every, "tsne_snapshots", 1)
+        if backend == "sklearn":
+            raise ValidationError(
+                "tsne_snapshots needs openTSNE's callbacks; scikit-learn's TSNE has none "
+                "(use tsne_backend='auto' or 'opentsne')."
+            )
+        implementation, why = _tsne_implementation("opentsne", n, n_components)
+        why = "tsne_snapshots: openTSNE's callbacks"
     if implementation == "opentsne":
+        phase = {"offset": 0, "last": 0}
+
+        def keep(iteration: int, error: float, embedding: np.ndarray) -> bool:
+            # openTSNE counts each phase from 1 and calls before that iteration's update.
+            if iteration <= phase["last"]:
+                phase["offset"] += EXAGGERATION_ITER
+            phase["last"] = iteration
+            steps.append(phase["offset"] + iteration - 1)
+            snaps.append(np.array(embedding, dtype=np.float64))
+            return False
+
+        callbacks = {}
+        if snapshot_every is not None:
+            callbacks = {"callbacks": [keep], "callbacks_every_iters": int(snapshot_every)}
         model = _opentsne_module().TSNE(
             n_components=n_components,
             perplexity=perplexity,
@@ -208,14 +239,22 @@ def tsne(
             n_jobs=1,
             random_state=seed,
             verbose=False,
+            **callbacks,
         )
         embedding = model.fit(np.asarray(X, dtype=np.float64))
-        return np.asarray(embedding, dtype=np.float64), {
+        coords = np.asarray(embedding, dtype=np.float64)
+        extra = {
             "kl_divergence": float(embedding.kl_divergence),
             "n_iter": int(max_iter),
             "implementation": "opentsne",
             "tsne_choice": why,
         }
+        if snapshot_every is not None:
+            steps.append(int(max_iter))
+            snaps.append(coords)
+            extra["snapshots"] = np.stack(snaps)
+            extra["snapshot_iterations"] = np.asarray(steps, dtype=np.int64)
+        return coords, extra
 
     from sklearn.manifold import TSNE
 
@@ -333,7 +372,7 @@ def custom_axes(
 #: The settings of :func:`xai_projector.project` each method takes (its ``meta["options"]``).
 SETTINGS: dict[str, tuple[str, ...]] = {
     "pca": (),
-    "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend"),
+    "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend", "tsne_snapshots"),
     "umap": ("n_neighbors", "min_dist"),
     "linear": (),
     "custom": (),
@@ -365,8 +404,15 @@ def run(
     if method == "pca":
         coords, extra = pca(X, n_components, seed=seed)
     elif method == "tsne":
-        own = {k: v for k, v in options.items() if k != "tsne_backend"}
-        coords, extra = tsne(X, n_components, seed=seed, backend=options["tsne_backend"], **own)
+        own = {k: v for k, v in options.items() if k not in ("tsne_backend", "tsne_snapshots")}
+        coords, extra = tsne(
+            X,
+            n_components,
+            seed=seed,
+            backend=options["tsne_backend"],
+            snapshot_every=options["tsne_snapshots"],
+            **own,
+        )
         options["implementation"] = extra["implementation"]
     elif method == "umap":
         coords, extra = umap(X, n_components, seed=seed, **options)

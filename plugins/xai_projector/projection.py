@@ -94,6 +94,17 @@ class Projection:
         return int(self.coordinates.shape[1])
 
     @property
+    def snapshots(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(iterations, embeddings)`` kept by ``tsne_snapshots=``, or None.
+
+        ``iterations`` (n_snapshots,) are the iterations done when each embedding
+        (n_snapshots, n_samples, 2) was taken; the last is the result, :attr:`coordinates`.
+        """
+        if "snapshots" not in self.meta:
+            return None
+        return self.meta["snapshot_iterations"], self.meta["snapshots"]
+
+    @property
     def columns(self) -> dict[str, np.ndarray]:
         """Labels (as ``"label"``, first) and metadata columns: what search and export see."""
         return _columns(self.labels, self.metadata)
@@ -370,6 +381,7 @@ def project(
     learning_rate: float | str = "auto",
     max_iter: int = 1000,
     tsne_backend: str = "auto",
+    tsne_snapshots: int | None = None,
     n_neighbors: int = 15,
     min_dist: float = 0.1,
     progress: bool | None = None,
@@ -439,6 +451,10 @@ def project(
         one (``pip install openTSNE``; 2-D only). ``"auto"`` takes openTSNE, when installed,
         for 2-D embeddings of more than ``OPENTSNE_MIN_SAMPLES`` (25,000) rows, where it is
         faster. The one that ran is in ``meta["implementation"]``.
+    tsne_snapshots : int, optional
+        Keep the t-SNE embedding every this many iterations, for the view's iteration
+        animation (a slider and play / pause) and :attr:`Projection.snapshots`. Runs
+        openTSNE (its callbacks; 2-D only; ``tsne_backend="sklearn"`` is an error).
     n_neighbors, min_dist
         UMAP settings.
     progress : bool or None, default=None
@@ -482,6 +498,7 @@ def project(
         "learning_rate": learning_rate,
         "max_iter": max_iter,
         "tsne_backend": tsne_backend,
+        "tsne_snapshots": tsne_snapshots,
         "n_neighbors": n_neighbors,
         "min_dist": min_dist,
     }

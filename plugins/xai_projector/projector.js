@@ -42,6 +42,9 @@
     var markBox = q("select.xai-projector-bookmarks"), markButton = q(".xai-projector-bookmark");
     var marks = (d.bookmarks || []).slice();
     var labelCol = -1, thumbsOn = false, images = null;
+    var snaps = d.snapshots, frameBox = q("input.xai-projector-frame");
+    var playButton = q(".xai-projector-play"), iterOut = q(".xai-projector-iteration");
+    var frameAt = snaps ? snaps.iterations.length - 1 : -1, playing = null;
     var ctx = canvas.getContext("2d");
     var dpr = window.devicePixelRatio || 1;
     canvas.width = W * dpr; canvas.height = H * dpr;
@@ -56,6 +59,35 @@
         cx[i] = d.x[i] / SCALE - 0.5; cy[i] = d.y[i] / SCALE - 0.5; cz[i] = d.z[i] / SCALE - 0.5;
         radius = Math.max(radius, Math.sqrt(cx[i] * cx[i] + cy[i] * cy[i] + cz[i] * cz[i]));
       }
+    }
+    // t-SNE's iteration animation: frame j's positions replace the 2-D base positions.
+    function setFrame(j) {
+      if (!snaps) { return; }
+      frameAt = Math.max(0, Math.min(snaps.iterations.length - 1, j));
+      var fx = snaps.x[frameAt], fy = snaps.y[frameAt];
+      for (var i = 0; i < n; i++) {
+        bx[i] = PAD + fx[i] / SCALE * (W - 2 * PAD);
+        by[i] = PAD + (1 - fy[i] / SCALE) * (H - 2 * PAD);
+      }
+      if (frameBox) { frameBox.value = String(frameAt); }
+      if (iterOut) { iterOut.textContent = snaps.iterations[frameAt] + " of " + snaps.iterations[snaps.iterations.length - 1]; }
+      redraw();
+    }
+    function play(on) {
+      if (!snaps) { return; }
+      if (playing !== null) { window.clearTimeout(playing); playing = null; }
+      if (on && frameAt >= snaps.iterations.length - 1) { setFrame(0); }
+      if (playButton) {
+        playButton.textContent = on ? "Pause" : "Play";
+        playButton.setAttribute("aria-pressed", on ? "true" : "false");
+      }
+      if (!on) { return; }
+      var tick = function () {
+        if (frameAt >= snaps.iterations.length - 1) { play(false); return; }
+        setFrame(frameAt + 1);
+        playing = window.setTimeout(tick, 80);
+      };
+      playing = window.setTimeout(tick, 80);
     }
     var px = new Float32Array(n), py = new Float32Array(n), depth = new Float32Array(n);
     var order = new Uint32Array(n);
@@ -495,6 +527,9 @@
       markBox.addEventListener("change", function () { if (markBox.value !== "") { loadBookmark(+markBox.value); } });
     }
     if (markButton) { markButton.addEventListener("click", function () { addBookmark(); }); }
+    if (frameBox) { frameBox.addEventListener("input", function () { play(false); setFrame(+frameBox.value); }); }
+    if (playButton) { playButton.addEventListener("click", function () { play(playing === null); }); }
+    if (snaps) { setFrame(frameAt); }
     box.addEventListener("input", search);
     regex.addEventListener("change", search);
     if (byBox) { byBox.addEventListener("change", search); }
@@ -506,6 +541,9 @@
     controls.hidden = false;
     if (d.state) { applyState(d.state); } else { setColor(+colorBox.value); }
     root.xaiProjector = {
+      setFrame: setFrame, play: play,
+      frame: function () { return frameAt; },
+      playing: function () { return playing !== null; },
       setLabel: setLabel, setThumbs: setThumbs, getState: getState, applyState: applyState,
       addBookmark: addBookmark, loadBookmark: loadBookmark,
       bookmarks: function () { return marks.slice(); },

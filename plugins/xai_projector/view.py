@@ -41,6 +41,7 @@ from xai_projector.display import as_view, view_settings
 
 __all__ = [
     "MAX_DRAWN_LABELS",
+    "MAX_SNAPSHOT_VALUES",
     "MAX_SVG_POINTS",
     "MAX_THUMBNAILS",
     "VIEW_NEIGHBORS",
@@ -57,6 +58,9 @@ MAX_SVG_POINTS = 2000
 MAX_THUMBNAILS = 2000
 #: Labels drawn next to points ("Label by"): selection and matches first, then points in sight.
 MAX_DRAWN_LABELS = 200
+#: t-SNE snapshots in the view: at most this many point positions in all (n_samples x frames);
+#: beyond it, evenly spaced frames (the last always).
+MAX_SNAPSHOT_VALUES = 500_000
 #: Neighbours listed on click (cosine, in the original space).
 VIEW_NEIGHBORS = 8
 #: Metadata columns shown on hover, and characters per value.
@@ -104,6 +108,22 @@ def _thumbnails(images: np.ndarray | None) -> list[str] | None:
     if images is None or images.shape[0] > MAX_THUMBNAILS:
         return None
     return [png_data_uri(p) for p in to_pixels(images)]
+
+
+def _snapshots(p: Any) -> dict[str, Any] | None:
+    """The t-SNE snapshots the view animates: iterations and each frame's scaled x and y."""
+    kept = p.snapshots
+    if kept is None:
+        return None
+    iterations, frames = kept
+    count = max(2, min(len(frames), MAX_SNAPSHOT_VALUES // max(1, len(p))))
+    chosen = np.unique(np.rint(np.linspace(0, len(frames) - 1, count)).astype(int))
+    scaled = [_scaled(frames[j]) for j in chosen]
+    return {
+        "iterations": [int(iterations[j]) for j in chosen],
+        "x": [f[0].tolist() for f in scaled],
+        "y": [f[1].tolist() for f in scaled],
+    }
 
 
 def _heatmaps(p: Any) -> list[str] | None:
@@ -164,6 +184,11 @@ _TEMPLATE = """\
 <label>Label by <select class="xai-projector-label-by" style="{{ control }}">
 {% for option in label_options %}<option value="{{ option.value }}"{% if option.selected %} selected{% endif %}>{{ option.name }}</option>
 {% endfor %}</select></label>
+{% if snapshots %}<span role="group" aria-label="t-SNE iterations">
+<button type="button" class="xai-projector-play" aria-pressed="false" style="{{ control }}">Play</button>
+<label>Iteration <input type="range" class="xai-projector-frame" min="0" max="{{ snapshots - 1 }}" value="{{ snapshots - 1 }}" step="1"></label>
+<output class="xai-projector-iteration" aria-live="off"></output>
+</span>{% endif %}
 {% if has_thumbs %}<label><input type="checkbox" class="xai-projector-thumbs"{% if thumbnails %} checked{% endif %}> Thumbnails</label>{% endif %}
 <span role="group" aria-label="Bookmarks">
 <label>Bookmarks <select class="xai-projector-bookmarks" style="{{ control }}">
@@ -362,6 +387,7 @@ def _data_and_points(view: Any) -> dict[str, Any]:
         "thumbs": _thumbnails(p.images),
         "heatmaps": _heatmaps(p),
         "max_labels": MAX_DRAWN_LABELS,
+        "snapshots": _snapshots(p),
     }
     search_names = (["label"] if p.labels is not None else []) + list(columns)
     data["state"] = _js_state(view.state, names, search_names)
@@ -454,6 +480,7 @@ def render_projection(p: Any) -> str:
             color_options=parts["options"],
             label_options=parts["label_options"],
             has_thumbs=parts["data"]["thumbs"] is not None,
+            snapshots=len((parts["data"]["snapshots"] or {}).get("iterations", [])),
             thumbnails=view.thumbnails,
             bookmarks=[_FSI + name + _PDI for name in view.bookmarks],
             search_options=parts["search_options"],
