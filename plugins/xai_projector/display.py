@@ -244,6 +244,13 @@ def check_state(p: Any, state: ViewState) -> ViewState:
     if state.search_by is not None:
         check_column(p, state.search_by, "search_by")
     check_thumbnails(p, state.thumbnails)
+    kept = p.snapshots
+    if state.frame is not None and (kept is None or state.frame >= len(kept[0])):
+        count = 0 if kept is None else len(kept[0])
+        raise ValidationError(
+            f"frame must index the projection's {count} t-SNE snapshots (tsne_snapshots=); "
+            f"got {state.frame}."
+        )
     if state.selected is not None and state.selected >= len(p):
         raise ValidationError(
             f"selected must be a row index in [0, {len(p) - 1}]; got {state.selected}."

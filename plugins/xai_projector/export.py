@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from xai_core import DataError, ValidationError
+from xai_core import CapabilityError, DataError, ValidationError
 from xai_core.files import atomic_write, atomic_write_text
 from xai_core.report import encode_png, to_pixels
 
@@ -218,14 +218,14 @@ def tensorboard_bookmarks(p: Any, states: Sequence[Any]) -> list[dict[str, Any]]
             fields = None if s.search_by is None else [s.search_by]
             try:
                 matches = p.search(s.search, regex=s.regex, fields=fields).indices.tolist()
-            except ValidationError:
+            except (ValidationError, CapabilityError):  # an RE2 pattern, without RE2 here
                 matches = None
         record = {
             "label": s.name,
             "isSelected": False,
             "selectedProjection": _TB_METHOD.get(p.method, p.method),
             "dataSetDimensions": [len(p), int(p.vectors.shape[1])],
-            "tSNEIteration": int(p.meta.get("n_iter", 0)) if p.method == "tsne" else 0,
+            "tSNEIteration": _tsne_iteration(p, s),
             "tSNEPerplexity": float(p.meta.get("options", {}).get("perplexity", 0) or 0),
             "tSNELearningRate": 0,
             "tSNEis3d": p.n_components == 3,
@@ -250,6 +250,15 @@ def tensorboard_bookmarks(p: Any, states: Sequence[Any]) -> list[dict[str, Any]]
             record["filteredPoints"] = matches
         out.append(record)
     return out
+
+
+def _tsne_iteration(p: Any, state: Any) -> int:
+    """The t-SNE iteration a state shows: its snapshot's, else the run's last."""
+    if p.method != "tsne":
+        return 0
+    if state.frame is not None and p.snapshots is not None:
+        return int(p.snapshots[0][state.frame])
+    return int(p.meta.get("n_iter", 0))
 
 
 def _read_bookmarks(path: Path) -> list[dict[str, Any]]:

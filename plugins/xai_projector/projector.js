@@ -283,7 +283,8 @@
       return {
         name: label || "", dims: view.dims, k: view.k, tx: view.tx, ty: view.ty, yaw: view.yaw,
         pitch: view.pitch, selected: selected, search: box.value, regex: regex.checked,
-        search_by: byBox ? +byBox.value : -1, color: current, label: labelCol, thumbs: thumbsOn
+        search_by: byBox ? +byBox.value : -1, color: current, label: labelCol, thumbs: thumbsOn,
+        frame: snaps && frameAt < snaps.iterations.length - 1 ? frameAt : -1
       };
     }
     function applyState(st) {
@@ -295,6 +296,7 @@
       box.value = st.search; regex.checked = !!st.regex;
       labelCol = st.label >= 0 && st.label < coloring.length ? st.label : -1;
       if (labelBox) { labelBox.value = String(labelCol); }
+      if (snaps) { play(false); setFrame(st.frame >= 0 ? st.frame : snaps.iterations.length - 1); }
       thumbsOn = false;
       setThumbs(st.thumbs);
       setColor(st.color);

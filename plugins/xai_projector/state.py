@@ -1,7 +1,7 @@
 """A view's state: what a bookmark saves and loads again, and its JSON form.
 
 A :class:`ViewState` holds what the view shows: the camera (zoom, pan, and the 3-D view's
-rotation), the selected point, the search, the columns the points are coloured and labelled
+rotation), the selected point, the search, the t-SNE snapshot shown, the columns the points are coloured and labelled
 by, whether images show as thumbnails, and which projection it belongs to (method and
 components). :meth:`ProjectionView.bookmark` saves one under a name;
 :meth:`ProjectionView.load_bookmark` restores it. ``to_dict`` / ``from_dict`` round-trip
@@ -49,6 +49,9 @@ class ViewState:
         Columns the points are coloured and labelled by, or ``"none"``.
     thumbnails : bool
         Images drawn as thumbnails in place of points.
+    frame : int or None
+        The t-SNE snapshot shown (an index into ``Projection.snapshots``), or None for the
+        result.
     """
 
     name: str = ""
@@ -67,6 +70,7 @@ class ViewState:
     color_by: str = "none"
     label_by: str = "none"
     thumbnails: bool = False
+    frame: int | None = None
 
     def __post_init__(self) -> None:
         for key in ("zoom", "pan_x", "pan_y", "yaw", "pitch"):
@@ -87,6 +91,12 @@ class ViewState:
                 raise ValidationError(
                     f"ViewState.{key} must be 2 or 3; got {getattr(self, key)!r}."
                 )
+        if self.frame is not None and (
+            isinstance(self.frame, bool) or not isinstance(self.frame, int) or self.frame < 0
+        ):
+            raise ValidationError(
+                f"ViewState.frame must be a snapshot index (int >= 0) or None; got {self.frame!r}."
+            )
         if self.selected is not None and (
             isinstance(self.selected, bool)
             or not isinstance(self.selected, int)
@@ -94,6 +104,16 @@ class ViewState:
         ):
             raise ValidationError(
                 f"ViewState.selected must be a row index (int >= 0) or None; got {self.selected!r}."
+            )
+        for key in ("regex", "thumbnails"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValidationError(
+                    f"ViewState.{key} must be True or False; got {getattr(self, key)!r}."
+                )
+        if self.search_by is not None and not isinstance(self.search_by, str):
+            raise ValidationError(
+                f"ViewState.search_by must be a column name (str) or None; got "
+                f"{type(self.search_by).__name__}."
             )
         for key in ("name", "method", "search", "color_by", "label_by"):
             if not isinstance(getattr(self, key), str):

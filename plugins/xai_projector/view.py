@@ -120,6 +120,7 @@ def _snapshots(p: Any) -> dict[str, Any] | None:
     chosen = np.unique(np.rint(np.linspace(0, len(frames) - 1, count)).astype(int))
     scaled = [_scaled(frames[j]) for j in chosen]
     return {
+        "frames": chosen.tolist(),
         "iterations": [int(iterations[j]) for j in chosen],
         "x": [f[0].tolist() for f in scaled],
         "y": [f[1].tolist() for f in scaled],
@@ -323,8 +324,11 @@ def _legend(enc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def _js_state(state: Any, names: list[str], search_names: list[str]) -> dict[str, Any]:
-    """A :class:`~xai_projector.state.ViewState` as the script reads it: columns as indices."""
+def _js_state(
+    state: Any, names: list[str], search_names: list[str], frames: list[int]
+) -> dict[str, Any]:
+    """A :class:`~xai_projector.state.ViewState` as the script reads it: columns as indices,
+    the snapshot as the index of the page's nearest frame (``frames``: snapshot indices)."""
 
     def at(values: list[str], name: Any) -> int:
         return values.index(name) if name in values else -1
@@ -344,7 +348,17 @@ def _js_state(state: Any, names: list[str], search_names: list[str]) -> dict[str
         "color": at(names, state.color_by),
         "label": at(names, state.label_by),
         "thumbs": state.thumbnails,
+        "frame": -1 if state.frame is None else frames.index(state.frame),
     }
+
+
+def _on_frame(state: Any, frames: list[int]) -> Any:
+    """``state`` with its snapshot moved to the nearest one the page carries."""
+    if state.frame is None or not frames or state.frame in frames:
+        return state
+    from dataclasses import replace
+
+    return replace(state, frame=min(frames, key=lambda f: abs(f - state.frame)))
 
 
 def _data_and_points(view: Any) -> dict[str, Any]:
@@ -390,8 +404,12 @@ def _data_and_points(view: Any) -> dict[str, Any]:
         "snapshots": _snapshots(p),
     }
     search_names = (["label"] if p.labels is not None else []) + list(columns)
-    data["state"] = _js_state(view.state, names, search_names)
-    data["bookmarks"] = [_js_state(b, names, search_names) for b in view.bookmarks.values()]
+    frames = data["snapshots"]["frames"] if data["snapshots"] else []
+    data["state"] = _js_state(_on_frame(view.state, frames), names, search_names, frames)
+    data["bookmarks"] = [
+        _js_state(_on_frame(b, frames), names, search_names, frames)
+        for b in view.bookmarks.values()
+    ]
     # The static SVG: a seeded sample of points in the colours the script starts with.
     m = min(n, MAX_SVG_POINTS)
     rng = np.random.default_rng(p.meta.get("seed", 0))

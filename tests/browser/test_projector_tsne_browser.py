@@ -72,3 +72,18 @@ def test_play_runs_to_the_end_and_pause_stops(open_page, proj, tmp_path):
     assert page.evaluate(f"() => {API}.frame()") == last
     assert page.get_attribute("button.xai-projector-play", "aria-pressed") == "false"
     assert events == NO_EVENTS
+
+
+def test_a_bookmarked_frame_loads(open_page, proj, tmp_path):
+    """A state on snapshot 4 opens there; the page's bookmark of another frame brings it back."""
+    view = proj.show()
+    view.set_state(frame=4)
+    page, events = _open(open_page, tmp_path, view.to_html())
+    assert page.evaluate(f"() => {API}.frame()") == 4
+    page.fill("input.xai-projector-frame", "9")
+    page.click("button.xai-projector-bookmark")
+    page.fill("input.xai-projector-frame", "1")
+    page.select_option("select.xai-projector-bookmarks", value="0")
+    assert page.evaluate(f"() => {API}.frame()") == 9
+    assert page.input_value("input.xai-projector-frame") == "9"
+    assert events == NO_EVENTS

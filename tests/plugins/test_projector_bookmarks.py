@@ -89,6 +89,10 @@ def test_view_states_are_checked(proj):
         view.set_state(selected=len(proj))
     with pytest.raises(xai.ValidationError, match="finite"):
         view.set_state(pan_x=math.nan)
+    with pytest.raises(xai.ValidationError, match="regex must be True or False"):
+        view.set_state(regex="yes")
+    with pytest.raises(xai.UnknownNameError, match="search_by column"):
+        view.set_state(search_by="nope")
     with pytest.raises(xai.ValidationError, match="unknown view-state keys"):
         ViewState.from_dict({"zoom": 2, "camera": 1})
     with pytest.raises(xai.ValidationError, match="'tsne' projection"):

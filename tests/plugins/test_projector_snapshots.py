@@ -64,3 +64,20 @@ def test_the_view_carries_the_frames(X, monkeypatch):
     d = json.loads(_DATA.search(p.to_html()).group(1))
     assert d["snapshots"]["iterations"] == [24, 124, 224, 300]  # frames 0, 4, 8 and 12 of 13
     assert 'class="xai-projector-frame"' not in xai.project(X).to_html().split("<script>")[0]
+
+
+def test_a_bookmark_keeps_the_snapshot_shown(X, tmp_path):
+    """frame= picks a snapshot; the page opens on it; TensorBoard's record has its iteration."""
+    p = xai.project(X, method="tsne", tsne_snapshots=50, max_iter=300, perplexity=10)
+    view = p.show()
+    view.set_state(frame=2)
+    view.bookmark("early")
+    d = json.loads(_DATA.search(view.to_html()).group(1))
+    assert d["state"]["frame"] == 2 and d["bookmarks"][0]["frame"] == 2
+    files = view.export_tensorboard(tmp_path)
+    (record,) = json.loads(files["bookmarks"].read_text())
+    assert record["tSNEIteration"] == 149
+    with pytest.raises(xai.ValidationError, match="7 t-SNE snapshots"):
+        view.set_state(frame=7)
+    with pytest.raises(xai.ValidationError, match="0 t-SNE snapshots"):
+        xai.project(X).show().set_state(frame=0)
