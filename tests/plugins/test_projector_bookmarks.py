@@ -220,3 +220,15 @@ def test_custom_projection_errors_and_export(tmp_path):
     assert (record["customXLeftText"], record["customXRightText"]) == ("a", "b")
     assert (record["customYDownText"], record["customYUpText"]) == ("", "d")
     assert record["customSelectedSearchByMetadataOption"] == "label"
+
+
+def test_a_report_carries_the_views_state_and_bookmarks(proj):
+    """An offline report of a view opens in its state with its bookmarks in the menu."""
+    view = proj.show(label_by="kind", thumbnails=True)
+    view.set_state(zoom=2)
+    view.bookmark("saved view")
+    html = xai.Report("embeddings").add(view).to_html()
+    d = _data(html)
+    assert d["state"]["k"] == 2 and d["state"]["thumbs"] is True
+    assert [b["name"] for b in d["bookmarks"]] == ["saved view"]
+    assert '<option value="0">\u2068saved view\u2069</option>' in html
