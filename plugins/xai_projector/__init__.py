@@ -1,11 +1,12 @@
 """The embedding projector: the first-party ``project`` tool plugin.
 
-``xai.project(vectors, method="pca" | "tsne" | "umap" | "linear", labels=..., metadata=...)``
+``xai.project(vectors, method="pca" | "tsne" | "umap" | "linear" | "custom", labels=..., metadata=...)``
 or ``xai.project(runner, X, layer=...)`` returns a :class:`Projection`: the projected
 coordinates, exact or approximate nearest neighbours in the original space, search over
 labels and metadata giving :class:`Selection` objects, export to the TensorBoard
 Projector's files (and CSV / JSON), and an interactive view in notebooks and reports
-(``p.show(color_by=..., dims=...)``: zoom, pan, colour by any column, 3-D rotation).
+(``p.show(color_by=..., dims=..., label_by=..., thumbnails=...)``: zoom, pan, colour and
+label by any column, image thumbnails, 3-D rotation, bookmarks of :class:`ViewState`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __getattr__, __dir__, __all__ = xai.lazy_exports(
         "neighbors": ["Neighbors", "approximate_neighbors", "exact_neighbors"],
         "projection": ["Projection", "project"],
         "search": ["Selection"],
+        "state": ["ViewState"],
         "view": ["render_projection", "script"],
     },
     eager=["xai_register_report_sections", "xai_register_tools"],

@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from xai_core import DataError, ValidationError
+from xai_core import CapabilityError, DataError, ValidationError
 from xai_core.files import atomic_write, atomic_write_text
 from xai_core.report import encode_png, to_pixels
 
 __all__ = [
     "load_tensorboard",
+    "tensorboard_bookmarks",
     "sanitize_cell",
     "write_coordinates_csv",
     "write_neighbors",
@@ -34,6 +35,11 @@ __all__ = [
 ]
 
 CONFIG = "projector_config.pbtxt"
+BOOKMARKS = "bookmarks.json"
+#: TensorBoard's name of each projection method (``selectedProjection``), and its axis keys.
+_TB_METHOD = {"pca": "pca", "tsne": "tsne", "umap": "umap", "custom": "custom", "linear": "custom"}
+#: The key under which a record keeps this package's exact state (TensorBoard ignores it).
+STATE_KEY = "xaiViewState"
 _CELL = re.compile(r"[\t\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
@@ -78,9 +84,11 @@ def write_tensorboard(
     *,
     tensor_name: str = "embedding",
     images: np.ndarray | None = None,
+    bookmarks: list[dict[str, Any]] | None = None,
 ) -> dict[str, Path]:
-    """Write ``tensors.tsv``, ``metadata.tsv`` (if any columns), ``sprite.png`` (if images)
-    and ``projector_config.pbtxt`` into ``directory`` (created if missing).
+    """Write ``tensors.tsv``, ``metadata.tsv`` (if any columns), ``sprite.png`` (if images),
+    ``bookmarks.json`` (if bookmarks) and ``projector_config.pbtxt`` into ``directory``
+    (created if missing).
 
     Each file is written atomically (:func:`xai_core.files.atomic_write`): on a full disk
     no file is left half-written, and the config, which names the others, comes last.
@@ -94,11 +102,14 @@ def write_tensorboard(
     tensor_name : str
     images : ndarray of shape (n_samples, height, width), optional
         Grey images in [0, 1], tiled into a sprite.
+    bookmarks : list of dict, optional
+        TensorBoard ``State`` records (:func:`tensorboard_bookmarks`), named by the
+        config's ``bookmarks_path``.
 
     Returns
     -------
     dict of str to pathlib.Path
-        The files written, keyed ``tensors``, ``metadata``, ``sprite``, ``config``.
+        The files written, keyed ``tensors``, ``metadata``, ``sprite``, ``bookmarks``, ``config``.
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -141,10 +152,154 @@ def write_tensorboard(
             f"    single_image_dim: {images.shape[1]}",
             "  }",
         ]
+    if bookmarks is not None:
+        written["bookmarks"] = out / BOOKMARKS
+        atomic_write_text(written["bookmarks"], json.dumps(bookmarks, ensure_ascii=False))
+        body.insert(
+            4 if "metadata" in written else 3, f"  bookmarks_path: {_pbtxt_string(BOOKMARKS)}"
+        )
     body.append("}")
     written["config"] = out / CONFIG
     atomic_write_text(written["config"], "\n".join(body) + "\n")
     return written
+
+
+def tensorboard_bookmarks(p: Any, states: Sequence[Any]) -> list[dict[str, Any]]:
+    """View states as TensorBoard projector ``State`` records (its ``bookmarks.json``).
+
+    Each record has TensorBoard's fields: ``label``, ``selectedProjection`` (``"custom"``
+    for ``method="custom"`` and ``"linear"``, with a custom projection's searches in
+    ``customXLeftText`` ... ``customYUpText``), ``dataSetDimensions``, the projected coordinates of every
+    point in ``projections`` (``{"pca-0": x, "pca-1": y}``; ``linear-x`` / ``linear-y``
+    for the custom projection, as TensorBoard names them), ``selectedPoints``,
+    ``filteredPoints`` (the search's matches, as TensorBoard's "isolate"), ``cameraDef``
+    (orthographic in 2-D; position and target from the pan, zoom as the zoom),
+    ``selectedColorOptionName`` and ``selectedLabelOption``; and the exact state under
+    :data:`STATE_KEY`, which :func:`load_tensorboard` reads back.
+
+    Parameters
+    ----------
+    p : Projection
+    states : sequence of ViewState
+
+    Returns
+    -------
+    list of dict
+        JSON-ready records, one per state.
+    """
+    coords = p.coordinates
+    if p.method in ("linear", "custom"):
+        keys = ["linear-x", "linear-y", "linear-z"][: coords.shape[1]]
+    else:
+        keys = [f"{p.method}-{j}" for j in range(coords.shape[1])]
+    custom = {}
+    if p.method == "custom":  # the searches of the Projector's Custom tab
+        options = p.meta.get("options", {})
+        queries, fields = options.get("axes", [[None, None]] * 2), options.get("axes_fields")
+        regex = bool(options.get("axes_regex"))
+        names = (("customXLeft", "customXRight"), ("customYDown", "customYUp"))
+        for (a, b), (qa, qb) in zip(names, queries, strict=True):
+            custom.update({a + "Text": qa or "", a + "Regex": regex, b + "Text": qb or "",
+                           b + "Regex": regex})  # fmt: skip
+        if isinstance(fields, str):
+            custom["customSelectedSearchByMetadataOption"] = fields
+    projections = [{k: float(v) for k, v in zip(keys, row, strict=True)} for row in coords.tolist()]
+    centre = (coords.min(axis=0) + coords.max(axis=0)) / 2
+    span = float(np.max(np.ptp(coords[:, :2], axis=0))) or 1.0
+    out = []
+    for s in states:
+        # The pan in frame pixels (640 x 480, the data's span filling 616) as data units.
+        tx = float(centre[0]) - s.pan_x / (616 * s.zoom) * span
+        ty = float(centre[1]) + s.pan_y / (616 * s.zoom) * span
+        tz = float(centre[2]) if coords.shape[1] == 3 else 0.0
+        three = s.dims == 3
+        matches = None
+        if s.search:
+            fields = None if s.search_by is None else [s.search_by]
+            try:
+                matches = p.search(s.search, regex=s.regex, fields=fields).indices.tolist()
+            except (ValidationError, CapabilityError):  # an RE2 pattern, without RE2 here
+                matches = None
+        record = {
+            "label": s.name,
+            "isSelected": False,
+            "selectedProjection": _TB_METHOD.get(p.method, p.method),
+            "dataSetDimensions": [len(p), int(p.vectors.shape[1])],
+            "tSNEIteration": _tsne_iteration(p, s),
+            "tSNEPerplexity": float(p.meta.get("options", {}).get("perplexity", 0) or 0),
+            "tSNELearningRate": 0,
+            "tSNEis3d": p.n_components == 3,
+            "UMAPIteration": 0,
+            "UMAPis3d": p.n_components == 3,
+            "pcaComponentDimensions": list(range(p.n_components if three else 2)),
+            "projections": projections,
+            "selectedPoints": [] if s.selected is None else [int(s.selected)],
+            "cameraDef": {
+                "orthographic": not three,
+                "position": {"x": tx, "y": ty, "z": tz + 3.0 * span / s.zoom},
+                "target": {"x": tx, "y": ty, "z": tz},
+                "zoom": s.zoom,
+            },
+            "selectedColorOptionName": "" if s.color_by == "none" else s.color_by,
+            "forceCategoricalColoring": False,
+            "selectedLabelOption": "" if s.label_by == "none" else s.label_by,
+            **custom,
+            STATE_KEY: s.to_dict(),
+        }
+        if matches is not None:
+            record["filteredPoints"] = matches
+        out.append(record)
+    return out
+
+
+def _tsne_iteration(p: Any, state: Any) -> int:
+    """The t-SNE iteration a state shows: its snapshot's, else the run's last."""
+    if p.method != "tsne":
+        return 0
+    if state.frame is not None and p.snapshots is not None:
+        return int(p.snapshots[0][state.frame])
+    return int(p.meta.get("n_iter", 0))
+
+
+def _read_bookmarks(path: Path) -> list[dict[str, Any]]:
+    """View-state dicts of a TensorBoard ``bookmarks.json``: the exact state where this package
+    wrote one, else what TensorBoard's fields say (projection, selection, colour, label)."""
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{str(path)!r}: not a readable bookmarks JSON file ({exc}).") from exc
+    if not isinstance(records, list):
+        raise DataError(f"{str(path)!r}: bookmarks must be a JSON list of states.")
+    # "custom" is either of two methods here: such a state loads onto either.
+    methods = {"pca": "pca", "tsne": "tsne", "umap": "umap"}
+    out = []
+    for r in records:
+        if not isinstance(r, dict):
+            raise DataError(f"{str(path)!r}: each bookmark must be a JSON object.")
+        if isinstance(r.get(STATE_KEY), dict):
+            out.append(dict(r[STATE_KEY]))
+            continue
+        picked = r.get("selectedPoints") or []
+        cam = r.get("cameraDef") or {}
+        zoom = cam.get("zoom", 1.0)
+        projected = r.get("projections") or [{}]
+        n_comp = 3 if isinstance(projected[0], dict) and len(projected[0]) == 3 else 2
+        three = cam.get("orthographic") is False and n_comp == 3
+        out.append(
+            {
+                "name": str(r.get("label", "")),
+                "method": methods.get(r.get("selectedProjection"), ""),
+                "n_components": n_comp,
+                "dims": 3 if three else 2,
+                "zoom": float(zoom)
+                if isinstance(zoom, (int, float)) and 0.2 <= zoom <= 200
+                else 1.0,
+                "selected": int(picked[0]) if picked else None,
+                "color_by": r.get("selectedColorOptionName") or "none",
+                "label_by": r.get("selectedLabelOption") or "none",
+            }
+        )
+    return out
 
 
 _FIELD = re.compile(r'(\w+)\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -172,7 +327,9 @@ def load_tensorboard(
     dict
         ``tensor_name``, ``vectors`` (ndarray of shape (n_samples, n_features), float64) and
         ``metadata`` (dict of column name to list of str; a single headerless column is
-        named ``"label"``, as TensorBoard names it).
+        named ``"label"``, as TensorBoard names it) and ``bookmarks`` (a list of view-state
+        dicts, empty without a ``bookmarks_path``; ``ProjectionView.add_bookmarks`` takes
+        them).
     """
     path = Path(path)
     config = path / CONFIG if path.is_dir() else path
@@ -208,7 +365,15 @@ def load_tensorboard(
             }
         else:
             metadata = {"label": lines}
-    return {"tensor_name": info.get("tensor_name", ""), "vectors": vectors, "metadata": metadata}
+    bookmarks = []
+    if info.get("bookmarks_path"):
+        bookmarks = _read_bookmarks(config.parent / info["bookmarks_path"])
+    return {
+        "tensor_name": info.get("tensor_name", ""),
+        "vectors": vectors,
+        "metadata": metadata,
+        "bookmarks": bookmarks,
+    }
 
 
 def write_coordinates_csv(

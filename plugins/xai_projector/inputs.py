@@ -14,7 +14,7 @@ import xai_core as xai
 from xai_core import ShapeError, UnknownNameError, ValidationError
 from xai_core.images import sample_layout
 from xai_core.validation import check_array
-from xai_projector.search import Selection
+from xai_projector.search import Selection, search_columns
 
 __all__ = [
     "check_explanation",
@@ -80,6 +80,56 @@ def check_images(images: Any, n: int) -> np.ndarray | None:
             f"got shape {arr.shape}."
         )
     return arr
+
+
+def check_axes(
+    axes: Sequence[tuple[Any, Any]] | None,
+    method: str,
+    n_components: int,
+    columns: dict[str, np.ndarray],
+    labels: np.ndarray | None,
+    n: int,
+    *,
+    regex: bool = False,
+    fields: str | Sequence[str] | None = None,
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[list[str | None]]]:
+    """The row indices of ``method="custom"``'s two axes, and each end's query (or None).
+
+    Each end is a search (a str, matched as :meth:`Projection.search` matches, with
+    ``regex`` and ``fields``) or what ``groups=`` takes (a Selection, row indices, a mask).
+    """
+    if method != "custom":
+        if axes is not None:
+            raise ValidationError("axes applies only to method='custom'.")
+        return [], []
+    if n_components != 2:
+        raise ValidationError(
+            f"method='custom' gives 2-D projections (x and y axes); got n_components={n_components}."
+        )
+    if axes is None or isinstance(axes, str) or len(axes) != 2:
+        raise ValidationError(
+            "method='custom' needs axes=[(left, right), (down, up)]: two searches (or groups) "
+            f"per axis, x from left to right and y from down to up; got {axes!r}."
+        )
+    pairs, queries = [], []
+    for i, pair in enumerate(axes):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValidationError(f"axes[{i}] must be a pair (a, b); got {pair!r}.")
+        ends, texts = [], []
+        for j, end in enumerate(pair):
+            what = f"axes[{i}][{j}]"
+            if isinstance(end, str):
+                idx = search_columns(columns, end, regex=regex, fields=fields).indices
+                if idx.size == 0:
+                    raise ValidationError(f"{what}: the search {end!r} matches no row.")
+                ends.append(idx)
+                texts.append(end)
+            else:
+                ends.append(_resolve_group(end, labels, n, what))
+                texts.append(None)
+        pairs.append(tuple(ends))
+        queries.append(texts)
+    return pairs, queries
 
 
 def _resolve_group(spec: Any, labels: np.ndarray | None, n: int, what: str) -> np.ndarray:

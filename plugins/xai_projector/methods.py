@@ -1,4 +1,4 @@
-"""Projection methods: PCA, t-SNE, UMAP and a linear projection between two groups.
+"""Projection methods: PCA, t-SNE, UMAP, and linear projections between groups of points.
 
 Each function takes vectors of shape (n_samples, n_features) and returns the coordinates,
 of shape (n_samples, n_components), and a dict of method-specific figures.
@@ -18,6 +18,7 @@ __all__ = [
     "METHODS",
     "OPENTSNE_MIN_SAMPLES",
     "TSNE_BACKENDS",
+    "custom_axes",
     "linear_axes",
     "pca",
     "SETTINGS",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 #: The ``method=`` names :func:`xai_projector.project` accepts.
-METHODS = ("pca", "tsne", "umap", "linear")
+METHODS = ("pca", "tsne", "umap", "linear", "custom")
 
 
 def spherize(X: np.ndarray) -> np.ndarray:
@@ -149,6 +150,7 @@ def tsne(
     max_iter: int = 1000,
     init: str = "pca",
     backend: str = "auto",
+    snapshot_every: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """t-SNE with scikit-learn's Barnes-Hut ``TSNE`` or openTSNE's FFT-accelerated one.
 
@@ -172,6 +174,11 @@ def tsne(
         ``"auto"`` runs openTSNE (if installed) for 2-D embeddings of more than
         :data:`OPENTSNE_MIN_SAMPLES` rows and scikit-learn otherwise. openTSNE runs with
         ``negative_gradient_method="fft"``, ``n_jobs=1`` and ``random_state=seed``.
+    snapshot_every : int, optional
+        Keep the embedding every this many iterations (openTSNE's callbacks; scikit-learn's
+        ``TSNE`` has none, so this runs openTSNE, 2-D only): ``extra["snapshots"]`` of shape
+        (n_snapshots, n_samples, 2) and ``extra["snapshot_iterations"]`` (n_snapshots,),
+        the iterations done when each was taken, the last being ``max_iter`` (the result).
 
     Returns
     -------
@@ -194,7 +201,32 @@ def tsne(
             f"got {max_iter}."
         )
     implementation, why = _tsne_implementation(backend, n, n_components)
+    snaps: list[np.ndarray] = []
+    steps: list[int] = []
+    if snapshot_every is not None:
+        check_int(snapshot_every, "tsne_snapshots", 1)
+        if backend == "sklearn":
+            raise ValidationError(
+                "tsne_snapshots needs openTSNE's callbacks; scikit-learn's TSNE has none "
+                "(use tsne_backend='auto' or 'opentsne')."
+            )
+        implementation, why = _tsne_implementation("opentsne", n, n_components)
+        why = "tsne_snapshots: openTSNE's callbacks"
     if implementation == "opentsne":
+        phase = {"offset": 0, "last": 0}
+
+        def keep(iteration: int, error: float, embedding: np.ndarray) -> bool:
+            # openTSNE counts each phase from 1 and calls before that iteration's update.
+            if iteration <= phase["last"]:
+                phase["offset"] += EXAGGERATION_ITER
+            phase["last"] = iteration
+            steps.append(phase["offset"] + iteration - 1)
+            snaps.append(np.array(embedding, dtype=np.float64))
+            return False
+
+        callbacks = {}
+        if snapshot_every is not None:
+            callbacks = {"callbacks": [keep], "callbacks_every_iters": int(snapshot_every)}
         model = _opentsne_module().TSNE(
             n_components=n_components,
             perplexity=perplexity,
@@ -207,14 +239,22 @@ def tsne(
             n_jobs=1,
             random_state=seed,
             verbose=False,
+            **callbacks,
         )
         embedding = model.fit(np.asarray(X, dtype=np.float64))
-        return np.asarray(embedding, dtype=np.float64), {
+        coords = np.asarray(embedding, dtype=np.float64)
+        extra = {
             "kl_divergence": float(embedding.kl_divergence),
             "n_iter": int(max_iter),
             "implementation": "opentsne",
             "tsne_choice": why,
         }
+        if snapshot_every is not None:
+            steps.append(int(max_iter))
+            snaps.append(coords)
+            extra["snapshots"] = np.stack(snaps)
+            extra["snapshot_iterations"] = np.asarray(steps, dtype=np.int64)
+        return coords, extra
 
     from sklearn.manifold import TSNE
 
@@ -303,12 +343,39 @@ def linear_axes(
     return Xc @ A.T, {"axes": A}
 
 
+def custom_axes(
+    X: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """TensorBoard's custom projection: x and y each along a direction between two centroids.
+
+    With ``groups = [(left, right), (down, up)]`` (row-index arrays), the x direction is
+    ``mean(X[right]) - mean(X[left])`` and the y direction ``mean(X[up]) - mean(X[down])``,
+    each scaled to unit length and, as in the Projector's "Custom" tab, not made orthogonal
+    to each other. Returns the coordinates ``(X - mean(X)) @ axes.T`` of shape
+    (n_samples, 2), ``axes`` (2, n_features) and ``axes_cosine``, the cosine between the two
+    directions (0 when they are orthogonal; near 1 they show nearly the same thing).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if len(groups) != 2:
+        raise ValidationError(f"the custom projection needs two axes (x and y); got {len(groups)}.")
+    names = ("x (mean of right minus mean of left)", "y (mean of up minus mean of down)")
+    A = np.array(
+        [
+            _unit(X[b].mean(axis=0) - X[a].mean(axis=0), f"axis {name}")
+            for (a, b), name in zip(groups, names, strict=True)
+        ]
+    )
+    coords = (X - X.mean(axis=0)) @ A.T
+    return coords, {"axes": A, "axes_cosine": float(A[0] @ A[1])}
+
+
 #: The settings of :func:`xai_projector.project` each method takes (its ``meta["options"]``).
 SETTINGS: dict[str, tuple[str, ...]] = {
     "pca": (),
-    "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend"),
+    "tsne": ("perplexity", "learning_rate", "max_iter", "tsne_backend", "tsne_snapshots"),
     "umap": ("n_neighbors", "min_dist"),
     "linear": (),
+    "custom": (),
 }
 
 
@@ -337,11 +404,20 @@ def run(
     if method == "pca":
         coords, extra = pca(X, n_components, seed=seed)
     elif method == "tsne":
-        own = {k: v for k, v in options.items() if k != "tsne_backend"}
-        coords, extra = tsne(X, n_components, seed=seed, backend=options["tsne_backend"], **own)
+        own = {k: v for k, v in options.items() if k not in ("tsne_backend", "tsne_snapshots")}
+        coords, extra = tsne(
+            X,
+            n_components,
+            seed=seed,
+            backend=options["tsne_backend"],
+            snapshot_every=options["tsne_snapshots"],
+            **own,
+        )
         options["implementation"] = extra["implementation"]
     elif method == "umap":
         coords, extra = umap(X, n_components, seed=seed, **options)
+    elif method == "custom":
+        coords, extra = custom_axes(X, groups)
     else:
         coords, extra = linear_axes(X, groups, n_components, seed=seed)
         options = {"groups": len(groups)}

@@ -43,7 +43,7 @@ class Projection:
     coordinates : ndarray of shape (n_samples, n_components)
         The projection, float64.
     method : str
-        ``"pca"``, ``"tsne"``, ``"umap"`` or ``"linear"``.
+        ``"pca"``, ``"tsne"``, ``"umap"``, ``"linear"`` or ``"custom"``.
     labels : ndarray of shape (n_samples,) of str, or None
     metadata : dict of str to ndarray of shape (n_samples,) of str
     explained_variance_ratio : ndarray of shape (n_components,) or None
@@ -94,14 +94,20 @@ class Projection:
         return int(self.coordinates.shape[1])
 
     @property
+    def snapshots(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(iterations, embeddings)`` kept by ``tsne_snapshots=``, or None.
+
+        ``iterations`` (n_snapshots,) are the iterations done when each embedding
+        (n_snapshots, n_samples, 2) was taken; the last is the result, :attr:`coordinates`.
+        """
+        if "snapshots" not in self.meta:
+            return None
+        return self.meta["snapshot_iterations"], self.meta["snapshots"]
+
+    @property
     def columns(self) -> dict[str, np.ndarray]:
         """Labels (as ``"label"``, first) and metadata columns: what search and export see."""
-        out: dict[str, np.ndarray] = {}
-        if self.labels is not None:
-            out["label"] = self.labels
-        for k, v in self.metadata.items():
-            out[k if k not in out else f"{k} (metadata)"] = v
-        return out
+        return _columns(self.labels, self.metadata)
 
     def __repr__(self) -> str:
         return (
@@ -239,15 +245,28 @@ class Projection:
         *,
         tensor_name: str = "embedding",
         include_images: bool = True,
+        bookmarks: Sequence[Any] | None = None,
     ) -> dict[str, Path]:
         """TensorBoard Projector files: ``tensors.tsv``, ``metadata.tsv``, ``sprite.png``
-        (with images), ``projector_config.pbtxt``. See :mod:`xai_projector.export`."""
+        (with images), ``bookmarks.json`` (with ``bookmarks``: ViewStates, as
+        :meth:`ProjectionView.bookmark` saves them) and ``projector_config.pbtxt``. See
+        :mod:`xai_projector.export`; :func:`~xai_projector.load_tensorboard` reads them back."""
+        states = None
+        if bookmarks is not None:
+            from xai_projector.display import check_state
+            from xai_projector.state import ViewState
+
+            states = [
+                check_state(self, b if isinstance(b, ViewState) else ViewState.from_dict(b))
+                for b in bookmarks
+            ]
         return _export.write_tensorboard(
             directory,
             self.vectors,
             self.columns,
             tensor_name=tensor_name,
             images=self.images if include_images else None,
+            bookmarks=None if states is None else _export.tensorboard_bookmarks(self, states),
         )
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
@@ -267,7 +286,14 @@ class Projection:
         return _export.write_selections(path, selections, self.labels)
 
     # -- display -------------------------------------------------------------------------
-    def show(self, color_by: str | None = None, dims: int | None = None) -> ProjectionView:
+    def show(
+        self,
+        color_by: str | None = None,
+        dims: int | None = None,
+        *,
+        label_by: str | None = None,
+        thumbnails: bool | None = None,
+    ) -> ProjectionView:
         """The interactive view starting with these settings (renders in notebooks and reports).
 
         Parameters
@@ -280,6 +306,14 @@ class Projection:
         dims : {2, 3}, optional
             The view shown first; by default :attr:`n_components` (a 3-D projection opens
             in 3-D and can switch to 2-D).
+        label_by : str, optional
+            A column whose values are drawn next to the points (the view's "Label by"
+            menu); by default none. At most ``MAX_DRAWN_LABELS`` (200) are drawn: the
+            selected point, its neighbours and the search matches first, then the points in
+            sight, skipping labels that would overlap.
+        thumbnails : bool, optional
+            Draw each point's image (``images=``) as a thumbnail in place of the point
+            (the view's "Thumbnails" toggle); up to ``MAX_THUMBNAILS`` (2,000) points.
 
         Returns
         -------
@@ -291,16 +325,22 @@ class Projection:
         UnknownNameError
             ``color_by`` is not a column; the message lists the columns.
         """
-        return ProjectionView(self, color_by, dims)
+        return ProjectionView(self, color_by, dims, label_by=label_by, thumbnails=thumbnails)
 
     def to_html(
-        self, title: str | None = None, *, color_by: str | None = None, dims: int | None = None
+        self,
+        title: str | None = None,
+        *,
+        color_by: str | None = None,
+        dims: int | None = None,
+        label_by: str | None = None,
+        thumbnails: bool | None = None,
     ) -> str:
         """A standalone HTML page with the interactive view (its own Content-Security-Policy).
 
-        ``color_by`` and ``dims`` are those of :meth:`show`.
+        The settings are those of :meth:`show`.
         """
-        return self.show(color_by, dims).to_html(title)
+        return self.show(color_by, dims, label_by=label_by, thumbnails=thumbnails).to_html(title)
 
     def save_html(
         self,
@@ -334,10 +374,14 @@ def project(
     spherize: bool = False,
     seed: int | None = 0,
     groups: Sequence[tuple[Any, Any]] | None = None,
+    axes: Sequence[tuple[Any, Any]] | None = None,
+    axes_regex: bool = False,
+    axes_fields: str | Sequence[str] | None = None,
     perplexity: float = 30.0,
     learning_rate: float | str = "auto",
     max_iter: int = 1000,
     tsne_backend: str = "auto",
+    tsne_snapshots: int | None = None,
     n_neighbors: int = 15,
     min_dist: float = 0.1,
     progress: bool | None = None,
@@ -363,7 +407,7 @@ def project(
         ``X``: the embedding layer whose table is projected (its name, or its position among
         the model's embedding layers); by default the only one (a ``transformers`` model's
         input embeddings).
-    method : {"pca", "tsne", "umap", "linear"}, default="pca"
+    method : {"pca", "tsne", "umap", "linear", "custom"}, default="pca"
     n_components : {2, 3}, default=2
     labels : sequence of length n_samples, optional
         Colours the points; what :meth:`Projection.search` looks in by default.
@@ -390,6 +434,15 @@ def project(
     groups : sequence of one or two (a, b) pairs
         ``method="linear"``: axis i runs from the mean of group a to the mean of group b;
         a group is a label, a Selection, row indices or a boolean mask.
+    axes : two (a, b) pairs
+        ``method="custom"`` (TensorBoard's custom projection, 2-D): x runs from the centroid
+        of the points matching search ``a`` to that of search ``b`` of the first pair, y
+        likewise for the second (unit directions, not made orthogonal: see
+        :func:`~xai_projector.methods.custom_axes`). A search is a str, matched as
+        :meth:`Projection.search` matches (substring, case-insensitive, in the labels when
+        there are labels); an end may also be a Selection, row indices or a boolean mask.
+    axes_regex, axes_fields
+        The searches of ``axes`` as regular expressions, and the column(s) they look in.
     perplexity, learning_rate, max_iter
         t-SNE settings; ``max_iter`` (at least 250) counts the 250 early-exaggeration
         iterations too.
@@ -398,6 +451,10 @@ def project(
         one (``pip install openTSNE``; 2-D only). ``"auto"`` takes openTSNE, when installed,
         for 2-D embeddings of more than ``OPENTSNE_MIN_SAMPLES`` (25,000) rows, where it is
         faster. The one that ran is in ``meta["implementation"]``.
+    tsne_snapshots : int, optional
+        Keep the t-SNE embedding every this many iterations, for the view's iteration
+        animation (a slider and play / pause) and :attr:`Projection.snapshots`. Runs
+        openTSNE (its callbacks; 2-D only; ``tsne_backend="sklearn"`` is an error).
     n_neighbors, min_dist
         UMAP settings.
     progress : bool or None, default=None
@@ -428,19 +485,41 @@ def project(
     image_arr = _inputs.check_images(images, n)
     explanation = _inputs.check_explanation(explanation, n)
     pairs = _inputs.check_groups(groups, method, n_components, label_arr, n)
+    if axes_fields is None and label_arr is not None:
+        axes_fields = "label"
+    axis_pairs, axis_queries = _inputs.check_axes(
+        axes, method, n_components, _columns(label_arr, meta_cols), label_arr, n,
+        regex=check_bool(axes_regex, "axes_regex"), fields=axes_fields,
+    )  # fmt: skip
+    if method == "custom":
+        pairs = axis_pairs
     settings = {
         "perplexity": perplexity,
         "learning_rate": learning_rate,
         "max_iter": max_iter,
         "tsne_backend": tsne_backend,
+        "tsne_snapshots": tsne_snapshots,
         "n_neighbors": n_neighbors,
         "min_dist": min_dist,
     }
     coords, meta = _projected(
         V, method, n_components, seed, pairs, settings, spherize, progress, source_info
     )
+    if method == "custom":
+        meta["options"] = {"axes": axis_queries, "axes_regex": bool(axes_regex),
+                           "axes_fields": axes_fields}  # fmt: skip
     fields = ("label",) if label_arr is not None else None  # as TensorBoard: search by label
     return Projection(V, coords, method, label_arr, meta_cols, meta, image_arr, explanation, fields)
+
+
+def _columns(labels: np.ndarray | None, metadata: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Labels (as ``"label"``, first) and metadata columns (renamed if one is called "label")."""
+    out: dict[str, np.ndarray] = {}
+    if labels is not None:
+        out["label"] = labels
+    for k, v in metadata.items():
+        out[k if k not in out else f"{k} (metadata)"] = v
+    return out
 
 
 def _vectors(

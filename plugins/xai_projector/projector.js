@@ -2,6 +2,7 @@
   "use strict";
   // Enhances every projector view on the page not yet enhanced; reads its JSON data block.
   var W = 640, H = 480, PAD = 12, SCALE = 10000, MAXLIST = 20, DIM = 0.4;
+  var LABEL_FONT = "11px system-ui,sans-serif";
   var FSI = "\u2068", PDI = "\u2069";  // isolate user text, so a bidi override stays inside
 
   function el(tag, text, cls) {
@@ -37,6 +38,13 @@
     var status = q(".xai-projector-status"), results = q(".xai-projector-results");
     var detail = q(".xai-projector-detail"), tip = q(".xai-projector-tip");
     var colorBox = q("select.xai-projector-color"), box3 = q("input.xai-projector-3d");
+    var labelBox = q("select.xai-projector-label-by"), thumbBox = q("input.xai-projector-thumbs");
+    var markBox = q("select.xai-projector-bookmarks"), markButton = q(".xai-projector-bookmark");
+    var marks = (d.bookmarks || []).slice();
+    var labelCol = -1, thumbsOn = false, images = null;
+    var snaps = d.snapshots, frameBox = q("input.xai-projector-frame");
+    var playButton = q(".xai-projector-play"), iterOut = q(".xai-projector-iteration");
+    var frameAt = snaps ? snaps.iterations.length - 1 : -1, playing = null;
     var ctx = canvas.getContext("2d");
     var dpr = window.devicePixelRatio || 1;
     canvas.width = W * dpr; canvas.height = H * dpr;
@@ -51,6 +59,35 @@
         cx[i] = d.x[i] / SCALE - 0.5; cy[i] = d.y[i] / SCALE - 0.5; cz[i] = d.z[i] / SCALE - 0.5;
         radius = Math.max(radius, Math.sqrt(cx[i] * cx[i] + cy[i] * cy[i] + cz[i] * cz[i]));
       }
+    }
+    // t-SNE's iteration animation: frame j's positions replace the 2-D base positions.
+    function setFrame(j) {
+      if (!snaps) { return; }
+      frameAt = Math.max(0, Math.min(snaps.iterations.length - 1, j));
+      var fx = snaps.x[frameAt], fy = snaps.y[frameAt];
+      for (var i = 0; i < n; i++) {
+        bx[i] = PAD + fx[i] / SCALE * (W - 2 * PAD);
+        by[i] = PAD + (1 - fy[i] / SCALE) * (H - 2 * PAD);
+      }
+      if (frameBox) { frameBox.value = String(frameAt); }
+      if (iterOut) { iterOut.textContent = snaps.iterations[frameAt] + " of " + snaps.iterations[snaps.iterations.length - 1]; }
+      redraw();
+    }
+    function play(on) {
+      if (!snaps) { return; }
+      if (playing !== null) { window.clearTimeout(playing); playing = null; }
+      if (on && frameAt >= snaps.iterations.length - 1) { setFrame(0); }
+      if (playButton) {
+        playButton.textContent = on ? "Pause" : "Play";
+        playButton.setAttribute("aria-pressed", on ? "true" : "false");
+      }
+      if (!on) { return; }
+      var tick = function () {
+        if (frameAt >= snaps.iterations.length - 1) { play(false); return; }
+        setFrame(frameAt + 1);
+        playing = window.setTimeout(tick, 80);
+      };
+      playing = window.setTimeout(tick, 80);
     }
     var px = new Float32Array(n), py = new Float32Array(n), depth = new Float32Array(n);
     var order = new Uint32Array(n);
@@ -149,11 +186,18 @@
       ctx.clearRect(0, 0, W, H);
       // Points outside a search or selection stay visible, dimmed (as TensorBoard's projector).
       var dim = matched !== null || selected >= 0;
-      ctx.globalAlpha = dim ? DIM : 0.8;
+      ctx.globalAlpha = dim ? DIM : (thumbsOn ? 1 : 0.8);  // thumbnails in their own greys
+      var size = thumbSize();
       for (var j = 0; j < n; j++) {
         var p = order[j];
         ctx.fillStyle = cols[p];
-        ctx.fillRect(px[p] - 1.5, py[p] - 1.5, 3, 3);
+        if (thumbsOn && images[p].complete && images[p].naturalWidth) {
+          // The image in place of the point, framed in the point's colour (colour by still reads).
+          ctx.fillRect(px[p] - size / 2 - 1, py[p] - size / 2 - 1, size + 2, size + 2);
+          ctx.drawImage(images[p], px[p] - size / 2, py[p] - size / 2, size, size);
+        } else {
+          ctx.fillRect(px[p] - 1.5, py[p] - 1.5, 3, 3);
+        }
       }
       ctx.globalAlpha = 1;
       if (matched !== null) {
@@ -173,6 +217,105 @@
         ctx.lineWidth = 2; ctx.strokeStyle = "#d62728";
         ctx.beginPath(); ctx.arc(px[selected], py[selected], 6, 0, 2 * Math.PI); ctx.stroke();
       }
+      drawLabels();
+    }
+
+    function thumbSize() { return Math.max(8, Math.min(64, 14 * Math.sqrt(view.k))); }
+
+    function labelText(i) {
+      var c = coloring[labelCol];
+      return c.kind === "cat" ? c.classes[c.codes[i]] : c.text[i];
+    }
+
+    // "Label by": text next to at most d.max_labels points, the selected point, its
+    // neighbours and the search matches first, then points in sight; none overlap.
+    var labelled = [];
+    function drawLabels() {
+      labelled = [];
+      if (labelCol < 0) { return; }
+      var cap = d.max_labels, taken = [], seen = {};
+      var off = thumbsOn ? thumbSize() / 2 + 3 : 4;
+      ctx.font = LABEL_FONT;
+      ctx.textBaseline = "middle";
+      var lw = 3;  // a white halo: the canvas is white in both themes
+      function put(i) {
+        if (labelled.length >= cap || seen[i] || px[i] < 0 || px[i] > W || py[i] < 0 || py[i] > H) { return; }
+        seen[i] = true;
+        var text = FSI + String(labelText(i)).replace(/\u2069/g, "") + PDI;
+        var w = ctx.measureText(text).width, x = px[i] + off, y = py[i];
+        var box = [x - 1, y - 7, x + w + 1, y + 7];
+        for (var t = 0; t < taken.length; t++) {
+          var o = taken[t];
+          if (box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3]) { return; }
+        }
+        taken.push(box);
+        labelled.push(i);
+        ctx.lineWidth = lw; ctx.strokeStyle = "#fff"; ctx.strokeText(text, x, y);
+        ctx.fillStyle = "#1b1b1b"; ctx.fillText(text, x, y);
+      }
+      if (selected >= 0) { put(selected); nbrs.forEach(put); }
+      if (matched !== null) { for (var m = 0; m < matched.length && labelled.length < cap; m++) { put(matched[m]); } }
+      for (var j = n - 1; j >= 0 && labelled.length < cap; j--) { put(order[j]); }  // nearest first in 3-D
+    }
+
+    function setLabel(j) {
+      labelCol = j >= 0 && j < coloring.length ? j : -1;
+      if (labelBox) { labelBox.value = String(labelCol); }
+      draw();
+    }
+
+    function setThumbs(on) {
+      thumbsOn = !!(on && d.thumbs);
+      if (thumbBox) { thumbBox.checked = thumbsOn; }
+      if (thumbsOn && !images) {
+        images = d.thumbs.map(function (src) {
+          var img = new Image();
+          img.onload = redraw;
+          img.src = src;
+          return img;
+        });
+      }
+      draw();
+    }
+
+    // The view's state, as a bookmark keeps it (the ViewState of the Python side).
+    function getState(label) {
+      return {
+        name: label || "", dims: view.dims, k: view.k, tx: view.tx, ty: view.ty, yaw: view.yaw,
+        pitch: view.pitch, selected: selected, search: box.value, regex: regex.checked,
+        search_by: byBox ? +byBox.value : -1, color: current, label: labelCol, thumbs: thumbsOn,
+        frame: snaps && frameAt < snaps.iterations.length - 1 ? frameAt : -1
+      };
+    }
+    function applyState(st) {
+      view.dims = has3 && st.dims === 3 ? 3 : 2;
+      if (box3) { box3.checked = view.dims === 3; }
+      view.k = st.k; view.tx = st.tx; view.ty = st.ty; view.yaw = st.yaw; view.pitch = st.pitch;
+      colorBox.value = String(st.color);
+      if (byBox) { byBox.value = String(st.search_by); }
+      box.value = st.search; regex.checked = !!st.regex;
+      labelCol = st.label >= 0 && st.label < coloring.length ? st.label : -1;
+      if (labelBox) { labelBox.value = String(labelCol); }
+      if (snaps) { play(false); setFrame(st.frame >= 0 ? st.frame : snaps.iterations.length - 1); }
+      thumbsOn = false;
+      setThumbs(st.thumbs);
+      setColor(st.color);
+      search();
+      select(st.selected >= 0 && st.selected < n ? st.selected : -1);
+    }
+    function addBookmark(label) {
+      var st = getState(label || "view " + (marks.length + 1));
+      marks.push(st);
+      if (markBox) {
+        var o = el("option", FSI + st.name.replace(/\u2069/g, "") + PDI);
+        o.value = String(marks.length - 1);
+        markBox.appendChild(o);
+        markBox.value = o.value;
+      }
+      return st;
+    }
+    function loadBookmark(j) {
+      if (j >= 0 && j < marks.length) { applyState(marks[j]); }
     }
 
     var frame = false;
@@ -380,6 +523,15 @@
     on(".xai-projector-reset", reset);
     if (box3) { box3.addEventListener("change", function () { setDims(box3.checked ? 3 : 2); }); }
     colorBox.addEventListener("change", function () { setColor(+colorBox.value); });
+    if (labelBox) { labelBox.addEventListener("change", function () { setLabel(+labelBox.value); }); }
+    if (thumbBox) { thumbBox.addEventListener("change", function () { setThumbs(thumbBox.checked); }); }
+    if (markBox) {
+      markBox.addEventListener("change", function () { if (markBox.value !== "") { loadBookmark(+markBox.value); } });
+    }
+    if (markButton) { markButton.addEventListener("click", function () { addBookmark(); }); }
+    if (frameBox) { frameBox.addEventListener("input", function () { play(false); setFrame(+frameBox.value); }); }
+    if (playButton) { playButton.addEventListener("click", function () { play(playing === null); }); }
+    if (snaps) { setFrame(frameAt); }
     box.addEventListener("input", search);
     regex.addEventListener("change", search);
     if (byBox) { byBox.addEventListener("change", search); }
@@ -389,8 +541,19 @@
     canvas.hidden = false;
     ui.hidden = false;
     controls.hidden = false;
-    setColor(+colorBox.value);
+    if (d.state) { applyState(d.state); } else { setColor(+colorBox.value); }
     root.xaiProjector = {
+      setFrame: setFrame, play: play,
+      frame: function () { return frameAt; },
+      playing: function () { return playing !== null; },
+      setLabel: setLabel, setThumbs: setThumbs, getState: getState, applyState: applyState,
+      addBookmark: addBookmark, loadBookmark: loadBookmark,
+      bookmarks: function () { return marks.slice(); },
+      labelled: function () { return labelled.slice(); },
+      thumbSize: thumbSize,
+      thumbsReady: function () {
+        return !!images && images.every(function (img) { return img.complete && img.naturalWidth > 0; });
+      },
       select: select, search: search, px: px, py: py, name: name, zoom: zoom, pan: pan,
       rotate: rotate, reset: reset, setDims: setDims, setColor: setColor,
       colorOf: function (i) { return cols[i]; },

@@ -37,9 +37,11 @@ from xai_projector.colors import (
     column_colors,
     encode_column,
 )
-from xai_projector.display import view_settings
+from xai_projector.display import as_view, view_settings
 
 __all__ = [
+    "MAX_DRAWN_LABELS",
+    "MAX_SNAPSHOT_VALUES",
     "MAX_SVG_POINTS",
     "MAX_THUMBNAILS",
     "VIEW_NEIGHBORS",
@@ -54,6 +56,11 @@ __all__ = [
 MAX_SVG_POINTS = 2000
 #: Thumbnails are embedded only up to this many points.
 MAX_THUMBNAILS = 2000
+#: Labels drawn next to points ("Label by"): selection and matches first, then points in sight.
+MAX_DRAWN_LABELS = 200
+#: t-SNE snapshots in the view: at most this many point positions in all (n_samples x frames);
+#: beyond it, evenly spaced frames (the last always).
+MAX_SNAPSHOT_VALUES = 500_000
 #: Neighbours listed on click (cosine, in the original space).
 VIEW_NEIGHBORS = 8
 #: Metadata columns shown on hover, and characters per value.
@@ -103,6 +110,23 @@ def _thumbnails(images: np.ndarray | None) -> list[str] | None:
     return [png_data_uri(p) for p in to_pixels(images)]
 
 
+def _snapshots(p: Any) -> dict[str, Any] | None:
+    """The t-SNE snapshots the view animates: iterations and each frame's scaled x and y."""
+    kept = p.snapshots
+    if kept is None:
+        return None
+    iterations, frames = kept
+    count = max(2, min(len(frames), MAX_SNAPSHOT_VALUES // max(1, len(p))))
+    chosen = np.unique(np.rint(np.linspace(0, len(frames) - 1, count)).astype(int))
+    scaled = [_scaled(frames[j]) for j in chosen]
+    return {
+        "frames": chosen.tolist(),
+        "iterations": [int(iterations[j]) for j in chosen],
+        "x": [f[0].tolist() for f in scaled],
+        "y": [f[1].tolist() for f in scaled],
+    }
+
+
 def _heatmaps(p: Any) -> list[str] | None:
     """Each point's attributions as a heatmap in the report's colours, if they are images."""
     e = p.explanation
@@ -132,7 +156,7 @@ def _summary(p: Any, dims: int) -> list[tuple[str, str]]:
             "3-D (drag to rotate)" if dims == 3 else "components 1 and 2 of 3 (3-D view: tick 3-D)"
         )
         rows.append(("shown", shown + "; the static picture shows components 1 and 2"))
-    for key in ("kl_divergence", "layer", "backend"):
+    for key in ("kl_divergence", "axes_cosine", "layer", "backend"):
         if p.meta.get(key) is not None:
             rows.append((key.replace("_", " "), str(p.meta[key])))
     if p.meta.get("options"):
@@ -158,6 +182,22 @@ _TEMPLATE = """\
 <button type="button" class="xai-projector-reset" title="Reset the view (0)" style="{{ control }}">Reset view</button>
 </span>
 {% if three_d %}<label><input type="checkbox" class="xai-projector-3d"{% if dims == 3 %} checked{% endif %}> 3-D view</label>{% endif %}
+<label>Label by <select class="xai-projector-label-by" style="{{ control }}">
+{% for option in label_options %}<option value="{{ option.value }}"{% if option.selected %} selected{% endif %}>{{ option.name }}</option>
+{% endfor %}</select></label>
+{% if snapshots %}<span role="group" aria-label="t-SNE iterations">
+<button type="button" class="xai-projector-play" aria-pressed="false" style="{{ control }}">Play</button>
+<label>Iteration <input type="range" class="xai-projector-frame" min="0" max="{{ snapshots - 1 }}" value="{{ snapshots - 1 }}" step="1"></label>
+<output class="xai-projector-iteration" aria-live="off"></output>
+</span>{% endif %}
+{% if has_thumbs %}<label><input type="checkbox" class="xai-projector-thumbs"{% if thumbnails %} checked{% endif %}> Thumbnails</label>{% endif %}
+<span role="group" aria-label="Bookmarks">
+<label>Bookmarks <select class="xai-projector-bookmarks" style="{{ control }}">
+<option value="">(choose a view)</option>
+{% for b in bookmarks %}<option value="{{ loop.index0 }}">{{ b }}</option>
+{% endfor %}</select></label>
+<button type="button" class="xai-projector-bookmark" title="Add the current view to the Bookmarks menu (kept in this page until it is closed)" style="{{ control }}">Bookmark view</button>
+</span>
 </div>
 </script>
 <div style="position:relative;display:inline-block;max-width:100%">
@@ -243,6 +283,8 @@ def _colorings(p: Any, codes: np.ndarray | None) -> list[dict[str, Any]]:
         enc = encode_column(name, values, _short, categorical=is_label)
         if is_label:
             enc["codes"] = None  # the script takes d.label
+        if enc["kind"] == "num":  # the text drawn by "Label by" (categories have classes)
+            enc["text"] = [_short(v) for v in values.tolist()]
         out.append(enc)
     return out
 
@@ -282,7 +324,45 @@ def _legend(enc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
+def _js_state(
+    state: Any, names: list[str], search_names: list[str], frames: list[int]
+) -> dict[str, Any]:
+    """A :class:`~xai_projector.state.ViewState` as the script reads it: columns as indices,
+    the snapshot as the index of the page's nearest frame (``frames``: snapshot indices)."""
+
+    def at(values: list[str], name: Any) -> int:
+        return values.index(name) if name in values else -1
+
+    return {
+        "name": state.name,
+        "dims": state.dims,
+        "k": state.zoom,
+        "tx": state.pan_x,
+        "ty": state.pan_y,
+        "yaw": state.yaw,
+        "pitch": state.pitch,
+        "selected": -1 if state.selected is None else state.selected,
+        "search": state.search,
+        "regex": state.regex,
+        "search_by": at(search_names, state.search_by),
+        "color": at(names, state.color_by),
+        "label": at(names, state.label_by),
+        "thumbs": state.thumbnails,
+        "frame": -1 if state.frame is None else frames.index(state.frame),
+    }
+
+
+def _on_frame(state: Any, frames: list[int]) -> Any:
+    """``state`` with its snapshot moved to the nearest one the page carries."""
+    if state.frame is None or not frames or state.frame in frames:
+        return state
+    from dataclasses import replace
+
+    return replace(state, frame=min(frames, key=lambda f: abs(f - state.frame)))
+
+
+def _data_and_points(view: Any) -> dict[str, Any]:
+    p, color_by, dims = view.projection, view.color_by, view.dims
     n = len(p)
     k = min(VIEW_NEIGHBORS, n - 1)
     scaled = _scaled(p.coordinates)
@@ -320,7 +400,16 @@ def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
         "dist": [float(f"{v:.4g}") for v in nb.distances.ravel().tolist()],
         "thumbs": _thumbnails(p.images),
         "heatmaps": _heatmaps(p),
+        "max_labels": MAX_DRAWN_LABELS,
+        "snapshots": _snapshots(p),
     }
+    search_names = (["label"] if p.labels is not None else []) + list(columns)
+    frames = data["snapshots"]["frames"] if data["snapshots"] else []
+    data["state"] = _js_state(_on_frame(view.state, frames), names, search_names, frames)
+    data["bookmarks"] = [
+        _js_state(_on_frame(b, frames), names, search_names, frames)
+        for b in view.bookmarks.values()
+    ]
     # The static SVG: a seeded sample of points in the colours the script starts with.
     m = min(n, MAX_SVG_POINTS)
     rng = np.random.default_rng(p.meta.get("seed", 0))
@@ -344,26 +433,33 @@ def _data_and_points(p: Any, color_by: str, dims: int) -> dict[str, Any]:
         for j, name in enumerate(names)
     ]
     options.append({"value": -1, "name": "one colour", "selected": chosen < 0})
+    labelled = names.index(view.label_by) if view.label_by in names else -1
+    label_options = [
+        {"value": j, "name": _FSI + name + _PDI, "selected": j == labelled}
+        for j, name in enumerate(names)
+    ]
+    label_options.append({"value": -1, "name": "no labels", "selected": labelled < 0})
     return {
+        "label_options": label_options,
         "data": data,
         "points": points,
         "legend": _legend(enc),
         "options": options,
-        "search_options": _search_options(p, list(columns)),
+        "search_options": _search_options(view, search_names),
         "shown": m,
     }
 
 
-def _search_options(p: Any, columns: list[str]) -> list[dict[str, Any]]:
+def _search_options(view: Any, names: list[str]) -> list[dict[str, Any]]:
     """The "Search by" choices: the labels, each metadata column the view carries, all of them.
 
     Option ``j`` is the script's searchable column ``j`` (the labels first, when there are
-    any); ``-1`` is every column. The projection's :attr:`~Projection.search_fields` picks
-    the first selected, as :meth:`Projection.search` searches by default.
+    any); ``-1`` is every column. The view state's ``search_by`` is selected (by default the
+    first of the projection's :attr:`~Projection.search_fields`, as :meth:`Projection.search`
+    searches).
     """
-    names = (["label"] if p.labels is not None else []) + columns
-    fields = p.search_fields or ()
-    chosen = next((names.index(f) for f in fields if f in names), -1)
+    by = view.state.search_by
+    chosen = names.index(by) if by in names else -1
     options = [
         {"value": j, "name": _FSI + name + _PDI, "selected": j == chosen}
         for j, name in enumerate(names)
@@ -379,8 +475,9 @@ def render_projection(p: Any) -> str:
     :func:`~xai_core.report.json_for_script`; names and values sit in ``<bdi>`` (or between
     U+2068 and U+2069 where no element can go), so a bidi override stays inside them.
     """
-    p, color_by, dims = view_settings(p)
-    parts = _data_and_points(p, color_by, dims)
+    view = as_view(p)
+    p, dims = view.projection, view.dims
+    parts = _data_and_points(view)
     n, m = len(p), parts["shown"]
     note = "Without JavaScript: a static scatter"
     note += f" of {m:,} sampled points of {n:,}" if m < n else f" of all {n:,} points"
@@ -399,6 +496,11 @@ def render_projection(p: Any) -> str:
             static_note=note,
             legend=parts["legend"],
             color_options=parts["options"],
+            label_options=parts["label_options"],
+            has_thumbs=parts["data"]["thumbs"] is not None,
+            snapshots=len((parts["data"]["snapshots"] or {}).get("iterations", [])),
+            thumbnails=view.thumbnails,
+            bookmarks=[_FSI + name + _PDI for name in view.bookmarks],
             search_options=parts["search_options"],
             three_d=p.n_components == 3,
             dims=dims,

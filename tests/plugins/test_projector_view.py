@@ -153,7 +153,9 @@ def test_controls_and_3d_data(proj3):
     ):
         assert cls in classes
     colours = [f"\u2068{c}\u2069" for c in proj3.columns] + ["one colour"]
-    assert page.options == colours + colours[:-1] + ["all columns"]  # colour by, search by
+    labels = colours[:-1] + ["no labels"]
+    # colour by, label by, bookmarks, search by
+    assert page.options == colours + labels + ["(choose a view)"] + colours[:-1] + ["all columns"]
     assert "xai-projector-search-by" in classes
     assert re.search(r'<option value="0" selected>\u2068label\u2069</option>', html)
     d = _data(html)
