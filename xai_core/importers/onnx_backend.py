@@ -9,13 +9,16 @@ builds it, with two adaptations the native network asks for:
   a model of elementwise operators alone (:data:`ELEMENTWISE`) whose inputs have fewer than
   two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars);
 - the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
-  (indices, shapes, axes), and float ones of another first axis (a bias of shape (c,)
-  broadcast against (n, c)), are constants of each run, folded into the model as
-  initialisers before it is imported, so an operator that needs them constant sees them
-  as such.
+  (indices, shapes, axes), float ones of another first axis (a bias of shape (c,)
+  broadcast against (n, c)), and those no node reads but for their type (``CastLike``'s
+  ``target_type``), are constants of each run, folded into the model as initialisers
+  before it is imported, so an operator that needs them constant sees them as such;
+- a float input of a narrower type (float16, bfloat16, float8, float4: ml_dtypes') is fed
+  as the float32 tensor of the same values, which holds each exactly.
 
 Outputs are returned in the dtype the model declares (a comparison's 0/1 as ``bool``, an
-``ArgMax``'s as ``int64``), as the suite checks dtypes.
+``ArgMax``'s as ``int64``, a cast's float8 as ``ml_dtypes.float8_e4m3fn``), as the suite
+checks dtypes.
 
 Examples
 --------
@@ -33,6 +36,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.importers.onnx_import import from_onnx
+from xai_core.importers.onnx_ops import is_numeric
 from xai_core.importers.onnx_reader import load_onnx_model
 from xai_core.optional import require
 
@@ -60,6 +64,28 @@ ELEMENTWISE = frozenset(
 
 def _onnx():
     return require("onnx", extra="import", need="the ONNX backend interface")
+
+
+def _floating(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a float type (numpy's or a narrow one of ml_dtypes)."""
+    import ml_dtypes
+
+    if dtype.kind == "f":
+        return True
+    try:
+        ml_dtypes.finfo(dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _type_only(model: Any, name: str) -> bool:
+    """Whether no node reads the graph input ``name`` but for its type (CastLike's second)."""
+    return all(
+        n.op_type == "CastLike" and list(n.input).index(name) == 1
+        for n in model.graph.node
+        if name in n.input
+    ) and not any(vi.name == name for vi in model.graph.output)
 
 
 def _elem_dtype(value_info: Any) -> np.dtype | None:
@@ -92,22 +118,20 @@ class XaiBackendRep(_BackendRep):
         bad = [
             f"{vi.name!r} ({_elem_dtype(vi)})"
             for vi in [*self.inputs, *self.outputs]
-            if _elem_dtype(vi) is None or _elem_dtype(vi).kind not in "biuf"
+            if not is_numeric(_elem_dtype(vi))
         ]
         if bad:
             raise CapabilityError(
                 f"{self.where}: inputs and outputs must be numeric tensors; "
                 f"{', '.join(bad)} are not."
             )
-        floats = [vi for vi in self.inputs if _elem_dtype(vi).kind == "f"]
-        odd = [
-            f"{vi.name!r} ({_elem_dtype(vi)})" for vi in floats if _elem_dtype(vi) not in _FLOATS
+        floats = [
+            vi
+            for vi in self.inputs
+            if _floating(_elem_dtype(vi)) and not _type_only(model, vi.name)
         ]
-        if odd:
-            raise CapabilityError(
-                f"{self.where}: float32 and float64 tensors are computed; the inputs "
-                f"{', '.join(odd)} are of another floating-point type."
-            )
+        # narrow floats are fed as float32 (which holds their values exactly)
+        self.narrow = {vi.name for vi in floats if _elem_dtype(vi) not in _FLOATS}
         if not floats:
             raise CapabilityError(
                 f"{self.where}: no floating-point input: the network's input is a float "
@@ -143,6 +167,8 @@ class XaiBackendRep(_BackendRep):
             for name, v in constants.items():
                 graph.initializer.append(self._onnx.numpy_helper.from_array(v, name))
             for vi in graph.input:
+                if vi.name in self.narrow:
+                    vi.type.tensor_type.elem_type = self._onnx.TensorProto.FLOAT
                 if lifted and vi.name in lifted:
                     dims = vi.type.tensor_type.shape.dim
                     del dims[:]
@@ -172,7 +198,10 @@ class XaiBackendRep(_BackendRep):
                     f"declared; {len(inputs)} arrived."
                 )
             values = dict(zip(names, inputs, strict=True))
-        values = {k: np.asarray(v) for k, v in values.items()}
+        values = {
+            k: np.asarray(v).astype(np.float32) if k in self.narrow else np.asarray(v)
+            for k, v in values.items()
+        }
         bad = [k for k in self.float_inputs if k in values and not np.isfinite(values[k]).all()]
         if bad:
             raise CapabilityError(
