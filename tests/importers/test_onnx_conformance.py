@@ -105,3 +105,50 @@ def test_a_case_is_classified_passed_refused_or_failed():
         graph = case("Relu", lambda x: x).model
         graph.graph.input[0].type.tensor_type.elem_type = TensorProto.INT32
         XaiBackend.prepare(graph)
+
+
+def test_weights_given_as_inputs_are_constants_of_the_run():
+    """A Conv whose weights W (and bias) are graph inputs, W of X's first axis by chance, runs
+    with them as constants and equals onnx's reference; a CastLike's float8 ``like`` input
+    is read for its type alone, and the float16 input is fed exactly."""
+    import ml_dtypes
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(5)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("CastLike", ["c", "like"], ["y"]),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3, 5, 5]),
+            helper.make_tensor_value_info("w", TensorProto.FLOAT16, [2, 3, 3, 3]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT16, [2]),
+            helper.make_tensor_value_info("like", TensorProto.FLOAT8E4M3FN, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    feeds = {
+        "x": rng.standard_normal((2, 3, 5, 5)).astype(np.float16),
+        "w": (rng.standard_normal((2, 3, 3, 3)) / 4).astype(np.float16),
+        "b": rng.standard_normal(2).astype(np.float16),
+        "like": np.zeros(2, ml_dtypes.float8_e4m3fn),
+    }
+    (y,) = XaiBackend.prepare(model).run(list(feeds.values()))
+    f32 = {k: v.astype(np.float32) for k, v in feeds.items() if k != "like"}
+    graph32 = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT8E4M3FN),
+        ],
+        "g32",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in f32.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, None)],
+    )
+    ref = helper.make_model(graph32, opset_imports=[helper.make_opsetid("", 19)])
+    (want,) = ReferenceEvaluator(ref).run(None, f32)
+    assert y.dtype == ml_dtypes.float8_e4m3fn and y.shape == (2, 2, 5, 5)
+    np.testing.assert_array_equal(y.astype(np.float32), want.astype(np.float32))

@@ -10,8 +10,9 @@ builds it, with two adaptations the native network asks for:
   two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars);
 - the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
   (indices, shapes, axes), float ones of another first axis (a bias of shape (c,)
-  broadcast against (n, c)), and those no node reads but for their type (``CastLike``'s
-  ``target_type``), are constants of each run, folded into the model as initialisers
+  broadcast against (n, c)), and those every node reads as a constant (a ``Conv``'s
+  weights, an ``LSTM``'s initial state: :data:`WEIGHT_INPUTS`; ``CastLike``'s
+  ``target_type``, read for its type alone), are constants of each run, folded into the model as initialisers
   before it is imported, so an operator that needs them constant sees them as such;
 - a float input of a narrower type (float16, bfloat16, float8, float4: ml_dtypes') is fed
   as the float32 tensor of the same values, which holds each exactly.
@@ -50,20 +51,43 @@ except ImportError:  # pragma: no cover - the "import" extra is not installed
 
 _FLOATS = ("float32", "float64")
 
-#: Operators that work elementwise, broadcasting as numpy does, with no axis attribute:
+#: Operators that work elementwise, broadcasting as numpy does, with no axis attribute
+#: (and ``Constant``, which reads nothing: a function body's ``alpha``):
 #: a model made of these alone computes the same values with a leading axis of 1 added to
 #: every input, which is how a case of 1-D (or 0-D) tensors runs as one sample.
 ELEMENTWISE = frozenset(
-    "Abs Acos Acosh Add Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
-    "Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu "
-    "Less LessOrEqual Log Max Mean Min Mish Mul Neg Pow PRelu Reciprocal Relu Round Selu "
-    "Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Swish Tan Tanh "
-    "ThresholdedRelu Where".split()
+    "Abs Acos Acosh Add Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Constant Cos Cosh "
+    "Div Elu Equal Erf Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity "
+    "IsInf IsNaN LeakyRelu Less LessOrEqual Log Max Mean Min Mish Mod Mul Neg Pow PRelu "
+    "Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum "
+    "Swish Tan Tanh ThresholdedRelu Where".split()
 )
 
 
 def _onnx():
     return require("onnx", extra="import", need="the ONNX backend interface")
+
+
+#: The inputs (by position) of operators whose converters take them as constants: weights,
+#: biases, slopes, normalisation parameters, quantisation scales, recurrent initial states.
+WEIGHT_INPUTS: dict[str, frozenset[int]] = {
+    op: frozenset(positions)
+    for op, positions in {
+        "Conv": (1, 2),
+        "ConvTranspose": (1, 2),
+        "Gemm": (1, 2),
+        "PRelu": (1,),
+        "LSTM": (1, 2, 3, 5, 6, 7),
+        "GRU": (1, 2, 3, 5),
+        "RNN": (1, 2, 3, 5),
+        "BatchNormalization": (1, 2, 3, 4),
+        "InstanceNormalization": (1, 2),
+        "LayerNormalization": (1, 2),
+        "GroupNormalization": (1, 2),
+        "RMSNormalization": (1,),
+        "QuantizeLinear": (1, 2),
+    }.items()
+}
 
 
 def _floating(dtype: np.dtype) -> bool:
@@ -79,12 +103,12 @@ def _floating(dtype: np.dtype) -> bool:
     return True
 
 
-def _type_only(model: Any, name: str) -> bool:
-    """Whether no node reads the graph input ``name`` but for its type (CastLike's second)."""
+def _constant_only(model: Any, name: str) -> bool:
+    """Whether every node reads the graph input ``name`` as a constant: for its type alone
+    (``CastLike``'s second input) or as a weight (:data:`WEIGHT_INPUTS`)."""
+    uses = [(n.op_type, i) for n in model.graph.node for i, x in enumerate(n.input) if x == name]
     return all(
-        n.op_type == "CastLike" and list(n.input).index(name) == 1
-        for n in model.graph.node
-        if name in n.input
+        (op == "CastLike" and i == 1) or i in WEIGHT_INPUTS.get(op, ()) for op, i in uses
     ) and not any(vi.name == name for vi in model.graph.output)
 
 
@@ -128,7 +152,7 @@ class XaiBackendRep(_BackendRep):
         floats = [
             vi
             for vi in self.inputs
-            if _floating(_elem_dtype(vi)) and not _type_only(model, vi.name)
+            if _floating(_elem_dtype(vi)) and not _constant_only(model, vi.name)
         ]
         # narrow floats are fed as float32 (which holds their values exactly)
         self.narrow = {vi.name for vi in floats if _elem_dtype(vi) not in _FLOATS}
