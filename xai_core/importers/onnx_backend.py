@@ -15,7 +15,11 @@ builds it, with two adaptations the native network asks for:
   ``target_type``, read for its type alone), are constants of each run, folded into the model as initialisers
   before it is imported, so an operator that needs them constant sees them as such;
 - a float input of a narrower type (float16, bfloat16, float8, float4: ml_dtypes') is fed
-  as the float32 tensor of the same values, which holds each exactly.
+  as the float32 tensor of the same values, which holds each exactly;
+- a model with no float input but integer ones, all of whose operators compute integers
+  exactly in float64 (:data:`INTEGER_EXACT`: comparisons, ``Max``, ``Trilu``, ``Where``,
+  moves; ``Add``, ``Sub``, ``Mul``), is fed its integer inputs as float64 (values up to
+  2**53); an integer output out of its type's range (ONNX would wrap it) is refused.
 
 Outputs are returned in the dtype the model declares (a comparison's 0/1 as ``bool``, an
 ``ArgMax``'s as ``int64``, a cast's float8 as ``ml_dtypes.float8_e4m3fn``), as the suite
@@ -90,6 +94,24 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
 }
 
 
+#: Operators whose values on integers the network computes exactly in float64 (which holds
+#: every integer up to 2**53): comparisons, extremes, selections, moves, casts; and Add, Sub,
+#: Mul while the result stays in the declared type's range (checked, as ONNX wraps around).
+INTEGER_EXACT = frozenset(
+    "Abs Add Cast CastLike Clip Concat Constant Equal Expand Flatten Gather Greater "
+    "GreaterOrEqual Identity Less LessOrEqual Max MaxPool Min Mul Neg ReduceMax ReduceMin Relu "
+    "Reshape Sign Slice Squeeze Sub Tile Transpose Trilu Unsqueeze Where".split()
+)
+
+#: The largest integer fed as a float64 (every integer up to it is one exactly).
+_EXACT = 2**53
+
+
+def _integer(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is an integer type (numpy's, not bool, or ml_dtypes' int4, int2)."""
+    return dtype.kind in "iu" or (dtype.kind != "b" and is_numeric(dtype) and not _floating(dtype))
+
+
 def _floating(dtype: np.dtype) -> bool:
     """Whether ``dtype`` is a float type (numpy's or a narrow one of ml_dtypes)."""
     import ml_dtypes
@@ -124,6 +146,19 @@ def _elem_dtype(value_info: Any) -> np.dtype | None:
         return None
 
 
+def _check_range(where: str, name: str, y: np.ndarray, dtype: np.dtype) -> None:
+    """Refuse an integer output out of its type's range (ONNX would wrap it around)."""
+    import ml_dtypes
+
+    info = ml_dtypes.iinfo(dtype)
+    if y.size and (y.min() < info.min or y.max() > info.max or not np.all(y == np.round(y))):
+        raise CapabilityError(
+            f"{where}: the output {name!r} holds values outside {dtype}'s range "
+            f"[{info.min}, {info.max}] (or not whole); integer overflow, which ONNX wraps "
+            "around, is not computed."
+        )
+
+
 class XaiBackendRep(_BackendRep):
     """A prepared model: :meth:`run` imports it with each run's constant inputs folded in.
 
@@ -155,17 +190,33 @@ class XaiBackendRep(_BackendRep):
             if _floating(_elem_dtype(vi)) and not _constant_only(model, vi.name)
         ]
         # narrow floats are fed as float32 (which holds their values exactly)
-        self.narrow = {vi.name for vi in floats if _elem_dtype(vi) not in _FLOATS}
-        if not floats:
-            raise CapabilityError(
-                f"{self.where}: no floating-point input: the network's input is a float "
-                "tensor (integer inputs are folded in as constants), and this model's inputs "
-                f"are {', '.join(f'{vi.name!r} ({_elem_dtype(vi)})' for vi in self.inputs)}."
-            )
-        self.float_inputs = [vi.name for vi in floats]
-        self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
+        self.retyped = {
+            vi.name: onnx.TensorProto.FLOAT for vi in floats if _elem_dtype(vi) not in _FLOATS
+        }
         kinds = {_elem_dtype(vi) for vi in floats}
         self.dtype = "float64" if np.dtype("float64") in kinds else "float32"
+        if not floats:
+            # no float input: integer ones are fed as float64, if every operator computes
+            # integers exactly that way
+            floats = [
+                vi
+                for vi in self.inputs
+                if _integer(_elem_dtype(vi)) and not _constant_only(model, vi.name)
+            ]
+            inexact = sorted({n.op_type for n in model.graph.node} - INTEGER_EXACT)
+            if not floats or inexact:
+                raise CapabilityError(
+                    f"{self.where}: no floating-point input: the network's input is a float "
+                    "tensor (integer inputs are folded in as constants, or computed as float64 "
+                    "when every operator is one of INTEGER_EXACT"
+                    + (f"; {', '.join(inexact)} are not" if floats and inexact else "")
+                    + "), and this model's inputs are "
+                    f"{', '.join(f'{vi.name!r} ({_elem_dtype(vi)})' for vi in self.inputs)}."
+                )
+            self.retyped = {vi.name: onnx.TensorProto.DOUBLE for vi in floats}
+            self.dtype = "float64"
+        self.float_inputs = [vi.name for vi in floats]
+        self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
         self._onnx = onnx
         self._nets: dict[bytes, Any] = {}
 
@@ -191,8 +242,8 @@ class XaiBackendRep(_BackendRep):
             for name, v in constants.items():
                 graph.initializer.append(self._onnx.numpy_helper.from_array(v, name))
             for vi in graph.input:
-                if vi.name in self.narrow:
-                    vi.type.tensor_type.elem_type = self._onnx.TensorProto.FLOAT
+                if vi.name in self.retyped:
+                    vi.type.tensor_type.elem_type = self.retyped[vi.name]
                 if lifted and vi.name in lifted:
                     dims = vi.type.tensor_type.shape.dim
                     del dims[:]
@@ -223,9 +274,19 @@ class XaiBackendRep(_BackendRep):
                 )
             values = dict(zip(names, inputs, strict=True))
         values = {
-            k: np.asarray(v).astype(np.float32) if k in self.narrow else np.asarray(v)
+            k: np.asarray(v).astype(self.dtype) if k in self.retyped else np.asarray(v)
             for k, v in values.items()
         }
+        big = [
+            k
+            for k in self.float_inputs
+            if k in values and values[k].size and np.abs(values[k]).max() > _EXACT
+        ]
+        if big:
+            raise CapabilityError(
+                f"{self.where}: the integer inputs {big} hold values beyond 2**53, which a "
+                "float64 does not hold exactly."
+            )
         bad = [k for k in self.float_inputs if k in values and not np.isfinite(values[k]).all()]
         if bad:
             raise CapabilityError(
@@ -259,7 +320,10 @@ class XaiBackendRep(_BackendRep):
         ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds})
         out = []
         for node, vi in zip(net.outputs, self.outputs, strict=True):
-            y = ys[node].reshape(n, *net.shape_of(node)).astype(_elem_dtype(vi))
+            y = ys[node].reshape(n, *net.shape_of(node))
+            if _integer(_elem_dtype(vi)):
+                _check_range(self.where, vi.name, y, _elem_dtype(vi))
+            y = y.astype(_elem_dtype(vi))
             out.append(y.reshape(y.shape[lift:]) if lift else y)
         return tuple(out)
 
