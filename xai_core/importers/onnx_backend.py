@@ -16,10 +16,11 @@ builds it, with two adaptations the native network asks for:
   before it is imported, so an operator that needs them constant sees them as such;
 - a float input of a narrower type (float16, bfloat16, float8, float4: ml_dtypes') is fed
   as the float32 tensor of the same values, which holds each exactly;
-- a model with no float input but integer ones, all of whose operators compute integers
-  exactly in float64 (:data:`INTEGER_EXACT`: comparisons, ``Max``, ``Trilu``, ``Where``,
-  moves; ``Add``, ``Sub``, ``Mul``), is fed its integer inputs as float64 (values up to
-  2**53); an integer output out of its type's range (ONNX would wrap it) is refused.
+- a model with no float input but integer (or boolean, as 1 and 0) ones, all of whose
+  operators compute integers exactly in float64 (:data:`INTEGER_EXACT`: comparisons,
+  logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``), is fed those
+  inputs as float64 (values up to 2**53); an integer output out of its type's range (ONNX
+  would wrap it) is refused.
 
 Outputs are returned in the dtype the model declares (a comparison's 0/1 as ``bool``, an
 ``ArgMax``'s as ``int64``, a cast's float8 as ``ml_dtypes.float8_e4m3fn``), as the suite
@@ -98,9 +99,10 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
 #: every integer up to 2**53): comparisons, extremes, selections, moves, casts; and Add, Sub,
 #: Mul while the result stays in the declared type's range (checked, as ONNX wraps around).
 INTEGER_EXACT = frozenset(
-    "Abs Add Cast CastLike Clip Concat Constant Equal Expand Flatten Gather Greater "
-    "GreaterOrEqual Identity Less LessOrEqual Max MaxPool Min Mul Neg ReduceMax ReduceMin Relu "
-    "Reshape Sign Slice Squeeze Sub Tile Transpose Trilu Unsqueeze Where".split()
+    "Abs Add And Cast CastLike Clip Concat Constant Equal Expand Flatten Gather Greater "
+    "GreaterOrEqual Identity Less LessOrEqual Max MaxPool Min Mul Neg Not Or ReduceMax "
+    "ReduceMin Relu Reshape Sign Slice Squeeze Sub Tile Transpose Trilu Unsqueeze Where "
+    "Xor".split()
 )
 
 #: The largest integer fed as a float64 (every integer up to it is one exactly).
@@ -201,7 +203,8 @@ class XaiBackendRep(_BackendRep):
             floats = [
                 vi
                 for vi in self.inputs
-                if _integer(_elem_dtype(vi)) and not _constant_only(model, vi.name)
+                if (_integer(_elem_dtype(vi)) or _elem_dtype(vi).kind == "b")
+                and not _constant_only(model, vi.name)
             ]
             inexact = sorted({n.op_type for n in model.graph.node} - INTEGER_EXACT)
             if not floats or inexact:

@@ -137,7 +137,13 @@ def op_equal(b: Builder, node: IRNode) -> None:
 
 
 def op_not(b: Builder, node: IRNode) -> None:
-    _store(b, node, np.logical_not(_plain(b, node, node.inputs[0])))
+    """``Not``: folded on constants; of a computed tensor (booleans as 1 and 0), ``x == 0``."""
+    x = node.inputs[0]
+    if b.is_act(x):
+        zero = b.value_node(node, np.zeros([1] * b.rank(node, x)), b.rank(node, x))
+        b.add(node, nn.Compare("equal"), [b.node_of(node, x), zero])
+        return
+    _store(b, node, np.logical_not(_plain(b, node, x)))
 
 
 def op_mod(b: Builder, node: IRNode) -> None:
@@ -486,12 +492,12 @@ for _op, _fn, _since, _limits in [
 for _op, _fn, _since, _limits in [
     ("ConstantOfShape", op_constant_of_shape, 9, "a constant shape"),
     ("Range", op_range, 11, "constant bounds"),
-    ("Not", op_not, 1, "on constants"),
     ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
     ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
 ]:
     register(_op, _fn, since=_since, folds=True, limits=_limits)
 
+register("Not", op_not, since=1, limits="constants folded; computed tensors as 1 and 0")
 register(
     "Equal",
     op_equal,
