@@ -73,6 +73,11 @@ CASES = {
     "Sqrt": Case(model("Sqrt"), torch.sqrt, positive=True),
     "Pow_square": Case(model("Pow", inits={"p": np.float32(2)}), lambda x: x**2),
     "Pow_cube": Case(model("Pow", inits={"p": np.array([3.0], np.float32)}), lambda x: x**3),
+    "Pow_by_array": Case(  # a broadcast exponent of several values, halves among them
+        model("Pow", inits={"p": np.array([1.0, 2.0, 0.5, 3.0], np.float32)}),
+        lambda x: x ** torch.tensor([1.0, 2.0, 0.5, 3.0], dtype=x.dtype),
+        positive=True,
+    ),
     "Pow_half": Case(model("Pow", inits={"p": np.float32(0.5)}), lambda x: x**0.5, positive=True),
     "Pow_negative": Case(
         model("Pow", inits={"p": np.float32(-1.5)}), lambda x: x**-1.5, positive=True
@@ -323,8 +328,8 @@ REFUSALS = {
     ),
     "pow_both_computed": (model("Pow", inputs=["x", "x"]), "one must be constant"),
     "pow_exponent_tensor": (
-        model("Pow", inits={"p": w(4)}),
-        r"the exponent must be one number; got a constant of shape \(4,\)",
+        model("Pow", inits={"p": np.arange(20, dtype=np.float32).reshape(5, 4)}),
+        "the exponent holds 20 distinct values; at most 8",
     ),
     "pow_negative_base": (
         model("Pow", inputs=["b", "x"], inits={"b": -BASE}),

@@ -96,13 +96,14 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
 
 
 #: Operators whose values on integers the network computes exactly in float64 (which holds
-#: every integer up to 2**53): comparisons, extremes, selections, moves, casts; and Add, Sub,
-#: Mul while the result stays in the declared type's range (checked, as ONNX wraps around).
+#: every integer up to 2**53): comparisons, logic, extremes, selections, moves, casts; and
+#: Add, Sub, Mul, CumSum, ReduceSum while the result stays in the declared type's range
+#: (checked, as ONNX wraps around) and within 2**53.
 INTEGER_EXACT = frozenset(
-    "Abs Add And Cast CastLike Clip Concat Constant Equal Expand Flatten Gather Greater "
-    "GreaterOrEqual Identity Less LessOrEqual Max MaxPool Min Mul Neg Not Or ReduceMax "
-    "ReduceMin Relu Reshape Sign Slice Squeeze Sub Tile Transpose Trilu Unsqueeze Where "
-    "Xor".split()
+    "Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant CumSum DepthToSpace "
+    "Equal Expand Flatten Floor Gather Greater GreaterOrEqual Identity Less LessOrEqual Max "
+    "MaxPool Min Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
+    "Slice SpaceToDepth Squeeze Sub Tile Transpose Trilu Unsqueeze Where Xor".split()
 )
 
 #: The largest integer fed as a float64 (every integer up to it is one exactly).
@@ -153,11 +154,12 @@ def _check_range(where: str, name: str, y: np.ndarray, dtype: np.dtype) -> None:
     import ml_dtypes
 
     info = ml_dtypes.iinfo(dtype)
-    if y.size and (y.min() < info.min or y.max() > info.max or not np.all(y == np.round(y))):
+    lo, hi = max(int(info.min), -_EXACT), min(int(info.max), _EXACT)
+    if y.size and (y.min() < lo or y.max() > hi or not np.all(y == np.round(y))):
         raise CapabilityError(
-            f"{where}: the output {name!r} holds values outside {dtype}'s range "
-            f"[{info.min}, {info.max}] (or not whole); integer overflow, which ONNX wraps "
-            "around, is not computed."
+            f"{where}: the output {name!r} holds values outside [{lo}, {hi}] ({dtype}'s "
+            "range, and what a float64 holds exactly), or not whole; integer overflow, which "
+            "ONNX wraps around, is not computed."
         )
 
 
