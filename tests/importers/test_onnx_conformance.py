@@ -101,7 +101,87 @@ def test_a_case_is_classified_passed_refused_or_failed():
     assert wrong.status == "failed" and "wrong output" in wrong.detail
     refused = conf.run_case(case("Det", lambda x: x))
     assert refused.status == "refused" and "'Det'" in refused.detail
-    with pytest.raises(CapabilityError, match="no floating-point input"):
-        graph = case("Relu", lambda x: x).model
+    with pytest.raises(CapabilityError, match="no floating-point input.*Sigmoid are not"):
+        graph = case("Sigmoid", lambda x: x).model
         graph.graph.input[0].type.tensor_type.elem_type = TensorProto.INT32
         XaiBackend.prepare(graph)
+
+
+def test_weights_given_as_inputs_are_constants_of_the_run():
+    """A Conv whose weights W (and bias) are graph inputs, W of X's first axis by chance, runs
+    with them as constants and equals onnx's reference; a CastLike's float8 ``like`` input
+    is read for its type alone, and the float16 input is fed exactly."""
+    import ml_dtypes
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(5)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("CastLike", ["c", "like"], ["y"]),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3, 5, 5]),
+            helper.make_tensor_value_info("w", TensorProto.FLOAT16, [2, 3, 3, 3]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT16, [2]),
+            helper.make_tensor_value_info("like", TensorProto.FLOAT8E4M3FN, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    feeds = {
+        "x": rng.standard_normal((2, 3, 5, 5)).astype(np.float16),
+        "w": (rng.standard_normal((2, 3, 3, 3)) / 4).astype(np.float16),
+        "b": rng.standard_normal(2).astype(np.float16),
+        "like": np.zeros(2, ml_dtypes.float8_e4m3fn),
+    }
+    (y,) = XaiBackend.prepare(model).run(list(feeds.values()))
+    f32 = {k: v.astype(np.float32) for k, v in feeds.items() if k != "like"}
+    graph32 = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT8E4M3FN),
+        ],
+        "g32",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in f32.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, None)],
+    )
+    ref = helper.make_model(graph32, opset_imports=[helper.make_opsetid("", 19)])
+    (want,) = ReferenceEvaluator(ref).run(None, f32)
+    assert y.dtype == ml_dtypes.float8_e4m3fn and y.shape == (2, 2, 5, 5)
+    np.testing.assert_array_equal(y.astype(np.float32), want.astype(np.float32))
+
+
+def test_integer_models_run_exactly_and_overflow_is_refused():
+    """A model of integer inputs alone, of operators exact on integers in float64, equals
+    onnx's reference (int64 values near 2**40 included); a uint8 difference below 0, which
+    ONNX wraps around, is refused; so is an operator not exact on integers (Div)."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    def model(op, elem):
+        graph = helper.make_graph(
+            [helper.make_node(op, ["a", "b"], ["y"])],
+            op,
+            [helper.make_tensor_value_info(k, elem, [3, 4]) for k in "ab"],
+            [helper.make_tensor_value_info("y", elem, None)],
+        )
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-(2**40), 2**40, (2, 3, 4))
+    for op in ("Sub", "Max", "Mul"):
+        m = model(op, TensorProto.INT64)
+        small = op == "Mul"
+        feeds = {"a": a // 2**21 if small else a, "b": b // 2**21 if small else b}
+        (want,) = ReferenceEvaluator(m).run(None, feeds)
+        (got,) = XaiBackend.prepare(m).run(list(feeds.values()))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+    x = np.full((3, 4), 2, np.uint8)
+    with pytest.raises(CapabilityError, match="wraps"):
+        XaiBackend.prepare(model("Sub", TensorProto.UINT8)).run([x, x + 1])
+    with pytest.raises(CapabilityError, match="Div are not"):
+        XaiBackend.prepare(model("Div", TensorProto.INT32))

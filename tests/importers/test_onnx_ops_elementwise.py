@@ -261,3 +261,41 @@ def test_refusals_name_the_limit(data, words):
     """An axis that is the batch's is refused up front, naming the node."""
     with pytest.raises(CapabilityError, match=words):
         xai.from_onnx(data)
+
+
+@pytest.mark.parametrize("op", ["And", "Or", "Xor", "Not"])
+def test_logic_of_computed_booleans_matches_onnxruntime_and_has_no_gradient(op, tmp_path):
+    """And, Or, Xor and Not of comparisons of the input (booleans computed at run time, held
+    as 1 and 0) equal onnxruntime's; the gradient is 0 (torch's logic has none); the network
+    saves and loads."""
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["p"]),
+        helper.make_node("Less", ["x", "c"], ["q"]),
+        helper.make_node(op, ["p"] if op == "Not" else ["p", "q"], ["r"]),
+        helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        f"{op}_of_comparisons",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", *SHAPE])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.zeros(1, np.float32), "zero"),
+            numpy_helper.from_array(C, "c"),
+        ],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    data = m.SerializeToString()
+    net = xai.from_onnx(data)
+    X = Case(data, None).inputs()
+    want = _ort(data, X).reshape(len(X), -1)
+    np.testing.assert_array_equal(net.predict(X), want)
+    assert 0 < want.mean() < 1  # both truth values occur
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = Record()
+    out = net.forward(X.astype(np.float64), backend, record=record)
+    gX, _ = net.vjp(RNG.standard_normal(out.shape), backend, record, param_grads=False)
+    np.testing.assert_array_equal(gX, 0)
+    net.save(tmp_path / "m.npz")
+    np.testing.assert_array_equal(xai.load_model(tmp_path / "m.npz").predict(X), want)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -183,6 +184,30 @@ CASES = {
         model("CastLike", inits={"like": np.zeros(1, np.float32)}, opset=19), lambda x: x * 1
     ),
     "Cast_float": Case(model("Cast", {"to": TensorProto.FLOAT}), lambda x: x * 1),
+    "Cast_float16": Case(
+        model("Cast", {"to": TensorProto.FLOAT16}, out=TensorProto.FLOAT16),
+        lambda x: x.to(torch.float16).to(x.dtype),
+    ),
+    "Cast_bfloat16": Case(
+        model("Cast", {"to": TensorProto.BFLOAT16}, out=TensorProto.BFLOAT16),
+        lambda x: x.to(torch.bfloat16).to(x.dtype),
+        ort=False,  # onnxruntime's outputs of bfloat16 do not reach numpy
+    ),
+    "Cast_float8e4m3fn": Case(
+        model("Cast", {"to": TensorProto.FLOAT8E4M3FN}, out=TensorProto.FLOAT8E4M3FN),
+        lambda x: x.clamp(-448, 448).to(torch.float8_e4m3fn).to(x.dtype),
+        ort=False,
+    ),
+    "CastLike_float8e5m2": Case(
+        model(
+            "CastLike",
+            inits={"like": np.zeros(1, ml_dtypes.float8_e5m2)},
+            opset=19,
+            out=TensorProto.FLOAT8E5M2,
+        ),
+        lambda x: x.clamp(-57344, 57344).to(torch.float8_e5m2).to(x.dtype),
+        ort=False,
+    ),
     "Equal": Case(
         model("Equal", inputs=["x", "x"], out=TensorProto.BOOL),
         lambda x: (x == x).to(x.dtype) + 0 * x.sum(),
@@ -267,6 +292,7 @@ def test_operator_saves_and_loads(case, tmp_path):
         (model("Tile", inits={"r": np.array([2, 1, 1, 1])}), "1 on the batch axis"),
         (model("Compress", inits={"c": np.array([True])}), "mixes the batch's samples"),
         (model("Cast", {"to": TensorProto.INT32}), "not supported"),
+        (model("Cast", {"to": TensorProto.FLOAT8E8M0}), "float8_e8m0fnu is not supported"),
         (model("MeanVarianceNormalization"), "the batch axis cannot be touched"),
         (model("CumSum", inits={"a": np.array(0)}), "the batch axis cannot be touched"),
         (model("Unsqueeze", inits={"a": np.array([0])}), "before the batch axis"),
@@ -280,6 +306,7 @@ def test_operator_saves_and_loads(case, tmp_path):
         "tile_batch",
         "compress_flat",
         "cast_to_int",
+        "cast_to_e8m0",
         "mvn_default_axes",
         "cumsum_batch",
         "unsqueeze_batch",
@@ -291,6 +318,30 @@ def test_refusals_name_the_limit(data, words):
     """What the converters cannot compute is refused up front, naming the node."""
     with pytest.raises(CapabilityError, match=words):
         xai.from_onnx(data)
+
+
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_float8_cast_saturates_as_onnx_says_and_clips_its_gradient(saturate):
+    """Out of float8_e4m3fn's range (448), a saturating cast gives +-448 and no gradient (as
+    torch's clamp then cast); a non-saturating one gives NaN, as onnx's reference does."""
+    from onnx.reference import ReferenceEvaluator
+
+    data = model("Cast", {"to": TensorProto.FLOAT8E4M3FN, "saturate": saturate}, opset=19)
+    net = xai.from_onnx(data)
+    X = RNG.standard_normal((2, *SHAPE)) * 300
+    X[0, 0, 0, :3] = [1000.0, -1000.0, 447.0]
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = Record()
+    out = net.forward(X, backend, record=record)
+    (want,) = ReferenceEvaluator(data).run(None, {"x": X.astype(np.float32)})
+    np.testing.assert_array_equal(out.reshape(X.shape), want.astype(np.float64))
+    if saturate:
+        seed = RNG.standard_normal(out.shape)
+        gX, _ = net.vjp(seed, backend, record, param_grads=False)
+        xt = torch.tensor(X, requires_grad=True)
+        yt = xt.clamp(-448, 448).to(torch.float8_e4m3fn).to(xt.dtype)
+        (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(X.shape)))
+        np.testing.assert_array_equal(gX, g.numpy())
 
 
 def test_layer_norm_mean_and_inv_std_outputs_match_onnxruntime_and_torch():

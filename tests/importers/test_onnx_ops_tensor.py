@@ -855,16 +855,6 @@ REFUSALS = [
         "compares the batch size with a positive number",
     ),
     (
-        "mod_float_without_fmod",
-        model(
-            [node("Mod", ["a", "b"], ["m"]), node("Add", ["x", "m"], ["y"])],
-            (1,),
-            {"a": np.float32([3]), "b": np.float32([2])},
-        ),
-        CapabilityError,
-        "fmod=0 on floating-point inputs",
-    ),
-    (
         "scatter_nd_shapes",
         model(
             [node("ScatterND", ["z", "idx", "upd"], ["k"]), node("Add", ["x", "k"], ["y"])],

@@ -9,13 +9,22 @@ builds it, with two adaptations the native network asks for:
   a model of elementwise operators alone (:data:`ELEMENTWISE`) whose inputs have fewer than
   two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars);
 - the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
-  (indices, shapes, axes), and float ones of another first axis (a bias of shape (c,)
-  broadcast against (n, c)), are constants of each run, folded into the model as
-  initialisers before it is imported, so an operator that needs them constant sees them
-  as such.
+  (indices, shapes, axes), float ones of another first axis (a bias of shape (c,)
+  broadcast against (n, c)), and those every node reads as a constant (a ``Conv``'s
+  weights, an ``LSTM``'s initial state: :data:`WEIGHT_INPUTS`; ``CastLike``'s
+  ``target_type``, read for its type alone), are constants of each run, folded into the model as initialisers
+  before it is imported, so an operator that needs them constant sees them as such;
+- a float input of a narrower type (float16, bfloat16, float8, float4: ml_dtypes') is fed
+  as the float32 tensor of the same values, which holds each exactly;
+- a model with no float input but integer (or boolean, as 1 and 0) ones, all of whose
+  operators compute integers exactly in float64 (:data:`INTEGER_EXACT`: comparisons,
+  logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``), is fed those
+  inputs as float64 (values up to 2**53); an integer output out of its type's range (ONNX
+  would wrap it) is refused.
 
 Outputs are returned in the dtype the model declares (a comparison's 0/1 as ``bool``, an
-``ArgMax``'s as ``int64``), as the suite checks dtypes.
+``ArgMax``'s as ``int64``, a cast's float8 as ``ml_dtypes.float8_e4m3fn``), as the suite
+checks dtypes.
 
 Examples
 --------
@@ -33,6 +42,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.importers.onnx_import import from_onnx
+from xai_core.importers.onnx_ops import is_numeric
 from xai_core.importers.onnx_reader import load_onnx_model
 from xai_core.optional import require
 
@@ -46,20 +56,85 @@ except ImportError:  # pragma: no cover - the "import" extra is not installed
 
 _FLOATS = ("float32", "float64")
 
-#: Operators that work elementwise, broadcasting as numpy does, with no axis attribute:
+#: Operators that work elementwise, broadcasting as numpy does, with no axis attribute
+#: (and ``Constant``, which reads nothing: a function body's ``alpha``):
 #: a model made of these alone computes the same values with a leading axis of 1 added to
 #: every input, which is how a case of 1-D (or 0-D) tensors runs as one sample.
 ELEMENTWISE = frozenset(
-    "Abs Acos Acosh Add Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp "
-    "Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity IsInf IsNaN LeakyRelu "
-    "Less LessOrEqual Log Max Mean Min Mish Mul Neg Pow PRelu Reciprocal Relu Round Selu "
-    "Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum Swish Tan Tanh "
-    "ThresholdedRelu Where".split()
+    "Abs Acos Acosh Add Asin Asinh Atan Atanh Cast CastLike Ceil Celu Clip Constant Cos Cosh "
+    "Div Elu Equal Erf Exp Floor Gelu Greater GreaterOrEqual HardSigmoid HardSwish Identity "
+    "IsInf IsNaN LeakyRelu Less LessOrEqual Log Max Mean Min Mish Mod Mul Neg Pow PRelu "
+    "Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt Sub Sum "
+    "Swish Tan Tanh ThresholdedRelu Where".split()
 )
 
 
 def _onnx():
     return require("onnx", extra="import", need="the ONNX backend interface")
+
+
+#: The inputs (by position) of operators whose converters take them as constants: weights,
+#: biases, slopes, normalisation parameters, quantisation scales, recurrent initial states.
+WEIGHT_INPUTS: dict[str, frozenset[int]] = {
+    op: frozenset(positions)
+    for op, positions in {
+        "Conv": (1, 2),
+        "ConvTranspose": (1, 2),
+        "Gemm": (1, 2),
+        "PRelu": (1,),
+        "LSTM": (1, 2, 3, 5, 6, 7),
+        "GRU": (1, 2, 3, 5),
+        "RNN": (1, 2, 3, 5),
+        "BatchNormalization": (1, 2, 3, 4),
+        "InstanceNormalization": (1, 2),
+        "LayerNormalization": (1, 2),
+        "GroupNormalization": (1, 2),
+        "RMSNormalization": (1,),
+        "QuantizeLinear": (1, 2),
+    }.items()
+}
+
+
+#: Operators whose values on integers the network computes exactly in float64 (which holds
+#: every integer up to 2**53): comparisons, logic, extremes, selections, moves, casts; and
+#: Add, Sub, Mul, CumSum, ReduceSum while the result stays in the declared type's range
+#: (checked, as ONNX wraps around) and within 2**53.
+INTEGER_EXACT = frozenset(
+    "Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant CumSum DepthToSpace "
+    "Equal Expand Flatten Floor Gather Greater GreaterOrEqual Identity Less LessOrEqual Max "
+    "MaxPool Min Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
+    "Slice SpaceToDepth Squeeze Sub Tile Transpose Trilu Unsqueeze Where Xor".split()
+)
+
+#: The largest integer fed as a float64 (every integer up to it is one exactly).
+_EXACT = 2**53
+
+
+def _integer(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is an integer type (numpy's, not bool, or ml_dtypes' int4, int2)."""
+    return dtype.kind in "iu" or (dtype.kind != "b" and is_numeric(dtype) and not _floating(dtype))
+
+
+def _floating(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a float type (numpy's or a narrow one of ml_dtypes)."""
+    import ml_dtypes
+
+    if dtype.kind == "f":
+        return True
+    try:
+        ml_dtypes.finfo(dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _constant_only(model: Any, name: str) -> bool:
+    """Whether every node reads the graph input ``name`` as a constant: for its type alone
+    (``CastLike``'s second input) or as a weight (:data:`WEIGHT_INPUTS`)."""
+    uses = [(n.op_type, i) for n in model.graph.node for i, x in enumerate(n.input) if x == name]
+    return all(
+        (op == "CastLike" and i == 1) or i in WEIGHT_INPUTS.get(op, ()) for op, i in uses
+    ) and not any(vi.name == name for vi in model.graph.output)
 
 
 def _elem_dtype(value_info: Any) -> np.dtype | None:
@@ -72,6 +147,20 @@ def _elem_dtype(value_info: Any) -> np.dtype | None:
         return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type))
     except Exception:
         return None
+
+
+def _check_range(where: str, name: str, y: np.ndarray, dtype: np.dtype) -> None:
+    """Refuse an integer output out of its type's range (ONNX would wrap it around)."""
+    import ml_dtypes
+
+    info = ml_dtypes.iinfo(dtype)
+    lo, hi = max(int(info.min), -_EXACT), min(int(info.max), _EXACT)
+    if y.size and (y.min() < lo or y.max() > hi or not np.all(y == np.round(y))):
+        raise CapabilityError(
+            f"{where}: the output {name!r} holds values outside [{lo}, {hi}] ({dtype}'s "
+            "range, and what a float64 holds exactly), or not whole; integer overflow, which "
+            "ONNX wraps around, is not computed."
+        )
 
 
 class XaiBackendRep(_BackendRep):
@@ -92,32 +181,47 @@ class XaiBackendRep(_BackendRep):
         bad = [
             f"{vi.name!r} ({_elem_dtype(vi)})"
             for vi in [*self.inputs, *self.outputs]
-            if _elem_dtype(vi) is None or _elem_dtype(vi).kind not in "biuf"
+            if not is_numeric(_elem_dtype(vi))
         ]
         if bad:
             raise CapabilityError(
                 f"{self.where}: inputs and outputs must be numeric tensors; "
                 f"{', '.join(bad)} are not."
             )
-        floats = [vi for vi in self.inputs if _elem_dtype(vi).kind == "f"]
-        odd = [
-            f"{vi.name!r} ({_elem_dtype(vi)})" for vi in floats if _elem_dtype(vi) not in _FLOATS
+        floats = [
+            vi
+            for vi in self.inputs
+            if _floating(_elem_dtype(vi)) and not _constant_only(model, vi.name)
         ]
-        if odd:
-            raise CapabilityError(
-                f"{self.where}: float32 and float64 tensors are computed; the inputs "
-                f"{', '.join(odd)} are of another floating-point type."
-            )
-        if not floats:
-            raise CapabilityError(
-                f"{self.where}: no floating-point input: the network's input is a float "
-                "tensor (integer inputs are folded in as constants), and this model's inputs "
-                f"are {', '.join(f'{vi.name!r} ({_elem_dtype(vi)})' for vi in self.inputs)}."
-            )
-        self.float_inputs = [vi.name for vi in floats]
-        self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
+        # narrow floats are fed as float32 (which holds their values exactly)
+        self.retyped = {
+            vi.name: onnx.TensorProto.FLOAT for vi in floats if _elem_dtype(vi) not in _FLOATS
+        }
         kinds = {_elem_dtype(vi) for vi in floats}
         self.dtype = "float64" if np.dtype("float64") in kinds else "float32"
+        if not floats:
+            # no float input: integer ones are fed as float64, if every operator computes
+            # integers exactly that way
+            floats = [
+                vi
+                for vi in self.inputs
+                if (_integer(_elem_dtype(vi)) or _elem_dtype(vi).kind == "b")
+                and not _constant_only(model, vi.name)
+            ]
+            inexact = sorted({n.op_type for n in model.graph.node} - INTEGER_EXACT)
+            if not floats or inexact:
+                raise CapabilityError(
+                    f"{self.where}: no floating-point input: the network's input is a float "
+                    "tensor (integer inputs are folded in as constants, or computed as float64 "
+                    "when every operator is one of INTEGER_EXACT"
+                    + (f"; {', '.join(inexact)} are not" if floats and inexact else "")
+                    + "), and this model's inputs are "
+                    f"{', '.join(f'{vi.name!r} ({_elem_dtype(vi)})' for vi in self.inputs)}."
+                )
+            self.retyped = {vi.name: onnx.TensorProto.DOUBLE for vi in floats}
+            self.dtype = "float64"
+        self.float_inputs = [vi.name for vi in floats]
+        self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
         self._onnx = onnx
         self._nets: dict[bytes, Any] = {}
 
@@ -143,6 +247,8 @@ class XaiBackendRep(_BackendRep):
             for name, v in constants.items():
                 graph.initializer.append(self._onnx.numpy_helper.from_array(v, name))
             for vi in graph.input:
+                if vi.name in self.retyped:
+                    vi.type.tensor_type.elem_type = self.retyped[vi.name]
                 if lifted and vi.name in lifted:
                     dims = vi.type.tensor_type.shape.dim
                     del dims[:]
@@ -172,7 +278,20 @@ class XaiBackendRep(_BackendRep):
                     f"declared; {len(inputs)} arrived."
                 )
             values = dict(zip(names, inputs, strict=True))
-        values = {k: np.asarray(v) for k, v in values.items()}
+        values = {
+            k: np.asarray(v).astype(self.dtype) if k in self.retyped else np.asarray(v)
+            for k, v in values.items()
+        }
+        big = [
+            k
+            for k in self.float_inputs
+            if k in values and values[k].size and np.abs(values[k]).max() > _EXACT
+        ]
+        if big:
+            raise CapabilityError(
+                f"{self.where}: the integer inputs {big} hold values beyond 2**53, which a "
+                "float64 does not hold exactly."
+            )
         bad = [k for k in self.float_inputs if k in values and not np.isfinite(values[k]).all()]
         if bad:
             raise CapabilityError(
@@ -206,7 +325,10 @@ class XaiBackendRep(_BackendRep):
         ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds})
         out = []
         for node, vi in zip(net.outputs, self.outputs, strict=True):
-            y = ys[node].reshape(n, *net.shape_of(node)).astype(_elem_dtype(vi))
+            y = ys[node].reshape(n, *net.shape_of(node))
+            if _integer(_elem_dtype(vi)):
+                _check_range(self.where, vi.name, y, _elem_dtype(vi))
+            y = y.astype(_elem_dtype(vi))
             out.append(y.reshape(y.shape[lift:]) if lift else y)
         return tuple(out)
 

@@ -146,11 +146,19 @@ def fold(b: Builder, node: IRNode) -> bool:
         A result over the memory limit (:func:`xai_core.set_resource_limits`), refused
         before it is computed when its shape can be inferred.
     CapabilityError
-        A result with more elements than :func:`limit`, refused likewise.
+        A result with more elements than :func:`limit`, refused likewise; an integer
+        ``Div`` or ``Mod`` by zero.
     """
     import onnx
     from onnx.reference import ReferenceEvaluator
 
+    if node.op in ("Div", "Mod") and len(node.inputs) > 1:
+        divisor = np.asarray(b.const[node.inputs[1]])
+        if divisor.dtype.kind in "biu" and np.any(divisor == 0):
+            raise CapabilityError(
+                f"{b.where}: {node.op} node {node.name!r}: integer division by zero (its "
+                "result is undefined in ONNX)."
+            )
     proto = _node_proto(onnx, b, node)
     outputs = [o for o in node.outputs if o]
     for o, found in zip(outputs, _inferred(onnx, b, proto)):

@@ -23,7 +23,25 @@ from xai_core.errors import CapabilityError, ModelFormatError
 from xai_core.importers.ir import IRNode, unique_node_name
 from xai_core.importers.onnx_registry import register
 
-__all__ = ["BATCH", "Builder", "check_declared"]
+__all__ = ["BATCH", "Builder", "check_declared", "is_numeric"]
+
+
+def is_numeric(dtype: np.dtype | None) -> bool:
+    """Whether ``dtype`` holds numbers: numpy's, or ml_dtypes' narrow floats and integers
+    (bfloat16, float8, int4)."""
+    if dtype is None:
+        return False
+    if dtype.kind in "biuf":
+        return True
+    import ml_dtypes
+
+    for info in (ml_dtypes.finfo, ml_dtypes.iinfo):
+        try:
+            info(dtype)
+            return True
+        except (TypeError, ValueError):
+            pass
+    return False
 
 
 class _Batch:
@@ -86,7 +104,7 @@ class Builder:
                 "each sample's output would depend on how many samples share its batch, which "
                 "a network here cannot compute. Use a constant instead of the batch size.",
             )
-        if v.dtype.kind not in "biuf":
+        if not is_numeric(v.dtype):
             kind = "strings" if v.dtype == object else f"{v.dtype} values"
             raise ModelFormatError(
                 f"{self.where}: {node.op} node {node.name!r}: input {name!r} holds {kind} "
@@ -729,22 +747,40 @@ def op_squeeze(b: Builder, node: IRNode) -> None:
     _store(b, node, np.squeeze(out, axis=tuple(axes)) if axes else np.squeeze(out))
 
 
+#: Float8 types whose ONNX ``Cast`` clips to the finite range when ``saturate=1`` (default).
+_SATURATING = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+
+
+def cast_activation(b: Builder, node: IRNode, dtype: np.dtype) -> None:
+    """A cast of the activation ``node.inputs[0]`` to ``dtype``: to float32 or float64 an
+    identity (the network's own dtype); to a narrower type (:data:`nn.CAST_TYPES`) its
+    values rounded to that type's, as ``x.astype(dtype)`` rounds them."""
+    from xai_core.nn.elementwise_math import CAST_TYPES
+
+    name = np.dtype(dtype).name
+    if name in ("float32", "float64"):
+        b.add(node, nn.Identity(), node.inputs[0])
+        return
+    if name not in CAST_TYPES:
+        raise b.fail(
+            node,
+            f"a cast of a computed tensor to {name} is not supported (the network computes "
+            f"in float32 or float64; casts to {', '.join(CAST_TYPES)} round its values).",
+        )
+    saturate = name in _SATURATING and bool(node.attrs.get("saturate", 1))
+    b.add(node, nn.CastTo(name, saturate=saturate), node.inputs[0])
+
+
 def op_cast(b: Builder, node: IRNode) -> None:
     import onnx
 
-    if b.is_act(node.inputs[0]):  # float32/float64: the network's own dtype, an identity
-        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
-        if dtype not in (np.float32, np.float64):
-            raise b.fail(
-                node,
-                f"a cast of a computed tensor to {dtype} is not supported (the network "
-                "computes in float32 or float64).",
-            )
-        b.add(node, nn.Identity(), node.inputs[0])
+    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
+    if b.is_act(node.inputs[0]):
+        cast_activation(b, node, dtype)
         return
     v = np.asarray(b.value(node, node.inputs[0]))
     if v.dtype != object:
-        v = v.astype(onnx.helper.tensor_dtype_to_np_dtype(node.attrs["to"]))
+        v = v.astype(dtype)
     _store(b, node, v)
 
 
@@ -807,7 +843,11 @@ for _op, _fn, _limits in [
         "constants and shapes; computed tensors (not before the batch axis)",
     ),
     ("Squeeze", op_squeeze, "constants and shapes; computed tensors (not the batch axis)"),
-    ("Cast", op_cast, "constants and shapes to any type; computed tensors to float32/float64"),
+    (
+        "Cast",
+        op_cast,
+        "constants to any type; computed tensors to float32/float64, float16, bfloat16, float8, int4, 8- and 16-bit integers",
+    ),
 ]:
     register(_op, _fn, folds=_op not in ("Cast", "Squeeze", "Unsqueeze"), limits=_limits)
 

@@ -260,12 +260,30 @@ def _gather_elements(b: Builder, node: IRNode) -> None:
     _store(b, node, np.take_along_axis(data, np.where(index < 0, index + size, index), axis=a))
 
 
-for _op, _fn, _arity, _since in [
-    ("And", np.logical_and, 2, 7),
-    ("Or", np.logical_or, 2, 7),
-    ("Xor", np.logical_xor, 2, 7),
-]:
-    register(_op, _folded(_fn, _arity), since=_since, folds=True, limits="on constants")
+def _logical(kind: str, fn: Callable[..., np.ndarray]) -> Callable[[Builder, IRNode], None]:
+    """``And``, ``Or``, ``Xor``: folded on constants; of a computed tensor (booleans held as
+    1 and 0), a :class:`~xai_core.nn.Compare` of that kind (gradient 0)."""
+    from xai_core.importers.onnx_ops_elementwise import _operands
+
+    folded = _folded(fn, 2)
+
+    def op(b: Builder, node: IRNode) -> None:
+        x, y = node.inputs[:2]
+        if not b.is_act(x) and not b.is_act(y):
+            folded(b, node)
+            return
+        b.add(node, nn.Compare(kind), _operands(b, node, [x, y]))
+
+    return op
+
+
+for _op, _fn in [("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logical_xor)]:
+    register(
+        _op,
+        _logical(_op.lower(), _fn),
+        since=7,
+        limits="constants folded; computed tensors as 1 and 0 (gradient 0)",
+    )
 # The comparisons, IsNaN and IsInf are onnx_ops_elementwise's (constants folded, activations
 # as layers); ``Where(IsNaN(x), c, x)`` after a masked softmax becomes one ReplaceNaN here.
 register("GatherElements", _gather_elements, since=11, folds=True, limits="on constants (ids)")

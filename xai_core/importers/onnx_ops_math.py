@@ -101,8 +101,37 @@ def op_gelu(b: Builder, node: IRNode) -> None:
     _unary(lambda n: make)(b, node)
 
 
+#: The most distinct values a constant exponent tensor may hold (one Power layer each).
+_EXPONENTS = 8
+
+
+def _pow_by_constant(b: Builder, node: IRNode, x: str, exponent: np.ndarray) -> None:
+    """``x ** exponent`` for a constant exponent: one :class:`~xai_core.nn.Power` layer per
+    distinct value, each picked where the exponent holds it by a :class:`~xai_core.nn.Where`
+    of a constant condition (so a NaN of ``(-2) ** 0.5`` where it is not picked stays out)."""
+    values = np.unique(exponent.astype(np.float64))
+    if exponent.size == 1 or values.size == 1:
+        if exponent.ndim >= b.rank(node, x) and exponent.size > 1:
+            raise b.fail(node, f"an exponent of shape {exponent.shape} broadcasts the batch.")
+        b.add(node, nn.Power(float(values[0])), x)
+        return
+    if values.size > _EXPONENTS:
+        raise b.fail(
+            node,
+            f"the exponent holds {values.size} distinct values; at most {_EXPONENTS} are "
+            "supported (one Power layer each).",
+        )
+    rank = b.rank(node, x)
+    out = b.add(node, nn.Power(float(values[-1])), x, suffix=f"/pow{len(values) - 1}")
+    for k in range(len(values) - 2, -1, -1):
+        cond = b.value_node(node, (exponent == values[k]).astype(np.float64), rank)
+        power = b.add(node, nn.Power(float(values[k])), x, suffix=f"/pow{k}")
+        out = b.add(node, nn.Where(), [cond, power, out], suffix="" if k == 0 else f"/pick{k}")
+
+
 def op_pow(b: Builder, node: IRNode) -> None:
-    """``Pow``: a constant exponent of one number, a constant positive base, or folded."""
+    """``Pow``: a constant exponent (of at most :data:`_EXPONENTS` distinct values), a
+    constant positive base, or folded."""
     x, y = node.inputs[:2]
     if not b.is_act(x) and not b.is_act(y):
         with np.errstate(all="ignore"):
@@ -111,12 +140,7 @@ def op_pow(b: Builder, node: IRNode) -> None:
         _store(b, node, out.astype(base.dtype) if base.dtype.kind == "f" else out)
         return
     if b.is_act(x) and not b.is_act(y):
-        exponent = _constant(b, node, y)
-        if exponent.size != 1:
-            raise b.fail(
-                node, f"the exponent must be one number; got a constant of shape {exponent.shape}."
-            )
-        b.add(node, nn.Power(float(exponent.reshape(-1)[0])), x)
+        _pow_by_constant(b, node, x, _constant(b, node, y))
         return
     if b.is_act(x):
         raise b.fail(node, "both base and exponent are computed at run time; one must be constant.")
@@ -307,7 +331,8 @@ for _op, _fn, _since, _until, _limits in [
         op_pow,
         7,
         None,
-        "a constant exponent of one number, or a constant positive base; both constant: folded",
+        "a constant exponent (at most 8 distinct values, broadcast), or a constant positive base; "
+        "both constant: folded",
     ),
     ("PRelu", op_prelu, 7, None, "a constant slope broadcast per sample"),
     ("Sum", op_sum, 8, None, "broadcasting"),

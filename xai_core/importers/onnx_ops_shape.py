@@ -6,7 +6,8 @@
 constant 0/1 mask; ``CumSum`` a :class:`~xai_core.nn.MatMul` by a constant triangular
 matrix along the axis; ``CastLike`` (and ``Cast`` of an activation) to float32 or float64
 is an identity (the network computes in its own dtype; the output's declared type is the
-caller's to apply); ``QuantizeLinear`` is ``clip(round(x / scale) + zero_point)``;
+caller's to apply), to a narrower type (float16, bfloat16, float8, int4) a
+:class:`~xai_core.nn.CastTo` rounding the values to that type's; ``QuantizeLinear`` is ``clip(round(x / scale) + zero_point)``;
 ``Size`` folds when the batch size is fixed.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.importers.ir import IRNode
-from xai_core.importers.onnx_ops import Builder, _axis, _store
+from xai_core.importers.onnx_ops import Builder, _axis, _store, cast_activation
 from xai_core.importers.onnx_registry import register
 
 __all__: list[str] = []
@@ -150,13 +151,7 @@ def _float_cast(to_of: Callable[[Builder, IRNode], int]) -> Callable[[Builder, I
             v = np.asarray(b.value(node, x))
             _store(b, node, v if v.dtype == object else v.astype(dtype))
             return
-        if dtype not in (np.float32, np.float64):
-            raise b.fail(
-                node,
-                f"a cast of a computed tensor to {dtype} is not supported (the network "
-                "computes in float32 or float64).",
-            )
-        b.add(node, nn.Identity(), x)
+        cast_activation(b, node, dtype)
 
     return convert
 
@@ -227,7 +222,7 @@ for _op, _fn, _since, _folds, _limits in [
         _float_cast(_like_type),
         15,
         False,
-        "computed tensors to float32/float64 (an identity); constants to any type",
+        "constants to any type; computed tensors as Cast's",
     ),
     (
         "QuantizeLinear",

@@ -137,10 +137,38 @@ def op_equal(b: Builder, node: IRNode) -> None:
 
 
 def op_not(b: Builder, node: IRNode) -> None:
-    _store(b, node, np.logical_not(_plain(b, node, node.inputs[0])))
+    """``Not``: folded on constants; of a computed tensor (booleans as 1 and 0), ``x == 0``."""
+    x = node.inputs[0]
+    if b.is_act(x):
+        zero = b.value_node(node, np.zeros([1] * b.rank(node, x)), b.rank(node, x))
+        b.add(node, nn.Compare("equal"), [b.node_of(node, x), zero])
+        return
+    _store(b, node, np.logical_not(_plain(b, node, x)))
+
+
+def _mod_of_activations(b: Builder, node: IRNode, fmod: bool) -> None:
+    """``x - y * k`` of computed floats, ``k = trunc(x / y)`` (``fmod=1``: C's ``fmod``,
+    ``trunc(q)`` as ``sign(q) * floor(|q|)``) or ``floor(x / y)`` (``fmod=0``: the divisor's
+    sign, Python's ``%``): the gradient 1 for ``x`` and ``-k`` for ``y``, as torch's ``fmod``
+    and ``remainder``."""
+    x, y = node.inputs[:2]
+    rank = max(b.rank(node, i) for i in (x, y) if b.is_act(i))
+    ins = [b.node_of(node, i) if b.is_act(i) else b.constant_node(node, i, rank) for i in (x, y)]
+    q = b.add(node, nn.Divide(), ins, suffix="/quotient")
+    if fmod:
+        whole = b.add(node, nn.Floor(), b.add(node, nn.Abs(), q, suffix="/abs"), suffix="/floor")
+        sign = b.add(node, nn.Sign(), q, suffix="/sign")
+        k = b.add(node, nn.Multiply(), [sign, whole], suffix="/trunc")
+    else:
+        k = b.add(node, nn.Floor(), q, suffix="/floor")
+    b.add(node, nn.Subtract(), [ins[0], b.add(node, nn.Multiply(), [ins[1], k], suffix="/times")])
 
 
 def op_mod(b: Builder, node: IRNode) -> None:
+    """``Mod``: folded on constants; of computed floats, :func:`_mod_of_activations`."""
+    if any(b.is_act(i) for i in node.inputs[:2]):
+        _mod_of_activations(b, node, bool(int(node.attrs.get("fmod", 0))))
+        return
     x, y = (_plain(b, node, i) for i in node.inputs[:2])
     fmod = int(node.attrs.get("fmod", 0))
     if not fmod and (x.dtype.kind == "f" or y.dtype.kind == "f"):
@@ -486,12 +514,17 @@ for _op, _fn, _since, _limits in [
 for _op, _fn, _since, _limits in [
     ("ConstantOfShape", op_constant_of_shape, 9, "a constant shape"),
     ("Range", op_range, 11, "constant bounds"),
-    ("Not", op_not, 1, "on constants"),
-    ("Mod", op_mod, 10, "on constants and shapes (no batch size)"),
     ("ScatterND", op_scatter_nd, 11, "on constants; reduction none, add, mul, max, min"),
 ]:
     register(_op, _fn, since=_since, folds=True, limits=_limits)
 
+register("Not", op_not, since=1, limits="constants folded; computed tensors as 1 and 0")
+register(
+    "Mod",
+    op_mod,
+    since=10,
+    limits="constants and shapes (no batch size) folded; computed floats (fmod 0 or 1)",
+)
 register(
     "Equal",
     op_equal,

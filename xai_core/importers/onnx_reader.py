@@ -72,6 +72,11 @@ def load_onnx_model(source: Any):
 _PLAIN_RAW = frozenset((1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13))
 
 
+#: TensorProto data types packed several to a byte, and their bits (UINT4, INT4, FLOAT4E2M1,
+#: UINT2, INT2).
+_PACKED = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
+
+
 def _tensor(t, where: str, external: ExternalData) -> np.ndarray:
     """A checked numpy copy of a TensorProto (its bytes read from ``external`` when the
     tensor keeps them in a file beside the model)."""
@@ -100,6 +105,16 @@ def _tensor(t, where: str, external: ExternalData) -> np.ndarray:
         return np.array(numpy_helper.to_array(inline))
     if t.HasField("raw_data"):
         raw = t.raw_data  # each read of the field is a copy of its bytes: read it once
+        bits = _PACKED.get(t.data_type)
+        if bits:  # int4, float4, int2: elements packed several to a byte
+            count = check_size(t.name, t.dims, None, dtype.itemsize, where)
+            if len(raw) != -(-count * bits // 8):
+                raise ModelFormatError(
+                    f"{where}: tensor {t.name!r} declares shape {list(t.dims)} ({count} "
+                    f"{bits}-bit values, {-(-count * bits // 8)} bytes) but the file holds "
+                    f"{len(raw)} bytes for it."
+                )
+            return np.array(numpy_helper.to_array(t))
         check_size(t.name, t.dims, len(raw), dtype.itemsize, where)
         if t.data_type in _PLAIN_RAW and sys.byteorder == "little":
             return np.frombuffer(raw, dtype=dtype).reshape(tuple(t.dims)).copy()

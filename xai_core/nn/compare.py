@@ -1,7 +1,7 @@
 """Comparisons, elementwise extremes and arg-extremes of samples.
 
-:class:`Compare` (``a > b``, ``a >= b``, ``a < b``, ``a <= b``, ``a == b`` as 1 and 0,
-broadcasting; derivative 0), :class:`Maximum` and :class:`Minimum` of two or more inputs
+:class:`Compare` (``a > b``, ``a >= b``, ``a < b``, ``a <= b``, ``a == b``, and the
+logical ``and``, ``or``, ``xor`` of nonzero values, as 1 and 0, broadcasting; derivative 0), :class:`Maximum` and :class:`Minimum` of two or more inputs
 (the gradient goes to the input that is the extreme, shared equally among ties, as
 PyTorch's ``torch.maximum``), :class:`ArgExtreme` (the index of the largest or smallest
 element along a per-sample axis, as a float; derivative 0) and :class:`Hardmax` (1 at
@@ -28,6 +28,9 @@ COMPARISONS = {
     "less": np.less,
     "less_equal": np.less_equal,
     "equal": np.equal,
+    "and": np.logical_and,
+    "or": np.logical_or,
+    "xor": np.logical_xor,
 }
 
 
@@ -36,7 +39,9 @@ class Compare(_Elementwise):
 
     Parameters
     ----------
-    op : {"greater", "greater_equal", "less", "less_equal", "equal"}
+    op : {"greater", "greater_equal", "less", "less_equal", "equal", "and", "or", "xor"}
+        The logical ones take a nonzero value as true (ONNX's ``And``, ``Or``, ``Xor`` of
+        booleans held as 1 and 0).
     name : str, optional
 
     Notes

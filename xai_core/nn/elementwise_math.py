@@ -2,7 +2,8 @@
 
 Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh; Floor, Ceil, Round, Sign (whose
 derivative is 0 almost everywhere, as PyTorch's autograd takes it); IsNaN and IsInf (1 where
-the test holds, else 0; derivative 0); ThresholdedReLU, Shrink and Swish. Each is a
+the test holds, else 0; derivative 0); ThresholdedReLU, Shrink and Swish; CastTo (values
+rounded to a narrower type's, ONNX ``Cast`` to float16, bfloat16, float8 or int4). Each is a
 :class:`~xai_core.nn.activations.UnaryFunction`: one ``backend.elementwise`` call forward
 and one backward, in the backend's dtype.
 """
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
+from xai_core.errors import ValidationError
 from xai_core.nn.activations import UnaryFunction
 from xai_core.validation import check_number
 
@@ -36,6 +38,7 @@ __all__ = [
     "ThresholdedReLU",
     "Shrink",
     "Swish",
+    "CastTo",
 ]
 
 
@@ -237,3 +240,75 @@ class Swish(UnaryFunction):
 
     def get_config(self):
         return {"alpha": self.alpha}
+
+
+#: The types :class:`CastTo` rounds to: narrow floats (ml_dtypes) and narrow integers, every
+#: value of which a float32 holds exactly.
+CAST_TYPES = (
+    "float16 bfloat16 float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz "
+    "float4_e2m1fn int8 uint8 int16 uint16 int4 uint4 int2 uint2"
+).split()
+
+
+def cast_dtype(to: str) -> np.dtype:
+    """The dtype named ``to`` (one of :data:`CAST_TYPES`; the narrow ones ml_dtypes')."""
+    import ml_dtypes
+
+    if to not in CAST_TYPES:
+        raise ValidationError(f"CastTo: to must be one of {CAST_TYPES}; got {to!r}.")
+    return np.dtype(getattr(ml_dtypes, to, None) or to)
+
+
+class CastTo(UnaryFunction):
+    """``x`` rounded to the nearest value of a narrower type, kept in the network's dtype:
+    ONNX ``Cast`` (``x.astype(to)``, as onnx's reference does it) of a computed tensor.
+
+    For a float type the backward pass is the gradient cast to the type in turn, as
+    PyTorch's autograd takes ``x.to(torch.float16)`` (its ``ToCopyBackward`` casts the
+    incoming gradient), and 0 where a saturating cast clips, as for
+    ``x.clamp(-448, 448).to(torch.float8_e4m3fn)``; for an integer type it is 0 (a cast to
+    integers has no gradient).
+
+    Parameters
+    ----------
+    to : str
+        One of :data:`CAST_TYPES`: ``"float16"``, ``"bfloat16"``, ``"float8_e4m3fn"`` ...
+    saturate : bool, default=False
+        Clip to the type's finite range first (ONNX's ``saturate=1``, the default of its
+        float8 casts); otherwise a value out of range becomes what ``astype`` makes of it
+        (NaN or infinity for a float8).
+    """
+
+    kind: ClassVar[str] = "cast_to"
+    ops: ClassVar[int] = 2
+
+    def __init__(self, to: str, saturate: bool = False, name: str | None = None) -> None:
+        super().__init__(name)
+        self.dtype = cast_dtype(to)
+        self.to = str(to)
+        self.saturate = bool(saturate)
+
+    def _range(self) -> tuple[float, float]:
+        import ml_dtypes
+
+        integer = self.to.startswith(("int", "uint"))
+        info = ml_dtypes.iinfo(self.dtype) if integer else ml_dtypes.finfo(self.dtype)
+        return float(info.min), float(info.max)
+
+    def fn(self, x):
+        if self.saturate:
+            integer = self.to.startswith(("int", "uint"))
+            x = np.clip(np.round(x) if integer else x, *self._range())
+        return x.astype(self.dtype).astype(x.dtype)
+
+    def dfn(self, g, x):
+        if self.to.startswith(("int", "uint")):
+            return np.zeros_like(g)
+        g = g.astype(self.dtype).astype(g.dtype)  # the gradient cast as well, as torch's
+        if self.saturate:  # a clip first: no gradient where it holds the value
+            lo, hi = self._range()
+            return np.where((x >= lo) & (x <= hi), g, g.dtype.type(0))
+        return g
+
+    def get_config(self):
+        return {"to": self.to, "saturate": self.saturate}
