@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from sklearn.metrics import log_loss
@@ -171,17 +173,23 @@ def test_a_live_knob_acts_on_the_running_network():
 
 def test_a_structural_knob_restarts_and_keeps_playing():
     """Changing the activation while playing restarts at epoch 0 and plays on, deterministically."""
-    app = _app(epochs=40)
+    app = _app(epochs=5000)
     app.widget()
     app.play()
-    app.controls["activation"].value = "relu"
-    app.wait(120)
-    assert isinstance(app.net.layers[1], xai.nn.ReLU) and app.epoch == 40
+    app.controls["activation"].value = "relu"  # a restart: epoch 0, still playing
+    assert app.playing and isinstance(app.net.layers[1], xai.nn.ReLU)
+    for _ in range(6000):  # until a few epochs of the new network have run (not a timing test)
+        if app.epoch >= 3:
+            break
+        time.sleep(0.01)
+    app.pause()
+    k = app.epoch
+    assert k >= 3 and not app.playing
     ref = _app(activation="relu")
-    ref.step(40)
+    ref.step(k)
     _assert_same_weights(app.net, ref.net)
-    assert [r["epoch"] for r in app.view.losses] == list(range(41))
-    assert app._widget.view is app.view and "epoch 40" in app._widget.plot.html
+    assert [r["epoch"] for r in app.view.losses] == list(range(k + 1))
+    assert app._widget.view is app.view and f"epoch {k}" in app._widget.plot.html
 
 
 def test_pause_stops_training_where_it_is():
