@@ -100,13 +100,27 @@ def test_whatif_threshold_slider_and_its_counts(open_page, cancer, tmp_path):
     assert events == NO_EVENTS
 
 
-def test_projector_search_and_the_scatter(open_page, tmp_path):
-    """The search box and the "Search by" select share a screen with the scatter canvas."""
+def _click_point(page, i: int) -> None:
+    """Click point ``i`` on the canvas, at the position the view's data gives it."""
+    canvas = page.locator("canvas.xai-projector-canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    data = page.evaluate(
+        "JSON.parse(document.querySelector('script.xai-projector-data').textContent)"
+    )
+    x = 12 + data["x"][i] / 10000 * 616
+    y = 12 + (1 - data["y"][i] / 10000) * 456
+    page.mouse.click(box["x"] + x * box["width"] / 640, box["y"] + y * box["height"] / 480)
+
+
+def test_projector_search_click_and_the_scatter(open_page, tmp_path):
+    """Search box and "Search by" share a screen with the canvas; so does what a click on it lists."""
     rng = np.random.default_rng(0)
-    y = np.repeat(np.arange(3), 60)
-    X = rng.normal(scale=6.0, size=(3, 10))[y] + rng.normal(size=(180, 10))
+    y = np.repeat(np.arange(10), 30)
+    X = rng.normal(scale=5.0, size=(10, 8))[y] + rng.normal(size=(300, 8))
+    meta = {f"column {c}": [f"value {i}" for i in range(300)] for c in range(4)}
     p = xai.project(
-        X, labels=np.array(["a", "b", "c"])[y], metadata={"id": [f"p{i}" for i in range(180)]}
+        X, labels=[f"label {k}" for k in y], metadata=meta, images=rng.random((300, 8, 8))
     )
     path = xai.Report("projector", seed=0).add(p).save(tmp_path / "p.html")
     page, events = _open(open_page, path)
@@ -114,6 +128,13 @@ def test_projector_search_and_the_scatter(open_page, tmp_path):
     for control in ("input.xai-projector-search", "select.xai-projector-search-by",
                     "select.xai-projector-color"):  # fmt: skip
         _assert_one_screen(page, control, canvas)
+    _click_point(page, 5)
+    assert page.locator(".xai-projector-neighbors button").count() == 8
+    _assert_one_screen(page, canvas, ".xai-projector-detail")
+    page.fill("input.xai-projector-search", "label 1")  # a long list of matches, then a click
+    _assert_one_screen(page, "input.xai-projector-search", ".xai-projector-results")
+    _click_point(page, 40)
+    _assert_one_screen(page, canvas, ".xai-projector-detail")
     assert events == NO_EVENTS
 
 
