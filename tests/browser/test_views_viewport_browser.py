@@ -56,23 +56,39 @@ def cancer():
     return ds, X
 
 
-def test_whatif_editor_inputs_and_their_outputs(open_page, cancer, tmp_path):
-    """Every feature box of the offline editor shares a screen with the outputs and the PD chart."""
+@pytest.mark.parametrize("outputs", [2, 10])
+def test_whatif_editor_inputs_and_their_outputs(open_page, cancer, tmp_path, outputs):
+    """Every feature box of the offline editor shares a screen with the outputs and the PD chart,
+    for two outputs and thirty features as for ten outputs and long feature names."""
     ds, X = cancer
-    net = xai.nn.mlp(X.shape[1], hidden=(8, 4), n_outputs=2, activation="relu")
-    net.fit(X, ds.y, learning_rate=0.05, epochs=2, progress=False)
-    w = xai.what_if(net, X, ds.y, feature_names=list(ds.feature_names))
+    if outputs == 2:
+        y, names = ds.y, list(ds.feature_names)
+    else:
+        X = X[:, :12]
+        y = np.random.default_rng(0).integers(0, outputs, len(X))
+        names = [f"a rather long feature name, number {j} (in its units)" for j in range(12)]
+    net = xai.nn.mlp(X.shape[1], hidden=(8, 4), n_outputs=outputs, activation="relu")
+    net.fit(X, y, learning_rate=0.05, epochs=2, progress=False)
+    w = xai.what_if(net, X, y, feature_names=names)
     path = xai.Report("what-if", seed=0).add(w).save(tmp_path / "whatif.html")
     page, events = _open(open_page, path)
     root = ".xai-whatif-offline"
     n = page.locator(f"{root} input[data-feature]").count()
     assert n == X.shape[1]
+    outputs_table = f"{root} table:has([data-output])"
     for j in range(n):
         box = f"{root} input[data-feature='{j}']"
         page.locator(box).scroll_into_view_if_needed()
-        for target in ("[data-output]", ".xai-whatif-offline-pd-chart"):
-            _assert_one_screen(page, box, f"{root} {target}")
-    _assert_one_screen(page, f"{root} select.xai-whatif-offline-row", f"{root} [data-output]")
+        for target in (outputs_table, f"{root} .xai-whatif-offline-pd-chart"):
+            _assert_one_screen(page, box, target)
+    last = page.locator(f"{root} input[data-feature='{n - 1}']")
+    last.fill("1000")  # out of range: the warning shows above the outputs
+    last.dispatch_event("input")
+    assert page.locator(f"{root} .xai-whatif-offline-warning").is_visible()
+    _assert_one_screen(
+        page, f"{root} input[data-feature='0']", f"{root} .xai-whatif-offline-pd-chart"
+    )
+    _assert_one_screen(page, f"{root} select.xai-whatif-offline-row", outputs_table)
     _assert_one_screen(
         page, f"{root} select.xai-whatif-offline-pd-feature", f"{root} .xai-whatif-offline-pd-chart"
     )
@@ -135,6 +151,18 @@ def test_projector_search_click_and_the_scatter(open_page, tmp_path):
     _assert_one_screen(page, "input.xai-projector-search", ".xai-projector-results")
     _click_point(page, 40)
     _assert_one_screen(page, canvas, ".xai-projector-detail")
+    side, plot = (
+        page.locator(".xai-projector-ui").bounding_box(),
+        page.locator(canvas).bounding_box(),
+    )
+    assert side["x"] >= plot["x"] + plot["width"]  # beside the plot at 1280 px ...
+    page.set_viewport_size({"width": 390, "height": 800})
+    side, plot = (
+        page.locator(".xai-projector-ui").bounding_box(),
+        page.locator(canvas).bounding_box(),
+    )
+    assert side["y"] >= plot["y"] + plot["height"]  # ... under it on a phone, never sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert events == NO_EVENTS
 
 
@@ -168,16 +196,21 @@ def test_playground_surface_and_loss_curve(open_page, tmp_path):
     assert events == NO_EVENTS
 
 
-def test_teachable_confusion_matrix_and_bars(open_page, tmp_path):
-    """The Teachable Machine section: the confusion matrix and the held-out bars fit in one screen."""
+@pytest.mark.parametrize("k", [3, 10])
+def test_teachable_confusion_matrix_and_bars(open_page, tmp_path, k):
+    """Teachable Machine: the confusion matrix and the first held-out bars fit in one screen; with
+    three classes every sample's bars do."""
     rng = np.random.default_rng(7)
-    X = np.concatenate([rng.normal(k, 1, (20, 6)) for k in range(3)])
-    trainer = xai.teachable_trainer((X, np.repeat([0, 1, 2], 20), ("a", "b", "c")), kind="pose")
-    trainer.train(epochs=5, seed=0)
+    X = np.concatenate([rng.normal(c, 1, (20, 6)) for c in range(k)])
+    names = tuple(f"class {c}" for c in range(k))
+    trainer = xai.teachable_trainer((X, np.repeat(np.arange(k), 20), names), kind="pose")
+    trainer.train(epochs=3, seed=0)
     path = xai.Report("teachable", seed=0).add(trainer).save(tmp_path / "tm.html")
     page, events = _open(open_page, path, javascript=False)
     matrix = ".xai-teachable table[aria-label^='confusion matrix']"
-    bars = page.locator(".xai-teachable .xai-teachable-bars")
-    assert bars.count() == 3
-    _assert_one_screen(page, matrix, ".xai-teachable .xai-teachable-bars >> nth=-1")
+    bars = ".xai-teachable .xai-teachable-bars"
+    assert page.locator(bars).count() == k
+    _assert_one_screen(page, matrix, bars)
+    if k == 3:
+        _assert_one_screen(page, matrix, f"{bars} >> nth=-1")
     assert events == NO_EVENTS
