@@ -200,6 +200,8 @@ _TEMPLATE = """\
 </span>
 </div>
 </script>
+<div class="xai-projector-panes" style="display:flex;flex-wrap:wrap;gap:0 24px;align-items:flex-start">
+<div class="xai-projector-plot" style="flex:0 1 {{ w + 2 }}px;min-width:0;max-width:100%">
 <div style="position:relative;display:inline-block;max-width:100%">
 {% set svg %}
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{ w }} {{ h }}" width="{{ w }}" height="{{ h }}">
@@ -235,6 +237,8 @@ _TEMPLATE = """\
 {% endif %}
 {% endif %}
 </div>
+</div>
+<div class="xai-projector-side" style="flex:1 1 320px;min-width:0;max-width:100%">
 <script type="text/html" class="xai-live">
 <div class="xai-projector-ui" hidden>
 <label>Search by <select class="xai-projector-search-by" style="{{ control }}">
@@ -248,6 +252,8 @@ _TEMPLATE = """\
 <p style="color:var(--xai-muted,#555);font-size:12px">Click a point to list its nearest neighbours; hover for its label and metadata. {{ help }}</p>
 </div>
 </script>
+</div>
+</div>
 <script type="application/json" class="xai-projector-data">{{ data|json_script }}</script>
 </div>
 """
