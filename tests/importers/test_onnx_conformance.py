@@ -185,3 +185,53 @@ def test_integer_models_run_exactly_and_overflow_is_refused():
         XaiBackend.prepare(model("Sub", TensorProto.UINT8)).run([x, x + 1])
     with pytest.raises(CapabilityError, match="Div are not"):
         XaiBackend.prepare(model("Div", TensorProto.INT32))
+
+
+def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
+    """A one-node model of ``op`` over float inputs of the given shapes (dict name -> shape)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node(op, [*inputs, *(t.name for t in inits)], ["y"], **(attrs or {}))],
+        op,
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(s)) for k, s in inputs.items()],
+        [helper.make_tensor_value_info("y", out_type or TensorProto.FLOAT, None)],
+        list(inits),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize(
+    ("op", "shapes", "attrs", "extra"),
+    [
+        ("ArgMax", {"x": (3, 4)}, {}, None),  # default axis 0: the batch axis
+        ("Softmax", {"x": (3, 4, 2)}, {"axis": 0}, None),
+        ("Concat", {"a": (2,), "b": (3,)}, {"axis": 0}, None),  # 1-D: no sample axis
+        ("ReduceSum", {"x": (3, 4)}, {}, None),  # every axis, the batch's included
+        ("ReduceMax", {"x": (2, 3, 4)}, {"keepdims": 1}, np.array([0, -1], np.int64)),
+        ("CumSum", {"x": (5,)}, {"reverse": 1}, np.array(0, np.int32)),
+        ("Trilu", {"x": (4, 5)}, {"upper": 0}, None),
+    ],
+)
+def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):
+    """A model that works on the first axis, or whose inputs have no sample axis, equals
+    onnx's reference: it runs as one sample, its axes shifted past a leading axis of 1."""
+    from onnx import TensorProto, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    inits = [numpy_helper.from_array(extra, "axes")] if extra is not None else []
+    out = TensorProto.INT64 if op == "ArgMax" else None
+    model = _one_node(op, shapes, attrs, out_type=out, inits=inits)
+    rng = np.random.default_rng(7)
+    feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    (want,) = ReferenceEvaluator(model).run(None, feeds)
+    (got,) = XaiBackend.prepare(model).run(list(feeds.values()))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_that_cannot_run_as_one_sample_keeps_its_refusal():
+    """Flatten(axis=0) has no one-sample form here: the first import's refusal is raised."""
+    model = _one_node("Flatten", {"x": (3, 4)}, {"axis": 0})
+    with pytest.raises(CapabilityError, match="Flatten"):
+        XaiBackend.prepare(model).run([np.ones((3, 4), np.float32)])

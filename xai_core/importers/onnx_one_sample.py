@@ -1,0 +1,161 @@
+"""An ONNX model rewritten to run as one sample: its inputs given ``k`` leading axes of 1.
+
+The backend adapter (:mod:`xai_core.importers.onnx_backend`) treats a tensor's first axis
+as the batch axis. A model that works on that axis (``ArgMax`` over axis 0, a ``Reduce*``
+over every axis, a ``Trilu`` of a matrix) or whose inputs have no sample axis (a 1-D
+``Split``, ``CumSum``) computes the same values when every input is given ``k`` leading
+axes of size 1 and every node's axes are moved ``k`` places on; the network then sees one
+sample of the original tensors, and the adapter removes the ``k`` axes from the outputs.
+
+:func:`lift` rewrites a model so, for the operators of :data:`LIFTABLE`: a non-negative
+axis ``a`` (attribute or constant input) becomes ``a + k``, a negative one (counted from
+the end) stays, and a default that names axes from the front (``ArgMax``'s 0, every axis
+of a ``Reduce*``, ``Slice``'s first axes) is written out shifted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LIFTABLE", "REDUCE", "lift"]
+
+#: The ``Reduce*`` operators.
+REDUCE = frozenset(
+    "ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin "
+    "ReduceProd ReduceSum ReduceSumSquare".split()
+)
+
+#: Operators of one ``axis`` attribute, with its default when it counts from the front
+#: (None: it has none, or it counts from the end).
+_AXIS: dict[str, int | None] = {
+    "ArgMax": 0,
+    "ArgMin": 0,
+    "Compress": None,
+    "Concat": None,
+    "Gather": 0,
+    "Hardmax": None,
+    "LayerNormalization": None,
+    "LogSoftmax": None,
+    "QuantizeLinear": 1,
+    "RMSNormalization": None,
+    "Softmax": None,
+    "Split": 0,
+}
+
+#: Operators whose values do not depend on how many leading axes of 1 the tensors have,
+#: given their axes shifted as :func:`lift` does. ``Softmax`` and its kin before opset 13
+#: default to axis 1, written out; ``Trilu`` works on the last two axes.
+LIFTABLE = frozenset({*REDUCE, *_AXIS, "CumSum", "MeanVarianceNormalization", "Slice", "Trilu"})
+
+
+def _shift(axes: Any, k: int) -> list[int]:
+    return [int(a) + k if int(a) >= 0 else int(a) for a in np.ravel(axes)]
+
+
+def lift(model: Any, k: int, ranks: dict[str, int], opset: int, unchanged: frozenset[str]) -> bool:
+    """Shift every node's axes ``k`` places on, in place (``model``: an onnx.ModelProto).
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        Constant inputs already initialisers; its nodes are rewritten.
+    k : int
+        The leading axes of 1 its inputs are given.
+    ranks : dict of str to int
+        The rank of each tensor (before lifting) that :func:`onnx.shape_inference` knows.
+    opset : int
+        The model's default-domain opset.
+    unchanged : frozenset of str
+        Operators left as they are (elementwise ones, broadcasting from the last axis).
+
+    Returns
+    -------
+    bool
+        Whether every node was rewritten; False (the model left part-way) when a node is
+        not of :data:`LIFTABLE` or an axis it reads is not a constant initialiser, or a
+        rank it needs is unknown.
+    """
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+
+    def attr(node: Any, name: str) -> Any:
+        for a in node.attribute:
+            if a.name == name:
+                return helper.get_attribute_value(a)
+        return None
+
+    def set_attr(node: Any, name: str, value: Any) -> None:
+        kept = [a for a in node.attribute if a.name != name]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute(name, value)])
+
+    def set_input(node: Any, i: int, values: np.ndarray) -> None:
+        name = f"{node.name or node.op_type}__axes_{i}_lifted"
+        graph.initializer.append(numpy_helper.from_array(values, name))
+        while len(node.input) <= i:
+            node.input.append("")
+        node.input[i] = name
+
+    def constant(node: Any, i: int) -> np.ndarray | None | bool:
+        """Input ``i``'s value; None when absent; False when not a constant initialiser."""
+        if len(node.input) <= i or not node.input[i]:
+            return None
+        t = inits.get(node.input[i])
+        return False if t is None else numpy_helper.to_array(t)
+
+    for node in graph.node:
+        op = node.op_type
+        rank = ranks.get(node.input[0]) if node.input else None
+        if op == "Trilu" or op in unchanged:
+            continue
+        if op in _AXIS:
+            axis = attr(node, "axis")
+            if axis is None:
+                default = _AXIS[op]
+                if op in ("Softmax", "LogSoftmax", "Hardmax") and opset < 13:
+                    default = 1
+                if default is None:
+                    continue
+                axis = default
+            set_attr(node, "axis", _shift([axis], k)[0])
+        elif op == "CumSum":
+            axis = constant(node, 1)
+            if axis is None or axis is False:
+                return False
+            set_input(node, 1, np.asarray(_shift(axis, k)[0], axis.dtype))  # a 0-D tensor
+        elif op == "MeanVarianceNormalization":
+            set_attr(node, "axes", _shift(attr(node, "axes") or [0, 2, 3], k))
+        elif op == "Slice":
+            if opset < 10:
+                axes = attr(node, "axes")
+                n = len(attr(node, "starts") or [])
+                set_attr(node, "axes", _shift(range(n) if axes is None else axes, k))
+                continue
+            starts, axes = constant(node, 1), constant(node, 3)
+            if starts is None or starts is False or axes is False:
+                return False
+            given = range(starts.size) if axes is None else axes
+            set_input(node, 3, np.asarray(_shift(given, k), np.int64))
+        elif op in REDUCE:
+            from_input = opset >= (13 if op == "ReduceSum" else 18)
+            axes = constant(node, 1) if from_input else attr(node, "axes")
+            if axes is False:
+                return False
+            axes = [] if axes is None else list(np.ravel(axes))
+            if not axes:
+                if attr(node, "noop_with_empty_axes"):
+                    continue
+                if rank is None:
+                    return False
+                axes = list(range(rank))
+            if from_input:
+                set_input(node, 1, np.asarray(_shift(axes, k), np.int64))
+            else:
+                set_attr(node, "axes", _shift(axes, k))
+        else:
+            return False
+    return True
