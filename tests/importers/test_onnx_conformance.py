@@ -211,6 +211,10 @@ def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
         ("ReduceMax", {"x": (2, 3, 4)}, {"keepdims": 1}, np.array([0, -1], np.int64)),
         ("CumSum", {"x": (5,)}, {"reverse": 1}, np.array(0, np.int32)),
         ("Trilu", {"x": (4, 5)}, {"upper": 0}, None),
+        ("Flatten", {"x": (2, 3, 4)}, {"axis": 2}, None),  # to (6, 4): rows mix samples
+        ("Squeeze", {"x": (1, 3, 4)}, {}, np.array([0], np.int64)),
+        ("Tile", {"x": (2, 3)}, {}, np.array([3, 2], np.int64)),
+        ("Reshape", {"x": (2, 3, 4)}, {}, np.array([4, 0, -1], np.int64)),
     ],
 )
 def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):
@@ -231,7 +235,8 @@ def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):
 
 
 def test_a_model_that_cannot_run_as_one_sample_keeps_its_refusal():
-    """Flatten(axis=0) has no one-sample form here: the first import's refusal is raised."""
-    model = _one_node("Flatten", {"x": (3, 4)}, {"axis": 0})
-    with pytest.raises(CapabilityError, match="Flatten"):
-        XaiBackend.prepare(model).run([np.ones((3, 4), np.float32)])
+    """A Squeeze of every axis of size 1 (no axes: the new one would go too) is not run as
+    one sample: the first import's refusal is raised."""
+    model = _one_node("Squeeze", {"x": (1, 3)}, {})
+    with pytest.raises(CapabilityError, match="Squeeze"):
+        XaiBackend.prepare(model).run([np.ones((1, 3), np.float32)])

@@ -10,7 +10,8 @@ builds it, with two adaptations the native network asks for:
   two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars); so
   does a model of those and the operators of
   :data:`~xai_core.importers.onnx_one_sample.LIFTABLE` (``ArgMax``, ``Concat``, ``CumSum``,
-  ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations) that is refused
+  ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Flatten``,
+  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``) that is refused
   at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
   axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that
   is refused too, the first refusal is raised;
@@ -82,7 +83,7 @@ def _onnx():
 
 #: The inputs (by position) of operators whose converters take them as constants: weights,
 #: biases, slopes, normalisation parameters, quantisation scales, recurrent initial states;
-#: axes, split sizes and slice bounds.
+#: axes, split sizes, slice bounds, shapes and repeats.
 WEIGHT_INPUTS: dict[str, frozenset[int]] = {
     op: frozenset(positions)
     for op, positions in {
@@ -102,6 +103,7 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
         "CumSum": (1,),
         "Split": (1,),
         "Slice": (1, 2, 3, 4),
+        **dict.fromkeys(("Expand", "Reshape", "Squeeze", "Tile", "Unsqueeze"), (1,)),
         **dict.fromkeys(REDUCE, (1,)),
     }.items()
 }
@@ -270,7 +272,7 @@ class XaiBackendRep(_BackendRep):
                     vi.type.tensor_type.elem_type = self.retyped[vi.name]
             if lifted and not self.elementwise:
                 self._declare(graph, {m: shape[k:] for m, shape in lifted.items()})
-                if not lift(model, k, self._ranks(model), self.opset, ELEMENTWISE):
+                if not lift(model, k, self._shapes(model), self.opset, ELEMENTWISE):
                     raise CapabilityError(
                         f"{self.where}: its nodes' axes cannot be moved to run it as one sample."
                     )
@@ -291,15 +293,16 @@ class XaiBackendRep(_BackendRep):
                 for d in shapes[vi.name]:
                     dims.add().dim_value = d
 
-    def _ranks(self, model: Any) -> dict[str, int]:
-        """The rank of every tensor of ``model`` that onnx's shape inference finds."""
+    def _shapes(self, model: Any) -> dict[str, tuple[int | None, ...]]:
+        """The shape of every tensor of ``model`` that onnx's shape inference finds."""
         inferred = self._onnx.shape_inference.infer_shapes(model)
         g = inferred.graph
         return {
-            vi.name: len(vi.type.tensor_type.shape.dim)
+            vi.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
             for vi in [*g.input, *g.value_info, *g.output]
             if vi.type.tensor_type.HasField("shape")
-        } | {t.name: len(t.dims) for t in g.initializer}
+            for dims in [vi.type.tensor_type.shape.dim]
+        } | {t.name: tuple(t.dims) for t in g.initializer}
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         """The model's outputs for ``inputs`` (a list in graph-input order, or a dict).

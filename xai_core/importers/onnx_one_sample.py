@@ -9,8 +9,10 @@ sample of the original tensors, and the adapter removes the ``k`` axes from the 
 
 :func:`lift` rewrites a model so, for the operators of :data:`LIFTABLE`: a non-negative
 axis ``a`` (attribute or constant input) becomes ``a + k``, a negative one (counted from
-the end) stays, and a default that names axes from the front (``ArgMax``'s 0, every axis
-of a ``Reduce*``, ``Slice``'s first axes) is written out shifted.
+the end) stays, a default that names axes from the front (``ArgMax``'s 0, every axis
+of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a constant shape or
+repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones, and a ``Flatten``
+becomes the ``Reshape`` to ``(1,) * k`` and its two axes.
 """
 
 from __future__ import annotations
@@ -44,17 +46,29 @@ _AXIS: dict[str, int | None] = {
     "Split": 0,
 }
 
+#: Operators on the last axes, or elementwise over booleans: left as they are.
+_UNCHANGED = frozenset({"And", "Not", "Or", "Trilu", "Xor"})
+
 #: Operators whose values do not depend on how many leading axes of 1 the tensors have,
 #: given their axes shifted as :func:`lift` does. ``Softmax`` and its kin before opset 13
 #: default to axis 1, written out; ``Trilu`` works on the last two axes.
-LIFTABLE = frozenset({*REDUCE, *_AXIS, "CumSum", "MeanVarianceNormalization", "Slice", "Trilu"})
+LIFTABLE = frozenset(
+    {*REDUCE, *_AXIS, *_UNCHANGED, "CumSum", "MeanVarianceNormalization", "Slice"}
+    | {"Expand", "Flatten", "Reshape", "Squeeze", "Tile", "Unsqueeze"}
+)
 
 
 def _shift(axes: Any, k: int) -> list[int]:
     return [int(a) + k if int(a) >= 0 else int(a) for a in np.ravel(axes)]
 
 
-def lift(model: Any, k: int, ranks: dict[str, int], opset: int, unchanged: frozenset[str]) -> bool:
+def lift(
+    model: Any,
+    k: int,
+    shapes: dict[str, tuple[int | None, ...]],
+    opset: int,
+    unchanged: frozenset[str],
+) -> bool:
     """Shift every node's axes ``k`` places on, in place (``model``: an onnx.ModelProto).
 
     Parameters
@@ -63,8 +77,9 @@ def lift(model: Any, k: int, ranks: dict[str, int], opset: int, unchanged: froze
         Constant inputs already initialisers; its nodes are rewritten.
     k : int
         The leading axes of 1 its inputs are given.
-    ranks : dict of str to int
-        The rank of each tensor (before lifting) that :func:`onnx.shape_inference` knows.
+    shapes : dict of str to tuple
+        The shape of each tensor (before lifting) that :func:`onnx.shape_inference` knows
+        (None for an axis of unknown size).
     opset : int
         The model's default-domain opset.
     unchanged : frozenset of str
@@ -75,7 +90,7 @@ def lift(model: Any, k: int, ranks: dict[str, int], opset: int, unchanged: froze
     bool
         Whether every node was rewritten; False (the model left part-way) when a node is
         not of :data:`LIFTABLE` or an axis it reads is not a constant initialiser, or a
-        rank it needs is unknown.
+        shape it needs is unknown.
     """
     from onnx import helper, numpy_helper
 
@@ -109,8 +124,9 @@ def lift(model: Any, k: int, ranks: dict[str, int], opset: int, unchanged: froze
 
     for node in graph.node:
         op = node.op_type
-        rank = ranks.get(node.input[0]) if node.input else None
-        if op == "Trilu" or op in unchanged:
+        shape = shapes.get(node.input[0]) if node.input else None
+        rank = None if shape is None else len(shape)
+        if op in _UNCHANGED or op in unchanged:
             continue
         if op in _AXIS:
             axis = attr(node, "axis")
@@ -127,6 +143,29 @@ def lift(model: Any, k: int, ranks: dict[str, int], opset: int, unchanged: froze
             if axis is None or axis is False:
                 return False
             set_input(node, 1, np.asarray(_shift(axis, k)[0], axis.dtype))  # a 0-D tensor
+        elif op in ("Squeeze", "Unsqueeze"):
+            axes = constant(node, 1) if opset >= 13 else attr(node, "axes")
+            if axes is None or axes is False:  # Squeeze's default: every axis of size 1
+                return False
+            if opset >= 13:
+                set_input(node, 1, np.asarray(_shift(axes, k), np.int64))
+            else:
+                set_attr(node, "axes", _shift(axes, k))
+        elif op in ("Expand", "Reshape", "Tile"):  # a shape or repeats: 1 on the new axes
+            given = constant(node, 1)
+            if given is None or given is False:
+                return False
+            set_input(node, 1, np.concatenate([np.ones(k, given.dtype), np.ravel(given)]))
+        elif op == "Flatten":  # to 2-D: a Reshape to (1,) * k + its two axes
+            axis = attr(node, "axis")
+            axis = 1 if axis is None else int(axis)
+            if shape is None or None in shape:
+                return False
+            axis = axis + len(shape) if axis < 0 else axis
+            dims = [*[1] * k, int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+            node.op_type = "Reshape"
+            del node.attribute[:]
+            set_input(node, 1, np.asarray(dims, np.int64))
         elif op == "MeanVarianceNormalization":
             set_attr(node, "axes", _shift(attr(node, "axes") or [0, 2, 3], k))
         elif op == "Slice":
