@@ -240,3 +240,30 @@ def test_a_model_that_cannot_run_as_one_sample_keeps_its_refusal():
     model = _one_node("Squeeze", {"x": (1, 3)}, {})
     with pytest.raises(CapabilityError, match="Squeeze"):
         XaiBackend.prepare(model).run([np.ones((1, 3), np.float32)])
+
+
+def test_axes_of_constant_nodes_move_too():
+    """A softmax over the first axis spelled out (ReduceMax, Exp, ReduceSum of axes from a
+    Constant node) runs as one sample and equals onnx's reference."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [
+        helper.make_node("Constant", [], ["axes"], value_ints=[0]),
+        helper.make_node("ReduceMax", ["x", "axes"], ["m"]),
+        helper.make_node("Sub", ["x", "m"], ["d"]),
+        helper.make_node("Exp", ["d"], ["e"]),
+        helper.make_node("ReduceSum", ["e", "axes"], ["s"]),
+        helper.make_node("Div", ["e", "s"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "softmax0",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = XaiBackend.prepare(model).run([x])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

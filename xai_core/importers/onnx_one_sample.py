@@ -89,13 +89,21 @@ def lift(
     -------
     bool
         Whether every node was rewritten; False (the model left part-way) when a node is
-        not of :data:`LIFTABLE` or an axis it reads is not a constant initialiser, or a
+        not of :data:`LIFTABLE` or an axis it reads is not a constant, or a
         shape it needs is unknown.
     """
     from onnx import helper, numpy_helper
 
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
+    for node in graph.node:  # a Constant node's tensor reads as an initialiser's
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value":
+                    inits[node.output[0]] = a.t
+                elif a.name in ("value_int", "value_ints"):
+                    value = np.asarray(helper.get_attribute_value(a), np.int64)
+                    inits[node.output[0]] = numpy_helper.from_array(value)
 
     def attr(node: Any, name: str) -> Any:
         for a in node.attribute:
@@ -109,14 +117,15 @@ def lift(
         node.attribute.extend([*kept, helper.make_attribute(name, value)])
 
     def set_input(node: Any, i: int, values: np.ndarray) -> None:
-        name = f"{node.name or node.op_type}__axes_{i}_lifted"
+        name = f"{node.output[0]}__input_{i}_lifted"  # outputs are unique
         graph.initializer.append(numpy_helper.from_array(values, name))
         while len(node.input) <= i:
             node.input.append("")
         node.input[i] = name
 
     def constant(node: Any, i: int) -> np.ndarray | None | bool:
-        """Input ``i``'s value; None when absent; False when not a constant initialiser."""
+        """Input ``i``'s value; None when absent; False when not a constant (an
+        initialiser or a Constant node's ``value``)."""
         if len(node.input) <= i or not node.input[i]:
             return None
         t = inits.get(node.input[i])
