@@ -267,3 +267,34 @@ def test_axes_of_constant_nodes_move_too():
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     (got,) = XaiBackend.prepare(model).run([x])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_time_major_recurrence_runs_batch_first():
+    """A GRU of layout 0 (X of shape (seq, batch, input)) runs with its batch axis first and
+    its outputs transposed back: Y and Y_h equal onnx's reference."""
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(4)
+    seq, batch, n_in, hidden = 5, 3, 2, 4
+    w = numpy_helper.from_array(rng.standard_normal((1, 3 * hidden, n_in)).astype(np.float32), "w")
+    r = numpy_helper.from_array(
+        (rng.standard_normal((1, 3 * hidden, hidden)) / 2).astype(np.float32), "r"
+    )
+    graph = helper.make_graph(
+        [helper.make_node("GRU", ["x", "w", "r"], ["y", "y_h"], hidden_size=hidden)],
+        "gru",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, n_in])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [seq, 1, batch, hidden]),
+            helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, batch, hidden]),
+        ],
+        [w, r],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    x = rng.standard_normal((seq, batch, n_in)).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    got = XaiBackend.prepare(model).run([x])
+    assert [g.shape for g in got] == [(seq, 1, batch, hidden), (1, batch, hidden)]
+    for g, w_ in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5)

@@ -14,7 +14,10 @@ builds it, with two adaptations the native network asks for:
   ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``) that is refused
   at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
   axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that
-  is refused too, the first refusal is raised;
+  is refused too, the first refusal is raised; a time-major (``layout=0``) ``LSTM``,
+  ``GRU`` or ``RNN`` whose ``X`` and initial states are graph inputs and whose outputs are
+  graph outputs runs batch-first, those transposed before and after the run
+  (:func:`~xai_core.importers.onnx_one_sample.batch_first`);
 - the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
   (indices, shapes, axes), float ones of another first axis (a bias of shape (c,)
   broadcast against (n, c)), and those every node reads as a constant (a ``Conv``'s
@@ -49,7 +52,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.importers.onnx_import import from_onnx
-from xai_core.importers.onnx_one_sample import LIFTABLE, REDUCE, lift
+from xai_core.importers.onnx_one_sample import LIFTABLE, REDUCE, batch_first, lift
 from xai_core.importers.onnx_ops import is_numeric
 from xai_core.importers.onnx_reader import load_onnx_model
 from xai_core.optional import require
@@ -187,6 +190,11 @@ class XaiBackendRep(_BackendRep):
 
     def __init__(self, model: Any) -> None:
         onnx = _onnx()
+        # time-major recurrences run batch-first: their inputs and outputs transposed here
+        rewritten = onnx.ModelProto()
+        rewritten.CopyFrom(model)
+        self.to_model, self.back = batch_first(rewritten)
+        model = rewritten if self.back else model
         self.model = model
         inits = {t.name for t in model.graph.initializer}
         self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
@@ -346,6 +354,20 @@ class XaiBackendRep(_BackendRep):
         missing = [n for n in names if n not in values]
         if missing:
             raise ValidationError(f"{self.where}: inputs {missing} are missing.")
+        if self.back:
+            values = {
+                m: v.transpose(self.to_model[m]) if m in self.to_model else v
+                for m, v in values.items()
+            }
+            ys = self._run(values)
+            return tuple(
+                y.transpose(self.back[vi.name]) if vi.name in self.back else y
+                for y, vi in zip(ys, self.outputs, strict=True)
+            )
+        return self._run(values)
+
+    def _run(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The outputs for ``values`` (every input's, as fed to the model)."""
         if self.elementwise and all(values[n].ndim < 2 for n in self.float_inputs):
             # one sample: a leading axis of 1 (two for scalars) on the float inputs
             return self._outputs(values, 2 - max(values[n].ndim for n in self.float_inputs))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LIFTABLE", "REDUCE", "lift"]
+__all__ = ["LIFTABLE", "REDUCE", "batch_first", "lift"]
 
 #: The ``Reduce*`` operators.
 REDUCE = frozenset(
@@ -207,3 +207,80 @@ def lift(
         else:
             return False
     return True
+
+
+#: Recurrent operators, and their initial-state inputs (by position).
+_RECURRENT = {"LSTM": (5, 6), "GRU": (5,), "RNN": (5,)}
+
+
+def batch_first(model: Any) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """Rewrite a model's time-major (``layout=0``) recurrent nodes to batch-first, in place.
+
+    A node is rewritten when its ``X`` and initial states are graph inputs (or
+    initialisers) read by it alone and its outputs are graph outputs read by no node: its
+    batch axis then becomes their first, as the network needs, and the adapter transposes
+    the inputs before the run and the outputs after it.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+
+    Returns
+    -------
+    inputs, outputs : dict of str to tuple of int
+        The axis permutation each graph input (and initialiser) takes to the rewritten
+        model, and each graph output takes back; empty when nothing was rewritten.
+    """
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    graph_inputs = {vi.name: vi for vi in graph.input}
+    graph_outputs = {vi.name: vi for vi in graph.output}
+    inits = {t.name: t for t in graph.initializer}
+    reads: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            reads[name] = reads.get(name, 0) + 1
+    to_model: dict[str, tuple[int, ...]] = {}
+    back: dict[str, tuple[int, ...]] = {}
+    for node in graph.node:
+        if node.op_type not in _RECURRENT:
+            continue
+        layout = next(
+            (helper.get_attribute_value(a) for a in node.attribute if a.name == "layout"), 0
+        )
+        if layout != 0:
+            continue
+        moved = [
+            node.input[0],
+            *(node.input[i] for i in _RECURRENT[node.op_type] if i < len(node.input)),
+        ]
+        moved = [m for m in moved if m]
+        outs = [o for o in node.output if o]
+        if not all(
+            (m in graph_inputs or m in inits) and reads.get(m) == 1 for m in moved
+        ) or not all(o in graph_outputs and o not in reads for o in outs):
+            continue
+        for m in moved:
+            to_model[m] = (1, 0, 2)
+            if m in inits:
+                t = inits[m]
+                t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).transpose(1, 0, 2), m))
+        for i, o in enumerate(node.output):
+            if o:
+                back[o] = (1, 2, 0, 3) if i == 0 else (1, 0, 2)
+        kept = [a for a in node.attribute if a.name != "layout"]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute("layout", 1)])
+    for name, perm in to_model.items():
+        if name in graph_inputs:
+            dims = graph_inputs[name].type.tensor_type.shape.dim
+            if len(dims) == len(perm):
+                values = [type(d)() for d in dims]
+                for v, j in zip(values, perm, strict=True):
+                    v.CopyFrom(dims[j])
+                del dims[:]
+                dims.extend(values)
+    for name in back:
+        graph_outputs[name].type.tensor_type.ClearField("shape")
+    return {m: p for m, p in to_model.items() if m in graph_inputs}, back
