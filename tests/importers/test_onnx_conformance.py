@@ -185,3 +185,116 @@ def test_integer_models_run_exactly_and_overflow_is_refused():
         XaiBackend.prepare(model("Sub", TensorProto.UINT8)).run([x, x + 1])
     with pytest.raises(CapabilityError, match="Div are not"):
         XaiBackend.prepare(model("Div", TensorProto.INT32))
+
+
+def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
+    """A one-node model of ``op`` over float inputs of the given shapes (dict name -> shape)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node(op, [*inputs, *(t.name for t in inits)], ["y"], **(attrs or {}))],
+        op,
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(s)) for k, s in inputs.items()],
+        [helper.make_tensor_value_info("y", out_type or TensorProto.FLOAT, None)],
+        list(inits),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize(
+    ("op", "shapes", "attrs", "extra"),
+    [
+        ("ArgMax", {"x": (3, 4)}, {}, None),  # default axis 0: the batch axis
+        ("Softmax", {"x": (3, 4, 2)}, {"axis": 0}, None),
+        ("Concat", {"a": (2,), "b": (3,)}, {"axis": 0}, None),  # 1-D: no sample axis
+        ("ReduceSum", {"x": (3, 4)}, {}, None),  # every axis, the batch's included
+        ("ReduceMax", {"x": (2, 3, 4)}, {"keepdims": 1}, np.array([0, -1], np.int64)),
+        ("CumSum", {"x": (5,)}, {"reverse": 1}, np.array(0, np.int32)),
+        ("Trilu", {"x": (4, 5)}, {"upper": 0}, None),
+        ("Flatten", {"x": (2, 3, 4)}, {"axis": 2}, None),  # to (6, 4): rows mix samples
+        ("Squeeze", {"x": (1, 3, 4)}, {}, np.array([0], np.int64)),
+        ("Tile", {"x": (2, 3)}, {}, np.array([3, 2], np.int64)),
+        ("Reshape", {"x": (2, 3, 4)}, {}, np.array([4, 0, -1], np.int64)),
+    ],
+)
+def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):
+    """A model that works on the first axis, or whose inputs have no sample axis, equals
+    onnx's reference: it runs as one sample, its axes shifted past a leading axis of 1."""
+    from onnx import TensorProto, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    inits = [numpy_helper.from_array(extra, "axes")] if extra is not None else []
+    out = TensorProto.INT64 if op == "ArgMax" else None
+    model = _one_node(op, shapes, attrs, out_type=out, inits=inits)
+    rng = np.random.default_rng(7)
+    feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    (want,) = ReferenceEvaluator(model).run(None, feeds)
+    (got,) = XaiBackend.prepare(model).run(list(feeds.values()))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_that_cannot_run_as_one_sample_keeps_its_refusal():
+    """A Squeeze of every axis of size 1 (no axes: the new one would go too) is not run as
+    one sample: the first import's refusal is raised."""
+    model = _one_node("Squeeze", {"x": (1, 3)}, {})
+    with pytest.raises(CapabilityError, match="Squeeze"):
+        XaiBackend.prepare(model).run([np.ones((1, 3), np.float32)])
+
+
+def test_axes_of_constant_nodes_move_too():
+    """A softmax over the first axis spelled out (ReduceMax, Exp, ReduceSum of axes from a
+    Constant node) runs as one sample and equals onnx's reference."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [
+        helper.make_node("Constant", [], ["axes"], value_ints=[0]),
+        helper.make_node("ReduceMax", ["x", "axes"], ["m"]),
+        helper.make_node("Sub", ["x", "m"], ["d"]),
+        helper.make_node("Exp", ["d"], ["e"]),
+        helper.make_node("ReduceSum", ["e", "axes"], ["s"]),
+        helper.make_node("Div", ["e", "s"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "softmax0",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = XaiBackend.prepare(model).run([x])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_time_major_recurrence_runs_batch_first():
+    """A GRU of layout 0 (X of shape (seq, batch, input)) runs with its batch axis first and
+    its outputs transposed back: Y and Y_h equal onnx's reference."""
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(4)
+    seq, batch, n_in, hidden = 5, 3, 2, 4
+    w = numpy_helper.from_array(rng.standard_normal((1, 3 * hidden, n_in)).astype(np.float32), "w")
+    r = numpy_helper.from_array(
+        (rng.standard_normal((1, 3 * hidden, hidden)) / 2).astype(np.float32), "r"
+    )
+    graph = helper.make_graph(
+        [helper.make_node("GRU", ["x", "w", "r"], ["y", "y_h"], hidden_size=hidden)],
+        "gru",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, n_in])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [seq, 1, batch, hidden]),
+            helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, batch, hidden]),
+        ],
+        [w, r],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    x = rng.standard_normal((seq, batch, n_in)).astype(np.float32)
+    want = ReferenceEvaluator(model).run(None, {"x": x})
+    got = XaiBackend.prepare(model).run([x])
+    assert [g.shape for g in got] == [(seq, 1, batch, hidden), (1, batch, hidden)]
+    for g, w_ in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5)

@@ -7,7 +7,17 @@ builds it, with two adaptations the native network asks for:
 
 - the first axis of every tensor is the batch axis (a network maps samples independently);
   a model of elementwise operators alone (:data:`ELEMENTWISE`) whose inputs have fewer than
-  two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars);
+  two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars); so
+  does a model of those and the operators of
+  :data:`~xai_core.importers.onnx_one_sample.LIFTABLE` (``ArgMax``, ``Concat``, ``CumSum``,
+  ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Flatten``,
+  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``) that is refused
+  at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
+  axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that
+  is refused too, the first refusal is raised; a time-major (``layout=0``) ``LSTM``,
+  ``GRU`` or ``RNN`` whose ``X`` and initial states are graph inputs and whose outputs are
+  graph outputs runs batch-first, those transposed before and after the run
+  (:func:`~xai_core.importers.onnx_one_sample.batch_first`);
 - the inputs are floating-point tensors sharing that batch axis: integer and boolean inputs
   (indices, shapes, axes), float ones of another first axis (a bias of shape (c,)
   broadcast against (n, c)), and those every node reads as a constant (a ``Conv``'s
@@ -42,6 +52,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.importers.onnx_import import from_onnx
+from xai_core.importers.onnx_one_sample import LIFTABLE, REDUCE, batch_first, lift
 from xai_core.importers.onnx_ops import is_numeric
 from xai_core.importers.onnx_reader import load_onnx_model
 from xai_core.optional import require
@@ -74,7 +85,8 @@ def _onnx():
 
 
 #: The inputs (by position) of operators whose converters take them as constants: weights,
-#: biases, slopes, normalisation parameters, quantisation scales, recurrent initial states.
+#: biases, slopes, normalisation parameters, quantisation scales, recurrent initial states;
+#: axes, split sizes, slice bounds, shapes and repeats.
 WEIGHT_INPUTS: dict[str, frozenset[int]] = {
     op: frozenset(positions)
     for op, positions in {
@@ -91,6 +103,11 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
         "GroupNormalization": (1, 2),
         "RMSNormalization": (1,),
         "QuantizeLinear": (1, 2),
+        "CumSum": (1,),
+        "Split": (1,),
+        "Slice": (1, 2, 3, 4),
+        **dict.fromkeys(("Expand", "Reshape", "Squeeze", "Tile", "Unsqueeze"), (1,)),
+        **dict.fromkeys(REDUCE, (1,)),
     }.items()
 }
 
@@ -173,6 +190,11 @@ class XaiBackendRep(_BackendRep):
 
     def __init__(self, model: Any) -> None:
         onnx = _onnx()
+        # time-major recurrences run batch-first: their inputs and outputs transposed here
+        rewritten = onnx.ModelProto()
+        rewritten.CopyFrom(model)
+        self.to_model, self.back = batch_first(rewritten)
+        model = rewritten if self.back else model
         self.model = model
         inits = {t.name for t in model.graph.initializer}
         self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
@@ -222,14 +244,21 @@ class XaiBackendRep(_BackendRep):
             self.dtype = "float64"
         self.float_inputs = [vi.name for vi in floats]
         self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
+        self.liftable = all(n.op_type in ELEMENTWISE | LIFTABLE for n in model.graph.node)
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self._onnx = onnx
         self._nets: dict[bytes, Any] = {}
 
     def _network(
-        self, constants: dict[str, np.ndarray], lifted: dict[str, tuple[int, ...]] | None = None
+        self,
+        constants: dict[str, np.ndarray],
+        lifted: dict[str, tuple[int, ...]] | None = None,
+        k: int = 0,
     ) -> Any:
         """The native network with ``constants`` as initialisers (one import per set), and
-        the ``lifted`` inputs declared with their new shapes (the outputs' left to infer)."""
+        the ``lifted`` inputs declared with their new shapes, ``k`` leading axes of 1 added
+        (the nodes' axes shifted by :func:`~xai_core.importers.onnx_one_sample.lift`, the
+        outputs' shapes left to infer)."""
         key = (
             b"".join(
                 name.encode() + b"\0" + str(v.dtype).encode() + str(v.shape).encode() + v.tobytes()
@@ -249,15 +278,39 @@ class XaiBackendRep(_BackendRep):
             for vi in graph.input:
                 if vi.name in self.retyped:
                     vi.type.tensor_type.elem_type = self.retyped[vi.name]
-                if lifted and vi.name in lifted:
-                    dims = vi.type.tensor_type.shape.dim
-                    del dims[:]
-                    for d in lifted[vi.name]:
-                        dims.add().dim_value = d
+            if lifted and not self.elementwise:
+                self._declare(graph, {m: shape[k:] for m, shape in lifted.items()})
+                if not lift(model, k, self._shapes(model), self.opset, ELEMENTWISE):
+                    raise CapabilityError(
+                        f"{self.where}: its nodes' axes cannot be moved to run it as one sample."
+                    )
+            if lifted:
+                self._declare(graph, lifted)
             for vi in graph.output if lifted else ():
                 vi.type.tensor_type.ClearField("shape")
             self._nets[key] = from_onnx(model, dtype=self.dtype)
         return self._nets[key]
+
+    @staticmethod
+    def _declare(graph: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+        """Declare the graph inputs named in ``shapes`` of those shapes."""
+        for vi in graph.input:
+            if vi.name in shapes:
+                dims = vi.type.tensor_type.shape.dim
+                del dims[:]
+                for d in shapes[vi.name]:
+                    dims.add().dim_value = d
+
+    def _shapes(self, model: Any) -> dict[str, tuple[int | None, ...]]:
+        """The shape of every tensor of ``model`` that onnx's shape inference finds."""
+        inferred = self._onnx.shape_inference.infer_shapes(model)
+        g = inferred.graph
+        return {
+            vi.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+            for vi in [*g.input, *g.value_info, *g.output]
+            if vi.type.tensor_type.HasField("shape")
+            for dims in [vi.type.tensor_type.shape.dim]
+        } | {t.name: tuple(t.dims) for t in g.initializer}
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         """The model's outputs for ``inputs`` (a list in graph-input order, or a dict).
@@ -301,10 +354,40 @@ class XaiBackendRep(_BackendRep):
         missing = [n for n in names if n not in values]
         if missing:
             raise ValidationError(f"{self.where}: inputs {missing} are missing.")
-        lift = 0
+        if self.back:
+            values = {
+                m: v.transpose(self.to_model[m]) if m in self.to_model else v
+                for m, v in values.items()
+            }
+            ys = self._run(values)
+            return tuple(
+                y.transpose(self.back[vi.name]) if vi.name in self.back else y
+                for y, vi in zip(ys, self.outputs, strict=True)
+            )
+        return self._run(values)
+
+    def _run(self, values: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The outputs for ``values`` (every input's, as fed to the model)."""
         if self.elementwise and all(values[n].ndim < 2 for n in self.float_inputs):
             # one sample: a leading axis of 1 (two for scalars) on the float inputs
-            lift = 2 - max(values[n].ndim for n in self.float_inputs)
+            return self._outputs(values, 2 - max(values[n].ndim for n in self.float_inputs))
+        try:
+            return self._outputs(values, 0)
+        except CapabilityError as exc:
+            if not self.liftable:
+                raise
+            refusal = exc
+        # the batch axis touched, or no sample axis: the inputs as one sample, if that runs
+        scalars = all(values[n].ndim == 0 for n in self.float_inputs)
+        try:
+            return self._outputs(values, 2 if scalars else 1)
+        except CapabilityError:
+            raise refusal from None
+
+    def _outputs(self, values: dict[str, np.ndarray], lift: int) -> tuple[np.ndarray, ...]:
+        """The outputs for ``values``, run with ``lift`` leading axes of 1 on the float inputs
+        (0: as given, their first axis the batch axis), removed from the outputs."""
+        if lift:
             values = {
                 m: v.reshape((1,) * lift + v.shape) if m in self.float_inputs else v
                 for m, v in values.items()
@@ -320,8 +403,8 @@ class XaiBackendRep(_BackendRep):
         # float inputs sharing the first one's batch axis are inputs; the rest (and every
         # integer or boolean input) are constants of this run
         feeds = [m for m in batched if values[m].shape[0] == n]
-        constants = {m: values[m] for m in names if m not in feeds}
-        net = self._network(constants, {m: values[m].shape for m in feeds} if lift else None)
+        constants = {m: v for m, v in values.items() if m not in feeds}
+        net = self._network(constants, {m: values[m].shape for m in feeds} if lift else None, lift)
         ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds})
         out = []
         for node, vi in zip(net.outputs, self.outputs, strict=True):

@@ -1,0 +1,286 @@
+"""An ONNX model rewritten to run as one sample: its inputs given ``k`` leading axes of 1.
+
+The backend adapter (:mod:`xai_core.importers.onnx_backend`) treats a tensor's first axis
+as the batch axis. A model that works on that axis (``ArgMax`` over axis 0, a ``Reduce*``
+over every axis, a ``Trilu`` of a matrix) or whose inputs have no sample axis (a 1-D
+``Split``, ``CumSum``) computes the same values when every input is given ``k`` leading
+axes of size 1 and every node's axes are moved ``k`` places on; the network then sees one
+sample of the original tensors, and the adapter removes the ``k`` axes from the outputs.
+
+:func:`lift` rewrites a model so, for the operators of :data:`LIFTABLE`: a non-negative
+axis ``a`` (attribute or constant input) becomes ``a + k``, a negative one (counted from
+the end) stays, a default that names axes from the front (``ArgMax``'s 0, every axis
+of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a constant shape or
+repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones, and a ``Flatten``
+becomes the ``Reshape`` to ``(1,) * k`` and its two axes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LIFTABLE", "REDUCE", "batch_first", "lift"]
+
+#: The ``Reduce*`` operators.
+REDUCE = frozenset(
+    "ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin "
+    "ReduceProd ReduceSum ReduceSumSquare".split()
+)
+
+#: Operators of one ``axis`` attribute, with its default when it counts from the front
+#: (None: it has none, or it counts from the end).
+_AXIS: dict[str, int | None] = {
+    "ArgMax": 0,
+    "ArgMin": 0,
+    "Compress": None,
+    "Concat": None,
+    "Gather": 0,
+    "Hardmax": None,
+    "LayerNormalization": None,
+    "LogSoftmax": None,
+    "QuantizeLinear": 1,
+    "RMSNormalization": None,
+    "Softmax": None,
+    "Split": 0,
+}
+
+#: Operators on the last axes, or elementwise over booleans: left as they are.
+_UNCHANGED = frozenset({"And", "Not", "Or", "Trilu", "Xor"})
+
+#: Operators whose values do not depend on how many leading axes of 1 the tensors have,
+#: given their axes shifted as :func:`lift` does. ``Softmax`` and its kin before opset 13
+#: default to axis 1, written out; ``Trilu`` works on the last two axes.
+LIFTABLE = frozenset(
+    {*REDUCE, *_AXIS, *_UNCHANGED, "CumSum", "MeanVarianceNormalization", "Slice"}
+    | {"Expand", "Flatten", "Reshape", "Squeeze", "Tile", "Unsqueeze"}
+)
+
+
+def _shift(axes: Any, k: int) -> list[int]:
+    return [int(a) + k if int(a) >= 0 else int(a) for a in np.ravel(axes)]
+
+
+def lift(
+    model: Any,
+    k: int,
+    shapes: dict[str, tuple[int | None, ...]],
+    opset: int,
+    unchanged: frozenset[str],
+) -> bool:
+    """Shift every node's axes ``k`` places on, in place (``model``: an onnx.ModelProto).
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        Constant inputs already initialisers; its nodes are rewritten.
+    k : int
+        The leading axes of 1 its inputs are given.
+    shapes : dict of str to tuple
+        The shape of each tensor (before lifting) that :func:`onnx.shape_inference` knows
+        (None for an axis of unknown size).
+    opset : int
+        The model's default-domain opset.
+    unchanged : frozenset of str
+        Operators left as they are (elementwise ones, broadcasting from the last axis).
+
+    Returns
+    -------
+    bool
+        Whether every node was rewritten; False (the model left part-way) when a node is
+        not of :data:`LIFTABLE` or an axis it reads is not a constant, or a
+        shape it needs is unknown.
+    """
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    for node in graph.node:  # a Constant node's tensor reads as an initialiser's
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value":
+                    inits[node.output[0]] = a.t
+                elif a.name in ("value_int", "value_ints"):
+                    value = np.asarray(helper.get_attribute_value(a), np.int64)
+                    inits[node.output[0]] = numpy_helper.from_array(value)
+
+    def attr(node: Any, name: str) -> Any:
+        for a in node.attribute:
+            if a.name == name:
+                return helper.get_attribute_value(a)
+        return None
+
+    def set_attr(node: Any, name: str, value: Any) -> None:
+        kept = [a for a in node.attribute if a.name != name]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute(name, value)])
+
+    def set_input(node: Any, i: int, values: np.ndarray) -> None:
+        name = f"{node.output[0]}__input_{i}_lifted"  # outputs are unique
+        graph.initializer.append(numpy_helper.from_array(values, name))
+        while len(node.input) <= i:
+            node.input.append("")
+        node.input[i] = name
+
+    def constant(node: Any, i: int) -> np.ndarray | None | bool:
+        """Input ``i``'s value; None when absent; False when not a constant (an
+        initialiser or a Constant node's ``value``)."""
+        if len(node.input) <= i or not node.input[i]:
+            return None
+        t = inits.get(node.input[i])
+        return False if t is None else numpy_helper.to_array(t)
+
+    for node in graph.node:
+        op = node.op_type
+        shape = shapes.get(node.input[0]) if node.input else None
+        rank = None if shape is None else len(shape)
+        if op in _UNCHANGED or op in unchanged:
+            continue
+        if op in _AXIS:
+            axis = attr(node, "axis")
+            if axis is None:
+                default = _AXIS[op]
+                if op in ("Softmax", "LogSoftmax", "Hardmax") and opset < 13:
+                    default = 1
+                if default is None:
+                    continue
+                axis = default
+            set_attr(node, "axis", _shift([axis], k)[0])
+        elif op == "CumSum":
+            axis = constant(node, 1)
+            if axis is None or axis is False:
+                return False
+            set_input(node, 1, np.asarray(_shift(axis, k)[0], axis.dtype))  # a 0-D tensor
+        elif op in ("Squeeze", "Unsqueeze"):
+            axes = constant(node, 1) if opset >= 13 else attr(node, "axes")
+            if axes is None or axes is False:  # Squeeze's default: every axis of size 1
+                return False
+            if opset >= 13:
+                set_input(node, 1, np.asarray(_shift(axes, k), np.int64))
+            else:
+                set_attr(node, "axes", _shift(axes, k))
+        elif op in ("Expand", "Reshape", "Tile"):  # a shape or repeats: 1 on the new axes
+            given = constant(node, 1)
+            if given is None or given is False:
+                return False
+            set_input(node, 1, np.concatenate([np.ones(k, given.dtype), np.ravel(given)]))
+        elif op == "Flatten":  # to 2-D: a Reshape to (1,) * k + its two axes
+            axis = attr(node, "axis")
+            axis = 1 if axis is None else int(axis)
+            if shape is None or None in shape:
+                return False
+            axis = axis + len(shape) if axis < 0 else axis
+            dims = [*[1] * k, int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))]
+            node.op_type = "Reshape"
+            del node.attribute[:]
+            set_input(node, 1, np.asarray(dims, np.int64))
+        elif op == "MeanVarianceNormalization":
+            set_attr(node, "axes", _shift(attr(node, "axes") or [0, 2, 3], k))
+        elif op == "Slice":
+            if opset < 10:
+                axes = attr(node, "axes")
+                n = len(attr(node, "starts") or [])
+                set_attr(node, "axes", _shift(range(n) if axes is None else axes, k))
+                continue
+            starts, axes = constant(node, 1), constant(node, 3)
+            if starts is None or starts is False or axes is False:
+                return False
+            given = range(starts.size) if axes is None else axes
+            set_input(node, 3, np.asarray(_shift(given, k), np.int64))
+        elif op in REDUCE:
+            from_input = opset >= (13 if op == "ReduceSum" else 18)
+            axes = constant(node, 1) if from_input else attr(node, "axes")
+            if axes is False:
+                return False
+            axes = [] if axes is None else list(np.ravel(axes))
+            if not axes:
+                if attr(node, "noop_with_empty_axes"):
+                    continue
+                if rank is None:
+                    return False
+                axes = list(range(rank))
+            if from_input:
+                set_input(node, 1, np.asarray(_shift(axes, k), np.int64))
+            else:
+                set_attr(node, "axes", _shift(axes, k))
+        else:
+            return False
+    return True
+
+
+#: Recurrent operators, and their initial-state inputs (by position).
+_RECURRENT = {"LSTM": (5, 6), "GRU": (5,), "RNN": (5,)}
+
+
+def batch_first(model: Any) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """Rewrite a model's time-major (``layout=0``) recurrent nodes to batch-first, in place.
+
+    A node is rewritten when its ``X`` and initial states are graph inputs (or
+    initialisers) read by it alone and its outputs are graph outputs read by no node: its
+    batch axis then becomes their first, as the network needs, and the adapter transposes
+    the inputs before the run and the outputs after it.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+
+    Returns
+    -------
+    inputs, outputs : dict of str to tuple of int
+        The axis permutation each graph input (and initialiser) takes to the rewritten
+        model, and each graph output takes back; empty when nothing was rewritten.
+    """
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    graph_inputs = {vi.name: vi for vi in graph.input}
+    graph_outputs = {vi.name: vi for vi in graph.output}
+    inits = {t.name: t for t in graph.initializer}
+    reads: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            reads[name] = reads.get(name, 0) + 1
+    to_model: dict[str, tuple[int, ...]] = {}
+    back: dict[str, tuple[int, ...]] = {}
+    for node in graph.node:
+        if node.op_type not in _RECURRENT:
+            continue
+        layout = next(
+            (helper.get_attribute_value(a) for a in node.attribute if a.name == "layout"), 0
+        )
+        if layout != 0:
+            continue
+        moved = [
+            node.input[0],
+            *(node.input[i] for i in _RECURRENT[node.op_type] if i < len(node.input)),
+        ]
+        moved = [m for m in moved if m]
+        outs = [o for o in node.output if o]
+        if not all(
+            (m in graph_inputs or m in inits) and reads.get(m) == 1 for m in moved
+        ) or not all(o in graph_outputs and o not in reads for o in outs):
+            continue
+        for m in moved:
+            to_model[m] = (1, 0, 2)
+            if m in inits:
+                t = inits[m]
+                t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).transpose(1, 0, 2), m))
+        for i, o in enumerate(node.output):
+            if o:
+                back[o] = (1, 2, 0, 3) if i == 0 else (1, 0, 2)
+        kept = [a for a in node.attribute if a.name != "layout"]
+        del node.attribute[:]
+        node.attribute.extend([*kept, helper.make_attribute("layout", 1)])
+    for name, perm in to_model.items():
+        if name in graph_inputs:
+            dims = graph_inputs[name].type.tensor_type.shape.dim
+            if len(dims) == len(perm):
+                values = [type(d)() for d in dims]
+                for v, j in zip(values, perm, strict=True):
+                    v.CopyFrom(dims[j])
+                del dims[:]
+                dims.extend(values)
+    for name in back:
+        graph_outputs[name].type.tensor_type.ClearField("shape")
+    return {m: p for m, p in to_model.items() if m in graph_inputs}, back
