@@ -261,3 +261,89 @@ def test_predicted_class_on_the_general_path_equals_the_resolved_one():
     np.testing.assert_array_equal(e.target, expected)
     again = xai.explain(net, X, method="ig", steps=8, backend="tpu", target=expected)
     np.testing.assert_array_equal(again.values, e.values)
+
+
+class SmallResNet(torch.nn.Module):
+    """A ResNet's shape in miniature: strided stem convolution, batch norm, ReLU, max pool,
+    one basic block with its residual addition, global average pool, linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 6, 5, stride=2, padding=2, bias=False)
+        self.bn = torch.nn.BatchNorm2d(6)
+        self.pool = torch.nn.MaxPool2d(3, stride=2, padding=1)
+        self.conv1 = torch.nn.Conv2d(6, 6, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(6, 6, 3, padding=1)
+        self.head = torch.nn.Linear(6, 4)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.stem(x))))
+        x = torch.relu(x + self.conv2(torch.relu(self.conv1(x))))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def small_resnet(dtype: str):
+    """The torch module (its batch norm with running statistics; float64 for Captum) and its
+    import in ``dtype``."""
+    torch.manual_seed(0)
+    module = SmallResNet().eval()
+    with torch.no_grad():
+        module.bn.running_mean.uniform_(-0.5, 0.5)
+        module.bn.running_var.uniform_(0.5, 2.0)
+    net = xai.from_torch(module, torch.rand(1, 3, 20, 20), dtype=dtype)
+    return module.double(), net
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_graph_network_takes_the_affine_plan_through_its_stem(dtype):
+    """The stem convolution of an imported ResNet-like graph is computed once per row and
+    baseline: the plan equals the general one to the dtype's rounding, over shared and
+    per-row baselines, whole and split paths."""
+    from xai_core.model.paths import first_linear_node
+
+    _, net = small_resnet(dtype)
+    runner = xai.ModelRunner(net, backend=xai.get_backend("cpu", dtype=dtype))
+    assert first_linear_node(runner) is not None
+    rng = np.random.default_rng(5)
+    X = rng.uniform(size=(3, 3, 20, 20)).astype(dtype)
+    target = rng.integers(0, 4, size=3)
+    alphas, weights = integration_nodes("gausslegendre", 12)
+    tol = 1e-12 if dtype == "float64" else 2e-6
+    for b in (np.zeros((1, 1, 3, 20, 20), dtype), rng.uniform(size=(3, 2, 3, 20, 20))):
+        b = b.astype(dtype)
+        fast, general = runner.straight_paths(X, b), runner.straight_paths(X, b, fast=False)
+        assert fast.affine and not general.affine
+        for chunk in (5, 12, 100):
+            ours = fast.integral(None, target, alphas, weights, chunk=chunk)
+            ref = general.integral(None, target, alphas, weights, chunk=chunk)
+            np.testing.assert_allclose(ours, ref, rtol=0, atol=tol * np.abs(ref).max())
+        for f_fast, f_general in zip(fast.outputs(target), general.outputs(target)):
+            np.testing.assert_allclose(f_fast, f_general, rtol=tol)
+
+
+def test_a_graph_network_on_the_affine_plan_equals_captum():
+    """xai.explain on the imported graph (float64) against Captum on the torch module."""
+    module, net = small_resnet("float64")
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(4, 3, 20, 20))
+    target = rng.integers(0, 4, size=4)
+    e = xai.explain(net, X, method="ig", steps=24, target=target, progress=False)
+    inputs = torch.from_numpy(X)
+    theirs = captum_attr.IntegratedGradients(module).attribute(
+        inputs, target=torch.from_numpy(target), n_steps=24, method="gausslegendre"
+    )
+    # Captum rounds its quadrature weights to float32, hence a few 1e-8 of the scale
+    np.testing.assert_allclose(e.values, theirs.numpy(), rtol=0, atol=1e-7 * np.abs(e.values).max())
+
+
+def test_a_graph_whose_input_is_read_twice_keeps_the_general_plan():
+    """A second reader of the input (a skip connection from it) makes the first layer not
+    the only way the input reaches the output."""
+    from xai_core.model.paths import first_linear_node
+
+    g = nn.Graph(input_shape=(6,))
+    a = g.add(nn.Dense(6), "input")
+    s = g.add(nn.Add(), [a, "input"])
+    g.add(nn.Dense(2), s)
+    assert first_linear_node(xai.ModelRunner(g)) is None
+    assert first_linear_node(xai.ModelRunner(g, backend="tpu")) is None

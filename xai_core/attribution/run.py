@@ -20,6 +20,7 @@ import numpy as np
 from xai_core.attribution.blas import blas_threads as limit_blas
 from xai_core.attribution.explanation import Explanation
 from xai_core.attribution.guard import GuardedRunner
+from xai_core.kernels.weight_cache import weights_fixed
 from xai_core.model.base import STRAIGHT_THROUGH_NOTE
 from xai_core.progress import job_label, progress_bar
 
@@ -92,7 +93,7 @@ def run_explainer(
         unit="row",
         long=False,
     )
-    with limit_blas(job.blas_threads), bar, bar.part(len(X)):
+    with limit_blas(job.blas_threads), weights_fixed(), bar, bar.part(len(X)):
         result = explainer.explain(guarded, view, None if target is None else read_only(target))
     seconds = time.perf_counter() - start
     meta = {"seconds": seconds, "options": explainer.get_options(), **result.meta}

@@ -39,6 +39,7 @@ import numpy as np
 
 from xai_core.kernels import scratch
 from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.weight_cache import derived
 
 __all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop", "taps_input"]
 
@@ -47,10 +48,16 @@ BLOCK_BYTES = 1 << 17
 
 #: Below this many input channels, the taps kernel gathers the taps' rows into a block of
 #: columns for one product (a product of ``channels`` terms per tap runs far below speed).
-FEW_CHANNELS = 2
+FEW_CHANNELS = 4
 
 #: Bytes of gathered columns the few-channel taps kernel holds at a time.
 COLUMN_BYTES = 1 << 20
+
+#: Above this ratio of the padded grid's pixels to the output's, the taps kernel gathers the
+#: output pixels' windows into columns instead (a 7x7 image padded to 9x9 would compute 81
+#: rows for 49 outputs): one product per block of images, of :data:`GRID_COLUMN_BYTES`.
+GRID_WASTE = 1.2
+GRID_COLUMN_BYTES = 16 << 20
 
 
 def fast_kind(x_shape: tuple[int, ...], weight_shape: tuple[int, ...], geom: ConvGeometry):
@@ -156,6 +163,10 @@ def _pointwise_vjp(grad, x, weight, geom, param_grads, input_grad):
 # -- depthwise ---------------------------------------------------------------------------
 def _depthwise_taps(weight, c):
     """Per-tap weights: (taps, c) for one kernel per channel, else (taps, c, multiplier)."""
+    return derived(weight, f"depthwise taps of {c}", lambda w: _depthwise_layout(w, c))
+
+
+def _depthwise_layout(weight, c):
     f, _, kh, kw = weight.shape
     m = f // c
     wt = np.ascontiguousarray(weight.reshape(c, m, kh * kw).transpose(2, 0, 1))
@@ -340,7 +351,12 @@ def _add_product(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
 
 
 def _tap_weights(weight: np.ndarray) -> np.ndarray:
-    """(kh * kw, c, f): each tap's (channels, filters) matrix."""
+    """(kh * kw, c, f): each tap's (channels, filters) matrix (made once per weight and
+    :func:`~xai_core.kernels.weight_cache.weights_fixed` scope)."""
+    return derived(weight, "taps", _tap_layout)
+
+
+def _tap_layout(weight: np.ndarray) -> np.ndarray:
     f, c, kh, kw = weight.shape
     return np.ascontiguousarray(weight.transpose(2, 3, 1, 0)).reshape(kh * kw, c, f)
 
@@ -384,6 +400,66 @@ def _taps_few_channels_vjp(g_rows, wt, taps, q, g_in):
             g_in[pt, block.start + off : block.stop + off] += b[:, t]
 
 
+def _wasteful(ph_shape: tuple[int, ...], out_hw: tuple[int, int]) -> bool:
+    """Whether the padded grid holds many more pixels than the output (:data:`GRID_WASTE`)."""
+    return ph_shape[2] * ph_shape[3] > GRID_WASTE * out_hw[0] * out_hw[1]
+
+
+def _image_blocks(n: int, per_image: int, itemsize: int) -> list[slice]:
+    step = max(1, GRID_COLUMN_BYTES // max(per_image * itemsize, 1))
+    return [slice(b, min(b + step, n)) for b in range(0, n, step)]
+
+
+def _windows_of(ph, taps, wq, out_hw):
+    """``(tap, (phase, rows, cols))``: the window of the phase grid each tap reads."""
+    oh, ow = out_hw
+    for t, (pt, off) in enumerate(taps):
+        u, v = divmod(off, wq)
+        yield t, (pt, slice(u, u + oh), slice(v, v + ow))
+
+
+def _taps_columns(ph, wt, bias, taps, out_hw):
+    """The output pixels' windows gathered into (pixels, taps * c) columns, a block of images
+    at a time, each block one product: no output of the padded grid is computed."""
+    p, n, hq, wq, c = ph.shape
+    n_taps, _, f = wt.shape
+    oh, ow = out_hw
+    out = scratch.empty((n, oh, ow, f), ph.dtype)
+    blocks = _image_blocks(n, oh * ow * n_taps * c, ph.itemsize)
+    buf = scratch.empty((blocks[0].stop, oh, ow, n_taps, c), ph.dtype)
+    w2 = wt.reshape(n_taps * c, f)
+    windows = list(_windows_of(ph, taps, wq, out_hw))
+    for block in blocks:
+        cols = buf[: block.stop - block.start]
+        for t, (pt, rows, columns) in windows:
+            cols[:, :, :, t] = ph[pt, block, rows, columns]
+        np.matmul(cols.reshape(-1, n_taps * c), w2, out=out[block].reshape(-1, f))
+    if bias is not None:
+        out += bias
+    return out.transpose(0, 3, 1, 2)
+
+
+def _taps_columns_vjp(grad, wt, taps, ph_shape, out_hw):
+    """The adjoint of :func:`_taps_columns`: the gradient of the phase grid (ph_shape)."""
+    p, n, hq, wq, c = ph_shape
+    n_taps, _, f = wt.shape
+    oh, ow = out_hw
+    g = grad.transpose(0, 2, 3, 1)
+    g = g if g.flags.c_contiguous else _copy(g)
+    g_in = scratch.zeros(ph_shape, grad.dtype)
+    blocks = _image_blocks(n, oh * ow * n_taps * c, grad.itemsize)
+    buf = scratch.empty((blocks[0].stop * oh * ow, n_taps * c), grad.dtype)
+    w2t = wt.reshape(n_taps * c, f).T
+    windows = list(_windows_of(g_in, taps, wq, out_hw))
+    for block in blocks:
+        m = (block.stop - block.start) * oh * ow
+        cols = np.matmul(g[block].reshape(m, f), w2t, out=buf[:m])
+        cols = cols.reshape(block.stop - block.start, oh, ow, n_taps, c)
+        for t, (pt, rows, columns) in windows:
+            g_in[pt, block, rows, columns] += cols[:, :, :, t]
+    return g_in
+
+
 def _taps(ph, weight, bias, geom, out_hw):
     p, n, hq, wq, c = ph.shape
     f = weight.shape[0]
@@ -392,6 +468,8 @@ def _taps(ph, weight, bias, geom, out_hw):
     taps = _phase_taps(geom, wq)
     q = rows.shape[1] - max(off for _, off in taps)
     wt = _tap_weights(weight)
+    if c >= FEW_CHANNELS and _wasteful(ph.shape, out_hw):
+        return _taps_columns(ph, wt, bias, taps, out_hw)
     out = scratch.empty((rows.shape[1], f), ph.dtype)
     acc = out[:q]
     if c < FEW_CHANNELS and len(taps) > 1:
@@ -417,16 +495,22 @@ def _taps_vjp(grad, ph, weight, geom, hw, param_grads, input_grad):
     rows = ph.reshape(p, -1, c)
     taps = _phase_taps(geom, wq)
     q = rows.shape[1] - max(off for _, off in taps)
+    gw = gx = None
+    columns = input_grad and c >= FEW_CHANNELS and _wasteful(ph.shape, (oh, ow))
+    if columns:
+        g_in = _taps_columns_vjp(grad, _tap_weights(weight), taps, ph.shape, (oh, ow))
+        gx = _unphase(g_in, geom, hw)
+        if not param_grads:
+            return gx, None
     full = scratch.zeros((n, hq, wq, f), ph.dtype)
     full[:, :oh, :ow] = grad.transpose(0, 2, 3, 1)
     g_rows = full.reshape(-1, f)[:q]
-    gw = gx = None
     if param_grads:
         dw = np.empty((kh * kw, c, f), dtype=ph.dtype)
         for t, (pt, off) in enumerate(taps):
             np.matmul(rows[pt, off : off + q].T, g_rows, out=dw[t])
         gw = dw.reshape(kh, kw, c, f).transpose(3, 2, 0, 1).copy()
-    if input_grad:
+    if input_grad and not columns:
         wt = _tap_weights(weight)
         g_in = scratch.zeros(rows.shape, rows.dtype)
         if c < FEW_CHANNELS and len(taps) > 1:

@@ -12,7 +12,8 @@ paths. Any explainer calls it the same way; what it runs depends on the model an
   and any backend, in the backend's numerics.
 - **An affine first layer** (:class:`AffinePaths`). Along the straight path the
   pre-activation of a network's first linear layer (Dense or Conv2D, after nothing but
-  Reshape or Flatten) is affine in ``a``::
+  Reshape or Flatten; in a graph network, the one node that reads the input, and nothing
+  else reads it) is affine in ``a``::
 
       z(a) = W x(a) + c = z_b + a (z_x - z_b),    z_x = W x + c,  z_b = W b + c
 
@@ -23,7 +24,9 @@ paths. Any explainer calls it the same way; what it runs depends on the model an
   ``sum_s w_s W^T g_s = W^T (sum_s w_s g_s)``, with ``g_s`` the gradient at the layer's
   output: it is reduced there, and one backward product per path brings it to the input.
   The later layers run on every path point, fused when they are Dense layers and
-  elementwise activations (:class:`~xai_core.nn.fused.FusedTail`).
+  elementwise activations (:class:`~xai_core.nn.fused.FusedTail`); in a graph network
+  (a ResNet's stem convolution, say) the rest of the graph runs fed with the layer's
+  values at the path points, and its backward walk stops at them.
 
   This is exact in real arithmetic and equals the general plan to floating-point
   rounding. A convolution's backward product needs a forward record over as many rows as
@@ -44,6 +47,7 @@ import numpy as np
 
 from xai_core.model.runner import predicted_class
 from xai_core.nn.dense import Dense
+from xai_core.nn.executor import Record, ancestors, plan, run_backward_values, run_forward
 from xai_core.nn.fused import FusedTail, fusable
 from xai_core.nn.sequential import Sequential
 from xai_core.nn.shape import Flatten, Reshape
@@ -57,6 +61,7 @@ __all__ = [
     "add_to_rows",
     "block_count",
     "first_linear_layer",
+    "first_linear_node",
     "plan_paths",
 ]
 
@@ -115,11 +120,51 @@ def first_linear_layer(runner: ModelRunner) -> int | None:
     return None
 
 
+def first_linear_node(runner: ModelRunner) -> str | None:
+    """Name of the first linear node of a graph network when the affine plan applies.
+
+    Returns
+    -------
+    str or None
+        The name of the :class:`~xai_core.nn.Dense` or :class:`~xai_core.nn.Conv2D` node
+        that the network's one input reaches through nothing but Reshape or Flatten nodes,
+        each the only reader of the value before it, when the model is a float network
+        other than a :class:`~xai_core.nn.Sequential` (:func:`first_linear_layer` plans
+        those), the backend's :attr:`~xai_core.Backend.exact_operands` is true and the
+        node is not the output; otherwise None.
+    """
+    from xai_core.nn.conv import Conv2D
+    from xai_core.nn.network import Network
+
+    model = runner.model
+    if not isinstance(model, Network) or type(model) is Sequential:
+        return None
+    if not runner.backend.exact_operands or model.is_quantized or not model.built:
+        return None
+    if len(model.inputs) != 1:
+        return None
+    value = model.input_name
+    while True:
+        readers = [node for node in model.nodes if value in node.inputs]
+        if len(readers) != 1 or len(readers[0].inputs) != 1:
+            return None
+        node = readers[0]
+        if type(node.layer) in (Dense, Conv2D):
+            return None if node.name == model.output else node.name
+        if type(node.layer) not in (Reshape, Flatten):
+            return None
+        value = node.name
+
+
 def plan_paths(
     runner: ModelRunner, X: np.ndarray, baselines: np.ndarray, *, fast: bool = True
 ) -> StraightPaths:
     """The plan :meth:`ModelRunner.straight_paths` returns (see there)."""
-    first = first_linear_layer(runner) if fast else None
+    if not fast:
+        return StraightPaths(runner, X, baselines)
+    first = first_linear_layer(runner)
+    if first is None:
+        first = first_linear_node(runner)
     if first is None:
         return StraightPaths(runner, X, baselines)
     return AffinePaths(runner, first, X, baselines)
@@ -303,16 +348,35 @@ def _input_gradient(layer: Any, grad: np.ndarray, backend: Any, record: dict) ->
     return layer.vjp(grad, backend, record, param_grads=False)[0]
 
 
+def _sum_steps(ones: np.ndarray, grad: np.ndarray, n_paths: int) -> np.ndarray:
+    """The sum of each path's steps of ``grad`` (path after path), as one product with ``ones``.
+
+    Summed in the memory order of ``grad`` (an NCHW-shaped view of channels-last memory
+    stays so until the sum, a path's worth of values, is laid out in its shape's order).
+
+    Returns
+    -------
+    ndarray of shape (n_paths, prod of grad's per-point shape), C order of that shape
+    """
+    steps = len(grad) // n_paths
+    last = grad.transpose(0, 2, 3, 1) if grad.ndim == 4 else grad
+    if grad.flags.c_contiguous or not last.flags.c_contiguous:
+        return np.matmul(ones, grad.reshape(n_paths, steps, -1))[:, 0]
+    summed = np.matmul(ones, last.reshape(n_paths, steps, -1))[:, 0]
+    return summed.reshape(n_paths, *last.shape[1:]).transpose(0, 3, 1, 2).reshape(n_paths, -1)
+
+
 class AffinePaths(StraightPaths):
     """Straight paths whose network starts with a linear layer: that layer computed once.
 
     Parameters
     ----------
     runner : ModelRunner
-        Its model a float :class:`~xai_core.nn.Sequential`, its backend with
-        :attr:`~xai_core.Backend.exact_operands` (:func:`first_linear_layer`).
-    first : int
-        :func:`first_linear_layer`'s index.
+        Its model a float network, its backend with
+        :attr:`~xai_core.Backend.exact_operands`.
+    first : int or str
+        :func:`first_linear_layer`'s index in a :class:`~xai_core.nn.Sequential`, or
+        :func:`first_linear_node`'s node name in another network.
     X : ndarray of shape (n_samples, *input_shape)
     baselines : ndarray of shape (1 or n_samples, n_baselines, *input_shape)
     fuse : bool, default=True
@@ -333,31 +397,42 @@ class AffinePaths(StraightPaths):
     def __init__(
         self,
         runner: ModelRunner,
-        first: int,
+        first: int | str,
         X: np.ndarray,
         baselines: np.ndarray,
         *,
         fuse: bool = True,
     ) -> None:
         super().__init__(runner, X, baselines)
-        self.net: Sequential = runner.model  # type: ignore[assignment]
+        self.net = runner.model
         self.backend = runner.backend
         self.dtype = self.backend.dtype
-        layers = self.net.layers
-        self.layer = layers[first]
-        self.rest = layers[first + 1 :]
+        # a graph network: the first linear node's name, and the plan of the rest of the
+        # graph fed with its values
+        self.node: str | None = None
+        self._how = None
+        if isinstance(first, str):
+            self.node = first
+            nodes = self.net.nodes
+            self._how = plan(nodes, self.net.output, (first,))
+            head = [nodes[i].layer for i in ancestors(nodes, first)]  # the chain to it
+            first, self.rest = len(head) - 1, []
+        else:
+            head = self.net.layers
+            self.rest = head[first + 1 :]
+        self.layer = head[first]
         self.x_record: dict = {}
         X_d = np.asarray(X, dtype=self.dtype)
         flat_b = np.asarray(baselines, dtype=self.dtype).reshape(self.per_row * self.k, *self.shape)
-        z_x = _prefix(layers, X_d, first, self.backend, self.x_record)
-        z_b = _prefix(layers, flat_b, first, self.backend)
+        z_x = _prefix(head, X_d, first, self.backend, self.x_record)
+        z_b = _prefix(head, flat_b, first, self.backend)
         self.z_shape = z_x.shape[1:]
         self.z_features = math.prod(self.z_shape)
         self.z_x = z_x.reshape(self.n, self.z_features)
         self.z_b = z_b.reshape(self.per_row * self.k, self.z_features)
         self.tail = (
             FusedTail(self.rest, self.backend)
-            if fuse and fusable(self.rest, self.z_shape)
+            if fuse and self.node is None and fusable(self.rest, self.z_shape)
             else None
         )
         # x - b, by which the input gradients are multiplied, in the backend's dtype
@@ -385,6 +460,8 @@ class AffinePaths(StraightPaths):
             out = np.concatenate([self.z_x, self.z_b]).reshape(-1, *self.z_shape)
             if self.tail is not None:
                 out = self.tail.outputs(out)
+            elif self.node is not None:
+                out = run_forward(self.net.nodes, {self.node: out}, self.backend, self._how)
             else:
                 for later in self.rest:
                     out = later.apply(out, self.backend, None)
@@ -483,13 +560,13 @@ class AffinePaths(StraightPaths):
             grad = self._step_block(walk, part, local, p0, s0, s1)
             # the sum over the block's steps of each path, as one product with ones
             ones = walk.all_ones[:, : s1 - s0]
-            steps_of = grad.reshape(n_paths, s1 - s0, z_features)
             if walk.at_once:
+                steps_of = grad.reshape(n_paths, s1 - s0, z_features)
                 np.matmul(ones, steps_of, out=walk.G_all[p0:p1].reshape(n_paths, 1, z_features))
             elif walk.whole:
-                G = np.matmul(ones, steps_of)[:, 0]
+                G = _sum_steps(ones, grad, n_paths)
             else:
-                G += np.matmul(ones, steps_of)[:, 0]
+                G += _sum_steps(ones, grad, n_paths)
             bar.update(1)
         if not walk.at_once:
             self._to_input(walk, G, p0, p1, local, row, base)
@@ -566,9 +643,19 @@ class AffinePaths(StraightPaths):
     def _layers_gradient(self, z: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """The later layers' own forward and backward passes at points ``z`` (m, *z_shape).
 
-        Returns ``weight * d out[target] / d z`` per point, of the shape of ``z``.
+        Returns ``weight * d out[target] / d z`` per point, of the shape of ``z``. In a
+        graph network, the rest of the graph fed with ``z`` at the first linear node, and
+        the backward walk from the output stopping there.
         """
         backend, out = self.backend, z
+        if self.node is not None:
+            nodes, record = self.net.nodes, Record()
+            out = run_forward(nodes, {self.node: z}, backend, self._how, record)
+            seed = np.zeros((len(out), self.net.n_outputs), dtype=out.dtype)
+            seed[np.arange(len(out)), target] = weight
+            seed = seed.reshape(out.shape)
+            at = (self.node,)
+            return run_backward_values(nodes, seed, backend, record, at, contiguous=False)[at[0]]
         records: list[dict] = [{} for _ in self.rest]
         for later, record in zip(self.rest, records):
             out = later.apply(out, backend, record)

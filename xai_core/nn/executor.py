@@ -459,6 +459,7 @@ def run_backward_values(
     *,
     start: str | None = None,
     relu_rule: str = "gradient",
+    contiguous: bool = True,
 ) -> dict[str, np.ndarray]:
     """The gradients of a recorded pass with respect to any of its values: hidden layers' too.
 
@@ -480,6 +481,9 @@ def run_backward_values(
         How gradients pass through :class:`~xai_core.nn.ReLU` layers (:data:`RELU_RULES`),
         or another backward rule of :mod:`xai_core.nn.rules` (DeepLift's ``"rescale"``,
         the LRP rules): each layer whose class lists it in ``backward_rules`` applies it.
+    contiguous : bool, default=True
+        Return C-contiguous arrays; False returns each gradient in the memory order the
+        walk made it (an NCHW-shaped view of channels-last memory after a convolution).
 
     Returns
     -------
@@ -504,7 +508,7 @@ def run_backward_values(
     missing = [name for name in at if name not in found]
     if missing:
         raise ValidationError(f"the value of {start!r} does not depend on {missing}: no gradient.")
-    return {name: np.ascontiguousarray(found[name]) for name in at}
+    return {name: np.ascontiguousarray(found[name]) if contiguous else found[name] for name in at}
 
 
 def _check_record(record: Record) -> None:

@@ -10,8 +10,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from xai_core.backends.base import Backend
 from xai_core.errors import ValidationError
 from xai_core.kernels.im2col import accumulate, as_pads, as_pair, conv_output_size, windows
+from xai_core.kernels.pool import max_pool2d, max_pool2d_vjp
 from xai_core.nn import _util
 from xai_core.nn.conv import check_padding, resolve_padding
 from xai_core.nn.layer import Layer
@@ -144,6 +146,14 @@ class MaxPool2D(RelevanceThrough, _Pool2D):
             record["x"] = x
         x = _util.to_nchw(x, self.layout)
         ph, pw = self.pool_size
+        if type(backend).reduce is Backend.reduce:  # the backend's own reduction, counted alike
+            x = np.asarray(x, dtype=backend.dtype)
+            out_hw = _util.image(self.output_shape, self)[1:]
+            y, tap = max_pool2d(x, self.pool_size, self.strides, self.pads, out_hw)
+            backend.count_elementwise(y.size * ph * pw, y.size, y.size * ph * pw)
+            if record is not None:
+                record["arg"], record["x_shape"] = tap.transpose(0, 3, 1, 2), x.shape
+            return _util.from_nchw(y, self.layout)
         win = windows(x, ph, pw, self.strides, self.pads, fill=-np.inf)
         y = backend.reduce(_window_max, win, axis=(4, 5))
         if record is not None:
@@ -159,6 +169,12 @@ class MaxPool2D(RelevanceThrough, _Pool2D):
             return None, {}
         arg = record["arg"]
         grad = _util.to_nchw(grad, self.layout)
+        if arg.dtype != np.intp:  # recorded by the channels-last kernel
+            gx = max_pool2d_vjp(
+                grad, arg.transpose(0, 2, 3, 1), record["x_shape"], self.pool_size,
+                self.strides, self.pads,
+            )  # fmt: skip
+            return _util.from_nchw(gx, self.layout), {}
         ph, pw = self.pool_size
         zero = np.zeros((), dtype=grad.dtype)
         gx = accumulate(
