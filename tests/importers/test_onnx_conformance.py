@@ -298,3 +298,61 @@ def test_a_time_major_recurrence_runs_batch_first():
     assert [g.shape for g in got] == [(seq, 1, batch, hidden), (1, batch, hidden)]
     for g, w_ in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5)
+
+
+def test_shape_arithmetic_is_folded_to_run_as_one_sample():
+    """An RMS normalisation over every axis spelled out as the expanded functions are
+    (a ``Flatten`` at axis -1, ``Range(0, Size(Shape(x2d)), 1)`` as the reduced axes, a
+    ``Reshape`` back to ``Shape(x)``; a ``ConstantOfShape`` of ones after it) runs as one
+    sample, its shape arithmetic folded to constants, and equals onnxruntime."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    def c(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value))
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Size", ["shape"], ["rank"]),
+        c("zero", np.array(0, np.int64)),
+        c("one", np.array(1, np.int64)),
+        helper.make_node("Identity", ["zero"], ["start"]),
+        helper.make_node("Flatten", ["x"], ["x2"], axis=-1),
+        helper.make_node("Shape", ["x2"], ["shape2d"]),
+        helper.make_node("Size", ["shape2d"], ["rank2d"]),
+        helper.make_node("Range", ["start", "rank2d", "one"], ["axes"]),
+        helper.make_node("Mul", ["x2", "x2"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq", "axes"], ["ms"]),
+        c("eps", np.array(1e-5, np.float32)),
+        helper.make_node("Add", ["ms", "eps"], ["mse"]),
+        helper.make_node("Sqrt", ["mse"], ["rms"]),
+        helper.make_node("Div", ["x2", "rms"], ["n2"]),
+        helper.make_node("Reshape", ["n2", "shape"], ["n"]),
+        c("one_1d", np.array([1], np.int64)),
+        c("end", np.array([100], np.int64)),
+        helper.make_node(
+            "ConstantOfShape",
+            ["one_1d"],
+            ["ones"],
+            value=numpy_helper.from_array(np.array([1], np.int64)),
+        ),
+        c("zero_1d", np.array([0], np.int64)),
+        helper.make_node("Slice", ["shape", "zero_1d", "ones"], ["head"]),
+        helper.make_node("Slice", ["shape", "ones", "end"], ["tail"]),
+        helper.make_node("Concat", ["ones", "head", "tail"], ["shape2"], axis=0),
+        helper.make_node("Reshape", ["n", "shape2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rms_all_axes_expanded",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    x = np.random.default_rng(5).standard_normal((3, 4, 5)).astype(np.float32)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"x": x})
+    (got,) = XaiBackend.prepare(model).run([x])
+    assert got.shape == want.shape == (1, 3, 4, 5) and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -11,7 +11,8 @@ builds it, with two adaptations the native network asks for:
   does a model of those and the operators of
   :data:`~xai_core.importers.onnx_one_sample.LIFTABLE` (``ArgMax``, ``Concat``, ``CumSum``,
   ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Flatten``,
-  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``) that is refused
+  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``; and shape arithmetic,
+  :data:`~xai_core.importers.onnx_one_sample.FOLDED`, folded to constants first) that is refused
   at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
   axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that
   is refused too, the first refusal is raised; a time-major (``layout=0``) ``LSTM``,
@@ -52,7 +53,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.importers.onnx_import import from_onnx
-from xai_core.importers.onnx_one_sample import LIFTABLE, REDUCE, batch_first, lift
+from xai_core.importers.onnx_one_sample import FOLDED, LIFTABLE, REDUCE, batch_first, lift
 from xai_core.importers.onnx_ops import is_numeric
 from xai_core.importers.onnx_reader import load_onnx_model
 from xai_core.optional import require
@@ -244,7 +245,7 @@ class XaiBackendRep(_BackendRep):
             self.dtype = "float64"
         self.float_inputs = [vi.name for vi in floats]
         self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
-        self.liftable = all(n.op_type in ELEMENTWISE | LIFTABLE for n in model.graph.node)
+        self.liftable = all(n.op_type in ELEMENTWISE | LIFTABLE | FOLDED for n in model.graph.node)
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self._onnx = onnx
         self._nets: dict[bytes, Any] = {}
