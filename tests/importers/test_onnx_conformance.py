@@ -215,6 +215,8 @@ def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
         ("Squeeze", {"x": (1, 3, 4)}, {}, np.array([0], np.int64)),
         ("Tile", {"x": (2, 3)}, {}, np.array([3, 2], np.int64)),
         ("Reshape", {"x": (2, 3, 4)}, {}, np.array([4, 0, -1], np.int64)),
+        ("Expand", {"x": (3, 1)}, {}, np.array([2, 1, 6], np.int64)),  # an axis before all
+        ("Expand", {"x": (4,)}, {}, np.array([2, 3, 1], np.int64)),  # two, of a vector
     ],
 )
 def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):

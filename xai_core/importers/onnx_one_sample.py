@@ -11,7 +11,8 @@ sample of the original tensors, and the adapter removes the ``k`` axes from the 
 axis ``a`` (attribute or constant input) becomes ``a + k``, a negative one (counted from
 the end) stays, a default that names axes from the front (``ArgMax``'s 0, every axis
 of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a constant shape or
-repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones, and a ``Flatten``
+repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones (an ``Expand`` to more
+axes than its input has gives the input those axes of 1 after the ``k`` first), a ``Flatten``
 becomes the ``Reshape`` to ``(1,) * k`` and its two axes. Before that, the shape
 arithmetic of :data:`FOLDED` (``Shape`` and ``Size`` of a tensor of known shape, and the
 nodes computing from them and constants alone: an expanded ``LayerNormalization``'s
@@ -223,6 +224,7 @@ def lift(
         t = inits.get(node.input[i])
         return False if t is None else numpy_helper.to_array(t)
 
+    inserted: list[tuple[Any, Any]] = []  # (node, the node to put before it)
     for node in graph.node:
         op = node.op_type
         shape = shapes.get(node.input[0]) if node.input else None
@@ -257,6 +259,23 @@ def lift(
             if given is None or given is False:
                 return False
             set_input(node, 1, np.concatenate([np.ones(k, given.dtype), np.ravel(given)]))
+            if op == "Expand" and rank is not None and given.size > rank:
+                # a target of more axes than the input: ONNX aligns them from the end, so
+                # the input takes the missing axes of 1 after the k new ones (an Unsqueeze
+                # before the Expand), and the k leading axes stay the first
+                extra = given.size - rank
+                name = f"{node.output[0]}__input_0_unsqueezed"
+                axes = list(range(k, k + extra))
+                if opset >= 13:
+                    axes_name = f"{name}_axes"
+                    graph.initializer.append(
+                        numpy_helper.from_array(np.asarray(axes, np.int64), axes_name)
+                    )
+                    before = helper.make_node("Unsqueeze", [node.input[0], axes_name], [name])
+                else:
+                    before = helper.make_node("Unsqueeze", [node.input[0]], [name], axes=axes)
+                node.input[0] = name
+                inserted.append((node, before))
         elif op == "Flatten":  # to 2-D: a Reshape to (1,) * k + its two axes
             axis = attr(node, "axis")
             axis = 1 if axis is None else int(axis)
@@ -298,6 +317,15 @@ def lift(
                 set_attr(node, "axes", _shift(axes, k))
         else:
             return False
+    if inserted:
+        before = {n.output[0]: b for n, b in inserted}  # outputs are unique
+        nodes = []
+        for n in graph.node:
+            if n.output and n.output[0] in before:
+                nodes.append(before[n.output[0]])
+            nodes.append(n)
+        del graph.node[:]
+        graph.node.extend(nodes)
     return True
 
 
