@@ -157,7 +157,7 @@ def test_weights_given_as_inputs_are_constants_of_the_run():
 def test_integer_models_run_exactly_and_overflow_is_refused():
     """A model of integer inputs alone, of operators exact on integers in float64, equals
     onnx's reference (int64 values near 2**40 included); a uint8 difference below 0, which
-    ONNX wraps around, is refused; so is an operator not exact on integers (Div)."""
+    ONNX wraps around, is refused; so is an operator not exact on integers (Pow)."""
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
@@ -183,8 +183,43 @@ def test_integer_models_run_exactly_and_overflow_is_refused():
     x = np.full((3, 4), 2, np.uint8)
     with pytest.raises(CapabilityError, match="wraps"):
         XaiBackend.prepare(model("Sub", TensorProto.UINT8)).run([x, x + 1])
-    with pytest.raises(CapabilityError, match="Div are not"):
-        XaiBackend.prepare(model("Div", TensorProto.INT32))
+    with pytest.raises(CapabilityError, match="Pow are not"):
+        XaiBackend.prepare(model("Pow", TensorProto.INT32))
+
+
+@pytest.mark.parametrize("elem", ["INT32", "INT64", "UINT32"])
+@pytest.mark.parametrize(("op", "attrs"), [("Div", {}), ("Mod", {}), ("Mod", {"fmod": 1})])
+def test_integer_div_truncates_and_mod_follows_the_divisor_as_onnxruntime(op, attrs, elem):
+    """Integer Div truncates toward zero, Mod (fmod=0) takes the divisor's sign and fmod=1
+    the dividend's: mixed signs, exact quotients and int64 values near 2**40 equal
+    onnxruntime's exactly."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    t = getattr(TensorProto, elem)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t))
+    graph = helper.make_graph(
+        [helper.make_node(op, ["a", "b"], ["y"], **attrs)],
+        op,
+        [helper.make_tensor_value_info(k, t, [4, 6]) for k in "ab"],
+        [helper.make_tensor_value_info("y", t, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    rng = np.random.default_rng(11)
+    hi = min(int(np.iinfo(dtype).max), 2**40)
+    lo = 0 if dtype.kind == "u" else -hi
+    a = rng.integers(lo, hi, (4, 6), endpoint=True)
+    b = rng.integers(1, 9, (4, 6)) * (1 if dtype.kind == "u" else rng.choice([-1, 1], (4, 6)))
+    a[0, :3] = b[0, :3] * 3  # exact quotients
+    a, b = a.astype(dtype), b.astype(dtype)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"a": a, "b": b})
+    (got,) = XaiBackend.prepare(model).run([a, b])
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+    if op == "Div" and dtype.kind == "i":
+        np.testing.assert_array_equal(got, (np.sign(a) * np.sign(b)) * (np.abs(a) // np.abs(b)))
 
 
 def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):

@@ -29,7 +29,8 @@ builds it, with two adaptations the native network asks for:
   as the float32 tensor of the same values, which holds each exactly;
 - a model with no float input but integer (or boolean, as 1 and 0) ones, all of whose
   operators compute integers exactly in float64 (:data:`INTEGER_EXACT`: comparisons,
-  logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``), is fed those
+  logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``, ``Mod``; an
+  integer ``Div`` followed by its truncation toward zero), is fed those
   inputs as float64 (values up to 2**53); an integer output out of its type's range (ONNX
   would wrap it) is refused.
 
@@ -116,13 +117,71 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
 #: Operators whose values on integers the network computes exactly in float64 (which holds
 #: every integer up to 2**53): comparisons, logic, extremes, selections, moves, casts; and
 #: Add, Sub, Mul, CumSum, ReduceSum while the result stays in the declared type's range
-#: (checked, as ONNX wraps around) and within 2**53.
+#: (checked, as ONNX wraps around) and within 2**53; ``Mod`` (``x - y * floor(x / y)``,
+#: or ``trunc`` for ``fmod=1``: the float64 quotient of such integers rounds to the exact
+#: one's floor and trunc). An integer ``Div`` is too, followed by its truncation toward
+#: zero (:func:`_truncated_division`).
 INTEGER_EXACT = frozenset(
     "Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant CumSum DepthToSpace "
     "Equal Expand Flatten Floor Gather Greater GreaterOrEqual Identity Less LessOrEqual Max "
-    "MaxPool Min Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
+    "MaxPool Min Mod Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
     "Slice SpaceToDepth Squeeze Sub Tile Transpose Trilu Unsqueeze Where Xor".split()
 )
+
+
+def _truncated_division(model: Any) -> tuple[Any, bool]:
+    """A copy of ``model`` in which each ``Div`` whose output is an integer tensor (onnx's
+    type inference) is followed by the truncation toward zero ONNX's integer ``Div`` does,
+    ``sign(q) * floor(|q|)``; and whether every ``Div`` was.
+
+    The float64 quotient of integers below 2**53 in magnitude truncates to the exact
+    integer quotient: a non-integer ``a / b`` is at least ``1 / |b|`` from an integer, and
+    its rounding error at most ``|a / b| * 2**-53``, which is less. A ``Div`` of another
+    output type is left as it is (and keeps the model out of the integer mode).
+    """
+    onnx = _onnx()
+    from onnx import helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(copy).graph
+    except Exception:
+        return copy, False
+    types = {
+        vi.name: vi.type.tensor_type.elem_type
+        for vi in [*inferred.input, *inferred.value_info, *inferred.output]
+    } | {t.name: t.data_type for t in inferred.initializer}
+    nodes = []
+    every = True
+    for node in copy.graph.node:
+        elem = types.get(node.output[0]) if node.op_type == "Div" else None
+        dtype = None
+        if elem:
+            try:
+                dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+            except Exception:
+                dtype = None
+        if dtype is None or dtype.kind not in "iu":
+            every = every and node.op_type != "Div"
+            nodes.append(node)
+            continue
+        y = node.output[0]
+        q, a, f, sg = (f"{y}__{part}" for part in ("quotient", "abs", "floor", "sign"))
+        node.output[0] = q
+        nodes.extend(
+            [
+                node,
+                helper.make_node("Abs", [q], [a]),
+                helper.make_node("Floor", [a], [f]),
+                helper.make_node("Sign", [q], [sg]),
+                helper.make_node("Mul", [sg, f], [y]),
+            ]
+        )
+    del copy.graph.node[:]
+    copy.graph.node.extend(nodes)
+    return copy, every
+
 
 #: The largest integer fed as a float64 (every integer up to it is one exactly).
 _EXACT = 2**53
@@ -231,7 +290,12 @@ class XaiBackendRep(_BackendRep):
                 if (_integer(_elem_dtype(vi)) or _elem_dtype(vi).kind == "b")
                 and not _constant_only(model, vi.name)
             ]
-            inexact = sorted({n.op_type for n in model.graph.node} - INTEGER_EXACT)
+            exact = INTEGER_EXACT
+            if any(n.op_type == "Div" for n in model.graph.node):
+                model, truncated = _truncated_division(model)
+                self.model = model
+                exact = exact | ({"Div"} if truncated else set())
+            inexact = sorted({n.op_type for n in model.graph.node} - exact)
             if not floats or inexact:
                 raise CapabilityError(
                     f"{self.where}: no floating-point input: the network's input is a float "
