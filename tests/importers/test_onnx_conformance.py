@@ -393,3 +393,50 @@ def test_shape_arithmetic_is_folded_to_run_as_one_sample():
     (got,) = XaiBackend.prepare(model).run([x])
     assert got.shape == want.shape == (1, 3, 4, 5) and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("elem", "axis", "per_axis"),
+    [("INT8", 1, False), ("UINT8", 1, True), ("UINT8", -1, True), ("INT8", 2, True)],
+)
+def test_dequantize_linear_per_tensor_and_per_axis_equals_onnxruntime(elem, axis, per_axis):
+    """``(x - zero_point) * scale`` of integer tensors of a batch axis, one scale or one per
+    channel of ``axis``, equals onnxruntime's; a blocked one is refused by name."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    t = getattr(TensorProto, elem)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t))
+    shape = (2, 3, 4)
+    rng = np.random.default_rng(8)
+    n = shape[axis] if per_axis else 1
+    scale = (rng.random(n) * 0.1 + 0.01).astype(np.float32)
+    zp = rng.integers(np.iinfo(dtype).min // 2, np.iinfo(dtype).max // 2, n).astype(dtype)
+    if not per_axis:
+        scale, zp = scale.reshape(()), zp.reshape(())
+
+    def model(**attrs):
+        graph = helper.make_graph(
+            [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=axis, **attrs)],
+            "dq",
+            [helper.make_tensor_value_info("x", t, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")],
+        )
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        m.ir_version = 9
+        return m
+
+    x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, endpoint=True)
+    x = x.astype(dtype)
+    sess = ort.InferenceSession(model().SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"x": x})
+    (got,) = XaiBackend.prepare(model()).run([x])
+    assert got.dtype == np.float32 and got.shape == shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    if per_axis:
+        blocked = model()
+        blocked.opset_import[0].version = 21
+        blocked.graph.node[0].attribute.append(helper.make_attribute("block_size", 2))
+        with pytest.raises(CapabilityError, match="block_size"):
+            XaiBackend.prepare(blocked).run([x])

@@ -30,7 +30,8 @@ builds it, with two adaptations the native network asks for:
 - a model with no float input but integer (or boolean, as 1 and 0) ones, all of whose
   operators compute integers exactly in float64 (:data:`INTEGER_EXACT`: comparisons,
   logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``, ``Mod``; an
-  integer ``Div`` followed by its truncation toward zero), is fed those
+  integer ``Div`` followed by its truncation toward zero; ``DequantizeLinear``, whose float
+  output is computed in float64: :data:`INTEGER_READ`), is fed those
   inputs as float64 (values up to 2**53); an integer output out of its type's range (ONNX
   would wrap it) is refused.
 
@@ -105,6 +106,7 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
         "GroupNormalization": (1, 2),
         "RMSNormalization": (1,),
         "QuantizeLinear": (1, 2),
+        "DequantizeLinear": (1, 2),
         "CumSum": (1,),
         "Split": (1,),
         "Slice": (1, 2, 3, 4),
@@ -182,6 +184,10 @@ def _truncated_division(model: Any) -> tuple[Any, bool]:
     copy.graph.node.extend(nodes)
     return copy, every
 
+
+#: Operators reading integers into a float output, computed in float64 and returned in the
+#: declared float type: ``DequantizeLinear``'s ``(x - zero_point) * scale``.
+INTEGER_READ = frozenset({"DequantizeLinear"})
 
 #: The largest integer fed as a float64 (every integer up to it is one exactly).
 _EXACT = 2**53
@@ -290,7 +296,7 @@ class XaiBackendRep(_BackendRep):
                 if (_integer(_elem_dtype(vi)) or _elem_dtype(vi).kind == "b")
                 and not _constant_only(model, vi.name)
             ]
-            exact = INTEGER_EXACT
+            exact = INTEGER_EXACT | INTEGER_READ
             if any(n.op_type == "Div" for n in model.graph.node):
                 model, truncated = _truncated_division(model)
                 self.model = model

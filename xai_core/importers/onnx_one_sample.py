@@ -41,6 +41,7 @@ _AXIS: dict[str, int | None] = {
     "ArgMin": 0,
     "Compress": None,
     "Concat": None,
+    "DequantizeLinear": 1,
     "Gather": 0,
     "Hardmax": None,
     "LayerNormalization": None,
