@@ -302,6 +302,24 @@ CASES = {
         (1, 3, 3),
         None,
     ),
+    "Resize_linear_half_pixel_symmetric_downscale": (
+        model(
+            [
+                node(
+                    "Resize",
+                    ["x", "", "sc"],
+                    ["y"],
+                    mode="linear",
+                    coordinate_transformation_mode="half_pixel_symmetric",
+                )
+            ],
+            (2, 5, 7),
+            {"sc": np.float32([1, 1, 0.6, 0.7])},  # 7 * 0.7 = 4.9: 4 columns, centred
+            opset=19,
+        ),
+        (2, 5, 7),
+        None,
+    ),
     "Resize_nearest_axes_3_2_scales": (
         model(
             [

@@ -391,6 +391,9 @@ def _resize_matrix(n_in: int, n_out: int, scale: float, attrs: dict, mode: str) 
         x = (o + 0.5) / scale - 0.5
     elif ctm == "pytorch_half_pixel":
         x = (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
+    elif ctm == "half_pixel_symmetric":  # half_pixel, centred when n_out != n_in * scale
+        offset = n_in / 2 * (1 - n_out / (n_in * scale))
+        x = offset + (o + 0.5) / scale - 0.5
     elif ctm == "align_corners":  # the resized length unrounded (n_in * scale), as ONNX's
         size = n_in * scale
         x = o * (n_in - 1) / (size - 1) if n_out > 1 and size > 1 else np.zeros_like(o)
@@ -426,7 +429,13 @@ def op_resize(b: Builder, node: IRNode) -> None:
     a = node.attrs
     mode = a.get("mode", "nearest")
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    modes = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+    modes = (
+        "half_pixel",
+        "half_pixel_symmetric",
+        "pytorch_half_pixel",
+        "align_corners",
+        "asymmetric",
+    )
     if mode not in ("nearest", "linear") or ctm not in modes:
         raise b.fail(
             node,
@@ -531,7 +540,7 @@ for _op, _fn, _since, _limits in [
         op_resize,
         11,
         "NCHW images, H and W; nearest (any nearest_mode) and linear with half_pixel, "
-        "pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes (axes "
+        "half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes (axes "
         "given or not; keep_aspect_ratio_policy over H and W); no antialias",
     ),
     ("Slice", op_slice, 1, "activations: positive steps, not the batch axis; any on constants"),
