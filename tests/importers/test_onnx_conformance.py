@@ -440,3 +440,25 @@ def test_dequantize_linear_per_tensor_and_per_axis_equals_onnxruntime(elem, axis
         blocked.graph.node[0].attribute.append(helper.make_attribute("block_size", 2))
         with pytest.raises(CapabilityError, match="block_size"):
             XaiBackend.prepare(blocked).run([x])
+
+
+def test_a_shape_the_model_returns_is_not_folded_when_lifting():
+    """A model returning ``Shape(x)`` beside an ArgMax over the batch axis is not lifted
+    (the lifted tensor's shape would be another): the first refusal is raised."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("ArgMax", ["x"], ["y"], axis=0),
+            helper.make_node("Shape", ["x"], ["s"]),
+        ],
+        "argmax_and_shape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.INT64, None),
+            helper.make_tensor_value_info("s", TensorProto.INT64, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(CapabilityError, match="ArgMax"):
+        XaiBackend.prepare(model).run([np.ones((3, 4), np.float32)])

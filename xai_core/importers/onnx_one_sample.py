@@ -83,7 +83,9 @@ def _fold_shapes(model: Any, shapes: dict[str, tuple[int | None, ...]], opset: i
 
     A ``Shape`` or ``Size`` of a tensor whose shape (before lifting) is fully known becomes
     its value; then each node of :data:`_FOLDABLE` whose inputs are all constants (one at
-    least so derived, or all integers, or the node one of :data:`FOLDED`) is evaluated. The folded nodes are removed; the rest are kept.
+    least so derived, or all integers, or the node one of :data:`FOLDED`) is evaluated.
+    The folded nodes are removed; the rest are kept. When a folded value is a graph
+    output, nothing is folded (lifted, that shape would be another).
     """
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -139,11 +141,13 @@ def _fold_shapes(model: Any, shapes: dict[str, tuple[int | None, ...]], opset: i
     if not folded:
         return
     outputs = {vi.name for vi in graph.output}
-    kept = [n for n in graph.node if n not in folded or any(o in outputs for o in n.output)]
-    needed = {i for n in kept for i in n.input} | outputs
+    if any(o in outputs for n in folded for o in n.output):
+        # a shape the model returns would be the lifted tensor's: nothing is folded, and
+        # the model (its Shape or Size not rewritten) is not lifted
+        return
+    kept = [n for n in graph.node if n not in folded]
+    needed = {i for n in kept for i in n.input}
     for node in folded:
-        if node in kept:
-            continue
         for name in node.output:
             if name in needed:
                 graph.initializer.append(numpy_helper.from_array(values[name], name))
