@@ -157,7 +157,7 @@ def test_weights_given_as_inputs_are_constants_of_the_run():
 def test_integer_models_run_exactly_and_overflow_is_refused():
     """A model of integer inputs alone, of operators exact on integers in float64, equals
     onnx's reference (int64 values near 2**40 included); a uint8 difference below 0, which
-    ONNX wraps around, is refused; so is an operator not exact on integers (Div)."""
+    ONNX wraps around, is refused; so is an operator not exact on integers (Pow)."""
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
@@ -183,8 +183,43 @@ def test_integer_models_run_exactly_and_overflow_is_refused():
     x = np.full((3, 4), 2, np.uint8)
     with pytest.raises(CapabilityError, match="wraps"):
         XaiBackend.prepare(model("Sub", TensorProto.UINT8)).run([x, x + 1])
-    with pytest.raises(CapabilityError, match="Div are not"):
-        XaiBackend.prepare(model("Div", TensorProto.INT32))
+    with pytest.raises(CapabilityError, match="Pow are not"):
+        XaiBackend.prepare(model("Pow", TensorProto.INT32))
+
+
+@pytest.mark.parametrize("elem", ["INT32", "INT64", "UINT32"])
+@pytest.mark.parametrize(("op", "attrs"), [("Div", {}), ("Mod", {}), ("Mod", {"fmod": 1})])
+def test_integer_div_truncates_and_mod_follows_the_divisor_as_onnxruntime(op, attrs, elem):
+    """Integer Div truncates toward zero, Mod (fmod=0) takes the divisor's sign and fmod=1
+    the dividend's: mixed signs, exact quotients and int64 values near 2**40 equal
+    onnxruntime's exactly."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    t = getattr(TensorProto, elem)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t))
+    graph = helper.make_graph(
+        [helper.make_node(op, ["a", "b"], ["y"], **attrs)],
+        op,
+        [helper.make_tensor_value_info(k, t, [4, 6]) for k in "ab"],
+        [helper.make_tensor_value_info("y", t, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    rng = np.random.default_rng(11)
+    hi = min(int(np.iinfo(dtype).max), 2**40)
+    lo = 0 if dtype.kind == "u" else -hi
+    a = rng.integers(lo, hi, (4, 6), endpoint=True)
+    b = rng.integers(1, 9, (4, 6)) * (1 if dtype.kind == "u" else rng.choice([-1, 1], (4, 6)))
+    a[0, :3] = b[0, :3] * 3  # exact quotients
+    a, b = a.astype(dtype), b.astype(dtype)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"a": a, "b": b})
+    (got,) = XaiBackend.prepare(model).run([a, b])
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+    if op == "Div" and dtype.kind == "i":
+        np.testing.assert_array_equal(got, (np.sign(a) * np.sign(b)) * (np.abs(a) // np.abs(b)))
 
 
 def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
@@ -215,6 +250,8 @@ def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
         ("Squeeze", {"x": (1, 3, 4)}, {}, np.array([0], np.int64)),
         ("Tile", {"x": (2, 3)}, {}, np.array([3, 2], np.int64)),
         ("Reshape", {"x": (2, 3, 4)}, {}, np.array([4, 0, -1], np.int64)),
+        ("Expand", {"x": (3, 1)}, {}, np.array([2, 1, 6], np.int64)),  # an axis before all
+        ("Expand", {"x": (4,)}, {}, np.array([2, 3, 1], np.int64)),  # two, of a vector
     ],
 )
 def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):
@@ -298,3 +335,130 @@ def test_a_time_major_recurrence_runs_batch_first():
     assert [g.shape for g in got] == [(seq, 1, batch, hidden), (1, batch, hidden)]
     for g, w_ in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5)
+
+
+def test_shape_arithmetic_is_folded_to_run_as_one_sample():
+    """An RMS normalisation over every axis spelled out as the expanded functions are
+    (a ``Flatten`` at axis -1, ``Range(0, Size(Shape(x2d)), 1)`` as the reduced axes, a
+    ``Reshape`` back to ``Shape(x)``; a ``ConstantOfShape`` of ones after it) runs as one
+    sample, its shape arithmetic folded to constants, and equals onnxruntime."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    def c(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value))
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Size", ["shape"], ["rank"]),
+        c("zero", np.array(0, np.int64)),
+        c("one", np.array(1, np.int64)),
+        helper.make_node("Identity", ["zero"], ["start"]),
+        helper.make_node("Flatten", ["x"], ["x2"], axis=-1),
+        helper.make_node("Shape", ["x2"], ["shape2d"]),
+        helper.make_node("Size", ["shape2d"], ["rank2d"]),
+        helper.make_node("Range", ["start", "rank2d", "one"], ["axes"]),
+        helper.make_node("Mul", ["x2", "x2"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq", "axes"], ["ms"]),
+        c("eps", np.array(1e-5, np.float32)),
+        helper.make_node("Add", ["ms", "eps"], ["mse"]),
+        helper.make_node("Sqrt", ["mse"], ["rms"]),
+        helper.make_node("Div", ["x2", "rms"], ["n2"]),
+        helper.make_node("Reshape", ["n2", "shape"], ["n"]),
+        c("one_1d", np.array([1], np.int64)),
+        c("end", np.array([100], np.int64)),
+        helper.make_node(
+            "ConstantOfShape",
+            ["one_1d"],
+            ["ones"],
+            value=numpy_helper.from_array(np.array([1], np.int64)),
+        ),
+        c("zero_1d", np.array([0], np.int64)),
+        helper.make_node("Slice", ["shape", "zero_1d", "ones"], ["head"]),
+        helper.make_node("Slice", ["shape", "ones", "end"], ["tail"]),
+        helper.make_node("Concat", ["ones", "head", "tail"], ["shape2"], axis=0),
+        helper.make_node("Reshape", ["n", "shape2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rms_all_axes_expanded",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    x = np.random.default_rng(5).standard_normal((3, 4, 5)).astype(np.float32)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"x": x})
+    (got,) = XaiBackend.prepare(model).run([x])
+    assert got.shape == want.shape == (1, 3, 4, 5) and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("elem", "axis", "per_axis"),
+    [("INT8", 1, False), ("UINT8", 1, True), ("UINT8", -1, True), ("INT8", 2, True)],
+)
+def test_dequantize_linear_per_tensor_and_per_axis_equals_onnxruntime(elem, axis, per_axis):
+    """``(x - zero_point) * scale`` of integer tensors of a batch axis, one scale or one per
+    channel of ``axis``, equals onnxruntime's; a blocked one is refused by name."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    t = getattr(TensorProto, elem)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t))
+    shape = (2, 3, 4)
+    rng = np.random.default_rng(8)
+    n = shape[axis] if per_axis else 1
+    scale = (rng.random(n) * 0.1 + 0.01).astype(np.float32)
+    zp = rng.integers(np.iinfo(dtype).min // 2, np.iinfo(dtype).max // 2, n).astype(dtype)
+    if not per_axis:
+        scale, zp = scale.reshape(()), zp.reshape(())
+
+    def model(**attrs):
+        graph = helper.make_graph(
+            [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=axis, **attrs)],
+            "dq",
+            [helper.make_tensor_value_info("x", t, list(shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")],
+        )
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        m.ir_version = 9
+        return m
+
+    x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, shape, endpoint=True)
+    x = x.astype(dtype)
+    sess = ort.InferenceSession(model().SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"x": x})
+    (got,) = XaiBackend.prepare(model()).run([x])
+    assert got.dtype == np.float32 and got.shape == shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    if per_axis:
+        blocked = model()
+        blocked.opset_import[0].version = 21
+        blocked.graph.node[0].attribute.append(helper.make_attribute("block_size", 2))
+        with pytest.raises(CapabilityError, match="block_size"):
+            XaiBackend.prepare(blocked).run([x])
+
+
+def test_a_shape_the_model_returns_is_not_folded_when_lifting():
+    """A model returning ``Shape(x)`` beside an ArgMax over the batch axis is not lifted
+    (the lifted tensor's shape would be another): the first refusal is raised."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("ArgMax", ["x"], ["y"], axis=0),
+            helper.make_node("Shape", ["x"], ["s"]),
+        ],
+        "argmax_and_shape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.INT64, None),
+            helper.make_tensor_value_info("s", TensorProto.INT64, None),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(CapabilityError, match="ArgMax"):
+        XaiBackend.prepare(model).run([np.ones((3, 4), np.float32)])

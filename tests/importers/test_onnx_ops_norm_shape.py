@@ -381,3 +381,44 @@ def test_layer_norm_mean_and_inv_std_outputs_match_onnxruntime_and_torch():
     yt = 1 / torch.sqrt(var + 1e-3)
     (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
     np.testing.assert_allclose(gX, g.numpy(), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("p", "norm"),
+    [(2, lambda x: torch.linalg.vector_norm(x, 2, -1, True)), (1, lambda x: x.abs().sum(-1, True))],
+)
+def test_lp_normalization_of_an_all_zero_row_is_zero_as_onnxruntime_and_reference(p, norm):
+    """A slice whose norm is 0 gives 0 (onnxruntime, the ONNX reference), not NaN; the
+    gradient equals torch's of ``x / (norm + (norm == 0))`` and is finite."""
+    from onnx.reference import ReferenceEvaluator
+
+    data = model("LpNormalization", {"p": p})
+    X = RNG.standard_normal((3, *SHAPE)).astype(np.float32)
+    X[0, 2, :] = 0.0
+    X[2, :, :] = 0.0
+    got = xai.from_onnx(data).predict(X).reshape(X.shape)
+    (ref,) = ReferenceEvaluator(data).run(None, {"x": X})
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, _ort(data, X).reshape(X.shape), rtol=1e-5, atol=1e-6)
+    # the reference's p=1 sums x, not |x| (onnxruntime sums |x|): it is the oracle of the
+    # zero slices there, and of every value for p=2
+    np.testing.assert_array_equal(ref[0, 2], 0.0)
+    np.testing.assert_array_equal(ref[2], 0.0)
+    np.testing.assert_array_equal(got[0, 2], 0.0)
+    np.testing.assert_array_equal(got[2], 0.0)
+    if p == 2:
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+    net = xai.from_onnx(data)
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = Record()
+    X64 = X.astype(np.float64)
+    out = net.forward(X64, backend, record=record)
+    seed = RNG.standard_normal(out.shape)
+    gX, _ = net.vjp(seed, backend, record, param_grads=False)
+    xt = torch.tensor(X64, requires_grad=True)
+    n = norm(xt)
+    yt = xt / (n + (n == 0).to(n.dtype))
+    (want,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
+    assert np.isfinite(gX).all()
+    np.testing.assert_allclose(gX, want.numpy(), rtol=1e-6, atol=1e-8)

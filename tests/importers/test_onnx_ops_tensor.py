@@ -302,6 +302,82 @@ CASES = {
         (1, 3, 3),
         None,
     ),
+    "Resize_linear_half_pixel_symmetric_downscale": (
+        model(
+            [
+                node(
+                    "Resize",
+                    ["x", "", "sc"],
+                    ["y"],
+                    mode="linear",
+                    coordinate_transformation_mode="half_pixel_symmetric",
+                )
+            ],
+            (2, 5, 7),
+            {"sc": np.float32([1, 1, 0.6, 0.7])},  # 7 * 0.7 = 4.9: 4 columns, centred
+            opset=19,
+        ),
+        (2, 5, 7),
+        None,
+    ),
+    "Resize_nearest_axes_3_2_scales": (
+        model(
+            [
+                node(
+                    "Resize",
+                    ["x", "", "sc"],
+                    ["y"],
+                    axes=[3, -2],
+                    mode="nearest",
+                    coordinate_transformation_mode="asymmetric",
+                    nearest_mode="floor",
+                )
+            ],
+            (2, 3, 4),
+            {"sc": np.float32([2, 3])},
+            opset=18,
+        ),
+        (2, 3, 4),
+        _resize_torch("nearest", (3, 2)),
+    ),
+    "Resize_linear_axes_sizes_not_larger": (
+        model(
+            [
+                node(
+                    "Resize",
+                    ["x", "", "", "sz"],
+                    ["y"],
+                    axes=[2, 3],
+                    mode="linear",
+                    keep_aspect_ratio_policy="not_larger",
+                )
+            ],
+            (2, 3, 4),
+            {"sz": i64(7, 5)},
+            opset=18,
+        ),
+        (2, 3, 4),
+        None,
+    ),
+    "Resize_nearest_sizes_not_smaller": (
+        model(
+            [
+                node(
+                    "Resize",
+                    ["x", "", "", "sz"],
+                    ["y"],
+                    axes=[3, 2],
+                    mode="nearest",
+                    keep_aspect_ratio_policy="not_smaller",
+                )
+            ],
+            (2, 5, 4),
+            {"sz": i64(3, 2)},
+            opset=18,
+        ),
+        (2, 5, 4),
+        None,
+    ),
     "Slice_constant_opset9_attributes": (
         model(
             [

@@ -11,7 +11,8 @@ builds it, with two adaptations the native network asks for:
   does a model of those and the operators of
   :data:`~xai_core.importers.onnx_one_sample.LIFTABLE` (``ArgMax``, ``Concat``, ``CumSum``,
   ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Flatten``,
-  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``) that is refused
+  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``; and shape arithmetic,
+  :data:`~xai_core.importers.onnx_one_sample.FOLDED`, folded to constants first) that is refused
   at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
   axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that
   is refused too, the first refusal is raised; a time-major (``layout=0``) ``LSTM``,
@@ -28,7 +29,9 @@ builds it, with two adaptations the native network asks for:
   as the float32 tensor of the same values, which holds each exactly;
 - a model with no float input but integer (or boolean, as 1 and 0) ones, all of whose
   operators compute integers exactly in float64 (:data:`INTEGER_EXACT`: comparisons,
-  logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``), is fed those
+  logic, ``Max``, ``Trilu``, ``Where``, moves; ``Add``, ``Sub``, ``Mul``, ``Mod``; an
+  integer ``Div`` followed by its truncation toward zero; ``DequantizeLinear``, whose float
+  output is computed in float64: :data:`INTEGER_READ`), is fed those
   inputs as float64 (values up to 2**53); an integer output out of its type's range (ONNX
   would wrap it) is refused.
 
@@ -52,7 +55,7 @@ import numpy as np
 
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.importers.onnx_import import from_onnx
-from xai_core.importers.onnx_one_sample import LIFTABLE, REDUCE, batch_first, lift
+from xai_core.importers.onnx_one_sample import FOLDED, LIFTABLE, REDUCE, batch_first, lift
 from xai_core.importers.onnx_ops import is_numeric
 from xai_core.importers.onnx_reader import load_onnx_model
 from xai_core.optional import require
@@ -103,6 +106,7 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
         "GroupNormalization": (1, 2),
         "RMSNormalization": (1,),
         "QuantizeLinear": (1, 2),
+        "DequantizeLinear": (1, 2),
         "CumSum": (1,),
         "Split": (1,),
         "Slice": (1, 2, 3, 4),
@@ -115,13 +119,75 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
 #: Operators whose values on integers the network computes exactly in float64 (which holds
 #: every integer up to 2**53): comparisons, logic, extremes, selections, moves, casts; and
 #: Add, Sub, Mul, CumSum, ReduceSum while the result stays in the declared type's range
-#: (checked, as ONNX wraps around) and within 2**53.
+#: (checked, as ONNX wraps around) and within 2**53; ``Mod`` (``x - y * floor(x / y)``,
+#: or ``trunc`` for ``fmod=1``: the float64 quotient of such integers rounds to the exact
+#: one's floor and trunc). An integer ``Div`` is too, followed by its truncation toward
+#: zero (:func:`_truncated_division`).
 INTEGER_EXACT = frozenset(
     "Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant CumSum DepthToSpace "
     "Equal Expand Flatten Floor Gather Greater GreaterOrEqual Identity Less LessOrEqual Max "
-    "MaxPool Min Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
+    "MaxPool Min Mod Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
     "Slice SpaceToDepth Squeeze Sub Tile Transpose Trilu Unsqueeze Where Xor".split()
 )
+
+
+def _truncated_division(model: Any) -> tuple[Any, bool]:
+    """A copy of ``model`` in which each ``Div`` whose output is an integer tensor (onnx's
+    type inference) is followed by the truncation toward zero ONNX's integer ``Div`` does,
+    ``sign(q) * floor(|q|)``; and whether every ``Div`` was.
+
+    The float64 quotient of integers below 2**53 in magnitude truncates to the exact
+    integer quotient: a non-integer ``a / b`` is at least ``1 / |b|`` from an integer, and
+    its rounding error at most ``|a / b| * 2**-53``, which is less. A ``Div`` of another
+    output type is left as it is (and keeps the model out of the integer mode).
+    """
+    onnx = _onnx()
+    from onnx import helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(copy).graph
+    except Exception:
+        return copy, False
+    types = {
+        vi.name: vi.type.tensor_type.elem_type
+        for vi in [*inferred.input, *inferred.value_info, *inferred.output]
+    } | {t.name: t.data_type for t in inferred.initializer}
+    nodes = []
+    every = True
+    for node in copy.graph.node:
+        elem = types.get(node.output[0]) if node.op_type == "Div" else None
+        dtype = None
+        if elem:
+            try:
+                dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+            except Exception:
+                dtype = None
+        if dtype is None or dtype.kind not in "iu":
+            every = every and node.op_type != "Div"
+            nodes.append(node)
+            continue
+        y = node.output[0]
+        q, a, f, sg = (f"{y}__{part}" for part in ("quotient", "abs", "floor", "sign"))
+        node.output[0] = q
+        nodes.extend(
+            [
+                node,
+                helper.make_node("Abs", [q], [a]),
+                helper.make_node("Floor", [a], [f]),
+                helper.make_node("Sign", [q], [sg]),
+                helper.make_node("Mul", [sg, f], [y]),
+            ]
+        )
+    del copy.graph.node[:]
+    copy.graph.node.extend(nodes)
+    return copy, every
+
+
+#: Operators reading integers into a float output, computed in float64 and returned in the
+#: declared float type: ``DequantizeLinear``'s ``(x - zero_point) * scale``.
+INTEGER_READ = frozenset({"DequantizeLinear"})
 
 #: The largest integer fed as a float64 (every integer up to it is one exactly).
 _EXACT = 2**53
@@ -230,7 +296,12 @@ class XaiBackendRep(_BackendRep):
                 if (_integer(_elem_dtype(vi)) or _elem_dtype(vi).kind == "b")
                 and not _constant_only(model, vi.name)
             ]
-            inexact = sorted({n.op_type for n in model.graph.node} - INTEGER_EXACT)
+            exact = INTEGER_EXACT | INTEGER_READ
+            if any(n.op_type == "Div" for n in model.graph.node):
+                model, truncated = _truncated_division(model)
+                self.model = model
+                exact = exact | ({"Div"} if truncated else set())
+            inexact = sorted({n.op_type for n in model.graph.node} - exact)
             if not floats or inexact:
                 raise CapabilityError(
                     f"{self.where}: no floating-point input: the network's input is a float "
@@ -244,7 +315,7 @@ class XaiBackendRep(_BackendRep):
             self.dtype = "float64"
         self.float_inputs = [vi.name for vi in floats]
         self.elementwise = all(n.op_type in ELEMENTWISE for n in model.graph.node)
-        self.liftable = all(n.op_type in ELEMENTWISE | LIFTABLE for n in model.graph.node)
+        self.liftable = all(n.op_type in ELEMENTWISE | LIFTABLE | FOLDED for n in model.graph.node)
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
         self._onnx = onnx
         self._nets: dict[bytes, Any] = {}

@@ -11,8 +11,13 @@ sample of the original tensors, and the adapter removes the ``k`` axes from the 
 axis ``a`` (attribute or constant input) becomes ``a + k``, a negative one (counted from
 the end) stays, a default that names axes from the front (``ArgMax``'s 0, every axis
 of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a constant shape or
-repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones, and a ``Flatten``
-becomes the ``Reshape`` to ``(1,) * k`` and its two axes.
+repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones (an ``Expand`` to more
+axes than its input has gives the input those axes of 1 after the ``k`` first), a ``Flatten``
+becomes the ``Reshape`` to ``(1,) * k`` and its two axes. Before that, the shape
+arithmetic of :data:`FOLDED` (``Shape`` and ``Size`` of a tensor of known shape, and the
+nodes computing from them and constants alone: an expanded ``LayerNormalization``'s
+reduced shape, an expanded ``RMSNormalization``'s ``Range`` of axes) is folded into
+constants of the model's own shapes, which the rewrite then shifts as it does any other.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LIFTABLE", "REDUCE", "batch_first", "lift"]
+__all__ = ["FOLDED", "LIFTABLE", "REDUCE", "batch_first", "lift"]
 
 #: The ``Reduce*`` operators.
 REDUCE = frozenset(
@@ -36,6 +41,7 @@ _AXIS: dict[str, int | None] = {
     "ArgMin": 0,
     "Compress": None,
     "Concat": None,
+    "DequantizeLinear": 1,
     "Gather": 0,
     "Hardmax": None,
     "LayerNormalization": None,
@@ -56,6 +62,97 @@ LIFTABLE = frozenset(
     {*REDUCE, *_AXIS, *_UNCHANGED, "CumSum", "MeanVarianceNormalization", "Slice"}
     | {"Expand", "Flatten", "Reshape", "Squeeze", "Tile", "Unsqueeze"}
 )
+
+
+#: Operators of shape arithmetic that :func:`lift` folds into constants (``Shape`` and
+#: ``Size`` of a tensor whose shape is known, and these on constants alone); a model
+#: holding one it cannot fold is not lifted.
+FOLDED = frozenset({"ConstantOfShape", "Range", "Shape", "Size"})
+
+#: Operators evaluated on constants while folding shape arithmetic (with onnx's reference
+#: evaluator), when their inputs are all constants and one comes from a folded ``Shape``
+#: or ``Size``, or all are integers, or the operator is one of :data:`FOLDED`.
+_FOLDABLE = FOLDED | {
+    "Add", "Cast", "Concat", "Div", "Gather", "Identity", "Mul", "Neg", "Slice", "Squeeze",
+    "Sub", "Unsqueeze",
+}  # fmt: skip
+
+
+def _fold_shapes(model: Any, shapes: dict[str, tuple[int | None, ...]], opset: int) -> None:
+    """Replace the shape arithmetic of ``model`` by initialisers, in place.
+
+    A ``Shape`` or ``Size`` of a tensor whose shape (before lifting) is fully known becomes
+    its value; then each node of :data:`_FOLDABLE` whose inputs are all constants (one at
+    least so derived, or all integers, or the node one of :data:`FOLDED`) is evaluated.
+    The folded nodes are removed; the rest are kept. When a folded value is a graph
+    output, nothing is folded (lifted, that shape would be another).
+    """
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    graph = model.graph
+    values: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute:
+            a = node.attribute[0]
+            if a.name == "value":
+                values[node.output[0]] = numpy_helper.to_array(a.t)
+            elif a.name in ("value_int", "value_ints", "value_float", "value_floats"):
+                kind = np.int64 if "int" in a.name else np.float32
+                values[node.output[0]] = np.asarray(helper.get_attribute_value(a), kind)
+    derived: set[str] = set()
+    folded = []
+    for node in graph.node:
+        op = node.op_type
+        if op in ("Shape", "Size"):
+            shape = shapes.get(node.input[0])
+            if shape is None or None in shape:
+                continue
+            if op == "Size":
+                value = np.asarray(int(np.prod(shape, dtype=np.int64)), np.int64)
+            else:
+                attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+                start, end = attrs.get("start", 0), attrs.get("end")
+                value = np.asarray(shape[start:end], np.int64)
+        elif op in _FOLDABLE and all(i in values for i in node.input if i):
+            ins = [values[i] for i in node.input if i]
+            if not (
+                op in FOLDED
+                or any(i in derived for i in node.input)
+                or all(v.dtype.kind in "iu" for v in ins)
+            ):
+                continue
+            with np.errstate(all="ignore"):
+                ref = ReferenceEvaluator(node, opsets={"": opset})
+                feeds = {i: values[i] for i in node.input if i}
+                outs = ref.run(None, feeds)
+            if len(outs) != len(node.output):
+                continue
+            for name, out in zip(node.output, outs, strict=True):
+                values[name] = np.asarray(out)
+                derived.add(name)
+            folded.append(node)
+            continue
+        else:
+            continue
+        values[node.output[0]] = value
+        derived.add(node.output[0])
+        folded.append(node)
+    if not folded:
+        return
+    outputs = {vi.name for vi in graph.output}
+    if any(o in outputs for n in folded for o in n.output):
+        # a shape the model returns would be the lifted tensor's: nothing is folded, and
+        # the model (its Shape or Size not rewritten) is not lifted
+        return
+    kept = [n for n in graph.node if n not in folded]
+    needed = {i for n in kept for i in n.input}
+    for node in folded:
+        for name in node.output:
+            if name in needed:
+                graph.initializer.append(numpy_helper.from_array(values[name], name))
+    del graph.node[:]
+    graph.node.extend(kept)
 
 
 def _shift(axes: Any, k: int) -> list[int]:
@@ -94,6 +191,7 @@ def lift(
     """
     from onnx import helper, numpy_helper
 
+    _fold_shapes(model, shapes, opset)
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     for node in graph.node:  # a Constant node's tensor reads as an initialiser's
@@ -131,6 +229,7 @@ def lift(
         t = inits.get(node.input[i])
         return False if t is None else numpy_helper.to_array(t)
 
+    inserted: list[tuple[Any, Any]] = []  # (node, the node to put before it)
     for node in graph.node:
         op = node.op_type
         shape = shapes.get(node.input[0]) if node.input else None
@@ -165,6 +264,23 @@ def lift(
             if given is None or given is False:
                 return False
             set_input(node, 1, np.concatenate([np.ones(k, given.dtype), np.ravel(given)]))
+            if op == "Expand" and rank is not None and given.size > rank:
+                # a target of more axes than the input: ONNX aligns them from the end, so
+                # the input takes the missing axes of 1 after the k new ones (an Unsqueeze
+                # before the Expand), and the k leading axes stay the first
+                extra = given.size - rank
+                name = f"{node.output[0]}__input_0_unsqueezed"
+                axes = list(range(k, k + extra))
+                if opset >= 13:
+                    axes_name = f"{name}_axes"
+                    graph.initializer.append(
+                        numpy_helper.from_array(np.asarray(axes, np.int64), axes_name)
+                    )
+                    before = helper.make_node("Unsqueeze", [node.input[0], axes_name], [name])
+                else:
+                    before = helper.make_node("Unsqueeze", [node.input[0]], [name], axes=axes)
+                node.input[0] = name
+                inserted.append((node, before))
         elif op == "Flatten":  # to 2-D: a Reshape to (1,) * k + its two axes
             axis = attr(node, "axis")
             axis = 1 if axis is None else int(axis)
@@ -206,6 +322,15 @@ def lift(
                 set_attr(node, "axes", _shift(axes, k))
         else:
             return False
+    if inserted:
+        before = {n.output[0]: b for n, b in inserted}  # outputs are unique
+        nodes = []
+        for n in graph.node:
+            if n.output and n.output[0] in before:
+                nodes.append(before[n.output[0]])
+            nodes.append(n)
+        del graph.node[:]
+        graph.node.extend(nodes)
     return True
 
 

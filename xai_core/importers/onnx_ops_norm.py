@@ -10,7 +10,8 @@ broadcasting arithmetic with constants, so its gradient is that of the compositi
 - ``GroupNormalization`` (opset 21): per sample and group of channels, then a per-channel
   scale and bias;
 - ``MeanVarianceNormalization``: ``(x - mean) / (std + 1e-9)`` over ``axes``;
-- ``LpNormalization``: ``x / ||x||_p`` along ``axis`` (p 1 or 2).
+- ``LpNormalization``: ``x / ||x||_p`` along ``axis`` (p 1 or 2), 0 where the norm is 0
+  (as the ONNX reference and onnxruntime give).
 
 Scales and biases are constants (initialisers, or inputs of another batch size, which the
 backend adapter folds in).
@@ -142,7 +143,13 @@ def op_mvn(b: Builder, node: IRNode) -> None:
 
 
 def op_lp_norm(b: Builder, node: IRNode) -> None:
-    """``LpNormalization``: ``x / ||x||_p`` along ``axis``, p 1 or 2."""
+    """``LpNormalization``: ``x / ||x||_p`` along ``axis``, p 1 or 2.
+
+    Where the norm is 0 (an all-zero slice) the output is 0, not ``0 / 0``: the divisor is
+    ``norm + (norm == 0)``, so such a slice is divided by 1. The comparison has derivative 0
+    and the norms' derivatives are 0 at 0, so the gradient there is that of ``x / 1``; it
+    is unchanged elsewhere.
+    """
     x = node.inputs[0]
     rank = b.rank(node, x)
     axis = _axis(b, node, int(node.attrs.get("axis", -1)), rank)
@@ -155,7 +162,10 @@ def op_lp_norm(b: Builder, node: IRNode) -> None:
         norm = b.add(node, nn.Reduce("sum", (axis,), keepdims=True), a, suffix="/norm")
     else:
         raise b.fail(node, f"p must be 1 or 2; got {p}.")
-    b.add(node, nn.Divide(), [src, norm])
+    zero = b.value_node(node, np.zeros([1] * rank), rank)
+    is_zero = b.add(node, nn.Compare("equal"), [norm, zero], suffix="/is_zero")
+    safe = b.add(node, nn.Add(), [norm, is_zero], suffix="/safe_norm")
+    b.add(node, nn.Divide(), [src, safe])
 
 
 _CONST = "constant scale and bias"

@@ -8,7 +8,7 @@ matrix along the axis; ``CastLike`` (and ``Cast`` of an activation) to float32 o
 is an identity (the network computes in its own dtype; the output's declared type is the
 caller's to apply), to a narrower type (float16, bfloat16, float8, int4) a
 :class:`~xai_core.nn.CastTo` rounding the values to that type's; ``QuantizeLinear`` is ``clip(round(x / scale) + zero_point)``;
-``Size`` folds when the batch size is fixed.
+``DequantizeLinear`` ``(x - zero_point) * scale`` (per tensor or per axis); ``Size`` folds when the batch size is fixed.
 """
 
 from __future__ import annotations
@@ -199,6 +199,55 @@ def op_quantize_linear(b: Builder, node: IRNode) -> None:
     b.add(node, nn.Clip(float(info.min), float(info.max)), shifted)
 
 
+def op_dequantize_linear(b: Builder, node: IRNode) -> None:
+    """``DequantizeLinear``: ``(x - zero_point) * scale``, per tensor (one scale) or per
+    axis (a 1-D scale along ``axis``, not the batch's); constant scale and zero point.
+
+    ``x`` arrives as floats holding its integers (or float8, float4 values) exactly; the
+    subtraction and product are the network's, so the gradient is ``scale``.
+    """
+    x = node.inputs[0]
+    if node.attrs.get("block_size", 0):
+        raise b.fail(node, "blocked quantisation (block_size) is not supported.")
+    scale = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64)
+    zp = np.asarray(b.numbers(node, node.inputs[2]), np.float64) if _given(node, 2) else None
+    if not b.is_act(x):
+        v = np.asarray(b.numbers(node, x), np.float64)
+        if scale.size != 1 or (zp is not None and zp.size != 1):
+            raise b.fail(node, "a constant input of per-axis scales is not folded.")
+        out = (v - (0.0 if zp is None else float(zp.reshape(-1)[0]))) * float(scale.reshape(-1)[0])
+        _store(b, node, out.astype(b.g.dtype))
+        return
+    rank = b.rank(node, x)
+    shape = [1] * rank
+    if scale.size == 1:
+        if zp is not None and zp.size != 1:
+            raise b.fail(node, f"one scale and a zero point of shape {zp.shape}.")
+        scale, zp = scale.reshape(-1)[:1], None if zp is None else zp.reshape(-1)[:1]
+    else:
+        if scale.ndim != 1 or (zp is not None and zp.shape != scale.shape):
+            raise b.fail(
+                node,
+                f"a scale of shape {scale.shape} and a zero point of shape "
+                f"{None if zp is None else zp.shape}: per tensor or 1-D per axis only.",
+            )
+        axis = int(node.attrs.get("axis", 1))
+        a = _axis(b, node, axis, rank)  # per sample
+        size = b.g.shape_of(b.node_of(node, x))[a]
+        if size != scale.size:
+            raise b.fail(node, f"{scale.size} scales for axis {axis} of size {size}.")
+        shape[a + 1] = scale.size
+    src = b.node_of(node, x)
+    if zp is not None and np.any(zp != 0):
+        src = b.add(
+            node,
+            nn.Subtract(),
+            [src, b.value_node(node, zp.reshape(shape), rank)],
+            suffix="/centred",
+        )
+    b.add(node, nn.Multiply(), [src, b.value_node(node, scale.reshape(shape), rank)])
+
+
 def op_size(b: Builder, node: IRNode) -> None:
     """``Size``: folded, from the per-sample shape and the batch size the input fixes."""
     x = node.inputs[0]
@@ -230,6 +279,13 @@ for _op, _fn, _since, _folds, _limits in [
         10,
         False,
         "per tensor; int8 or uint8; constant scale and zero point (gradient 0)",
+    ),
+    (
+        "DequantizeLinear",
+        op_dequantize_linear,
+        10,
+        False,
+        "per tensor or per axis (not the batch's); constant scale and zero point; not blocked",
     ),
     ("Size", op_size, 1, True, "folded: a constant, or an activation with a fixed batch size"),
 ]:

@@ -391,6 +391,9 @@ def _resize_matrix(n_in: int, n_out: int, scale: float, attrs: dict, mode: str) 
         x = (o + 0.5) / scale - 0.5
     elif ctm == "pytorch_half_pixel":
         x = (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
+    elif ctm == "half_pixel_symmetric":  # half_pixel, centred when n_out != n_in * scale
+        offset = n_in / 2 * (1 - n_out / (n_in * scale))
+        x = offset + (o + 0.5) / scale - 0.5
     elif ctm == "align_corners":  # the resized length unrounded (n_in * scale), as ONNX's
         size = n_in * scale
         x = o * (n_in - 1) / (size - 1) if n_out > 1 and size > 1 else np.zeros_like(o)
@@ -426,7 +429,13 @@ def op_resize(b: Builder, node: IRNode) -> None:
     a = node.attrs
     mode = a.get("mode", "nearest")
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    modes = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+    modes = (
+        "half_pixel",
+        "half_pixel_symmetric",
+        "pytorch_half_pixel",
+        "align_corners",
+        "asymmetric",
+    )
     if mode not in ("nearest", "linear") or ctm not in modes:
         raise b.fail(
             node,
@@ -440,10 +449,20 @@ def op_resize(b: Builder, node: IRNode) -> None:
         "ceil",
     ):
         raise b.fail(node, f"unknown nearest_mode {a['nearest_mode']!r}.")
-    if a.get("antialias", 0) or a.get("axes") is not None or a.get("exclude_outside", 0):
-        raise b.fail(node, "antialias, axes and exclude_outside are not supported.")
+    if a.get("antialias", 0) or a.get("exclude_outside", 0):
+        raise b.fail(node, "antialias and exclude_outside are not supported.")
+    given_axes = a.get("axes")
+    axes = list(range(4)) if given_axes is None else [int(v) % 4 for v in given_axes]
+    if any(not -4 <= int(v) < 4 for v in given_axes or ()) or len(set(axes)) != len(axes):
+        raise b.fail(node, f"axes {list(given_axes)} of a rank-4 tensor.")
+    policy = a.get("keep_aspect_ratio_policy", "stretch")
     if _given(node, 3):
-        raw = list(np.asarray(b.value(node, node.inputs[3])).reshape(-1))
+        listed = list(np.asarray(b.value(node, node.inputs[3])).reshape(-1))
+        if len(listed) != len(axes):
+            raise b.fail(node, f"{len(listed)} sizes for the axes {axes}.")
+        raw = [BATCH, c, h, w]
+        for d, v in zip(axes, listed, strict=True):
+            raw[d] = v
         batch_kept = bool(raw) and (raw[0] is BATCH or (b.batch is not None and raw[0] == b.batch))
         sizes = [0 if v is BATCH else int(v) for v in raw]
         if len(sizes) != 4 or not batch_kept or sizes[1] != c or min(sizes[2:]) < 1:
@@ -452,11 +471,28 @@ def op_resize(b: Builder, node: IRNode) -> None:
                 f"sizes {raw} must keep the batch size and the {c} channels and resize height "
                 "and width only.",
             )
-        if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-            raise b.fail(node, "keep_aspect_ratio_policy other than 'stretch'.")
-        (oh, ow), scales = sizes[2:], [sizes[2] / h, sizes[3] / w]
+        if policy == "stretch":
+            (oh, ow), scales = sizes[2:], [sizes[2] / h, sizes[3] / w]
+        elif policy in ("not_larger", "not_smaller") and set(axes) <= {2, 3}:
+            # one scale for the listed axes, the smallest or largest asked; sizes rounded
+            # half up from it (as the ONNX reference and onnxruntime)
+            ratios = [sizes[d] / (h, w)[d - 2] for d in axes]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            scales = [scale if d in axes else 1.0 for d in (2, 3)]
+            oh, ow = (int(scale * n + 0.5) if d in axes else n for d, n in ((2, h), (3, w)))
+        else:
+            raise b.fail(
+                node,
+                f"keep_aspect_ratio_policy={policy!r} over the axes {axes}; supported: stretch, "
+                "or not_larger and not_smaller over height and width.",
+            )
     elif _given(node, 2):
-        full = [float(v) for v in _plain(b, node, node.inputs[2]).reshape(-1)]
+        listed = [float(v) for v in _plain(b, node, node.inputs[2]).reshape(-1)]
+        if len(listed) != len(axes):
+            raise b.fail(node, f"{len(listed)} scales for the axes {axes}.")
+        full = [1.0] * 4
+        for d, v in zip(axes, listed, strict=True):
+            full[d] = v
         if len(full) != 4 or full[:2] != [1.0, 1.0] or min(full) <= 0:
             raise b.fail(node, f"scales {full} must be 1 on the batch and channel axes, > 0 else.")
         scales = full[2:]
@@ -504,7 +540,8 @@ for _op, _fn, _since, _limits in [
         op_resize,
         11,
         "NCHW images, H and W; nearest (any nearest_mode) and linear with half_pixel, "
-        "pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes; no antialias",
+        "half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes (axes "
+        "given or not; keep_aspect_ratio_policy over H and W); no antialias",
     ),
     ("Slice", op_slice, 1, "activations: positive steps, not the batch axis; any on constants"),
     ("MatMul", op_matmul, 1, "activations or constants, broadcasting, >= 2-D operands"),
