@@ -39,6 +39,7 @@ import numpy as np
 
 from xai_core.kernels import scratch
 from xai_core.kernels.conv_ops import ConvGeometry
+from xai_core.kernels.depthwise import depthwise_channels_last
 from xai_core.kernels.weight_cache import derived
 
 __all__ = ["fast_kind", "conv2d_taps", "conv2d_taps_vjp", "crop", "taps_input"]
@@ -228,6 +229,35 @@ def _depthwise(xp, weight, bias, geom, out_hw):
     return out.reshape(n, oh, ow, -1).transpose(0, 3, 1, 2)
 
 
+def _compiled_depthwise(xp, weight, bias, geom):
+    """:func:`_depthwise` by the compiled loop of :mod:`~xai_core.kernels.depthwise` on the
+    padded activation (so no padding is left to it), or None (a weight not finite)."""
+    if weight.shape[0] != xp.shape[3]:  # a depth multiplier
+        return None
+    flat = geom._replace(pads=(0, 0, 0, 0))
+    return depthwise_channels_last(xp.transpose(0, 3, 1, 2), weight, bias, flat)
+
+
+def _depthwise_adjoint(grad, weight, geom, hw):
+    """The input gradient of a stride-1 depthwise convolution, one kernel per channel, as the
+    compiled depthwise loop over ``grad`` by the flipped kernel (the adjoint of a stride-1
+    correlation), or None where that does not apply (a padding wider than the kernel's
+    reach, a weight not finite).
+
+    The adjoint pads ``grad`` by the kernel's reach less the forward padding on each side,
+    so the input pixels come out exactly (the forward padding's are never made).
+    """
+    (kh, kw), (dh, dw), (t, b, left, r) = geom.kernel, geom.dilation, geom.pads
+    pads = ((kh - 1) * dh - t, (kh - 1) * dh - b, (kw - 1) * dw - left, (kw - 1) * dw - r)
+    if min(pads) < 0:
+        return None
+    flipped = derived(weight, "flipped", lambda w: np.ascontiguousarray(w[:, :, ::-1, ::-1]))
+    gx = depthwise_channels_last(grad, flipped, None, geom._replace(pads=pads))
+    if gx is not None and tuple(gx.shape[2:]) != tuple(hw):  # (a ceil-mode remainder)
+        return None
+    return gx
+
+
 def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
     n, c = xp.shape[0], xp.shape[3]
     f, _, kh, kw = weight.shape
@@ -244,6 +274,10 @@ def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
             np.multiply(gh, src, out=tmp)
             dw[t] = tmp.reshape(-1, *wt.shape[1:]).sum(axis=0)
         gw = dw.reshape(kh * kw, f).T.reshape(weight.shape)
+    if input_grad and wt.ndim == 2 and geom.strides == (1, 1):
+        gx = _depthwise_adjoint(grad, weight, geom, hw)
+        if gx is not None:
+            return gx, gw
     if input_grad:
         gxp = scratch.zeros(xp.shape, xp.dtype)
         for t, index in _slices(geom, oh, ow):
@@ -560,7 +594,8 @@ def conv2d_taps(
         ph = _phases(x, geom)
         return _taps(ph, weight, bias, geom, out_hw), ph
     xp = _pad_channels_last(x, geom.pads)
-    return _depthwise(xp, weight, bias, geom, out_hw), xp
+    y = _compiled_depthwise(xp, weight, bias, geom)
+    return (_depthwise(xp, weight, bias, geom, out_hw) if y is None else y), xp
 
 
 def conv2d_taps_vjp(
