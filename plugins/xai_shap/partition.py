@@ -40,6 +40,7 @@ __all__ = [
     "MAX_BANK_ELEMENTS",
     "check_partition",
     "owen_values",
+    "row_bytes",
 ]
 
 #: shap's default budget per row of its Partition explainer.
@@ -59,6 +60,13 @@ def check_partition(max_evals: int | None) -> int:
             f"input and one split of the root); got max_evals={max_evals}."
         )
     return budget
+
+
+def row_bytes(max_evals: int, n_players: int, n_outputs: int, n_explained: int) -> int:
+    """Bytes one row holds during its walk: its masks, every output of its masked inputs,
+    and its explained outputs' node values (twice, in the credit pass) and leaf values."""
+    m = max(n_players, 1)
+    return (max_evals + 4) * (m + 8 * max(n_outputs, 1)) + 24 * m * max(n_explained, 1)
 
 
 Evaluate = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -115,9 +123,7 @@ def owen_values(
         outputs = np.broadcast_to(np.arange(n_out), (n_rows, n_out))
     outputs = np.asarray(outputs, dtype=np.int64)
     k = outputs.shape[1]
-    # bytes per row: masks, the outputs of masked inputs, node values (twice) and leaf values
-    per_row = (max_evals + 4) * (max(m, 1) + 8 * n_out) + 24 * max(m, 1) * k
-    rows_per_chunk = max(1, MAX_BANK_ELEMENTS // per_row)
+    rows_per_chunk = max(1, MAX_BANK_ELEMENTS // row_bytes(max_evals, m, n_out, k))
     values, bases = [], []
     with progress_bar(n_rows, progress=progress, desc="Partition SHAP", unit="row") as bar:
         for start in range(0, n_rows, rows_per_chunk):
