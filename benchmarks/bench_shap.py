@@ -42,6 +42,12 @@ KMeans, seed 0), the same array for every contestant, each centre weighted equal
    per row as the plugin seeds it (tests/plugins/test_shap_partition.py), so only the
    times are compared here.
 
+5. ``[zoo]`` (``--zoo``, or ``--only-zoo`` alone; minutes): ``algorithm="partition"`` on
+   torchvision's resnet18 (random weights, 1000 outputs) at 224 x 224, one image,
+   ``mask_value="blur(16,16)"``, ``max_evals=200``, target 0, against
+   ``shap.explainers.Partition`` with ``shap.maskers.Image("blur(16,16)")`` on the same torch
+   function, at 1 and 2 threads, medians of ``--repeats`` interleaved.
+
 ``--threads N`` limits the BLAS threads (threadpoolctl) for the whole run; on a shared
 machine ``--threads 1`` gives steadier figures.
 """
@@ -565,6 +571,57 @@ def partition_section(models, X, bg, repeats: int) -> None:
             print(f"  {name:<32} {t_ours * 1e3:10.1f} {t_shap * 1e3:9.1f} {t_shap / t_ours:11.2f}x")
 
 
+def zoo_section(repeats: int) -> None:
+    """Partition SHAP on torchvision's resnet18 (random weights, 1000 outputs) at 224 x 224,
+    one image, blur(16,16), max_evals=200, target 0: the plugin against shap's
+    PartitionExplainer on the same torch function, at 1 and 2 threads, interleaved medians."""
+    import shap
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    net = torchvision.models.resnet18(weights=None).eval()
+
+    def forward(A):  # (k, 224, 224, 3) -> (k, 1000), float32 inside, float64 out
+        x = torch.from_numpy(np.ascontiguousarray(np.asarray(A, dtype=np.float32)))
+        with torch.no_grad():
+            return net(x.reshape(len(x), 224, 224, 3).permute(0, 3, 1, 2)).double().numpy()
+
+    image = np.random.default_rng(0).random((1, 224, 224, 3))
+    f64 = xai.get_backend("cpu", dtype="float64")
+
+    def ours():
+        return xai.explain(
+            forward, image, method="shap", algorithm="partition", mask_value="blur(16,16)",
+            max_evals=200, target=0, seed=0, backend=f64, batch_size=65536, progress=False,
+        ).values[0]  # fmt: skip
+
+    from xai_core.attribution.seeds import row_seeds
+
+    def theirs():
+        np.random.seed(int(row_seeds(0, [0])[0]))  # noqa: NPY002 - shap's ties, seeded as ours
+        explainer = shap.explainers.Partition(
+            forward, shap.maskers.Image("blur(16,16)", (224, 224, 3))
+        )
+        return explainer(image, max_evals=200, silent=True).values[0][..., 0]
+
+    headline_header(
+        f"resnet18 (random weights, 1000 outputs), 1 image 224x224, blur(16,16), "
+        f"max_evals=200, target 0; shap {shap.__version__} PartitionExplainer as anchor, "
+        f"medians of {repeats}, interleaved"
+    )
+    for threads in THREADS:
+        with pinned(threads):
+            (t_ours, v_ours), (t_shap, v_shap) = interleaved(ours, theirs, repeats=repeats)
+        headline_row(
+            "partition, resnet18 224px, 200 evals",
+            threads,
+            t_shap,
+            t_ours,
+            note=f"max |ours - shap| {np.abs(v_ours - v_shap).max():.1e}",
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -582,7 +639,16 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="limit BLAS threads (threadpoolctl); default: as is",
     )
+    parser.add_argument(
+        "--zoo",
+        action="store_true",
+        help="also time partition SHAP on torchvision's resnet18 (slow: minutes)",
+    )
+    parser.add_argument("--only-zoo", action="store_true", help="run only the [zoo] section")
     args = parser.parse_args(argv)
+    if args.only_zoo:
+        zoo_section(args.repeats)
+        return 0
     if args.threads is not None:
         from threadpoolctl import threadpool_limits
 
@@ -608,6 +674,8 @@ def main(argv: list[str] | None = None) -> int:
         backends_section(models, X, bg, X_train, args.repeats)
     if "partition" not in args.skip:
         partition_section(models, X, bg, args.repeats)
+    if args.zoo:
+        zoo_section(args.repeats)
     return 0
 
 

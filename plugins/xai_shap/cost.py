@@ -8,8 +8,9 @@ rows, ``K`` outputs:
 - ``permutation``: ``n * max_evals * B`` model rows; one permutation's masked rows at a time;
 - ``kernel``: ``n * max_evals * B`` model rows; the coalition design of a chunk of rows
   (at least one), ``max_evals * (8 M + 8 (K + 2))`` bytes per row of the chunk;
-- ``partition``: ``n * max_evals * B`` model rows (``B = 1`` on images); the masks of a
-  chunk of rows, ``max_evals * M`` bytes per row of it;
+- ``partition``: ``n * max_evals * B`` model rows (``B = 1`` on images); the masks and
+  masked outputs of a chunk of rows, ``max_evals * (M + 8 K) + 24 M k`` bytes per row of it
+  (``k`` explained outputs: 1, or ``K`` with ``all_classes``);
 - ``tree`` and ``linear`` (shap's own solvers): no estimate.
 """
 
@@ -80,7 +81,7 @@ def shap_cost(explainer: Any, runner: ModelRunner, X: np.ndarray) -> Cost | None
 
 
 def _partition_cost(explainer: Any, runner: ModelRunner, X: np.ndarray, bg: int) -> Cost | None:
-    from xai_shap.partition import MAX_BANK_ELEMENTS, check_partition
+    from xai_shap.partition import MAX_BANK_ELEMENTS, check_partition, row_bytes
     from xai_shap.partition_run import partition_layout
 
     try:
@@ -92,7 +93,9 @@ def _partition_cost(explainer: Any, runner: ModelRunner, X: np.ndarray, bg: int)
         return None
     n, m = len(X), int(np.prod(X.shape[1:]))
     bg = 1 if image else bg
-    chunk = max(1, MAX_BANK_ELEMENTS // ((per_row + 4) * max(m, 1)))
-    peak = min(chunk, n) * (per_row + 4) * m * 2
+    k = runner.n_outputs or 1
+    one_row = row_bytes(per_row, m, k, k if explainer.all_classes else 1)
+    chunk = max(1, MAX_BANK_ELEMENTS // one_row)
+    peak = min(chunk, n) * one_row
     detail = f"{n} rows x {per_row:,} evaluations x {bg} background row{'s' if bg != 1 else ''}"
     return Cost(n * (per_row * bg + 1), int(peak), detail, "lower max_evals or the background")

@@ -356,9 +356,11 @@ class ShapExplainer(Explainer):
             seeds=self.row_seeds(len(X)),
             fixed_context=self.fixed_context,
             progress=self.progress,
+            outputs=None if self.all_classes else target[:, None],
         )
         rows = np.arange(len(X))
-        chosen = values[rows, :, target]
+        # only the targets' values are carried through the walk unless every class is asked for
+        chosen = values[rows, :, target] if self.all_classes else values[:, :, 0]
         base_values = base[rows, target]
         meta: dict[str, Any] = {
             "algorithm": "partition",

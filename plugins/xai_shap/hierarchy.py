@@ -19,6 +19,7 @@ its leaves as one contiguous range of a depth-first leaf order, and its size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,8 @@ class Hierarchy:
         Each node's leaves are ``order[start : start + size]``.
     order : ndarray of int64 of shape (M,)
         The leaves in depth-first (left first) order.
+    levels : tuple of ndarray of int64
+        The internal nodes by depth (computed once, on first use).
     """
 
     Z: np.ndarray
@@ -84,6 +87,19 @@ class Hierarchy:
         order = np.empty(m, dtype=np.int64)
         order[start[:m]] = np.arange(m)
         return cls(Z, m, left, right, start, size, order)
+
+    @cached_property
+    def levels(self) -> tuple[np.ndarray, ...]:
+        """The internal nodes by depth, the root's level first (int64 arrays)."""
+        out = []
+        frontier = np.array([2 * self.n_leaves - 2], dtype=np.int64)
+        while len(frontier):
+            inner = frontier[frontier >= self.n_leaves]
+            if not len(inner):
+                break
+            out.append(inner)
+            frontier = np.concatenate([self.left[inner], self.right[inner]])
+        return tuple(out)
 
 
 def image_tree(shape: tuple[int, int, int]) -> np.ndarray:

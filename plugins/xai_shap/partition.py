@@ -40,6 +40,7 @@ __all__ = [
     "MAX_BANK_ELEMENTS",
     "check_partition",
     "owen_values",
+    "row_bytes",
 ]
 
 #: shap's default budget per row of its Partition explainer.
@@ -61,6 +62,13 @@ def check_partition(max_evals: int | None) -> int:
     return budget
 
 
+def row_bytes(max_evals: int, n_players: int, n_outputs: int, n_explained: int) -> int:
+    """Bytes one row holds during its walk: its masks, every output of its masked inputs,
+    and its explained outputs' node values (twice, in the credit pass) and leaf values."""
+    m = max(n_players, 1)
+    return (max_evals + 4) * (m + 8 * max(n_outputs, 1)) + 24 * m * max(n_explained, 1)
+
+
 Evaluate = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -74,8 +82,9 @@ def owen_values(
     fixed_context: int | None = None,
     progress: bool | None = None,
     n_outputs: int = 1,
+    outputs: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Owen values of every output for ``n_rows`` rows over ``tree``.
+    """Owen values of the explained outputs for ``n_rows`` rows over ``tree``.
 
     Parameters
     ----------
@@ -92,23 +101,34 @@ def owen_values(
     fixed_context : {None, 0, 1}
     progress : bool or None
     n_outputs : int, default=1
-        The model's outputs, to size the chunks of rows (each row holds its masks and a
-        value per node and output).
+        The model's outputs, to size the chunks of rows (each row holds its masks and the
+        outputs of its masked inputs).
+    outputs : ndarray of int of shape (n_rows, k) or None
+        The outputs explained per row (None: all ``n_outputs``). The queue is still
+        ordered over every output, as shap's explainer called without ``outputs=``, so the
+        values of an output do not depend on which others are explained; only the
+        explained outputs' values are kept per node and spread over the leaves.
 
     Returns
     -------
-    values : ndarray of float64 of shape (n_rows, M, n_outputs)
+    values : ndarray of float64 of shape (n_rows, M, k)
+        ``k = n_outputs`` when ``outputs`` is None; column ``j`` of row ``r`` is output
+        ``outputs[r, j]``.
     base : ndarray of float64 of shape (n_rows, n_outputs)
-        ``f00`` per row.
+        ``f00`` per row, every output.
     """
     m = tree.n_leaves
-    per_row = (max_evals + 4) * max(m, 1) + 16 * max(m, 1) * max(n_outputs, 1)  # bytes
-    rows_per_chunk = max(1, MAX_BANK_ELEMENTS // per_row)
+    n_out = max(n_outputs, 1)
+    if outputs is None:
+        outputs = np.broadcast_to(np.arange(n_out), (n_rows, n_out))
+    outputs = np.asarray(outputs, dtype=np.int64)
+    k = outputs.shape[1]
+    rows_per_chunk = max(1, MAX_BANK_ELEMENTS // row_bytes(max_evals, m, n_out, k))
     values, bases = [], []
     with progress_bar(n_rows, progress=progress, desc="Partition SHAP", unit="row") as bar:
         for start in range(0, n_rows, rows_per_chunk):
             rows = np.arange(start, min(start + rows_per_chunk, n_rows))
-            v, b = _walk(evaluate, rows, tree, max_evals, seeds[rows], fixed_context)
+            v, b = _walk(evaluate, rows, tree, max_evals, seeds[rows], fixed_context, outputs[rows])
             values.append(v)
             bases.append(b)
             bar.update(len(rows))
@@ -122,8 +142,14 @@ def _walk(
     max_evals: int,
     seeds: np.ndarray,
     fixed_context: int | None,
+    outputs: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The walk of a chunk of rows, in lockstep; see :func:`owen_values`."""
+    """The walk of a chunk of rows, in lockstep; see :func:`owen_values`.
+
+    A queued node refers to the outputs of its two coalitions (``f00``, ``f11``) by their
+    slots in ``f_bank`` (every output of every masked input of the row): the priority
+    reads every output, the credits only the explained ones (``outputs``).
+    """
     m, n = tree.n_leaves, len(rows)
     budget = max_evals - 2
     leaf_pos = tree.start[:m]  # position of each leaf in the depth-first order
@@ -131,37 +157,48 @@ def _walk(
     ends = np.zeros((n, 2, m), dtype=bool)
     ends[:, 1] = True
     f_ends = evaluate(np.repeat(rows, 2), ends.reshape(2 * n, m)).reshape(n, 2, -1)
-    f00, f11 = f_ends[:, 0], f_ends[:, 1]
+    f00 = f_ends[:, 0]
     n_out = f00.shape[1]
+    k_out = outputs.shape[1]
     per_node = 4 if fixed_context is None else 2
     max_expand = budget // 2 + 2
     # tie-breaking draws, as shap's np.random.randn() per queued node, in push order
     ties = np.stack([np.random.RandomState(int(s)).randn(per_node * max_expand) for s in seeds])
     bank = np.zeros((n, 2 * max_expand + 1, m), dtype=bool)  # masks, depth-first order
+    # the outputs of mask j of the bank in slot j (slot 0: nothing shown), f(x) in the last
+    full = 2 * max_expand + 1
+    f_bank = np.zeros((n, full + 1, n_out))
+    f_bank[:, 0], f_bank[:, full] = f_ends[:, 0], f_ends[:, 1]
     cap = n * (per_node * max_expand + 1)
     q_row = np.zeros(cap, dtype=np.int64)
     q_node = np.zeros(cap, dtype=np.int64)
     q_mask = np.zeros(cap, dtype=np.int64)
+    q_lo = np.zeros(cap, dtype=np.int64)  # f_bank slot of the node's f00
+    q_hi = np.zeros(cap, dtype=np.int64)  # f_bank slot of the node's f11
     q_w = np.zeros(cap)
     q_prio = np.zeros(cap)
     q_tie = np.zeros(cap)
-    q_f00 = np.zeros((cap, n_out))
-    q_f11 = np.zeros((cap, n_out))
     alive = np.zeros(cap, dtype=bool)
     q_row[:n] = np.arange(n)
     q_node[:n] = 2 * m - 2
+    q_hi[:n] = full
     q_w[:n] = 1.0
-    q_f00[:n], q_f11[:n] = f00, f11
     alive[:n] = True
     size = n
     evals = np.zeros(n, dtype=np.int64)
     next_mask = np.ones(n, dtype=np.int64)
     next_tie = np.zeros(n, dtype=np.int64)
-    dv = np.zeros((n, 2 * m - 1, n_out))
+    dv = np.zeros((n, 2 * m - 1, k_out))  # the explained outputs' value of every node
+
+    def explained(r: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """The explained outputs of bank slots ``slot`` of rows ``r``, shape (len(r), k)."""
+        return f_bank[r[:, None], slot[:, None], outputs[r]]
 
     def credit(idx: np.ndarray) -> None:
         """Nodes leaving the queue without expansion keep ``(f11 - f00) * weight``, in queue order."""
-        np.add.at(dv, (q_row[idx], q_node[idx]), (q_f11[idx] - q_f00[idx]) * q_w[idx][:, None])
+        r = q_row[idx]
+        gain = explained(r, q_hi[idx]) - explained(r, q_lo[idx])
+        np.add.at(dv, (r, q_node[idx]), gain * q_w[idx][:, None])
 
     while True:
         live = np.flatnonzero(alive[:size])
@@ -202,28 +239,34 @@ def _walk(
         )
         k = len(e)
         f = evaluate(np.concatenate([rows[re], rows[re]]), np.concatenate([m10, m01])[:, leaf_pos])
-        f10, f01 = f[:k], f[k:]
         np.add.at(evals, re, 2)
         i10 = next_mask[re] + 2 * rank
         bank[re, i10] = m10
         bank[re, i10 + 1] = m01
+        f_bank[re, i10] = f[:k]
+        f_bank[re, i10 + 1] = f[k:]
         np.add.at(next_mask, re, 2)
-        a00, a11 = q_f00[e], q_f11[e]
+        s00, s11 = q_lo[e], q_hi[e]
         new_w = w / 2 if fixed_context is None else w
         if fixed_context is not None:
-            interaction = (a11 - f10 - f01 + a00) * w[:, None]
+            interaction = (
+                explained(re, s11) - explained(re, i10) - explained(re, i10 + 1)
+                + explained(re, s00)
+            ) * w[:, None]  # fmt: skip
             np.add.at(dv, (re, node), interaction if fixed_context == 0 else -interaction)
-        kids = []  # (mask index, f00, f11, node), in shap's push order
+        kids = []  # (mask index, f00 slot, f11 slot, node), in shap's push order
         if fixed_context in (None, 0):
-            kids += [(q_mask[e], a00, f10, lo), (q_mask[e], a00, f01, hi)]
+            kids += [(q_mask[e], s00, i10, lo), (q_mask[e], s00, i10 + 1, hi)]
         if fixed_context in (None, 1):
-            kids += [(i10 + 1, f01, a11, lo), (i10, f10, a11, hi)]
+            kids += [(i10 + 1, i10 + 1, s11, lo), (i10, i10, s11, hi)]
         draw = next_tie[re] + per_node * rank
-        for j, (mask, lo_f, hi_f, child) in enumerate(kids):
+        for j, (mask, lo_s, hi_s, child) in enumerate(kids):
             sl = slice(size + j * k, size + (j + 1) * k)
             q_row[sl], q_node[sl], q_mask[sl], q_w[sl] = re, child, mask, new_w
-            q_f00[sl], q_f11[sl] = lo_f, hi_f
-            q_prio[sl] = -np.max(np.abs(hi_f - lo_f), axis=1) * new_w
+            q_lo[sl], q_hi[sl] = lo_s, hi_s
+            # ranked over every output, as shap's explainer without outputs=
+            gap = np.abs(f_bank[re, hi_s] - f_bank[re, lo_s])
+            q_prio[sl] = -np.max(gap, axis=1) * new_w
             q_tie[sl] = ties[re, draw + j]
             alive[sl] = True
         # the queue is read in (row, priority, draw) order; slots only need to be unique
@@ -235,25 +278,24 @@ def _walk(
 def _lower_credit(dv: np.ndarray, tree: Hierarchy) -> np.ndarray:
     """Each node's value spread over its leaves by their counts, top down, as shap's ``lower_credit``.
 
+    One vectorised step per level of the tree (:attr:`Hierarchy.levels`), with shap's
+    arithmetic per node: a child gets ``(value + passed) * size_child / size_node``.
+
     Parameters
     ----------
-    dv : ndarray of shape (n, 2 M - 1, n_outputs)
+    dv : ndarray of shape (n, 2 M - 1, k)
+        Only the explained outputs.
 
     Returns
     -------
-    ndarray of shape (n, M, n_outputs)
+    ndarray of shape (n, M, k)
     """
     m = tree.n_leaves
-    passed = np.zeros_like(dv)
-    frontier = np.array([2 * m - 2], dtype=np.int64)
-    while len(frontier):
-        inner = frontier[frontier >= m]
-        if not len(inner):
-            break
-        total = dv[:, inner] + passed[:, inner]
+    total = dv.copy()  # a node's own value plus what its ancestors passed down
+    for inner in tree.levels:
         lo, hi = tree.left[inner], tree.right[inner]
+        here = total[:, inner]
         group = tree.size[inner][None, :, None]
-        passed[:, lo] = total * tree.size[lo][None, :, None] / group
-        passed[:, hi] = total * tree.size[hi][None, :, None] / group
-        frontier = np.concatenate([lo, hi])
-    return dv[:, :m] + passed[:, :m]
+        total[:, lo] += here * tree.size[lo][None, :, None] / group
+        total[:, hi] += here * tree.size[hi][None, :, None] / group
+    return total[:, :m]

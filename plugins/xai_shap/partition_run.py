@@ -103,9 +103,11 @@ class PartitionGame:
         seeds: np.ndarray,
         fixed_context: int | None,
         progress: bool | None,
+        outputs: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Owen values of every output, ``values`` of shape (n, n_features, n_outputs) in
-        the samples' flat order, and ``base`` (the fully masked input's outputs) of shape (n, n_outputs)."""
+        """Owen values of the outputs ``outputs`` (int of shape (n, k); None: every output),
+        ``values`` of shape (n, n_features, k) in the samples' flat order, and ``base`` (the
+        fully masked input's outputs, every output) of shape (n, n_outputs)."""
         evaluate = self.evaluator(model, X)
         values, base = owen_values(
             evaluate,
@@ -116,6 +118,7 @@ class PartitionGame:
             fixed_context=fixed_context,
             progress=progress,
             n_outputs=model.n_outputs or 1,
+            outputs=outputs,
         )
         if self.layout is not None:
             out = np.empty_like(values)

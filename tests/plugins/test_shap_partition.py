@@ -135,6 +135,66 @@ def test_images_equal_shaps_partition_explainer(mask_value, max_evals, scale):
     assert e.meta["algorithm"] == "partition" and e.meta["image_shape"] == (h, w, c)
 
 
+def many_outputs_image_model(h, w, c, n_outputs):
+    weights = np.random.default_rng(4).normal(size=(h * w * c, n_outputs)) / 5
+
+    def f(A):
+        return np.tanh(np.asarray(A, dtype=np.float64).reshape(len(A), -1) @ weights)
+
+    return f
+
+
+@pytest.mark.parametrize("targets", [[7], [7, 7], [3, 58, 31]], ids=["one", "same", "three"])
+def test_targets_of_many_outputs_equal_shaps(targets):
+    """With 60 outputs and one target per row (the walk keeps only the targets' node
+    values; its queue is still ordered over every output), each row equals shap's
+    PartitionExplainer called as usual (every output), at the target's column, within 1e-8."""
+    h, w, c = 8, 6, 3
+    f = many_outputs_image_model(h, w, c, 60)
+    X = np.random.default_rng(5).random((len(targets), h, w, c))
+    e = xai.explain(
+        f, X, method="shap", backend=f64(), algorithm="partition", mask_value="blur(3,3)",
+        max_evals=80, seed=SEED, target=np.array(targets),
+    )  # fmt: skip
+    want = shap_rows(
+        lambda: shap.explainers.Partition(f, shap.maskers.Image("blur(3,3)", (h, w, c))),
+        X,
+        max_evals=80,
+    )
+    for i, (row, t) in enumerate(zip(want, targets)):
+        assert np.abs(row.values[0][..., t]).max() > 1e-3
+        np.testing.assert_allclose(e.values[i], row.values[0][..., t], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(e.base_values[i], row.base_values[0][t], atol=1e-10)
+    assert np.all(e.meta["additivity_error"] < 1e-8)
+
+
+def test_explained_outputs_are_those_of_every_output():
+    """owen_values with a few outputs per row returns, bit for bit, those columns of the
+    walk over every output (same queue order, same arithmetic per node), with fixed contexts too."""
+    from xai_shap.partition import owen_values
+
+    n_outputs, n_features = 50, 9
+    f = make_net(n_features, n_outputs=n_outputs)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3, n_features))
+    tree = Hierarchy.from_linkage(shap.utils.hclust(rng.normal(size=(8, n_features))))
+
+    def evaluate(rows, masks):
+        return f(np.where(masks, X[rows], 0.0))  # hidden features take 0
+
+    picked = np.array([[0, 49], [12, 12], [40, 3]])
+    seeds = np.array([11, 12, 13], dtype=np.uint32)
+    for fixed_context in (None, 0, 1):
+        options = dict(max_evals=40, seeds=seeds, fixed_context=fixed_context, progress=False)
+        every, base = owen_values(evaluate, 3, tree, n_outputs=n_outputs, **options)
+        some, base_some = owen_values(
+            evaluate, 3, tree, n_outputs=n_outputs, outputs=picked, **options
+        )
+        assert some.shape == (3, n_features, 2)
+        np.testing.assert_array_equal(some, np.take_along_axis(every, picked[:, None, :], axis=2))
+        np.testing.assert_array_equal(base_some, base)
+
+
 def test_ties_are_broken_as_shap_breaks_them():
     """Two halves of equal sum under a model of the sum tie exactly, with different
     insides; within the budget, which nodes are expanded is decided by the draws: the
