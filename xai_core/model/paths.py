@@ -128,7 +128,8 @@ def first_linear_node(runner: ModelRunner) -> str | None:
     str or None
         The name of the :class:`~xai_core.nn.Dense` or :class:`~xai_core.nn.Conv2D` node
         that the network's one input reaches through nothing but Reshape or Flatten nodes,
-        each the only reader of the value before it, when the model is a float network
+        each the only reader of the value before it, and from which the output is computed
+        without reading anything else (no input a view fixed), when the model is a float network
         other than a :class:`~xai_core.nn.Sequential` (:func:`first_linear_layer` plans
         those), the backend's :attr:`~xai_core.Backend.exact_operands` is true and the
         node is not the output; otherwise None.
@@ -150,10 +151,20 @@ def first_linear_node(runner: ModelRunner) -> str | None:
             return None
         node = readers[0]
         if type(node.layer) in (Dense, Conv2D):
-            return None if node.name == model.output else node.name
+            if node.name == model.output or not _reads_only(model.nodes, model.output, node.name):
+                return None
+            return node.name
         if type(node.layer) not in (Reshape, Flatten):
             return None
         value = node.name
+
+
+def _reads_only(nodes: list, output: str, value: str) -> bool:
+    """Whether the nodes ``output`` depends on past ``value`` read nothing but ``value``
+    and each other (no other input, and no input a view fixed)."""
+    how = plan(nodes, output, (value,))
+    made = {nodes[i].name for i in how.order}
+    return {name for i in how.order for name in nodes[i].inputs} - made == {value}
 
 
 def plan_paths(
