@@ -459,10 +459,11 @@ def sub(op, tensors, inputs, backend):
 
 
 def mul(op, tensors, inputs, backend):
+    """TFLite's reference int8 ``Mul``. Its multiplier ``s_a * s_b / s_out`` is computed in
+    float32 arithmetic (``mul.cc`` multiplies the tensors' float scales before widening to
+    double), so it is here too: in double, some scales round to another 31-bit multiplier."""
     a_t, b_t, out_t = (tensors[i] for i in (*op.inputs, op.outputs[0]))
-    q, shift = quantize_multiplier(
-        np.float64(_scale(a_t)) * np.float64(_scale(b_t)) / np.float64(_scale(out_t))
-    )
+    q, shift = quantize_multiplier(np.float64(_scale(a_t) * _scale(b_t) / _scale(out_t)))
     prod = (inputs[0].astype(np.int64) - _zp(a_t)) * (inputs[1].astype(np.int64) - _zp(b_t))
     lo, hi = activation_range(int(op.options.get("FusedActivationFunction", 0)), out_t)
     return requantize(prod, q, shift, _zp(out_t), lo, hi)
