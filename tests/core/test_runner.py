@@ -183,3 +183,25 @@ def test_gradient_validated_equals_gradient(cnn, X):
     np.testing.assert_array_equal(
         runner.gradient_validated(X.astype(np.float64), target), runner.gradient(X, target)
     )
+
+
+def test_default_batch_size_bounds_the_largest_layer_output_per_chunk():
+    """A network whose layers make many values per row gets fewer rows per chunk by default,
+    and the same outputs as one chunk of every row; an explicit batch_size is kept."""
+    from xai_core import nn
+    from xai_core.model.runner import ACTIVATION_ELEMENTS, MAX_BATCH_ROWS
+
+    small = nn.Sequential([nn.Dense(4)], input_shape=(3,))
+    assert xai.ModelRunner(small).batch_size == MAX_BATCH_ROWS
+    wide = nn.Sequential(
+        [nn.Conv2D(64, 3, padding=1), nn.GlobalAveragePooling2D(), nn.Dense(2)],
+        input_shape=(3, 64, 64),
+    )
+    runner = xai.ModelRunner(wide)
+    assert runner.batch_size == ACTIVATION_ELEMENTS // (64 * 64 * 64) < MAX_BATCH_ROWS
+    assert xai.ModelRunner(wide, batch_size=4096).batch_size == 4096
+    X = np.random.default_rng(0).uniform(size=(runner.batch_size + 3, 3, 64, 64))
+    X = X.astype(np.float32)
+    np.testing.assert_allclose(
+        runner.predict(X), xai.ModelRunner(wide, batch_size=len(X)).predict(X), rtol=1e-6
+    )

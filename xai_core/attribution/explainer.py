@@ -26,7 +26,7 @@ from xai_core.attribution.run import ExplainJob, read_only, run_explainer
 from xai_core.attribution.seeds import resolve_seed, rngs_for_rows, row_seeds
 from xai_core.errors import CapabilityError, ShapeError, ValidationError
 from xai_core.model.base import gradients_on
-from xai_core.model.runner import ModelRunner, predicted_class
+from xai_core.model.runner import MAX_BATCH_ROWS, ModelRunner, predicted_class
 from xai_core.plugin.resolve import (
     backends_with,
     default_explainer,
@@ -269,7 +269,7 @@ def explain(
     output: str | int | None = None,
     feature_names: Any = None,
     output_names: Any = None,
-    batch_size: int = 4096,
+    batch_size: int | None = None,
     executor: Any = None,
     chunk_size: int | None = None,
     blas_threads: int | None = 1,
@@ -325,8 +325,9 @@ def explain(
         One name per feature; taken from a DataFrame's columns when ``X`` is one.
     output_names : sequence of str, optional
         Class names of a model imported here (by default those a file holds, if any).
-    batch_size : int, default=4096
-        Rows per model call.
+    batch_size : int, optional
+        Rows per model call: by default 4096, fewer for a network with large layer
+        outputs (:class:`~xai_core.ModelRunner`'s default).
     executor : concurrent.futures.Executor, distributed.Client or "processes", optional
         Explain the rows in chunks on this executor (``"processes"``: a process pool over
         all local cores); see :mod:`xai_core.attribution.parallel`.
@@ -380,7 +381,7 @@ def explain(
                 X,
                 backend=backend,
                 target=target,
-                batch_size=batch_size,
+                batch_size=batch_size or MAX_BATCH_ROWS,
                 output_names=output_names,
                 blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
                 **options,
@@ -391,7 +392,7 @@ def explain(
             method="ig" if method == "auto" else method,
             backend=backend,
             target=target,
-            batch_size=batch_size,
+            batch_size=batch_size or MAX_BATCH_ROWS,
             output_names=output_names,
             blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
             **options,
@@ -435,7 +436,7 @@ def explain(
                 method="ig" if method == "auto" else method,
                 backend=backend,
                 target=target,
-                batch_size=batch_size,
+                batch_size=batch_size or MAX_BATCH_ROWS,
                 blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
                 **options,
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +37,30 @@ def predicted_class(outputs: np.ndarray) -> np.ndarray:
     return np.argmax(outputs, axis=1).astype(np.int64)
 
 
+#: Rows per chunk at most, and elements of one layer's output a chunk may hold at most
+#: (128 MiB of float32): the default ``batch_size`` of :class:`ModelRunner`.
+MAX_BATCH_ROWS = 4096
+ACTIVATION_ELEMENTS = 1 << 25
+
+
+def default_batch_size(model: Any) -> int:
+    """:data:`MAX_BATCH_ROWS`, or fewer where a native network's largest layer output per row
+    times the rows would pass :data:`ACTIVATION_ELEMENTS`."""
+    nodes = getattr(model, "nodes", None) if getattr(model, "runs_on_backend", False) else None
+    sizes = [math.prod(shape) for shape in _output_shapes(nodes)] if nodes else []
+    largest = max(sizes, default=1)
+    return max(2, min(MAX_BATCH_ROWS, ACTIVATION_ELEMENTS // max(largest, 1)))
+
+
+def _output_shapes(nodes: Any) -> list[tuple[int, ...]]:
+    shapes = []
+    for node in nodes:
+        shape = getattr(node.layer, "output_shape", None)
+        if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
+            shapes.append(shape)
+    return shapes
+
+
 class ModelRunner:
     """A model on a backend.
 
@@ -49,8 +74,12 @@ class ModelRunner:
         Where the model runs: a Backend, or a registered name resolved here, once, by
         :func:`~xai_core.plugin.resolve.get_backend_for`; the runner then holds the
         instance. ``"cpu"`` runs a float64 network on the float64 CPU.
-    batch_size : int, default=4096
-        Rows per chunk, so memory stays bounded however many rows are passed.
+    batch_size : int, optional
+        Rows per chunk, so memory stays bounded however many rows are passed. By default
+        4096, fewer for a native network whose largest value per row is large: each chunk
+        then holds at most :data:`ACTIVATION_ELEMENTS` elements of any one layer's output
+        (41 rows of 224 x 224 images for a ResNet, whose stem makes 64 x 112 x 112 values
+        per row).
     example : array-like of shape (n_samples, *input_shape), optional
         Rows the model will run on: needed to import a torch module, which is traced on
         the first of them and takes their sample shape as its input shape.
@@ -73,7 +102,7 @@ class ModelRunner:
         model: Any,
         backend: str | Backend = "cpu",
         *,
-        batch_size: int = 4096,
+        batch_size: int | None = None,
         example: Any = None,
     ) -> None:
         if isinstance(model, Model):
@@ -83,7 +112,11 @@ class ModelRunner:
 
             self.model = import_model(model, example)
         self.backend: Backend = get_backend_for(self.model, backend)
-        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.batch_size = (
+            default_batch_size(self.model)
+            if batch_size is None
+            else check_positive_int(batch_size, "batch_size")
+        )
         if self.backend.requires_quantized and not self.model.is_quantized and self.is_native:
             raise CapabilityError(
                 f"the {self.backend.name!r} backend runs only int8-quantised models; "
