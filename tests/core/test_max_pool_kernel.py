@@ -77,8 +77,9 @@ def test_a_window_holding_nan_has_a_nan_maximum():
     x = np.arange(2 * 1 * 4 * 4, dtype=np.float64).reshape(2, 1, 4, 4)
     x[0, 0, 0, 0] = np.nan  # first cell of the first window
     x[1, 0, 1, 1] = np.nan  # last cell of the first window
-    y, _ = max_pool2d(x, (2, 2), (2, 2), (0, 0, 0, 0), (2, 2))
+    y, tap = max_pool2d(x, (2, 2), (2, 2), (0, 0, 0, 0), (2, 2))
     assert np.isnan(y[0, 0, 0, 0]) and np.isnan(y[1, 0, 0, 0])
+    assert tap[0, 0, 0, 0] == 0 and tap[1, 0, 0, 0] == 3  # the gradient goes to the NaN, as torch's
     assert np.isfinite(y[:, :, 1]).all() and np.isfinite(y[:, :, :, 1]).all()
 
 

@@ -87,3 +87,16 @@ def test_explanations_after_training_in_place_read_the_new_weights(tmp_path):
     expected = xai.explain(fresh, X[:3], method="saliency", target=0, progress=False).values
     assert not np.allclose(before, after)
     np.testing.assert_allclose(after, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_a_form_dies_with_its_array():
+    """Temporaries (a weight cast for one call) leave no form behind inside the scope."""
+    from xai_core.kernels import weight_cache
+
+    w = np.ones((3, 3), dtype=np.float32)
+    make, calls = counting_transpose()
+    with weights_fixed():
+        for _ in range(50):
+            derived(w.astype(np.float64), "t", make)
+        derived(w, "t", make)
+        assert len(weight_cache._local.forms) == 1

@@ -252,10 +252,7 @@ def _depthwise_adjoint(grad, weight, geom, hw):
     if min(pads) < 0:
         return None
     flipped = derived(weight, "flipped", lambda w: np.ascontiguousarray(w[:, :, ::-1, ::-1]))
-    gx = depthwise_channels_last(grad, flipped, None, geom._replace(pads=pads))
-    if gx is not None and tuple(gx.shape[2:]) != tuple(hw):  # (a ceil-mode remainder)
-        return None
-    return gx
+    return depthwise_channels_last(grad, flipped, None, geom._replace(pads=pads))
 
 
 def _depthwise_vjp(grad, xp, weight, geom, hw, param_grads, input_grad):
@@ -502,7 +499,7 @@ def _taps(ph, weight, bias, geom, out_hw):
     taps = _phase_taps(geom, wq)
     q = rows.shape[1] - max(off for _, off in taps)
     wt = _tap_weights(weight)
-    if c >= FEW_CHANNELS and _wasteful(ph.shape, out_hw):
+    if c >= FEW_CHANNELS and n and _wasteful(ph.shape, out_hw):
         return _taps_columns(ph, wt, bias, taps, out_hw)
     out = scratch.empty((rows.shape[1], f), ph.dtype)
     acc = out[:q]
@@ -530,7 +527,7 @@ def _taps_vjp(grad, ph, weight, geom, hw, param_grads, input_grad):
     taps = _phase_taps(geom, wq)
     q = rows.shape[1] - max(off for _, off in taps)
     gw = gx = None
-    columns = input_grad and c >= FEW_CHANNELS and _wasteful(ph.shape, (oh, ow))
+    columns = input_grad and n and c >= FEW_CHANNELS and _wasteful(ph.shape, (oh, ow))
     if columns:
         g_in = _taps_columns_vjp(grad, _tap_weights(weight), taps, ph.shape, (oh, ow))
         gx = _unphase(g_in, geom, hw)

@@ -132,7 +132,9 @@ class MaxPool2D(RelevanceThrough, _Pool2D):
 
     Notes
     -----
-    The forward maximum is a ``backend.reduce`` over axes (4, 5) of the windows
+    The forward maximum is counted as a ``backend.reduce`` over the windows; on backends
+    whose ``reduce`` is the default it is computed by the compiled channels-last loop of
+    :mod:`xai_core.kernels.pool`, else by that ``reduce`` over axes (4, 5) of the windows
     (n, c, out_h, out_w, kh, kw). The gradient goes to the first maximal element of each
     window (row-major within the window).
     """
