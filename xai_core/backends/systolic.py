@@ -51,8 +51,9 @@ def round_bf16(x: Any) -> np.ndarray:
     """Round to bfloat16 (nearest, ties to even) and return the values as float32.
 
     The operand is first stored as float32 (the accelerator's memory format), then
-    rounded by ``ml_dtypes``. Products of two such values are exact in float32 unless
-    they overflow or underflow its range.
+    rounded (:func:`xai_core.kernels.bf16.round_bf16`, equal to ``ml_dtypes``' cast bit
+    for bit). Products of two such values are exact in float32 unless they overflow or
+    underflow its range.
 
     Parameters
     ----------
@@ -63,9 +64,9 @@ def round_bf16(x: Any) -> np.ndarray:
     -------
     ndarray of float32, the shape of ``x``
     """
-    import ml_dtypes  # here, not at the top: its import takes a second, and only bf16 needs it
+    from xai_core.kernels import bf16  # here, not at the top: numba's import takes a second
 
-    return np.asarray(x, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    return bf16.round_bf16(x)
 
 
 def check_array_shape(array: Any) -> tuple[int, int]:
