@@ -13,6 +13,7 @@ from xai_core.backends.energy import energy_of
 from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.presets import TPU_PRESETS
 from xai_core.errors import CapabilityError, ValidationError
+from xai_core.kernels.int8_product import exact_int8_product
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.validation import check_bool, check_choice, check_float, check_positive_int
 
@@ -65,8 +66,8 @@ def check_int32_sums(exact: np.ndarray, k: int) -> None:
 def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact ``a @ b`` of int8 matrices with an int32 accumulator.
 
-    The float64 product of int8 values is exact: every partial sum is an integer of
-    magnitude at most ``K * 2**14``, below ``2**53``. A sum outside the int32 range (which
+    Computed exactly by float32 BLAS in K-slices of 1024
+    (:func:`~xai_core.kernels.int8_product.exact_int8_product`). A sum outside the int32 range (which
     needs ``K > 131071``) would wrap in the hardware's accumulator: it is refused
     (:func:`check_int32_sums`) rather than returned wrong.
 
@@ -79,9 +80,9 @@ def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     -------
     ndarray of int32, shape (M, N)
     """
-    exact = a.astype(np.float64) @ b.astype(np.float64)
+    exact = exact_int8_product(a, b)
     check_int32_sums(exact, a.shape[1])
-    return exact.astype(np.int64).astype(np.int32)
+    return exact.astype(np.int32)
 
 
 class TPUBackend(Backend):
@@ -351,7 +352,7 @@ class TPUBackend(Backend):
         acc = np.int64 if self.int8 else np.float32
         if self.mode == "step":
             if self.int8 and k > INT32_SAFE_K:  # refused before the stepping starts
-                check_int32_sums(a_in.astype(np.float64) @ b_in.astype(np.float64), k)
+                check_int32_sums(exact_int8_product(a_in, b_in), k)
             out, folds = systolic.simulate(
                 a_in,
                 b_in,

@@ -19,6 +19,7 @@ import numpy as np
 
 from xai_core.backends.base import Backend
 from xai_core.errors import CapabilityError, ValidationError
+from xai_core.kernels.int8_product import EXACT_K
 from xai_core.kernels.requant import multiply_by_quantized_multiplier_rows
 
 __all__ = [
@@ -36,8 +37,6 @@ __all__ = [
 ]
 
 QMIN, QMAX = -128, 127
-#: Largest K slice whose int8 partial sums stay exact in fp32: 1024 * 128 * 128 = 2**24.
-EXACT_K = 1024
 
 
 @dataclass(frozen=True)
