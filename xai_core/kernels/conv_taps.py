@@ -54,6 +54,9 @@ FEW_CHANNELS = 4
 #: Bytes of gathered columns the few-channel taps kernel holds at a time.
 COLUMN_BYTES = 1 << 20
 
+#: Bytes of output sums above which the taps' products fill them a block at a time.
+SUMS_BYTES = 8 << 20
+
 #: Above this ratio of the padded grid's pixels to the output's, the taps kernel gathers the
 #: output pixels' windows into columns instead (a 7x7 image padded to 9x9 would compute 81
 #: rows for 49 outputs): one product per block of images, of :data:`GRID_COLUMN_BYTES`.
@@ -358,6 +361,11 @@ def _phase_taps(geom: ConvGeometry, wq: int) -> list[tuple[int, int]]:
 def _add_product(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
     """``out += a @ b`` in one BLAS call (``gemm`` with ``beta = 1``), no temporary.
 
+    scipy's BLAS may be another library than numpy's, each with its own threads: a loop
+    that alternates between ``np.matmul`` and this function makes the two pools contend
+    for the cores (at two threads, the 3x3 products of a ResNet ran at half speed so), so
+    a loop of products calls this one alone.
+
     ``out`` is a C-contiguous (m, n) float32 / float64 matrix, ``a`` (m, k) and ``b``
     (k, n) are C- or F-contiguous. BLAS is column-major, so it computes ``out.T += b.T @ a.T``.
     """
@@ -397,6 +405,20 @@ def _row_blocks(q: int, width: int, itemsize: int) -> Iterator[slice]:
     step = max(1024, COLUMN_BYTES // (width * itemsize))
     for start in range(0, q, step):
         yield slice(start, min(start + step, q))
+
+
+def _sum_blocks(q: int, f: int, itemsize: int) -> list[slice]:
+    """Blocks of the ``q`` output rows (``f`` sums each) that the taps' products fill in turn.
+
+    Every tap adds its product to all the sums: when they pass :data:`SUMS_BYTES`, they are
+    filled a block of :data:`COLUMN_BYTES` at a time, so that the block stays in cache
+    across the taps instead of going through memory once per tap (a ResNet's 64-channel
+    layers on a batch of 50 images at 224 px: 77 GFLOP/s whole, 102 GFLOP/s in blocks, on
+    two cores). Smaller outputs are one block: their products are wider and fast as they are.
+    """
+    if q * f * itemsize <= SUMS_BYTES:
+        return [slice(0, q)]
+    return list(_row_blocks(q, f, itemsize))
 
 
 def _taps_few_channels(rows, wt, bias, taps, q, acc):
@@ -507,14 +529,11 @@ def _taps(ph, weight, bias, geom, out_hw):
         _taps_few_channels(rows, wt, bias, taps, q, acc)
         out[q:] = 0
         return out.reshape(n, hq, wq, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
-    (p0, off0), rest = taps[0], taps[1:]
-    if bias is None:
-        np.matmul(rows[p0, off0 : off0 + q], wt[0], out=acc)
-    else:
-        acc[...] = bias
-        _add_product(acc, rows[p0, off0 : off0 + q], wt[0])
-    for t, (pt, off) in enumerate(rest, 1):
-        _add_product(acc, rows[pt, off : off + q], wt[t])
+    for block in _sum_blocks(q, f, out.itemsize):  # every tap's product into a block of sums
+        sums = acc[block]
+        sums[...] = 0 if bias is None else bias  # (all products by one BLAS: see _add_product)
+        for t, (pt, off) in enumerate(taps):
+            _add_product(sums, rows[pt, block.start + off : block.stop + off], wt[t])
     out[q:] = 0  # rows past the last window: never part of an output
     return out.reshape(n, hq, wq, f)[:, :oh, :ow].transpose(0, 3, 1, 2)
 
