@@ -79,6 +79,17 @@ def test_accumulation_follows_k_tiles():
     assert per_element[0, 0] == 2.0**24  # each +1 is lost to round-to-even, in order
 
 
+def test_many_rows_sum_their_tiles_in_the_same_order():
+    """A GEMM taller than one block of running sums equals the per-tile sums over all rows."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((9000, 37)).astype(np.float32)
+    b = rng.standard_normal((37, 64)).astype(np.float32)
+    expected = a[:, :8] @ b[:8]
+    for k0 in range(8, 37, 8):
+        expected += a[:, k0 : k0 + 8] @ b[k0 : k0 + 8]
+    np.testing.assert_array_equal(xai.get_backend("gpu").matmul(a, b), expected)
+
+
 def _walk_tiles(m, k, n, bm, bn, bk):
     """Count global loads by walking every block and K-step of the tiled GEMM."""
     loads = 0
