@@ -565,9 +565,11 @@ def _taps_vjp(grad, ph, weight, geom, hw, param_grads, input_grad):
         g_in = scratch.zeros(rows.shape, rows.dtype)
         if c < FEW_CHANNELS and len(taps) > 1:
             _taps_few_channels_vjp(g_rows, wt, taps, q, g_in)
-        else:
-            for t, (pt, off) in enumerate(taps):
-                _add_product(g_in[pt, off : off + q], g_rows, wt[t].T)
+        else:  # a block of output rows adds to its window of g_in in every tap, in cache
+            for block in _sum_blocks(q, max(c, f), rows.itemsize):
+                g_block, start, stop = g_rows[block], block.start, block.stop
+                for t, (pt, off) in enumerate(taps):
+                    _add_product(g_in[pt, start + off : stop + off], g_block, wt[t].T)
         gx = _unphase(g_in.reshape(ph.shape), geom, hw)
     return gx, gw
 
