@@ -179,6 +179,14 @@ def test_strings_without_a_tokenizer_and_unknown_methods_are_refused(setup):
         xai.explain(net, TEXTS, tokenizer=tok, method="occlusion2", backend=be)
 
 
+@pytest.mark.parametrize("method", ["ig", "lime"])
+def test_a_bad_batch_size_is_refused_for_texts(setup, method):
+    """batch_size=0 names the argument on the text paths too, not a silent default."""
+    _, net, be, tok = setup
+    with pytest.raises(ValidationError, match="batch_size"):
+        xai.explain(net, TEXTS, tokenizer=tok, method=method, backend=be, batch_size=0)
+
+
 def test_ids_outside_the_vocabulary_are_refused(setup):
     """A tokenizer id past the embedding's table is refused before any model call."""
     _, net, be, _ = setup

@@ -362,6 +362,9 @@ def explain(
         When the model returns NaN or infinity to the method; the message names the rows.
     """
     # -- names and arguments, all before any model call --------------------------------------
+    batch_size = check_int(batch_size, "batch_size", 1, allow_none=True)
+    blas = check_int(blas_threads, "blas_threads", 1, allow_none=True)
+    text_rows = MAX_BATCH_ROWS if batch_size is None else batch_size  # (texts: rows per call)
     dataset_names = None
     if _is_dataset(X):
         X, y, feature_names, dataset_names = _from_dataset(X, y, feature_names)
@@ -381,9 +384,9 @@ def explain(
                 X,
                 backend=backend,
                 target=target,
-                batch_size=batch_size or MAX_BATCH_ROWS,
+                batch_size=text_rows,
                 output_names=output_names,
-                blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
+                blas_threads=blas,
                 **options,
             )
         return explain_text(
@@ -392,15 +395,14 @@ def explain(
             method="ig" if method == "auto" else method,
             backend=backend,
             target=target,
-            batch_size=batch_size or MAX_BATCH_ROWS,
+            batch_size=text_rows,
             output_names=output_names,
-            blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
+            blas_threads=blas,
             **options,
         )
     chunked = executor is not None or chunk_size is not None
     if chunked:
         check_parallel(executor, chunk_size)
-    blas = check_int(blas_threads, "blas_threads", 1, allow_none=True)
     if isinstance(model, ModelRunner):
         for given, why in (
             (
@@ -436,8 +438,8 @@ def explain(
                 method="ig" if method == "auto" else method,
                 backend=backend,
                 target=target,
-                batch_size=batch_size or MAX_BATCH_ROWS,
-                blas_threads=check_int(blas_threads, "blas_threads", 1, allow_none=True),
+                batch_size=text_rows,
+                blas_threads=blas,
                 **options,
             )
         the_backend = get_backend_for(the_model, backend)

@@ -67,9 +67,9 @@ def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Exact ``a @ b`` of int8 matrices with an int32 accumulator.
 
     Computed exactly by float32 BLAS in K-slices of 1024
-    (:func:`~xai_core.kernels.int8_product.exact_int8_product`). A sum outside the int32 range (which
-    needs ``K > 131071``) would wrap in the hardware's accumulator: it is refused
-    (:func:`check_int32_sums`) rather than returned wrong.
+    (:func:`~xai_core.kernels.int8_product.exact_int8_product`). A sum outside the int32
+    range (which needs ``K > 131071``) would wrap in the hardware's accumulator: it is
+    refused (:func:`check_int32_sums`) rather than returned wrong.
 
     Parameters
     ----------

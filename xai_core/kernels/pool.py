@@ -12,7 +12,8 @@ The gradient goes to the first maximal element of each window in row-major windo
 (as :class:`~xai_core.nn.MaxPool2D` documents, and as PyTorch does): :func:`max_pool2d`
 records, per output, the tap ``i * kw + j`` of that element, and :func:`max_pool2d_vjp`
 adds each output's gradient at its tap. As ``np.maximum`` does, a window holding NaN has
-the maximum NaN (its tap the first NaN's, as torch's). Compiled by numba on first use and cached on disk.
+the maximum NaN (its tap the first NaN's, as torch's). Compiled by numba on first use and
+cached on disk.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def derived(weight: np.ndarray, form: str, make: Callable[[np.ndarray], Any]) ->
         return kept[1]
     value = make(weight)
 
-    def forget(ref: weakref.ref, key: tuple = key, forms: dict = forms) -> None:
+    def forget(ref: weakref.ref) -> None:  # the array died: its form goes with it
         if forms.get(key, (None,))[0] is ref:
             del forms[key]
 

@@ -47,8 +47,7 @@ def default_batch_size(model: Any) -> int:
     """:data:`MAX_BATCH_ROWS`, or fewer where a native network's largest layer output per row
     times the rows would pass :data:`ACTIVATION_ELEMENTS`."""
     nodes = getattr(model, "nodes", None) if getattr(model, "runs_on_backend", False) else None
-    sizes = [math.prod(shape) for shape in _output_shapes(nodes)] if nodes else []
-    largest = max(sizes, default=1)
+    largest = max((math.prod(shape) for shape in _output_shapes(nodes or ())), default=1)
     return max(2, min(MAX_BATCH_ROWS, ACTIVATION_ELEMENTS // max(largest, 1)))
 
 
