@@ -147,21 +147,13 @@ def op_not(b: Builder, node: IRNode) -> None:
 
 
 def _mod_of_activations(b: Builder, node: IRNode, fmod: bool) -> None:
-    """``x - y * k`` of computed floats, ``k = trunc(x / y)`` (``fmod=1``: C's ``fmod``,
-    ``trunc(q)`` as ``sign(q) * floor(|q|)``) or ``floor(x / y)`` (``fmod=0``: the divisor's
-    sign, Python's ``%``): the gradient 1 for ``x`` and ``-k`` for ``y``, as torch's ``fmod``
+    """``Mod`` of computed floats: :class:`~xai_core.nn.Remainder` (``fmod=1``: C's ``fmod``;
+    ``fmod=0``: the divisor's sign, Python's ``%``), its gradients those of torch's ``fmod``
     and ``remainder``."""
     x, y = node.inputs[:2]
     rank = max(b.rank(node, i) for i in (x, y) if b.is_act(i))
     ins = [b.node_of(node, i) if b.is_act(i) else b.constant_node(node, i, rank) for i in (x, y)]
-    q = b.add(node, nn.Divide(), ins, suffix="/quotient")
-    if fmod:
-        whole = b.add(node, nn.Floor(), b.add(node, nn.Abs(), q, suffix="/abs"), suffix="/floor")
-        sign = b.add(node, nn.Sign(), q, suffix="/sign")
-        k = b.add(node, nn.Multiply(), [sign, whole], suffix="/trunc")
-    else:
-        k = b.add(node, nn.Floor(), q, suffix="/floor")
-    b.add(node, nn.Subtract(), [ins[0], b.add(node, nn.Multiply(), [ins[1], k], suffix="/times")])
+    b.add(node, nn.Remainder(fmod), ins)
 
 
 def op_mod(b: Builder, node: IRNode) -> None:

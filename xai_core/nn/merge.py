@@ -1,4 +1,4 @@
-"""Layers with several inputs: Add, Subtract, Multiply, Divide, Concatenate.
+"""Layers with several inputs: Add, Subtract, Multiply, Divide, Remainder, Concatenate.
 
 Operands broadcast **per sample**, numpy-style (trailing axes aligned): a ``Constant``
 of per-sample shape ``(c, 1, 1)`` scales the channels of NCHW samples ``(c, h, w)``, a
@@ -16,7 +16,7 @@ import numpy as np
 from xai_core.errors import ShapeError, ValidationError
 from xai_core.nn.layer import Layer
 
-__all__ = ["Add", "Subtract", "Multiply", "Divide", "Concatenate"]
+__all__ = ["Add", "Subtract", "Multiply", "Divide", "Remainder", "Concatenate"]
 
 
 def _aligned(x: np.ndarray, rank: int) -> np.ndarray:
@@ -188,6 +188,59 @@ class Divide(_Elementwise):
             backend.elementwise(_divide_b_grad, grad, a, b, ops=4) if want_b else None,
         ]
         return self._back(parts, record, backend), {}
+
+
+def _quotient_grad(g, a, b, fmod):
+    q = np.trunc(a / b) if fmod else np.floor(a / b)
+    return -g * q
+
+
+class Remainder(_Elementwise):
+    """``a mod b`` (ONNX ``Mod``): the divisor's sign (Python's ``%``, ``torch.remainder``)
+    or, with ``fmod``, the dividend's (C's ``fmod``, ``torch.fmod``).
+
+    Parameters
+    ----------
+    fmod : bool, default=False
+    name : str, optional
+
+    Notes
+    -----
+    The value is numpy's ``np.mod`` or ``np.fmod``, infinities and signed zeros included
+    (``-3 mod inf`` is ``inf``, ``3 mod -inf`` is ``-inf``). The gradient is 1 for ``a`` and
+    ``-floor(a / b)`` (``-trunc(a / b)`` with ``fmod``) for ``b``, as torch's.
+    """
+
+    kind: ClassVar[str] = "remainder"
+    takes_input_needs: ClassVar[bool] = True
+    arity: ClassVar[int] = 2
+
+    def __init__(self, fmod: bool = False, name: str | None = None) -> None:
+        super().__init__(name)
+        self.fmod = bool(fmod)
+
+    def apply(self, x, backend, record):
+        a, b = self._prepare(x, record)
+        if record is not None:
+            record["ab"] = (a, b)
+        return backend.elementwise(np.fmod if self.fmod else np.mod, a, b, ops=3)
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
+        a, b = self._need(record, self)["ab"]
+        if not input_grad:
+            return None, {}
+        want_a, want_b = self._wanted(needs, 2)
+        fmod = self.fmod
+        parts = [
+            grad if want_a else None,
+            backend.elementwise(lambda g, u, v: _quotient_grad(g, u, v, fmod), grad, a, b, ops=3)
+            if want_b
+            else None,
+        ]
+        return self._back(parts, record, backend), {}
+
+    def get_config(self):
+        return {"fmod": self.fmod}
 
 
 class Concatenate(Layer):
