@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from onnx import helper
+from onnx import TensorProto, helper
 
 import xai_core as xai
 from xai_core.errors import CapabilityError, ModelFormatError
@@ -504,3 +504,56 @@ def test_floor_mod_of_floats_matches_the_reference_and_torch():
     np.testing.assert_allclose(out.reshape(yt.shape), yt.detach().numpy(), rtol=1e-9, atol=1e-12)
     (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
     np.testing.assert_allclose(gX, g.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_floor_mod_by_a_computed_divisor_matches_the_reference_and_torch():
+    """Mod (fmod=0) of two computed floats: the value is the reference's, and the gradient
+    reaches the divisor as torch's ``remainder`` sends it (``-floor(x / y)``)."""
+    from onnx.reference import ReferenceEvaluator
+
+    data = model(
+        "Mod",
+        {"fmod": 0},
+        inputs=["x", "d"],
+        inits={"half": np.float32(0.5)},
+        nodes=[
+            helper.make_node("Abs", ["x"], ["a"]),
+            helper.make_node("Add", ["a", "half"], ["d"]),
+        ],
+    )
+    net = xai.from_onnx(data)
+    X = Case(data, None).inputs(40)
+    (want,) = ReferenceEvaluator(data).run(None, {"x": X})
+    np.testing.assert_allclose(net.predict(X), want.reshape(len(X), -1), rtol=1e-5, atol=1e-6)
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = Record()
+    X64 = X.astype(np.float64)
+    out = net.forward(X64, backend, record=record)
+    seed = RNG.standard_normal(out.shape)
+    gX, _ = net.vjp(seed, backend, record, param_grads=False)
+    xt = torch.tensor(X64, requires_grad=True)
+    yt = torch.remainder(xt, xt.abs() + 0.5)
+    assert (torch.floor(xt / (xt.abs() + 0.5)) != torch.trunc(xt / (xt.abs() + 0.5))).any()
+    np.testing.assert_allclose(out.reshape(yt.shape), yt.detach().numpy(), rtol=1e-9, atol=1e-12)
+    (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
+    np.testing.assert_allclose(gX, g.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_a_network_runs_non_finite_inputs_only_when_asked():
+    """``predict`` and ``predict_outputs`` refuse NaN and infinity by default; with
+    ``allow_nan`` the network runs them with IEEE arithmetic, as onnxruntime does."""
+    nodes = [
+        helper.make_node("IsNaN", ["x"], ["nan"]),
+        helper.make_node("IsInf", ["x"], ["inf"]),
+        helper.make_node("Cast", ["nan"], ["n"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["inf"], ["i"], to=TensorProto.FLOAT),
+    ]
+    data = model("Add", inputs=["n", "i"], nodes=nodes, shape=(4,))
+    net = xai.from_onnx(data)
+    X = np.array([[np.nan, -3.0, 3.0, np.inf], [1.0, -np.inf, 0.0, np.nan]], np.float32)
+    for run in (net.predict, lambda X: net.predict_outputs({net.input_name: X})):
+        with pytest.raises(xai.ValidationError, match="NaN or infinite"):
+            run(X)
+    (y,) = net.predict_outputs({net.input_name: X}, allow_nan=True).values()
+    np.testing.assert_array_equal(y, ort_run(data, X))
+    np.testing.assert_array_equal(y, [[1, 0, 0, 1], [0, 1, 0, 1]])

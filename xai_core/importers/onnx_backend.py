@@ -416,12 +416,6 @@ class XaiBackendRep(_BackendRep):
                 f"{self.where}: the integer inputs {big} hold values beyond 2**53, which a "
                 "float64 does not hold exactly."
             )
-        bad = [k for k in self.float_inputs if k in values and not np.isfinite(values[k]).all()]
-        if bad:
-            raise CapabilityError(
-                f"{self.where}: the inputs {bad} hold NaN or infinite values; a network's "
-                "inputs must be finite."
-            )
         missing = [n for n in names if n not in values]
         if missing:
             raise ValidationError(f"{self.where}: inputs {missing} are missing.")
@@ -476,7 +470,7 @@ class XaiBackendRep(_BackendRep):
         feeds = [m for m in batched if values[m].shape[0] == n]
         constants = {m: v for m, v in values.items() if m not in feeds}
         net = self._network(constants, {m: values[m].shape for m in feeds} if lift else None, lift)
-        ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds})
+        ys = net.predict_outputs({m: values[m].astype(self.dtype) for m in feeds}, allow_nan=True)
         out = []
         for node, vi in zip(net.outputs, self.outputs, strict=True):
             y = ys[node].reshape(n, *net.shape_of(node))

@@ -54,7 +54,10 @@ def _attr(node: IRNode, key: str, default: float) -> float:
     return _f32(node.attrs.get(key, default))
 
 
-_FINITE = "float tensors computed in the network (its inputs must be finite)"
+_FINITE = (
+    "float tensors computed in the network (explained inputs are finite; "
+    "`predict_outputs(allow_nan=True)` runs any)"
+)
 
 #: (ONNX name, first opset, layer from the node, limits).
 UNARY_MORE: list[tuple[str, int, Callable[[IRNode], Any], str]] = [

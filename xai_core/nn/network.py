@@ -242,7 +242,9 @@ class Network(Model, ThreadLocalRecord):
             )
         return be
 
-    def _check_X(self, X: Any, backend: Backend, name: str = "X") -> np.ndarray:
+    def _check_X(
+        self, X: Any, backend: Backend, name: str = "X", *, allow_nan: bool = False
+    ) -> np.ndarray:
         self._require_built()
         if isinstance(X, Mapping) or len(self.inputs) != 1:
             raise CapabilityError(
@@ -251,15 +253,19 @@ class Network(Model, ThreadLocalRecord):
                 "or fix all but one with with_inputs(...) to predict, explain or take gradients."
             )
         dtype = backend.dtype if backend.dtype in DTYPES else np.float32
-        return check_array(X, name, feature_shape=self.input_shape, dtype=dtype)
+        return check_array(
+            X, name, feature_shape=self.input_shape, dtype=dtype, allow_nan=allow_nan
+        )
 
-    def _check_feeds(self, X: Any, backend: Backend) -> dict[str, np.ndarray]:
+    def _check_feeds(
+        self, X: Any, backend: Backend, *, allow_nan: bool = False
+    ) -> dict[str, np.ndarray]:
         """``X`` (an array for a one-input network, else a dict of batches per input) as
-        validated batches of equal length, per input name."""
+        validated batches of equal length, per input name (finite unless ``allow_nan``)."""
         self._require_built()
         shapes = self.input_shapes
         if not isinstance(X, Mapping):
-            return {self.input_name: self._check_X(X, backend)}
+            return {self.input_name: self._check_X(X, backend, allow_nan=allow_nan)}
         missing = [name for name in shapes if name not in X]
         unknown = [name for name in X if name not in shapes]
         if missing or unknown:
@@ -272,7 +278,9 @@ class Network(Model, ThreadLocalRecord):
             )
         dtype = backend.dtype if backend.dtype in DTYPES else np.float32
         feeds = {
-            name: check_array(X[name], f"X[{name!r}]", feature_shape=shape, dtype=dtype)
+            name: check_array(
+                X[name], f"X[{name!r}]", feature_shape=shape, dtype=dtype, allow_nan=allow_nan
+            )
             for name, shape in shapes.items()
         }
         lengths = {name: len(batch) for name, batch in feeds.items()}
@@ -402,7 +410,12 @@ class Network(Model, ThreadLocalRecord):
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
     def predict_outputs(
-        self, X: Any, backend: Any = None, *, batch_size: int = 4096
+        self,
+        X: Any,
+        backend: Any = None,
+        *,
+        batch_size: int = 4096,
+        allow_nan: bool = False,
     ) -> dict[str, np.ndarray]:
         """Every output of the network, from one forward pass per chunk of rows.
 
@@ -412,6 +425,9 @@ class Network(Model, ThreadLocalRecord):
             One batch per input name for a network with several :attr:`inputs`.
         backend : str or Backend, optional
         batch_size : int, default=4096
+        allow_nan : bool, default=False
+            Run NaN and infinite inputs as a runtime does (IEEE arithmetic through every
+            layer) instead of refusing them; explanations never do.
 
         Returns
         -------
@@ -419,7 +435,7 @@ class Network(Model, ThreadLocalRecord):
             Per name in :attr:`outputs`, its values of shape (n_samples, *that output's shape).
         """
         backend = self._backend(backend)
-        feeds = self._check_feeds(X, backend)
+        feeds = self._check_feeds(X, backend, allow_nan=allow_nan)
         batch_size = check_positive_int(batch_size, "batch_size")
         how = self._plan(self.outputs)
         n = len(next(iter(feeds.values())))
