@@ -604,8 +604,10 @@ def op_transpose(b: Builder, node: IRNode) -> None:
 
 def op_pad(b: Builder, node: IRNode) -> None:
     mode = node.attrs.get("mode", "constant")
-    if mode != "constant":
-        raise b.fail(node, f"only constant padding is supported; got mode={mode!r}.")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise b.fail(node, f"mode={mode!r}; supported: constant, reflect, edge, wrap.")
     rank = b.rank(node, node.inputs[0])
     pads = b.ints(node, node.inputs[1]) if len(node.inputs) > 1 else list(node.attrs["pads"])
     value = 0.0
@@ -619,6 +621,9 @@ def op_pad(b: Builder, node: IRNode) -> None:
     end = dict(zip(axes, pads[len(axes) :]))
     if begin.get(0, 0) or end.get(0, 0) or min([*begin.values(), *end.values(), 0]) < 0:
         raise b.fail(node, f"pads {pads} pad the batch axis or crop (negative pads).")
+    if mode != "constant":
+        _pad_by_gathering(b, node, begin, end, mode)
+        return
     if rank == 4 and not (begin.get(1, 0) or end.get(1, 0)) and value == 0.0:
         layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
         b.add(node, layer, node.inputs[0])
@@ -646,6 +651,25 @@ def _pad_by_concatenation(b: Builder, node: IRNode, begin: dict, end: dict, valu
         last = k == len(axes) - 1
         layer = nn.Concatenate(axis=a - 1)
         source = b.add(node, layer, parts, suffix="" if last else f"/pad{a}")
+
+
+def _pad_by_gathering(b: Builder, node: IRNode, begin: dict, end: dict, mode: str) -> None:
+    """``reflect``, ``edge`` and ``wrap`` padding (torch's ``ReflectionPad2d``,
+    ``ReplicationPad2d``, ``CircularPad2d``): along each padded axis one ``Gather`` of the
+    positions ``np.pad(arange(size), pads, mode)`` reads, whose gradient adds where a
+    position is read twice."""
+    source = node.inputs[0]
+    axes = [a for a in sorted(set(begin) | set(end)) if begin.get(a, 0) or end.get(a, 0)]
+    if not axes:
+        b.add(node, nn.Identity(), source)
+        return
+    for k, a in enumerate(axes):
+        size = b.g.shape_of(b._node_name(node, source))[a - 1]
+        if mode == "reflect" and max(begin.get(a, 0), end.get(a, 0)) >= size:
+            raise b.fail(node, f"reflect pads of axis {a} must be below its size {size}.")
+        where = np.pad(np.arange(size), (begin.get(a, 0), end.get(a, 0)), mode=mode)
+        last = k == len(axes) - 1
+        source = b.add(node, nn.Gather(a - 1, where), source, suffix="" if last else f"/pad{a}")
 
 
 def op_identity(b: Builder, node: IRNode) -> None:
@@ -829,7 +853,13 @@ for _op, _fn, _since, _limits in [
     ("Flatten", op_flatten, 1, ""),
     ("Reshape", op_reshape, 5, "a constant or folded shape; may merge the batch axis (a view)"),
     ("Transpose", op_transpose, 1, "any perm (one moving the batch axis gives a view)"),
-    ("Pad", op_pad, 1, "constant mode; any axes but the batch; no negative pads"),
+    (
+        "Pad",
+        op_pad,
+        1,
+        "constant, reflect (pads below the axis size), edge and wrap modes; any axes but the "
+        "batch; no negative pads",
+    ),
     ("Identity", op_identity, 1, ""),
     ("Dropout", op_identity, 1, "inference (an identity; the mask all True); not training_mode"),
 ]:
