@@ -291,7 +291,8 @@ def op_split(b: Builder, node: IRNode) -> None:
 
 
 def op_slice(b: Builder, node: IRNode) -> None:
-    """A constant or a shape sliced (folded), or an activation: one Slice layer per axis."""
+    """A constant or a shape sliced (folded), or an activation: one Slice layer per axis (a
+    Gather of the positions read where the step is negative)."""
     x = node.inputs[0]
     if not b.is_act(x) and b.opset >= 10:
         onnx_ops.op_slice(b, node)
@@ -319,8 +320,8 @@ def op_slice(b: Builder, node: IRNode) -> None:
     rank = b.rank(node, x)
     source = x
     for k, (start, end, axis, step) in enumerate(zip(starts, ends, axes, steps)):
-        if step < 1:
-            raise b.fail(node, f"step {step} on an activation; only positive steps.")
+        if step == 0:
+            raise b.fail(node, "a step of 0 (ONNX requires a nonzero step).")
         a = _axis(b, node, int(axis), rank)
         last = k == len(starts) - 1
         size = b.g.shape_of(b.act.get(source, source))[a]
@@ -330,7 +331,10 @@ def op_slice(b: Builder, node: IRNode) -> None:
                 f"[{start}:{end}:{step}] of axis {axis} (size {size}) is empty: tensors without "
                 "elements are not supported.",
             )
-        layer = nn.Slice(a, max(min(start, size), -size), max(min(end, size), -size - 1), step)
+        if step > 0:
+            layer = nn.Slice(a, max(min(start, size), -size), max(min(end, size), -size - 1), step)
+        else:  # backwards (torch.flip): the positions read, gathered
+            layer = nn.Gather(a, np.arange(size)[slice(start, end, step)])
         source = b.add(node, layer, source, suffix="" if last else f"/{k}")
 
 
@@ -535,7 +539,7 @@ for _op, _fn, _since, _limits in [
         "half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes (axes "
         "given or not; keep_aspect_ratio_policy over H and W); no antialias",
     ),
-    ("Slice", op_slice, 1, "activations: positive steps, not the batch axis; any on constants"),
+    ("Slice", op_slice, 1, "activations: any nonzero steps, not the batch axis; any on constants"),
     ("MatMul", op_matmul, 1, "activations or constants, broadcasting, >= 2-D operands"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
