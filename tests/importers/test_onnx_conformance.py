@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import xai_core as xai
 from xai_core.errors import CapabilityError
 from xai_core.importers.onnx_import import SUPPORTED_ONNX_OPS
 
@@ -252,6 +253,8 @@ def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
         ("Reshape", {"x": (2, 3, 4)}, {}, np.array([4, 0, -1], np.int64)),
         ("Expand", {"x": (3, 1)}, {}, np.array([2, 1, 6], np.int64)),  # an axis before all
         ("Expand", {"x": (4,)}, {}, np.array([2, 3, 1], np.int64)),  # two, of a vector
+        ("Transpose", {"x": (2, 3, 4)}, {}, None),  # the default reverses every axis
+        ("Transpose", {"x": (2, 3, 4)}, {"perm": [1, 2, 0]}, None),
     ],
 )
 def test_a_model_on_the_batch_axis_runs_as_one_sample(op, shapes, attrs, extra):
@@ -462,3 +465,14 @@ def test_a_shape_the_model_returns_is_not_folded_when_lifting():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     with pytest.raises(CapabilityError, match="ArgMax"):
         XaiBackend.prepare(model).run([np.ones((3, 4), np.float32)])
+
+
+def test_an_output_whose_batch_axis_moved_is_named_as_such():
+    """from_onnx refuses an output whose batch axis a Transpose moved, naming that node
+    (not calling it a constant); the adapter then runs the model as one sample."""
+    model = _one_node("Transpose", {"x": (None, 2, 3)}, {"perm": [1, 0, 2]})
+    with pytest.raises(CapabilityError, match=r"batch axis at position 1 \(moved by node"):
+        xai.from_onnx(model)
+    X = np.random.default_rng(2).standard_normal((4, 2, 3)).astype(np.float32)
+    (got,) = XaiBackend.prepare(model).run([X])
+    np.testing.assert_array_equal(got, X.transpose(1, 0, 2))

@@ -1124,3 +1124,88 @@ def test_the_memory_limit_set_by_the_user_applies():
             xai.from_onnx(data)
     finally:
         xai.set_resource_limits(max_bytes=previous.max_bytes)
+
+
+PADS = {
+    "reflect": lambda: torch.nn.ReflectionPad2d((2, 1, 1, 3)),
+    "replicate": lambda: torch.nn.ReplicationPad2d((1, 2, 3, 0)),
+    "circular": lambda: torch.nn.CircularPad2d((2, 2, 1, 0)),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(PADS), ids=sorted(PADS))
+def test_reflect_edge_and_wrap_padding_from_torch(mode):
+    """torch's reflection, replication and circular padding (ONNX ``Pad`` of mode reflect,
+    edge, wrap): forward and gradient equal torch's, where the gradient adds up at the
+    positions read twice."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), PADS[mode](), torch.nn.Conv2d(4, 2, 3))
+    module = module.eval()
+    X = _batch((3, 6, 5), n=2)
+    net = xai.from_torch(module, torch.tensor(X))
+    want = module(torch.tensor(X)).detach().numpy().reshape(2, -1)
+    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)
+    x = torch.tensor(X, requires_grad=True)
+    module(x).reshape(2, -1)[:, 7].sum().backward()
+    np.testing.assert_allclose(
+        xai.ModelRunner(net).gradient(X, 7), x.grad.numpy(), rtol=1e-4, atol=1e-6
+    )
+    assert np.isfinite(xai.ModelRunner(net, backend="tpu").predict(X)).all()
+
+
+def test_reflect_padding_as_wide_as_the_axis_is_refused():
+    """A reflection needs pads below the axis size (onnxruntime refuses the rest too)."""
+    data = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(np.array([0, 0, 3, 0, 0, 0], np.int64), "p")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    with pytest.raises(CapabilityError, match="reflect pads of axis 2 must be below its size 3"):
+        xai.from_onnx(data)
+
+
+def test_flip_from_torch_slices_backwards():
+    """``torch.flip`` (a Slice of step -1) and a step of -2: forward and gradient equal torch's."""
+    torch.manual_seed(0)
+
+    class Flips(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 1)
+
+        def forward(self, x):
+            h = self.conv(x)
+            return torch.flip(h, dims=[2, 3]) + h[:, :, :, 1:].flip(3).repeat(1, 1, 1, 2)[..., :5]
+
+    module = Flips().eval()
+    X = _batch((3, 4, 5), n=2)
+    net = xai.from_torch(module, torch.tensor(X))
+    want = module(torch.tensor(X)).detach().numpy().reshape(2, -1)
+    np.testing.assert_allclose(net.predict(X), want, rtol=1e-5, atol=1e-6)
+    x = torch.tensor(X, requires_grad=True)
+    module(x).reshape(2, -1)[:, 3].sum().backward()
+    np.testing.assert_allclose(
+        xai.ModelRunner(net).gradient(X, 3), x.grad.numpy(), rtol=1e-4, atol=1e-6
+    )
+    data = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 7])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+            [
+                numpy_helper.from_array(np.array(v, np.int64), k)
+                for k, v in {"s": [-1], "e": [-100], "a": [1], "t": [-2]}.items()
+            ],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    X7 = RNG.standard_normal((3, 7)).astype(np.float32)
+    got = xai.from_onnx(data).predict(X7)
+    np.testing.assert_array_equal(got, ort_run(data.SerializeToString(), X7))
+    np.testing.assert_array_equal(got, X7[:, ::-2])

@@ -11,7 +11,7 @@ builds it, with two adaptations the native network asks for:
   does a model of those and the operators of
   :data:`~xai_core.importers.onnx_one_sample.LIFTABLE` (``ArgMax``, ``Concat``, ``CumSum``,
   ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Flatten``,
-  ``Reshape``, ``Squeeze``, ``Tile``, ``Unsqueeze``; and shape arithmetic,
+  ``Reshape``, ``Squeeze``, ``Tile``, ``Transpose``, ``Unsqueeze``; and shape arithmetic,
   :data:`~xai_core.importers.onnx_one_sample.FOLDED`, folded to constants first) that is refused
   at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
   axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that

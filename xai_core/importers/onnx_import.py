@@ -7,7 +7,7 @@ from typing import Any
 
 from xai_core import nn
 from xai_core.errors import CapabilityError, ModelFormatError, XaiError
-from xai_core.importers import onnx_fold, onnx_ops_attention
+from xai_core.importers import onnx_batch_views, onnx_fold, onnx_ops_attention
 from xai_core.importers.ir import IRGraph, check_supported, name_outputs
 from xai_core.importers.onnx_ops import Builder, check_declared
 from xai_core.importers.onnx_reader import read_onnx
@@ -90,6 +90,13 @@ def build_onnx(
         check_declared(b, node, ir.declared)
     outputs: list[str] = []
     for name in ir.output_names:
+        view = onnx_batch_views.view_of(b, name)
+        if view is not None:
+            raise CapabilityError(
+                f"{where}: the output {name!r} has its batch axis at position "
+                f"{view.batch_axis} (moved by node {view.origin!r}); a network's outputs keep "
+                "the batch axis first."
+            )
         if name not in b.act:
             raise CapabilityError(
                 f"{where}: the output {name!r} is a constant (computed from shapes and "

@@ -10,7 +10,8 @@ sample of the original tensors, and the adapter removes the ``k`` axes from the 
 :func:`lift` rewrites a model so, for the operators of :data:`LIFTABLE`: a non-negative
 axis ``a`` (attribute or constant input) becomes ``a + k``, a negative one (counted from
 the end) stays, a default that names axes from the front (``ArgMax``'s 0, every axis
-of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a constant shape or
+of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a ``Transpose``'s
+permutation keeps the ``k`` new axes first, a constant shape or
 repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones (an ``Expand`` to more
 axes than its input has gives the input those axes of 1 after the ``k`` first), a ``Flatten``
 becomes the ``Reshape`` to ``(1,) * k`` and its two axes. Before that, the shape
@@ -60,7 +61,7 @@ _UNCHANGED = frozenset({"And", "Not", "Or", "Trilu", "Xor"})
 #: default to axis 1, written out; ``Trilu`` works on the last two axes.
 LIFTABLE = frozenset(
     {*REDUCE, *_AXIS, *_UNCHANGED, "CumSum", "MeanVarianceNormalization", "Slice"}
-    | {"Expand", "Flatten", "Reshape", "Squeeze", "Tile", "Unsqueeze"}
+    | {"Expand", "Flatten", "Reshape", "Squeeze", "Tile", "Transpose", "Unsqueeze"}
 )
 
 
@@ -320,6 +321,13 @@ def lift(
                 set_input(node, 1, np.asarray(_shift(axes, k), np.int64))
             else:
                 set_attr(node, "axes", _shift(axes, k))
+        elif op == "Transpose":  # the k new axes stay first
+            perm = attr(node, "perm")
+            if perm is None:  # the default reverses the axes
+                if rank is None:
+                    return False
+                perm = range(rank - 1, -1, -1)
+            set_attr(node, "perm", [*range(k), *(int(p) + k for p in perm)])
         else:
             return False
     if inserted:
