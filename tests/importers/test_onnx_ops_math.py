@@ -483,6 +483,22 @@ def test_tampered_saved_layers_are_refused(case, tmp_path):
     assert "m.npz" in str(info.value)
 
 
+def _float64_pass_equals_torch(net, X, torch_fn):
+    """``net``'s float64 forward pass and input gradient (for a random output gradient)
+    equal ``torch_fn``'s and torch autograd's to 1e-9."""
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = Record()
+    X64 = X.astype(np.float64)
+    out = net.forward(X64, backend, record=record)
+    seed = RNG.standard_normal(out.shape)
+    gX, _ = net.vjp(seed, backend, record, param_grads=False)
+    xt = torch.tensor(X64, requires_grad=True)
+    yt = torch_fn(xt)
+    np.testing.assert_allclose(out.reshape(yt.shape), yt.detach().numpy(), rtol=1e-9, atol=1e-12)
+    (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
+    np.testing.assert_allclose(gX, g.numpy(), rtol=1e-9, atol=1e-12)
+
+
 def test_floor_mod_of_floats_matches_the_reference_and_torch():
     """Mod with fmod=0 on floats (the divisor's sign; onnxruntime has no kernel before opset
     28) equals onnx's reference, and its gradient torch's ``remainder``."""
@@ -493,17 +509,7 @@ def test_floor_mod_of_floats_matches_the_reference_and_torch():
     X = Case(data, None).inputs()
     (want,) = ReferenceEvaluator(data).run(None, {"x": X})
     np.testing.assert_allclose(net.predict(X), want.reshape(len(X), -1), rtol=1e-5, atol=1e-6)
-    backend = xai.get_backend("cpu", dtype="float64")
-    record = Record()
-    X64 = X.astype(np.float64)
-    out = net.forward(X64, backend, record=record)
-    seed = RNG.standard_normal(out.shape)
-    gX, _ = net.vjp(seed, backend, record, param_grads=False)
-    xt = torch.tensor(X64, requires_grad=True)
-    yt = torch.remainder(xt, T(DIVISOR, dtype=xt.dtype))
-    np.testing.assert_allclose(out.reshape(yt.shape), yt.detach().numpy(), rtol=1e-9, atol=1e-12)
-    (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
-    np.testing.assert_allclose(gX, g.numpy(), rtol=1e-9, atol=1e-12)
+    _float64_pass_equals_torch(net, X, lambda x: torch.remainder(x, T(DIVISOR, dtype=x.dtype)))
 
 
 def test_floor_mod_by_a_computed_divisor_matches_the_reference_and_torch():
@@ -525,18 +531,9 @@ def test_floor_mod_by_a_computed_divisor_matches_the_reference_and_torch():
     X = Case(data, None).inputs(40)
     (want,) = ReferenceEvaluator(data).run(None, {"x": X})
     np.testing.assert_allclose(net.predict(X), want.reshape(len(X), -1), rtol=1e-5, atol=1e-6)
-    backend = xai.get_backend("cpu", dtype="float64")
-    record = Record()
-    X64 = X.astype(np.float64)
-    out = net.forward(X64, backend, record=record)
-    seed = RNG.standard_normal(out.shape)
-    gX, _ = net.vjp(seed, backend, record, param_grads=False)
-    xt = torch.tensor(X64, requires_grad=True)
-    yt = torch.remainder(xt, xt.abs() + 0.5)
-    assert (torch.floor(xt / (xt.abs() + 0.5)) != torch.trunc(xt / (xt.abs() + 0.5))).any()
-    np.testing.assert_allclose(out.reshape(yt.shape), yt.detach().numpy(), rtol=1e-9, atol=1e-12)
-    (g,) = torch.autograd.grad(yt, xt, torch.tensor(seed.reshape(yt.shape)))
-    np.testing.assert_allclose(gX, g.numpy(), rtol=1e-9, atol=1e-12)
+    X64 = torch.tensor(X, dtype=torch.float64)
+    assert (torch.floor(X64 / (X64.abs() + 0.5)) != torch.trunc(X64 / (X64.abs() + 0.5))).any()
+    _float64_pass_equals_torch(net, X, lambda x: torch.remainder(x, x.abs() + 0.5))
 
 
 def test_a_network_runs_non_finite_inputs_only_when_asked():

@@ -621,14 +621,15 @@ def op_pad(b: Builder, node: IRNode) -> None:
     end = dict(zip(axes, pads[len(axes) :]))
     if begin.get(0, 0) or end.get(0, 0) or min([*begin.values(), *end.values(), 0]) < 0:
         raise b.fail(node, f"pads {pads} pad the batch axis or crop (negative pads).")
-    if mode != "constant":
+    if not any([*begin.values(), *end.values()]):
+        b.add(node, nn.Identity(), node.inputs[0])
+    elif mode != "constant":
         _pad_by_gathering(b, node, begin, end, mode)
-        return
-    if rank == 4 and not (begin.get(1, 0) or end.get(1, 0)) and value == 0.0:
+    elif rank == 4 and not (begin.get(1, 0) or end.get(1, 0)) and value == 0.0:
         layer = nn.ZeroPadding2D((begin.get(2, 0), end.get(2, 0), begin.get(3, 0), end.get(3, 0)))
         b.add(node, layer, node.inputs[0])
-        return
-    _pad_by_concatenation(b, node, begin, end, value)
+    else:
+        _pad_by_concatenation(b, node, begin, end, value)
 
 
 def _pad_by_concatenation(b: Builder, node: IRNode, begin: dict, end: dict, value: float) -> None:
@@ -636,9 +637,6 @@ def _pad_by_concatenation(b: Builder, node: IRNode, begin: dict, end: dict, valu
     padded axis, one ``Concatenate`` of constant blocks before and after the tensor."""
     source = node.inputs[0]
     axes = [a for a in sorted(set(begin) | set(end)) if begin.get(a, 0) or end.get(a, 0)]
-    if not axes:
-        b.add(node, nn.Identity(), source)
-        return
     for k, a in enumerate(axes):
         shape = list(b.g.shape_of(b._node_name(node, source)))
         parts = []
@@ -660,9 +658,6 @@ def _pad_by_gathering(b: Builder, node: IRNode, begin: dict, end: dict, mode: st
     position is read twice."""
     source = node.inputs[0]
     axes = [a for a in sorted(set(begin) | set(end)) if begin.get(a, 0) or end.get(a, 0)]
-    if not axes:
-        b.add(node, nn.Identity(), source)
-        return
     for k, a in enumerate(axes):
         size = b.g.shape_of(b._node_name(node, source))[a - 1]
         if mode == "reflect" and max(begin.get(a, 0), end.get(a, 0)) >= size:
