@@ -75,9 +75,9 @@ def fill(value, dtype=np.float32):
     return numpy_helper.from_array(np.array([value], dtype=dtype))
 
 
-def resize(shape, scales=None, sizes=None, **attrs):
+def resize(shape, scales=None, sizes=None, roi=(), opset=13, **attrs):
     """A Resize by constant scales, or to sizes (n, c, *sizes) built from the input's shape."""
-    inits = {"roi": np.zeros(0, np.float32), "sc": np.float32(scales or [])}
+    inits = {"roi": np.float32(roi), "sc": np.float32(scales or [])}
     ins, nodes = ["x", "roi", "sc"], []
     if sizes is not None:
         inits = {"hw": i64(*sizes), "s0": i64(0), "s2": i64(2)}
@@ -87,13 +87,13 @@ def resize(shape, scales=None, sizes=None, **attrs):
             node("Concat", ["nc", "hw"], ["sz"], axis=0),
         ]
         ins = ["x", "", "", "sz"]
-    return model([*nodes, node("Resize", ins, ["y"], **attrs)], shape, inits, opset=13)
+    return model([*nodes, node("Resize", ins, ["y"], **attrs)], shape, inits, opset=opset)
 
 
-def _resize_torch(mode, scale, align=None, size=None):
+def _resize_torch(mode, scale, align=None, size=None, antialias=False):
     def fn(x):
         kw = {"size": size} if size else {"scale_factor": scale}
-        return F.interpolate(x, mode=mode, align_corners=align, **kw)
+        return F.interpolate(x, mode=mode, align_corners=align, antialias=antialias, **kw)
 
     return fn
 
@@ -296,6 +296,56 @@ CASES = {
         ),
         (2, 3, 4),
         _resize_torch("bilinear", None, align=True, size=(5, 7)),
+    ),
+    "Resize_bicubic_half_pixel": (
+        resize((2, 9, 8), [1, 1, 1.6, 0.5], mode="cubic"),
+        (2, 9, 8),
+        _resize_torch("bicubic", (1.6, 0.5), align=False),
+    ),
+    "Resize_bicubic_align_corners_sizes": (
+        resize(
+            (2, 4, 6), sizes=[5, 11], mode="cubic", coordinate_transformation_mode="align_corners"
+        ),
+        (2, 4, 6),
+        _resize_torch("bicubic", None, align=True, size=(5, 11)),
+    ),
+    # torch's antialiasing (PIL's: a = -0.5 for bicubic) leaves out the taps past the border
+    "Resize_bilinear_antialias_exclude_outside": (
+        resize(
+            (2, 9, 8), [1, 1, 0.5, 0.4], opset=18, mode="linear", antialias=1, exclude_outside=1
+        ),
+        (2, 9, 8),
+        _resize_torch("bilinear", (0.5, 0.4), align=False, antialias=True),
+    ),
+    "Resize_bicubic_antialias_exclude_outside": (
+        resize(
+            (2, 9, 8),
+            [1, 1, 0.7, 1.5],
+            opset=18,
+            mode="cubic",
+            cubic_coeff_a=-0.5,
+            antialias=1,
+            exclude_outside=1,
+        ),
+        (2, 9, 8),
+        _resize_torch("bicubic", (0.7, 1.5), align=False, antialias=True),
+    ),
+    "Resize_cubic_antialias_edge_repeated": (
+        resize((2, 7, 9), [1, 1, 0.6, 0.5], opset=18, mode="cubic", antialias=1),
+        (2, 7, 9),
+        None,
+    ),
+    "Resize_tf_crop_and_resize_extrapolated": (
+        resize(
+            (2, 5, 6),
+            [1, 1, 0.8, 1.5],
+            roi=[0, 0, -0.2, 0.3, 1, 1, 0.9, 1.4],
+            mode="linear",
+            coordinate_transformation_mode="tf_crop_and_resize",
+            extrapolation_value=2.5,
+        ),
+        (2, 5, 6),
+        None,
     ),
     "Resize_bilinear_asymmetric": (
         resize((1, 3, 3), [1, 1, 2, 3], mode="linear", coordinate_transformation_mode="asymmetric"),
@@ -990,10 +1040,10 @@ REFUSALS = [
         "a step of 0",
     ),
     (
-        "resize_cubic",
-        resize((1, 3, 3), [1, 1, 2, 2], mode="cubic"),
+        "resize_nearest_antialias",
+        resize((1, 3, 3), [1, 1, 0.5, 0.5], opset=18, mode="nearest", antialias=1),
         CapabilityError,
-        "mode='cubic'",
+        "antialias with mode='nearest'",
     ),
     (
         "resize_channels",

@@ -408,7 +408,7 @@ def op_lp_pool(b: Builder, node: IRNode) -> None:
 
 def op_upsample(b: Builder, node: IRNode) -> None:
     """``Upsample`` (opsets 7 to 9): ``Resize`` with asymmetric coordinates (nearest: floor)."""
-    from xai_core.importers.onnx_ops_tensor import op_resize
+    from xai_core.importers.onnx_ops_resize import op_resize
 
     if len(node.inputs) > 1 and node.inputs[1]:
         scales = node.inputs[1]

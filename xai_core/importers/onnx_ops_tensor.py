@@ -5,9 +5,8 @@ Most of these fold at import: a model builds its weights with ``ConstantOfShape`
 ``Where`` and ``Mod`` on shapes (see :mod:`xai_core.importers.onnx_ops` for the three kinds
 of tensor while building). Where an input is a runtime activation, ``Expand``, ``Where``
 (with a constant condition), ``Split``, ``Slice`` and ``MatMul`` run as native layers
-(:mod:`xai_core.nn.tensor_ops`); ``DepthToSpace`` becomes reshapes and a transpose, and
-``Resize`` two products by constant interpolation matrices, so both run and are counted on
-every backend.
+(:mod:`xai_core.nn.tensor_ops`); ``DepthToSpace`` becomes reshapes and a transpose, so it runs
+and is counted on every backend (``Resize``: :mod:`xai_core.importers.onnx_ops_resize`).
 """
 
 from __future__ import annotations
@@ -379,133 +378,6 @@ def op_depth_to_space(b: Builder, node: IRNode) -> None:
     b.add(node, nn.Reshape((c // (bs * bs), h * bs, w * bs)), moved)
 
 
-def _resize_matrix(n_in: int, n_out: int, scale: float, attrs: dict, mode: str) -> np.ndarray:
-    """(n_out, n_in) matrix of one axis of ``Resize``: output = matrix @ input along the axis."""
-    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
-    o = np.arange(n_out, dtype=np.float64)
-    if ctm == "half_pixel":
-        x = (o + 0.5) / scale - 0.5
-    elif ctm == "pytorch_half_pixel":
-        x = (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(o)
-    elif ctm == "half_pixel_symmetric":  # half_pixel, centred when n_out != n_in * scale
-        offset = n_in / 2 * (1 - n_out / (n_in * scale))
-        x = offset + (o + 0.5) / scale - 0.5
-    elif ctm == "align_corners":  # the resized length unrounded (n_in * scale), as ONNX's
-        size = n_in * scale
-        x = o * (n_in - 1) / (size - 1) if n_out > 1 and size > 1 else np.zeros_like(o)
-    else:  # asymmetric
-        x = o / scale
-    m = np.zeros((n_out, n_in))
-    if mode == "nearest":
-        rule = attrs.get("nearest_mode", "round_prefer_floor")
-        pick = {
-            "round_prefer_floor": lambda v: np.where(
-                v - np.floor(v) == 0.5, np.floor(v), np.round(v)
-            ),
-            "round_prefer_ceil": lambda v: np.where(
-                v - np.floor(v) == 0.5, np.ceil(v), np.round(v)
-            ),
-            "floor": np.floor,
-            "ceil": np.ceil,
-        }[rule](x)
-        m[np.arange(n_out), np.clip(pick, 0, n_in - 1).astype(int)] = 1.0
-        return m
-    x = np.clip(x, 0, n_in - 1)
-    lo = np.floor(x).astype(int)
-    hi = np.minimum(lo + 1, n_in - 1)
-    frac = x - lo
-    np.add.at(m, (np.arange(n_out), lo), 1 - frac)
-    np.add.at(m, (np.arange(n_out), hi), frac)
-    return m
-
-
-def op_resize(b: Builder, node: IRNode) -> None:
-    """Nearest or bilinear resizing of NCHW images: two MatMuls by constant interpolation matrices."""
-    c, h, w = _spatial_chw(b, node)
-    a = node.attrs
-    mode = a.get("mode", "nearest")
-    ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    modes = (
-        "half_pixel",
-        "half_pixel_symmetric",
-        "pytorch_half_pixel",
-        "align_corners",
-        "asymmetric",
-    )
-    if mode not in ("nearest", "linear") or ctm not in modes:
-        raise b.fail(
-            node,
-            f"mode={mode!r}, coordinate_transformation_mode={ctm!r}; supported: nearest or "
-            f"linear with {', '.join(modes)}.",
-        )
-    if a.get("nearest_mode", "round_prefer_floor") not in (
-        "round_prefer_floor",
-        "round_prefer_ceil",
-        "floor",
-        "ceil",
-    ):
-        raise b.fail(node, f"unknown nearest_mode {a['nearest_mode']!r}.")
-    if a.get("antialias", 0) or a.get("exclude_outside", 0):
-        raise b.fail(node, "antialias and exclude_outside are not supported.")
-    given_axes = a.get("axes")
-    axes = list(range(4)) if given_axes is None else [int(v) % 4 for v in given_axes]
-    if any(not -4 <= int(v) < 4 for v in given_axes or ()) or len(set(axes)) != len(axes):
-        raise b.fail(node, f"axes {list(given_axes)} of a rank-4 tensor.")
-    policy = a.get("keep_aspect_ratio_policy", "stretch")
-    if _given(node, 3):
-        listed = list(np.asarray(b.value(node, node.inputs[3])).reshape(-1))
-        if len(listed) != len(axes):
-            raise b.fail(node, f"{len(listed)} sizes for the axes {axes}.")
-        raw = [BATCH, c, h, w]
-        for d, v in zip(axes, listed, strict=True):
-            raw[d] = v
-        batch_kept = bool(raw) and (raw[0] is BATCH or (b.batch is not None and raw[0] == b.batch))
-        sizes = [0 if v is BATCH else int(v) for v in raw]
-        if len(sizes) != 4 or not batch_kept or sizes[1] != c or min(sizes[2:]) < 1:
-            raise b.fail(
-                node,
-                f"sizes {raw} must keep the batch size and the {c} channels and resize height "
-                "and width only.",
-            )
-        if policy == "stretch":
-            (oh, ow), scales = sizes[2:], [sizes[2] / h, sizes[3] / w]
-        elif policy in ("not_larger", "not_smaller") and set(axes) <= {2, 3}:
-            # one scale for the listed axes, the smallest or largest asked; sizes rounded
-            # half up from it (as the ONNX reference and onnxruntime)
-            ratios = [sizes[d] / (h, w)[d - 2] for d in axes]
-            scale = min(ratios) if policy == "not_larger" else max(ratios)
-            scales = [scale if d in axes else 1.0 for d in (2, 3)]
-            oh, ow = (int(scale * n + 0.5) if d in axes else n for d, n in ((2, h), (3, w)))
-        else:
-            raise b.fail(
-                node,
-                f"keep_aspect_ratio_policy={policy!r} over the axes {axes}; supported: stretch, "
-                "or not_larger and not_smaller over height and width.",
-            )
-    elif _given(node, 2):
-        listed = [float(v) for v in _plain(b, node, node.inputs[2]).reshape(-1)]
-        if len(listed) != len(axes):
-            raise b.fail(node, f"{len(listed)} scales for the axes {axes}.")
-        full = [1.0] * 4
-        for d, v in zip(axes, listed, strict=True):
-            full[d] = v
-        if len(full) != 4 or full[:2] != [1.0, 1.0] or min(full) <= 0:
-            raise b.fail(node, f"scales {full} must be 1 on the batch and channel axes, > 0 else.")
-        scales = full[2:]
-        oh, ow = int(np.floor(h * scales[0])), int(np.floor(w * scales[1]))
-    else:
-        raise b.fail(node, "neither scales nor sizes is given.")
-    if min(oh, ow) < 1:
-        raise b.fail(node, f"the output would be {oh} x {ow} pixels.")
-    _check_bytes(b, node, [c, oh, ow], np.float32)
-    rows = _resize_matrix(h, oh, scales[0], a, mode)
-    cols = _resize_matrix(w, ow, scales[1], a, mode)
-    right = b.value_node(node, cols.T, 4)
-    wide = b.add(node, nn.MatMul(), [node.inputs[0], right], suffix="/width")
-    left = b.value_node(node, rows, 4)
-    b.add(node, nn.MatMul(), [left, wide])
-
-
 def _spatial_chw(b: Builder, node: IRNode) -> tuple[int, int, int]:
     shape = b.g.shape_of(b.node_of(node, node.inputs[0]))
     if len(shape) != 3:
@@ -531,14 +403,6 @@ for _op, _fn, _since, _limits in [
     ),
     ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
     ("DepthToSpace", op_depth_to_space, 1, "NCHW images; DCR and CRD modes"),
-    (
-        "Resize",
-        op_resize,
-        11,
-        "NCHW images, H and W; nearest (any nearest_mode) and linear with half_pixel, "
-        "half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric; constant scales or sizes (axes "
-        "given or not; keep_aspect_ratio_policy over H and W); no antialias",
-    ),
     ("Slice", op_slice, 1, "activations: any nonzero steps, not the batch axis; any on constants"),
     ("MatMul", op_matmul, 1, "activations or constants, broadcasting, >= 2-D operands"),
 ]:

@@ -121,6 +121,7 @@ def _load() -> None:
         onnx_ops_math,
         onnx_ops_norm,
         onnx_ops_recurrent,
+        onnx_ops_resize,
         onnx_ops_shape,
         onnx_ops_tensor,
     )
