@@ -67,8 +67,8 @@ def node(op, ins, outs, **attrs):
     return helper.make_node(op, ins, outs, name=f"{op.lower()}_{outs[0]}", **attrs)
 
 
-def pool(op, shape, **attrs):
-    return model([node(op, ["x"], ["y"], **attrs)], shape)
+def pool(op, shape, opset=17, **attrs):
+    return model([node(op, ["x"], ["y"], **attrs)], shape, opset=opset)
 
 
 def fill(value, dtype=np.float32):
@@ -104,6 +104,71 @@ COND = np.array([[True, False, True, True]])
 SCATTER = np.array([0.0, 2.0, 0.0, -1.0], np.float32)
 
 CASES = {
+    # pooling the native layers do not cover, by gathering each window's taps
+    "MaxPool_dilated": (
+        pool(
+            "MaxPool",
+            (2, 7, 8),
+            kernel_shape=[2, 3],
+            dilations=[2, 1],
+            strides=[1, 2],
+            pads=[1, 1, 1, 1],
+        ),
+        (2, 7, 8),
+        lambda x: F.max_pool2d(x, (2, 3), stride=(1, 2), padding=1, dilation=(2, 1)),
+    ),
+    "MaxPool_3d_ceil": (
+        pool(
+            "MaxPool",
+            (2, 6, 6, 5),
+            kernel_shape=[2, 3, 2],
+            strides=[2, 1, 2],
+            pads=[1, 1, 0, 1, 1, 0],
+            ceil_mode=1,
+        ),
+        (2, 6, 6, 5),
+        lambda x: F.max_pool3d(x, (2, 3, 2), stride=(2, 1, 2), padding=(1, 1, 0), ceil_mode=True),
+    ),
+    "AveragePool_3d_ceil_padding_not_counted": (
+        pool(
+            "AveragePool",
+            (2, 5, 6, 7),
+            kernel_shape=[3] * 3,
+            strides=[2] * 3,
+            pads=[1] * 6,
+            ceil_mode=1,
+        ),
+        (2, 5, 6, 7),
+        lambda x: F.avg_pool3d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    ),
+    "AveragePool_dilated_padding_counted": (
+        pool(
+            "AveragePool",
+            (3, 8, 7),
+            opset=19,
+            kernel_shape=[3, 2],
+            dilations=[2, 3],
+            pads=[2, 1, 2, 0],
+            count_include_pad=1,
+        ),
+        (3, 8, 7),
+        None,
+    ),
+    "AveragePool_pads_wider_than_half_the_kernel": (
+        pool("AveragePool", (2, 5, 6), kernel_shape=[3, 3], pads=[2, 2, 2, 1]),
+        (2, 5, 6),
+        None,
+    ),
+    "LpPool_1d": (
+        pool("LpPool", (3, 9), kernel_shape=[3], strides=[2]),
+        (3, 9),
+        lambda x: F.lp_pool1d(x, 2, 3, stride=2),
+    ),
+    "LpPool_dilated_p3": (
+        pool("LpPool", (2, 7, 6), opset=18, kernel_shape=[2, 2], dilations=[2, 2], p=3),
+        (2, 7, 6),
+        None,
+    ),
     "MaxPool_ceil": (
         pool("MaxPool", (3, 7, 8), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         (3, 7, 8),
@@ -1038,6 +1103,12 @@ REFUSALS = [
         ),
         CapabilityError,
         "a step of 0",
+    ),
+    (
+        "pool_window_of_padding_only",
+        pool("MaxPool", (1, 4, 4), kernel_shape=[2, 2], pads=[2, 0, 0, 0]),
+        CapabilityError,
+        "leave a window that holds padding only",
     ),
     (
         "resize_nearest_antialias",

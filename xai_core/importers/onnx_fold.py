@@ -118,7 +118,7 @@ def _inferred(onnx: Any, b: Builder, proto: Any) -> list[tuple[int, Any] | None]
 def _refuse_size(b: Builder, node: IRNode, output: str, size: int, dtype: Any) -> None:
     """Refuse a folded tensor over the memory limit (a ResourceError, as every folding
     converter's) or over :func:`limit` elements (a CapabilityError)."""
-    from xai_core.importers.onnx_ops_tensor import _check_bytes
+    from xai_core.importers.onnx_ops import _check_bytes
 
     _check_bytes(b, node, [size], dtype)
     if size > limit(b):

@@ -205,6 +205,16 @@ def _axis(b: Builder, node: IRNode, axis: int, rank: int) -> int:
     return a - 1
 
 
+def _check_bytes(b: Builder, node: IRNode, shape, dtype) -> None:
+    """Refuse a tensor of ``shape`` over the memory limit before it is allocated: a folded
+    one, or one a converter builds (interpolation matrices, pooling windows)."""
+    from xai_core.attribution.cost import Cost, check_cost
+
+    size = int(np.prod([int(d) for d in shape], dtype=object)) if len(shape) else 1
+    cost = Cost(0, size * np.dtype(dtype).itemsize, detail=f"a tensor of shape {list(shape)}")
+    check_cost(cost, f"{b.where}: {node.op} node {node.name!r}", advice="use a smaller model")
+
+
 def _spatial(b: Builder, node: IRNode, x: str) -> tuple[int, int]:
     shape = b.g.shape_of(b.node_of(node, x))
     if len(shape) != 3:

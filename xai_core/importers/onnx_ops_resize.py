@@ -24,8 +24,8 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.importers.ir import IRNode
-from xai_core.importers.onnx_ops import BATCH, Builder, _f32
-from xai_core.importers.onnx_ops_tensor import _check_bytes, _given, _plain, _spatial_chw
+from xai_core.importers.onnx_ops import BATCH, Builder, _check_bytes, _f32
+from xai_core.importers.onnx_ops_tensor import _given, _plain, _spatial_chw
 from xai_core.importers.onnx_registry import register
 
 __all__: list[str] = []

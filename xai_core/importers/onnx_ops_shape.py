@@ -20,6 +20,7 @@ import numpy as np
 from xai_core import nn
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import Builder, _axis, _store, cast_activation
+from xai_core.importers.onnx_ops_pool_windows import needs_windows, pool_by_windows
 from xai_core.importers.onnx_registry import register
 
 __all__: list[str] = []
@@ -382,12 +383,11 @@ def op_lp_pool(b: Builder, node: IRNode) -> None:
     from xai_core.importers.onnx_ops import _kernel_attrs, _pads, _spatial
 
     x = node.inputs[0]
+    if needs_windows(node, native_ranks=(2,)) or node.attrs.get("ceil_mode", 0):
+        pool_by_windows(b, node, "lp")
+        return
     kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
-    if dilations != (1, 1) or node.attrs.get("ceil_mode", 0):
-        raise b.fail(node, "dilations and ceil_mode are not supported.")
     pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, x))
-    if max(pads[:2]) * 2 > kernel[0] or max(pads[2:]) * 2 > kernel[1]:
-        raise b.fail(node, f"pads over half the kernel {list(kernel)} are not supported.")
     p = float(node.attrs.get("p", 2))
     if p <= 0:
         raise b.fail(node, f"p must be positive; got {p}.")
@@ -433,7 +433,7 @@ for _op, _fn, _since, _until, _limits in [
         None,
         f"{_NOT_BATCH}; constant axes input; noop_with_empty_axes; gradient undefined at 0",
     ),
-    ("LpPool", op_lp_pool, 2, None, "2-D kernels on NCHW images; no dilations, no ceil_mode"),
+    ("LpPool", op_lp_pool, 2, None, "any kernel rank, dilations, pads and ceil_mode"),
     ("Upsample", op_upsample, 7, 9, "NCHW images; nearest or linear; scales 1 on N and C"),
 ]:
     register(_op, _fn, since=_since, until=_until, limits=_limits)

@@ -22,11 +22,13 @@ from xai_core.importers.onnx_ops import (
     BATCH,
     Builder,
     _axis,
+    _check_bytes,
     _kernel_attrs,
     _pads,
     _spatial,
     _store,
 )
+from xai_core.importers.onnx_ops_pool_windows import needs_windows, pool_by_windows
 from xai_core.importers.onnx_registry import register
 
 __all__: list[str] = []
@@ -45,15 +47,6 @@ def _plain(b: Builder, node: IRNode, name: str) -> np.ndarray:
     return v.astype(np.int64) if v.dtype == object else v
 
 
-def _check_bytes(b: Builder, node: IRNode, shape, dtype) -> None:
-    """Refuse a folded tensor over the memory limit before it is allocated."""
-    from xai_core.attribution.cost import Cost, check_cost
-
-    size = int(np.prod([int(d) for d in shape], dtype=object)) if len(shape) else 1
-    cost = Cost(0, size * np.dtype(dtype).itemsize, detail=f"a tensor of shape {list(shape)}")
-    check_cost(cost, f"{b.where}: {node.op} node {node.name!r}", advice="use a smaller model")
-
-
 def _given(node: IRNode, i: int) -> bool:
     return len(node.inputs) > i and bool(node.inputs[i])
 
@@ -65,6 +58,9 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
     def op(b: Builder, node: IRNode) -> None:
         if len(node.outputs) > 1 and node.outputs[1]:
             raise b.fail(node, "the Indices output of MaxPool is not supported.")
+        if needs_windows(node):
+            pool_by_windows(b, node, kind)
+            return
         if not node.attrs.get("ceil_mode", 0) or len(node.attrs["kernel_shape"]) == 1:
             plain(b, node)
             return
@@ -387,12 +383,17 @@ def _spatial_chw(b: Builder, node: IRNode) -> tuple[int, int, int]:
 
 # -- the registry -------------------------------------------------------------------------
 for _op, _fn, _since, _limits in [
-    ("MaxPool", _pool("max"), 1, "1-D and 2-D; ceil_mode; no dilation, no Indices output"),
+    (
+        "MaxPool",
+        _pool("max"),
+        1,
+        "any kernel rank, dilations, pads and ceil_mode; no Indices output",
+    ),
     (
         "AveragePool",
         _pool("avg"),
         1,
-        "1-D and 2-D; ceil_mode, count_include_pad; no dilation",
+        "any kernel rank, dilations, pads, ceil_mode and count_include_pad",
     ),
     ("Expand", op_expand, 8, "an activation (batch axis kept) or a constant"),
     (
