@@ -146,6 +146,26 @@ def test_remainder_matches_numpy_finite_differences_and_survives_saving(fmod, tm
     assert np.isfinite(g.predict(X, backend="tpu")).all()
 
 
+def test_exponentiate_matches_numpy_finite_differences_and_survives_saving(tmp_path):
+    """``Exponentiate`` is numpy's ``power`` of a computed base and exponent, with gradients
+    equal to central differences, on every backend and after a save and load."""
+    rng = np.random.default_rng(5)
+    g = nn.Graph((2, 5), dtype="float64")
+    a = g.add(nn.Dense(5), g.add(nn.Flatten()), name="a")
+    base = g.add(nn.Add(), [g.add(nn.Abs(), a), g.add(nn.Constant(np.float64(0.5)))])
+    g.add(nn.Exponentiate(), [base, g.add(nn.Multiply(), [a, g.add(nn.Constant(0.5))])])
+    g.add(nn.Dense(2), name="out")
+    X = rng.normal(size=(6, 2, 5))
+    check_graph(g, X)
+    h = X.reshape(6, -1) @ g["a"].params["weight"] + g["a"].params["bias"]
+    want = (np.abs(h) + 0.5) ** (0.5 * h) @ g["out"].params["weight"] + g["out"].params["bias"]
+    np.testing.assert_allclose(g.predict(X), want, rtol=1e-12)
+    g.save(tmp_path / "m.npz")
+    np.testing.assert_array_equal(xai.load_model(tmp_path / "m.npz").predict(X), g.predict(X))
+    np.testing.assert_allclose(g.predict(X, backend="gpu"), want, rtol=1e-5)
+    np.testing.assert_allclose(g.predict(X, backend="tpu"), want, rtol=0.05, atol=0.05)
+
+
 def test_nhwc_layers_equal_nchw_layers_on_transposed_inputs():
     """A network in NHWC equals the same weights in NCHW on transposed images."""
     rng = np.random.default_rng(0)

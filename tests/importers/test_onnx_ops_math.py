@@ -103,6 +103,19 @@ CASES = {
     "Pow_base": Case(
         model("Pow", inputs=["b", "x"], inits={"b": BASE}), lambda x: T(BASE, dtype=x.dtype) ** x
     ),
+    "Pow_both_computed": Case(  # zero bases included: torch's gradients are 0 there
+        model(
+            "Pow",
+            inputs=["a", "b"],
+            inits={"one": np.float32(1)},
+            nodes=[
+                helper.make_node("Relu", ["x"], ["a"]),
+                helper.make_node("Abs", ["x"], ["m"]),
+                helper.make_node("Add", ["m", "one"], ["b"]),
+            ],
+        ),
+        lambda x: torch.relu(x) ** (x.abs() + 1),
+    ),
     "Pow_folded": Case(
         model(
             "Mul",
@@ -344,7 +357,6 @@ REFUSALS = {
         model("Gelu", {"approximate": "fast"}, opset=20),
         "approximate must be 'none' or 'tanh'; got 'fast'",
     ),
-    "pow_both_computed": (model("Pow", inputs=["x", "x"]), "one must be constant"),
     "pow_exponent_tensor": (
         model("Pow", inits={"p": np.arange(20, dtype=np.float32).reshape(5, 4)}),
         "the exponent holds 20 distinct values; at most 8",

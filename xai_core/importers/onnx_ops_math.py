@@ -131,7 +131,7 @@ def _pow_by_constant(b: Builder, node: IRNode, x: str, exponent: np.ndarray) -> 
 
 def op_pow(b: Builder, node: IRNode) -> None:
     """``Pow``: a constant exponent (of at most :data:`_EXPONENTS` distinct values), a
-    constant positive base, or folded."""
+    constant positive base, both computed (:class:`~xai_core.nn.Exponentiate`), or folded."""
     x, y = node.inputs[:2]
     if not b.is_act(x) and not b.is_act(y):
         with np.errstate(all="ignore"):
@@ -142,8 +142,9 @@ def op_pow(b: Builder, node: IRNode) -> None:
     if b.is_act(x) and not b.is_act(y):
         _pow_by_constant(b, node, x, _constant(b, node, y))
         return
-    if b.is_act(x):
-        raise b.fail(node, "both base and exponent are computed at run time; one must be constant.")
+    if b.is_act(x) and b.is_act(y):
+        b.add(node, nn.Exponentiate(), [x, y])
+        return
     base = _constant(b, node, x).astype(np.float64)
     if not np.all(base > 0):
         raise b.fail(node, "a constant base must be positive (base ** x is exp(x log base)).")
@@ -331,8 +332,8 @@ for _op, _fn, _since, _until, _limits in [
         op_pow,
         7,
         None,
-        "a constant exponent (at most 8 distinct values, broadcast), or a constant positive base; "
-        "both constant: folded",
+        "a constant exponent (at most 8 distinct values, broadcast), a constant positive base, "
+        "or both computed (torch's gradients); both constant: folded",
     ),
     ("PRelu", op_prelu, 7, None, "a constant slope broadcast per sample"),
     ("Sum", op_sum, 8, None, "broadcasting"),

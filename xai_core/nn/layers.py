@@ -69,7 +69,15 @@ from xai_core.nn.embedding import Embedding
 from xai_core.nn.gather import Gather
 from xai_core.nn.layer_norm import LayerNormalization
 from xai_core.nn.lrn import LocalResponseNormalization
-from xai_core.nn.merge import Add, Concatenate, Divide, Multiply, Remainder, Subtract
+from xai_core.nn.merge import (
+    Add,
+    Concatenate,
+    Divide,
+    Exponentiate,
+    Multiply,
+    Remainder,
+    Subtract,
+)
 from xai_core.nn.nan_guard import ReplaceNaN
 from xai_core.nn.normalization import BatchNormalization
 from xai_core.nn.pooling import AvgPool2D, GlobalAveragePooling2D, MaxPool2D, ZeroPadding2D
@@ -156,6 +164,7 @@ __all__ = [
     "Reciprocal",
     "Reduce",
     "Remainder",
+    "Exponentiate",
     "ReplaceNaN",
     "Reshape",
     "Selu",

@@ -1,4 +1,5 @@
-"""Layers with several inputs: Add, Subtract, Multiply, Divide, Remainder, Concatenate.
+"""Layers with several inputs: Add, Subtract, Multiply, Divide, Remainder, Exponentiate,
+Concatenate.
 
 Operands broadcast **per sample**, numpy-style (trailing axes aligned): a ``Constant``
 of per-sample shape ``(c, 1, 1)`` scales the channels of NCHW samples ``(c, h, w)``, a
@@ -16,7 +17,7 @@ import numpy as np
 from xai_core.errors import ShapeError, ValidationError
 from xai_core.nn.layer import Layer
 
-__all__ = ["Add", "Subtract", "Multiply", "Divide", "Remainder", "Concatenate"]
+__all__ = ["Add", "Subtract", "Multiply", "Divide", "Remainder", "Exponentiate", "Concatenate"]
 
 
 def _aligned(x: np.ndarray, rank: int) -> np.ndarray:
@@ -241,6 +242,51 @@ class Remainder(_Elementwise):
 
     def get_config(self):
         return {"fmod": self.fmod}
+
+
+def _base_grad(g, a, b):
+    with np.errstate(all="ignore"):
+        return np.where(b == 0, 0.0, g * b * np.power(a, b - 1))
+
+
+def _exponent_grad(g, a, b, y):
+    with np.errstate(all="ignore"):
+        return np.where((a == 0) & (b >= 0), 0.0, g * y * np.log(a))
+
+
+class Exponentiate(_Elementwise):
+    """``a ** b`` of two computed tensors (ONNX ``Pow``, ``torch.pow``); :class:`Power`
+    raises to a constant exponent.
+
+    Notes
+    -----
+    The value is numpy's ``np.power``: a negative base with a fractional exponent is NaN, as
+    in onnxruntime. The gradients are torch's: ``b * a ** (b - 1)`` for ``a`` (0 where
+    ``b == 0``) and ``a ** b * log(a)`` for ``b`` (0 where ``a == 0`` and ``b >= 0``).
+    """
+
+    kind: ClassVar[str] = "exponentiate"
+    takes_input_needs: ClassVar[bool] = True
+    arity: ClassVar[int] = 2
+
+    def apply(self, x, backend, record):
+        a, b = self._prepare(x, record)
+        with np.errstate(all="ignore"):
+            y = backend.elementwise(np.power, a, b, ops=3)
+        if record is not None:
+            record["aby"] = (a, b, y)
+        return y
+
+    def vjp(self, grad, backend, record, *, param_grads=True, input_grad=True, needs=None):
+        a, b, y = self._need(record, self)["aby"]
+        if not input_grad:
+            return None, {}
+        want_a, want_b = self._wanted(needs, 2)
+        parts = [
+            backend.elementwise(_base_grad, grad, a, b, ops=5) if want_a else None,
+            backend.elementwise(_exponent_grad, grad, a, b, y, ops=5) if want_b else None,
+        ]
+        return self._back(parts, record, backend), {}
 
 
 class Concatenate(Layer):
