@@ -453,21 +453,14 @@ def op_clip(b: Builder, node: IRNode) -> None:
 
 
 def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
+    """Undilated 1-D and 2-D pooling, pads at most half the kernel, no ceil_mode: the native
+    layers (the registered converter in onnx_ops_tensor sends the rest elsewhere)."""
+
     def op(b: Builder, node: IRNode) -> None:
         if len(node.attrs["kernel_shape"]) == 1:
             return _pool_1d(b, node, kind)
         kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
-        if dilations != (1, 1):
-            raise b.fail(node, f"dilated pooling is not supported; dilations={list(dilations)}.")
-        if node.attrs.get("ceil_mode", 0):
-            raise b.fail(node, "ceil_mode=1 is not supported.")
         pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
-        if max(pads[:2]) * 2 > kernel[0] or max(pads[2:]) * 2 > kernel[1]:
-            raise b.fail(
-                node,
-                f"pads {list(node.attrs.get('pads', []))} over half the kernel {list(kernel)} "
-                "are not supported (a window could hold padding only).",
-            )
         if kind == "max":
             layer = nn.MaxPool2D(kernel, stride=strides, padding=pads)
         else:
@@ -482,19 +475,9 @@ def _pool_1d(b: Builder, node: IRNode, kind: str) -> None:
     """A ``MaxPool`` / ``AveragePool`` with a 1-D kernel: MaxPool1D or AvgPool1D."""
     kernel = int(node.attrs["kernel_shape"][0])
     _series_steps(b, node, node.inputs[0])
-    stride, dilation, pads = _attrs_1d(b, node, kernel)
-    if dilation != 1:
-        raise b.fail(node, f"dilated pooling is not supported; dilations={[dilation]}.")
-    if len(node.outputs) > 1 and node.outputs[1]:
-        raise b.fail(node, "the Indices output of MaxPool is not supported.")
+    stride, _, pads = _attrs_1d(b, node, kernel)
     if node.attrs.get("storage_order", 0):
         raise b.fail(node, "storage_order=1 is not supported.")
-    if max(pads) * 2 > kernel:
-        raise b.fail(
-            node,
-            f"pads {list(pads)} over half the kernel {kernel} are not supported (a window could "
-            "hold padding only).",
-        )
     ceil = bool(node.attrs.get("ceil_mode", 0))
     if ceil and node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "", "VALID"):
         raise b.fail(node, "ceil_mode=1 with a SAME auto_pad is not supported; use pads.")

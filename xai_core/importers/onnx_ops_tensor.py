@@ -65,8 +65,6 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
             plain(b, node)
             return
         kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
-        if dilations != (1, 1):
-            raise b.fail(node, f"dilated pooling is not supported; dilations={list(dilations)}.")
         auto = node.attrs.get("auto_pad", "NOTSET")
         if auto not in ("NOTSET", "", "VALID"):
             raise b.fail(node, f"ceil_mode=1 with auto_pad={auto!r} is not supported; use pads.")
