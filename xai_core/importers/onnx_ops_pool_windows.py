@@ -89,6 +89,9 @@ def pool_by_windows(b: Builder, node: IRNode, kind: str) -> None:
             f"a kernel of {r} axes pools samples of {r + 1} axes (channels first); got a "
             f"per-sample shape {tuple(shape)}.",
         )
+    p = float(a.get("p", 2))
+    if kind == "lp" and p <= 0:
+        raise b.fail(node, f"p must be positive; got {p}.")
     channels, size = int(shape[0]), [int(n) for n in shape[1:]]
     strides = [int(s) for s in a.get("strides", [1] * r)]
     dilations = [int(d) for d in a.get("dilations", [1] * r)]
@@ -123,9 +126,6 @@ def pool_by_windows(b: Builder, node: IRNode, kind: str) -> None:
         flat = np.where(inside, flat, first[:, None])
     src = b.add(node, nn.Reshape((channels, -1)), node.inputs[0], suffix="/flat")
     if kind == "lp":
-        p = float(a.get("p", 2))
-        if p <= 0:
-            raise b.fail(node, f"p must be positive; got {p}.")
         src = b.add(node, nn.Abs(), src, suffix="/abs") if p != 2 else src
         src = b.add(node, nn.Power(p), src, suffix="/power")
     taps = b.add(node, nn.Gather(1, flat), src, suffix="/windows")
