@@ -7,7 +7,8 @@ the positions every window reads are found once, at import, and the network hold
 ``Gather`` of them from the flattened image, shape ``(C, taps, windows)`` (taps first: numpy
 reduces across whole rows of windows faster than along rows of a few taps), then a maximum
 over the taps, or a sum weighted by a constant (``1 / count`` for an average; ``1`` for the
-``|x| ** p`` of ``LpPool``). Its gradient is the ``Gather``'s and the reduction's.
+sum of ``|x| ** p`` that ``LpPool`` takes the root of). Its gradient is the ``Gather``'s and
+the reduction's.
 
 The windows follow the ONNX specification: window ``o`` along an axis reads the positions
 ``o * stride - pad_begin + t * dilation`` for ``t`` in ``range(kernel)``; ``ceil_mode`` adds
@@ -74,14 +75,15 @@ def _axis_windows(n: int, k: int, s: int, d: int, pb: int, pe: int, ceil: bool):
     return pos, (pos >= 0) & (pos < n), pos < n + pe
 
 
-def pool_by_windows(b: Builder, node: IRNode, kind: str) -> None:
-    """``kind`` ("max", "avg" or "lp") pooling of a channels-first tensor of any spatial rank."""
+def pool_by_windows(b: Builder, node: IRNode, kind: str, source: str, suffix: str = "") -> str:
+    """The maximum, average or sum (``kind`` "max", "avg", "sum") over each window of the
+    pooling ``node``, of ``source`` (an ONNX name or a node made here) of channels-first
+    samples of any spatial rank; the name of the node made (``node``'s output without a
+    ``suffix``)."""
     a = node.attrs
-    if len(node.outputs) > 1 and node.outputs[1]:
-        raise b.fail(node, "the Indices output of MaxPool is not supported.")
     if a.get("storage_order", 0):
         raise b.fail(node, "storage_order=1 is not supported.")
-    shape = b.g.shape_of(b.node_of(node, node.inputs[0]))
+    shape = b.g.shape_of(b._node_name(node, source))
     kernel = [int(k) for k in a["kernel_shape"]]
     r = len(kernel)
     if len(shape) != r + 1:
@@ -90,9 +92,6 @@ def pool_by_windows(b: Builder, node: IRNode, kind: str) -> None:
             f"a kernel of {r} axes pools samples of {r + 1} axes (channels first); got a "
             f"per-sample shape {tuple(shape)}.",
         )
-    p = float(a.get("p", 2))
-    if kind == "lp" and p <= 0:
-        raise b.fail(node, f"p must be positive; got {p}.")
     channels, size = int(shape[0]), [int(n) for n in shape[1:]]
     strides = [int(s) for s in a.get("strides", [1] * r)]
     dilations = [int(d) for d in a.get("dilations", [1] * r)]
@@ -125,15 +124,12 @@ def pool_by_windows(b: Builder, node: IRNode, kind: str) -> None:
     if kind == "max":  # a padded tap reads the window's first tap inside the input
         first = flat[np.arange(len(flat)), inside.argmax(axis=1)]
         flat = np.where(inside, flat, first[:, None])
-    src = b.add(node, nn.Reshape((channels, -1)), node.inputs[0], suffix="/flat")
-    if kind == "lp":
-        src = b.add(node, nn.Abs(), src, suffix="/abs") if p != 2 else src
-        src = b.add(node, nn.Power(p), src, suffix="/power")
+    src = b.add(node, nn.Reshape((channels, -1)), source, suffix="/flat")
     taps = b.add(node, nn.Gather(1, flat.T), src, suffix="/windows")
     if kind == "max":
         pooled = b.add(node, nn.Reduce("max", (1,), keepdims=False), taps, suffix="/pooled")
     else:
-        if kind == "lp":
+        if kind == "sum":
             weights = inside.astype(np.float64)
         else:
             divisor = counted if a.get("count_include_pad", 0) else inside
@@ -142,6 +138,4 @@ def pool_by_windows(b: Builder, node: IRNode, kind: str) -> None:
             node, nn.Multiply(), [taps, b.value_node(node, weights.T[None, None], 4)], suffix="/w"
         )
         pooled = b.add(node, nn.Reduce("sum", (1,), keepdims=False), weighted, suffix="/pooled")
-        if kind == "lp":
-            pooled = b.add(node, nn.Power(1.0 / p), pooled, suffix="/root")
-    b.add(node, nn.Reshape((channels, *out)), pooled)
+    return b.add(node, nn.Reshape((channels, *out)), pooled, suffix=suffix)

@@ -378,31 +378,33 @@ def op_reduce_prod(axes_input: bool) -> Callable[[Builder, IRNode], None]:
 
 
 def op_lp_pool(b: Builder, node: IRNode) -> None:
-    """``LpPool`` of NCHW images: ``(sum over the window of |x|**p) ** (1/p)``, the sum an
-    average pool (padding counted as 0) times the window's area."""
+    """``LpPool``: ``(sum over the window of |x|**p) ** (1/p)``. On NCHW images the sum is an
+    average pool (padding counted as 0) times the window's area; any other kernel (another
+    rank, dilations, wide pads, ``ceil_mode``) sums gathered windows."""
     from xai_core.importers.onnx_ops import _kernel_attrs, _pads, _spatial
 
-    x = node.inputs[0]
-    if needs_windows(node, native_ranks=(2,)) or node.attrs.get("ceil_mode", 0):
-        pool_by_windows(b, node, "lp")
-        return
-    kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
-    pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, x))
     p = float(node.attrs.get("p", 2))
     if p <= 0:
         raise b.fail(node, f"p must be positive; got {p}.")
-    src = b.node_of(node, x)
+    windows = needs_windows(node, native_ranks=(2,)) or node.attrs.get("ceil_mode", 0)
+    if not windows:
+        kernel, strides, dilations = _kernel_attrs(b, node, node.attrs["kernel_shape"])
+        pads = _pads(b, node, kernel, strides, dilations, _spatial(b, node, node.inputs[0]))
+    src = b.node_of(node, node.inputs[0])
     mag = b.add(node, nn.Abs(), src, suffix="/abs") if p != 2 else src
     powered = b.add(node, nn.Power(p), mag, suffix="/power")
-    pooled = b.add(
-        node,
-        nn.AvgPool2D(kernel, stride=strides, padding=pads, count_include_pad=True),
-        powered,
-        suffix="/mean",
-    )
-    rank = len(b.g.shape_of(pooled)) + 1
-    area = b.value_node(node, np.full([1] * rank, float(kernel[0] * kernel[1])), rank)
-    total = b.add(node, nn.Multiply(), [pooled, area], suffix="/sum")
+    if windows:
+        total = pool_by_windows(b, node, "sum", powered, suffix="/sum")
+    else:
+        pooled = b.add(
+            node,
+            nn.AvgPool2D(kernel, stride=strides, padding=pads, count_include_pad=True),
+            powered,
+            suffix="/mean",
+        )
+        rank = len(b.g.shape_of(pooled)) + 1
+        area = b.value_node(node, np.full([1] * rank, float(kernel[0] * kernel[1])), rank)
+        total = b.add(node, nn.Multiply(), [pooled, area], suffix="/sum")
     b.add(node, nn.Power(1.0 / p), total)
 
 

@@ -59,7 +59,7 @@ def _pool(kind: str) -> Callable[[Builder, IRNode], None]:
         if len(node.outputs) > 1 and node.outputs[1]:
             raise b.fail(node, "the Indices output of MaxPool is not supported.")
         if needs_windows(node):
-            pool_by_windows(b, node, kind)
+            pool_by_windows(b, node, kind, node.inputs[0])
             return
         if not node.attrs.get("ceil_mode", 0) or len(node.attrs["kernel_shape"]) == 1:
             plain(b, node)

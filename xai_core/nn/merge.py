@@ -244,6 +244,11 @@ class Remainder(_Elementwise):
         return {"fmod": self.fmod}
 
 
+def _power(a, b):
+    with np.errstate(all="ignore"):  # NaN for a negative base and a fractional exponent
+        return np.power(a, b)
+
+
 def _base_grad(g, a, b):
     with np.errstate(all="ignore"):
         return np.where(b == 0, 0.0, g * b * np.power(a, b - 1))
@@ -271,8 +276,7 @@ class Exponentiate(_Elementwise):
 
     def apply(self, x, backend, record):
         a, b = self._prepare(x, record)
-        with np.errstate(all="ignore"):
-            y = backend.elementwise(np.power, a, b, ops=3)
+        y = backend.elementwise(_power, a, b, ops=3)
         if record is not None:
             record["aby"] = (a, b, y)
         return y
