@@ -57,6 +57,19 @@ CASES = {
     "sum": ("bij->bi", _sizes(2), None, None, None),
     "sum_permute": ("bijk->bki", _sizes(3), None, None, None),
     "summed_then_product": ("bij,bjk->bj", _sizes(2), _transposed([0, 2, 1]), None, None),
+    # diagonals and traces; ellipses (the batch axis within one), explicit and implicit
+    "diagonal": ("bii->bi", [4, 4], None, None, None),
+    "trace": ("bijj->bi", [2, 3, 3], None, None, None),
+    "diagonal_of_three": ("bjjj,bjkl->blk", [3, 3, 3], _transposed([0, 2, 1, 3]), None, None),
+    "ellipsis_diagonal": ("...ii ->...i", [2, 3, 3], None, None, None),
+    "ellipsis_product": (
+        "...ij,...jk->...ik",
+        _sizes(3),
+        _transposed([0, 1, 3, 2]),
+        None,
+        None,
+    ),
+    "ellipsis_implicit": ("...ji", _sizes(2), None, None, None),
 }
 
 
@@ -138,16 +151,17 @@ def test_products_are_batched_matmuls_on_the_tpu():
 @pytest.mark.parametrize(
     ("equation", "shape", "words"),
     [
-        ("bii->bi", (3, 3), "repeated"),
-        ("...ii->...i", (3, 3), "ellipsis"),
+        ("bi->bii", (3,), "repeated in the output"),
+        ("bb->b", (3,), "repeated"),
         ("bij->ji", (3, 4), "batch"),
         ("ij->ji", (3,), "batch"),
         ("bij->b", (3, 4), "scalar"),
     ],
-    ids=["diagonal", "ellipsis", "batch_moved", "transpose_of_batch", "scalar"],
+    ids=["output_diagonal", "batch_diagonal", "batch_moved", "transpose_of_batch", "scalar"],
 )
 def test_unsupported_equations_are_refused_naming_them(equation, shape, words):
-    """A diagonal, an ellipsis, a moved batch axis, a per-sample scalar: a CapabilityError."""
+    """An index repeated in the output or on the batch axis, a moved batch axis, a
+    per-sample scalar: a CapabilityError naming the equation."""
     data = one_node_model("Einsum", {"equation": equation}, shape=shape)
     with pytest.raises(CapabilityError, match=words) as err:
         xai.from_onnx(data)
@@ -192,5 +206,20 @@ def test_einsum_of_constants_is_folded():
     ],
 )
 def test_parse_equation(equation, want):
-    """Spaces ignored; the implicit output sorted; an ellipsis or a digit: None."""
+    """Spaces ignored; the implicit output sorted; an ellipsis without ranks or a digit: None."""
     assert parse_equation(equation) == want
+
+
+@pytest.mark.parametrize(
+    ("equation", "ranks", "want"),
+    [
+        ("...ii ->...i", [4], (["abii"], "abi")),
+        ("...ij,...jk->...ik", [4, 3], (["abij", "bjk"], "abik")),
+        ("...j,jk", [3, 2], (["abj", "jk"], "abk")),
+        ("b...,b...->b", [2, 2], (["ba", "ba"], "b")),
+        ("...ij", [1], None),
+    ],
+)
+def test_parse_equation_expands_ellipses_aligned_from_the_right(equation, ranks, want):
+    """An ellipsis takes unused letters, as many as the rank leaves; fewer take the last."""
+    assert parse_equation(equation, ranks) == want

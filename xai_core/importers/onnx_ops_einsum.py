@@ -13,11 +13,17 @@ and :class:`~xai_core.nn.Reduce`:
   ``MatMul`` multiplies them, and the result is reshaped and transposed to the output's
   order.
 
+An ellipsis (``...``) stands for as many indices as the operand has axes beyond its
+letters, aligned from the right across operands as numpy aligns them, and leads the
+implicit output. An index repeated within one operand (``ii->i``, a diagonal) takes the
+diagonal first: that operand's axes of the index moved last, merged, and the diagonal's
+positions gathered (a ``Gather``); summed afterwards if the output lacks it (a trace).
+
 The first index of every operand computed at run time is the batch axis: it must be the
 same index, the output's first, and in no constant operand. An ``Einsum`` of constants only
 is folded at import (:mod:`xai_core.importers.onnx_fold`). Refused, naming the equation:
-an ellipsis (``...``), an index repeated within one operand or in the output (diagonals,
-traces), more than two operands, an index moving the batch axis.
+an index repeated in the output or on the batch axis, more than two operands, an index
+moving the batch axis, a scalar per sample.
 """
 
 from __future__ import annotations
@@ -30,24 +36,52 @@ from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import Builder
 from xai_core.importers.onnx_registry import register
 
-__all__ = ["parse_equation"]
+__all__ = ["LETTERS", "parse_equation"]
 
 
-def parse_equation(equation: str) -> tuple[list[str], str] | None:
-    """The operands' indices and the output's of an ``Einsum`` equation (spaces ignored; the
-    implicit form's output: the indices seen once, sorted). None when it has an ellipsis or
-    characters other than letters, commas and one ``->``."""
+def parse_equation(equation: str, ranks: list[int] | None = None) -> tuple[list[str], str] | None:
+    """The operands' indices and the output's of an ``Einsum`` equation.
+
+    Spaces are ignored. An ellipsis becomes letters the equation does not use, as many as
+    each operand's rank in ``ranks`` leaves (aligned from the right: an operand of fewer
+    such axes takes the last ones); the implicit form's output is the ellipsis' letters,
+    then the indices seen once, sorted. None when the equation has an ellipsis and no
+    ``ranks`` are given, or characters other than letters, commas, ``...`` and one ``->``,
+    or a rank too small for its letters.
+    """
     text = equation.replace(" ", "")
-    if "..." in text or text.count("->") > 1:
+    if text.count("->") > 1 or ("..." in text and ranks is None):
         return None
     lhs, arrow, rhs = text.partition("->")
     operands = lhs.split(",")
-    letters = "".join(operands)
-    if not all(c.isalpha() and c.isascii() for c in letters + rhs):
+    named = "".join(operands + [rhs]).replace("...", "")
+    if not all(c.isalpha() and c.isascii() for c in named):
         return None
+    dots = ""
+    if "..." in text:
+        if len(ranks) != len(operands):
+            return None
+        counts = [
+            r - len(o.replace("...", "")) if "..." in o else 0 for o, r in zip(operands, ranks)
+        ]
+        if min(counts) < 0 or any(o.count("...") > 1 for o in operands):
+            return None
+        free = [c for c in LETTERS if c not in named]
+        dots = "".join(free[: max(counts)])
+        operands = [
+            o.replace("...", dots[len(dots) - n :] if n else "") for o, n in zip(operands, counts)
+        ]
+        rhs = rhs.replace("...", dots)
+    letters = "".join(operands)
     if not arrow:
-        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+        rhs = dots + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1 and c not in dots)
+        )
     return operands, rhs
+
+
+#: The letters an equation may use, in the order unused ones are taken.
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 class _Operand:
@@ -59,6 +93,27 @@ class _Operand:
 
     def sizes(self, b: Builder) -> list[int]:
         return list(self.value.shape if self.node is None else b.g.shape_of(self.node))
+
+    def diagonals(self, b: Builder, node: IRNode, tag: str) -> _Operand:
+        """This operand with each repeated index taken once: its diagonal."""
+        o = self
+        for c in dict.fromkeys(x for x in self.letters if self.letters.count(x) > 1):
+            kept = "".join(x for x in o.letters if x != c)
+            m, n = o.letters.count(c), o.sizes(b)[o.letters.index(c)]
+            if o.node is None:
+                o = _Operand(kept + c, None, np.einsum(f"{o.letters}->{kept}{c}", o.value))
+                continue
+            perm = tuple(
+                [i for i, x in enumerate(o.letters) if x != c]
+                + [i for i, x in enumerate(o.letters) if x == c]
+            )
+            moved = b.add(node, nn.Transpose(perm), [o.node], suffix=f"/{tag}_{c}_moved")
+            shape = tuple(o.sizes(b)[i] for i in perm[: len(kept)]) + (n**m,)
+            merged = b.add(node, nn.Reshape(shape), [moved], suffix=f"/{tag}_{c}_merged")
+            step = sum(n**j for j in range(m))  # (i, i, ..., i) in the merged axis
+            layer = nn.Gather(len(kept), np.arange(n) * step)
+            o = _Operand(kept + c, b.add(node, layer, [merged], suffix=f"/{tag}_{c}"), None)
+        return o
 
     def sum_over(self, b: Builder, node: IRNode, drop: str, tag: str) -> _Operand:
         """This operand summed over the indices ``drop``."""
@@ -141,9 +196,8 @@ def _check(b: Builder, node: IRNode, letters: list[str], rhs: str, equation: str
         )
     if len(letters) > 2:
         raise refuse("more than two operands")
-    for idx in [*letters, rhs]:
-        if len(set(idx)) != len(idx):
-            raise refuse(f"an index repeated in {idx!r} (a diagonal or trace)")
+    if len(set(rhs)) != len(rhs):
+        raise refuse(f"an index repeated in the output {rhs!r}")
     if set(rhs) - set("".join(letters)):
         raise ModelFormatError(
             f"{b.where}: Einsum node {node.name!r}: equation {equation!r} has output indices "
@@ -154,14 +208,20 @@ def _check(b: Builder, node: IRNode, letters: list[str], rhs: str, equation: str
 def op_einsum(b: Builder, node: IRNode) -> None:
     """``Einsum`` of one or two operands, one at least computed at run time."""
     equation = str(node.attrs.get("equation", ""))
-    parsed = parse_equation(equation)
+    ranks = [b.rank(node, i) if b.is_act(i) else np.ndim(b.numbers(node, i)) for i in node.inputs]
+    parsed = parse_equation(equation, ranks)
     if parsed is None:
         raise b.fail(
-            node, f"equation {equation!r}: an ellipsis ('...') or other notation not supported."
+            node,
+            f"equation {equation!r}: notation not supported (letters, commas, one '->' and "
+            "an ellipsis per operand are).",
         )
     letters, rhs = parsed
     _check(b, node, letters, rhs, equation)
-    ops = _operands(b, node, letters, equation)
+    ops = [
+        o.diagonals(b, node, f"diagonal{k}")
+        for k, o in enumerate(_operands(b, node, letters, equation))
+    ]
     s, out = rhs[:1], rhs[1:]
     if not out:
         raise b.fail(node, f"equation {equation!r}: a scalar per sample is not supported.")
@@ -225,5 +285,5 @@ register(
     op_einsum,
     since=12,
     limits="one or two operands, the first index of each run-time operand the batch axis; "
-    "no ellipsis, no index repeated in an operand (diagonals, traces); of constants: folded",
+    "ellipses, diagonals and traces; no index repeated in the output; of constants: folded",
 )
