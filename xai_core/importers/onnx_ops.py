@@ -14,6 +14,7 @@ Each tensor of the ONNX graph is, while building, one of three things:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -356,7 +357,9 @@ def op_conv(b: Builder, node: IRNode) -> None:
 
 def _transpose_pads(b: Builder, node: IRNode, kernel, strides, dilations, size, out_pad):
     """(top, bottom, left, right) of a ConvTranspose from ``pads``, ``auto_pad`` or
-    ``output_shape``, as the ONNX spec computes them."""
+    ``output_shape``, as the ONNX spec computes them; where ``output_shape`` is beyond
+    the kernel's reach, the end's is negative (the output extended there, as onnxruntime
+    extends it)."""
     auto = node.attrs.get("auto_pad", "NOTSET")
     target = node.attrs.get("output_shape")
     if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
@@ -367,38 +370,81 @@ def _transpose_pads(b: Builder, node: IRNode, kernel, strides, dilations, size, 
     out = []
     for k, s, d, n, op, t in zip(kernel, strides, dilations, size, out_pad, target):
         total = s * (n - 1) + op + (k - 1) * d + 1 - t
-        if total < 0:
-            raise b.fail(node, f"output_shape {target} is larger than the kernel can reach.")
+        if total < 0:  # beyond the kernel's reach: extended at the end, as onnxruntime does
+            out.append((0, total))
+            continue
         small = total // 2
         out.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
     return out[0][0], out[0][1], out[1][0], out[1][1]
 
 
+def _as_2d(node: IRNode) -> IRNode:
+    """A 1-D ``ConvTranspose`` node's attributes as those of a 2-D one over (1, length)."""
+    a = dict(node.attrs)
+    for key, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("output_padding", 0)):
+        if key in a:
+            a[key] = [unit, *a[key]]
+    if "output_shape" in a:
+        a["output_shape"] = [1, *list(a["output_shape"])[-1:]]
+    if "pads" in a:
+        a["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+    return replace(node, attrs=a)
+
+
 def op_conv_transpose(b: Builder, node: IRNode) -> None:
+    """``ConvTranspose`` of 1-D samples (as 2-D ones of one row) or 2-D samples.
+
+    An ``output_shape`` beyond what the kernel reaches extends the output at the end (as
+    onnxruntime does) by rows or columns that only the bias reaches: the product is padded
+    with zeros, then the bias is added.
+    """
     w = b.numbers(node, node.inputs[1])
-    if w.ndim != 4:
-        raise b.fail(node, f"only 2-D transposed convolutions are supported; weight {w.shape}.")
-    kernel, strides, dilations = _kernel_attrs(b, node, node.attrs.get("kernel_shape", w.shape[2:]))
-    out_pad = tuple(int(p) for p in node.attrs.get("output_padding", [0, 0]))
-    size = _spatial(b, node, node.inputs[0])
-    pads = _transpose_pads(b, node, kernel, strides, dilations, size, out_pad)
-    groups = int(node.attrs.get("group", 1))
-    has_bias = len(node.inputs) > 2 and bool(node.inputs[2])
+    x = node.inputs[0]
+    one_d = w.ndim == 3
+    if one_d:
+        shape = b.g.shape_of(b.node_of(node, x))
+        if len(shape) != 2:
+            raise b.fail(node, f"a 1-D kernel needs (channels, steps) samples; got {shape}.")
+        attrs, size = _as_2d(node), (1, int(shape[1]))
+        x = b.add(node, nn.Reshape((shape[0], 1, shape[1])), x, suffix="/row")
+        w = w[:, :, None, :]
+    elif w.ndim == 4:
+        attrs, size = node, _spatial(b, node, x)
+    else:
+        raise b.fail(
+            node, f"only 1-D and 2-D transposed convolutions are supported; weight {w.shape}."
+        )
+    kernel, strides, dilations = _kernel_attrs(
+        b, attrs, attrs.attrs.get("kernel_shape", w.shape[2:])
+    )
+    out_pad = tuple(int(p) for p in attrs.attrs.get("output_padding", [0, 0]))
+    pads = _transpose_pads(b, attrs, kernel, strides, dilations, size, out_pad)
+    extend = tuple(max(-p, 0) for p in pads)
+    groups = int(attrs.attrs.get("group", 1))
+    bias = b.numbers(node, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    inner_bias = bias is not None and not any(extend)
     layer = nn.Conv2DTranspose(
         w.shape[1] * groups,
         kernel,
         stride=strides,
-        padding=pads,
+        padding=tuple(max(p, 0) for p in pads),
         output_padding=out_pad,
         dilation=dilations,
         groups=groups,
-        use_bias=has_bias,
+        use_bias=inner_bias,
     )
-    name = b.add(node, layer, node.inputs[0])
-    params = {"weight": w}
-    if has_bias:
-        params["bias"] = b.numbers(node, node.inputs[2])
-    b.g.set_params(name, **params)
+    more = one_d or any(extend)  # nodes after the product
+    name = b.add(node, layer, x, suffix="/product" if more else "")
+    b.g.set_params(name, weight=w, **({"bias": bias} if inner_bias else {}))
+    if any(extend):
+        last = not one_d and bias is None
+        name = b.add(node, nn.ZeroPadding2D(extend), name, suffix="" if last else "/extended")
+        if bias is not None:
+            added = [name, b.value_node(node, bias.reshape(-1, 1, 1), 4)]
+            name = b.add(node, nn.Add(), added, suffix="/bias" if one_d else "")
+    if one_d:  # back to (channels, steps)
+        c, _, steps = b.g.shape_of(name)
+        b.add(node, nn.Reshape((c, steps)), name)
 
 
 def op_batchnorm(b: Builder, node: IRNode) -> None:
@@ -822,8 +868,8 @@ for _op, _fn, _since, _limits in [
         "ConvTranspose",
         op_conv_transpose,
         1,
-        "2-D, constant weights; groups, strides, dilations, pads, auto_pad, output_padding "
-        "(less than the stride), output_shape",
+        "1-D and 2-D, constant weights; groups, strides, dilations, pads, auto_pad, "
+        "output_padding (less than the stride), output_shape (beyond the kernel's reach too)",
     ),
     ("BatchNormalization", op_batchnorm, 1, "inference (constant statistics)"),
     ("Relu", _unary(lambda b, n: nn.ReLU()), 1, ""),
