@@ -332,26 +332,38 @@ def op_slice(b: Builder, node: IRNode) -> None:
 
 
 def op_matmul(b: Builder, node: IRNode) -> None:
-    """Activation @ activation as a native MatMul layer; anything else as before."""
+    """Activation @ activation as a native MatMul layer; anything else as before.
+
+    A 1-D constant operand is numpy's vector: a matrix of one column (second operand) or
+    one row (first), that axis removed from the product by a ``Reshape``.
+    """
     x, y = node.inputs[:2]
-    if not b.is_act(y) and (not b.is_act(x) or b.rank(node, x) == 2):
+    vector = None  # the constant operand that is 1-D: "x" or "y"
+    if not b.is_act(y) and b.is_act(x) and np.ndim(b.value(node, y)) == 1:
+        vector = "y"
+    elif not b.is_act(x) and b.is_act(y) and np.ndim(b.value(node, x)) == 1:
+        vector = "x"
+    if vector is None and not b.is_act(y) and (not b.is_act(x) or b.rank(node, x) == 2):
         onnx_ops.op_matmul(b, node)  # rows @ a constant matrix: a dense layer
         return
+    act = x if b.is_act(x) else y
+    rank = b.rank(node, act)
     if not b.is_act(y):  # (n, ..., k) @ constant (..., k, m): a Linear on sequences
         value = np.asarray(b.value(node, y))
-        if value.ndim < 2:
-            raise b.fail(node, f"a 1-D second operand of shape {value.shape} is not supported.")
-        y = b.value_node(node, value, b.rank(node, x))
+        y = b.value_node(node, value[:, None] if vector else value, rank)
     elif not b.is_act(x):
-        rank = b.rank(node, y)
         value = np.asarray(b.value(node, x))
-        if value.ndim < 2:
-            raise b.fail(node, f"a 1-D first operand of shape {value.shape} is not supported.")
-        x = b.value_node(node, value, rank)
+        x = b.value_node(node, value[None, :] if vector else value, rank)
     for i in (x, y):
         if i in b.act and b.rank(node, i) < 3:
             raise b.fail(node, f"operand {i!r} has one axis per sample; MatMul needs two.")
-    b.add(node, nn.MatMul(), [x, y])
+    if vector is None:
+        b.add(node, nn.MatMul(), [x, y])
+        return
+    product = b.add(node, nn.MatMul(), [x, y], suffix="/matmul")
+    shape = list(b.g.shape_of(product))
+    del shape[-1 if vector == "y" else -2]
+    b.add(node, nn.Reshape(tuple(shape)), product)
 
 
 def op_depth_to_space(b: Builder, node: IRNode) -> None:
@@ -403,7 +415,7 @@ for _op, _fn, _since, _limits in [
     ("Split", op_split, 1, "split sizes from the attribute, the input or num_outputs"),
     ("DepthToSpace", op_depth_to_space, 1, "NCHW images; DCR and CRD modes"),
     ("Slice", op_slice, 1, "activations: any nonzero steps, not the batch axis; any on constants"),
-    ("MatMul", op_matmul, 1, "activations or constants, broadcasting, >= 2-D operands"),
+    ("MatMul", op_matmul, 1, "activations or constants, broadcasting; 1-D constant operands"),
 ]:
     register(_op, _fn, since=_since, limits=_limits)
 
