@@ -10,12 +10,14 @@ builds it, with two adaptations the native network asks for:
   two axes runs as one sample, its inputs given a leading axis of 1 (two for scalars); so
   does a model of those and the operators of
   :data:`~xai_core.importers.onnx_one_sample.LIFTABLE` (``ArgMax``, ``Concat``, ``CumSum``,
-  ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Flatten``,
+  ``Reduce*``, ``Slice``, ``Softmax``, ``Split``, ``Trilu``, normalisations; ``Einsum``,
+  ``Gemm`` (as a ``MatMul``), ``Compress`` of the flattened tensor; ``Flatten``,
   ``Reshape``, ``Squeeze``, ``Tile``, ``Transpose``, ``Unsqueeze``; and shape arithmetic,
   :data:`~xai_core.importers.onnx_one_sample.FOLDED`, folded to constants first) that is refused
   at its shapes (it works on the first axis, or its inputs have no sample axis), its nodes'
-  axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift`; if that
-  is refused too, the first refusal is raised; a time-major (``layout=0``) ``LSTM``,
+  axes moved past the new one by :func:`~xai_core.importers.onnx_one_sample.lift` (past
+  two, when one leaves the sample's outputs scalars); if that is refused too, the first
+  refusal is raised; a time-major (``layout=0``) ``LSTM``,
   ``GRU`` or ``RNN`` whose ``X`` and initial states are graph inputs and whose outputs are
   graph outputs runs batch-first, those transposed before and after the run
   (:func:`~xai_core.importers.onnx_one_sample.batch_first`);
@@ -442,12 +444,15 @@ class XaiBackendRep(_BackendRep):
             if not self.liftable:
                 raise
             refusal = exc
-        # the batch axis touched, or no sample axis: the inputs as one sample, if that runs
+        # the batch axis touched, or no sample axis: the inputs as one sample, if that runs;
+        # a second leading axis when the sample's outputs are scalars
         scalars = all(values[n].ndim == 0 for n in self.float_inputs)
-        try:
-            return self._outputs(values, 2 if scalars else 1)
-        except CapabilityError:
-            raise refusal from None
+        for k in (2,) if scalars else (1, 2):
+            try:
+                return self._outputs(values, k)
+            except CapabilityError:
+                continue
+        raise refusal from None
 
     def _outputs(self, values: dict[str, np.ndarray], lift: int) -> tuple[np.ndarray, ...]:
         """The outputs for ``values``, run with ``lift`` leading axes of 1 on the float inputs

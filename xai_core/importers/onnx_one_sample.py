@@ -14,7 +14,10 @@ of a ``Reduce*``, ``Slice``'s first axes) is written out shifted, a ``Transpose`
 permutation keeps the ``k`` new axes first, a constant shape or
 repeats (``Reshape``, ``Expand``, ``Tile``) starts with ``k`` ones (an ``Expand`` to more
 axes than its input has gives the input those axes of 1 after the ``k`` first), a ``Flatten``
-becomes the ``Reshape`` to ``(1,) * k`` and its two axes. Before that, the shape
+becomes the ``Reshape`` to ``(1,) * k`` and its two axes, an ``Einsum`` gives its computed
+operands and its output ``k`` new leading indices, a ``Gemm`` (2-D only) becomes the
+``MatMul`` of its operands (transposed and scaled as asked), plus ``beta * C``, and a
+``Compress`` without an axis compresses a ``Reshape`` to ``(1,) * k + (-1,)``. Before that, the shape
 arithmetic of :data:`FOLDED` (``Shape`` and ``Size`` of a tensor of known shape, and the
 nodes computing from them and constants alone: an expanded ``LayerNormalization``'s
 reduced shape, an expanded ``RMSNormalization``'s ``Range`` of axes) is folded into
@@ -26,6 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from xai_core.importers.onnx_ops_einsum import LETTERS as _LETTERS
+from xai_core.importers.onnx_ops_einsum import parse_equation
 
 __all__ = ["FOLDED", "LIFTABLE", "REDUCE", "batch_first", "lift"]
 
@@ -47,6 +53,7 @@ _AXIS: dict[str, int | None] = {
     "Hardmax": None,
     "LayerNormalization": None,
     "LogSoftmax": None,
+    "LpNormalization": None,
     "QuantizeLinear": 1,
     "RMSNormalization": None,
     "Softmax": None,
@@ -60,8 +67,8 @@ _UNCHANGED = frozenset({"And", "Not", "Or", "Trilu", "Xor"})
 #: given their axes shifted as :func:`lift` does. ``Softmax`` and its kin before opset 13
 #: default to axis 1, written out; ``Trilu`` works on the last two axes.
 LIFTABLE = frozenset(
-    {*REDUCE, *_AXIS, *_UNCHANGED, "CumSum", "MeanVarianceNormalization", "Slice"}
-    | {"Expand", "Flatten", "Reshape", "Squeeze", "Tile", "Transpose", "Unsqueeze"}
+    {*REDUCE, *_AXIS, *_UNCHANGED, "CumSum", "Einsum", "MeanVarianceNormalization", "Slice"}
+    | {"Expand", "Flatten", "Gemm", "Reshape", "Squeeze", "Tile", "Transpose", "Unsqueeze"}
 )
 
 
@@ -230,7 +237,7 @@ def lift(
         t = inits.get(node.input[i])
         return False if t is None else numpy_helper.to_array(t)
 
-    inserted: list[tuple[Any, Any]] = []  # (node, the node to put before it)
+    inserted: list[tuple[Any, Any]] = []  # (node, a node to put before it), in order
     for node in graph.node:
         op = node.op_type
         shape = shapes.get(node.input[0]) if node.input else None
@@ -243,6 +250,18 @@ def lift(
                 default = _AXIS[op]
                 if op in ("Softmax", "LogSoftmax", "Hardmax") and opset < 13:
                     default = 1
+                if op == "Compress":  # of the flattened tensor: a Reshape to k axes and one
+                    flat = f"{node.output[0]}__input_0_flattened"
+                    shape = np.asarray([1] * k + [-1], np.int64)
+                    graph.initializer.append(numpy_helper.from_array(shape, f"{flat}_shape"))
+                    inserted.append(
+                        (
+                            node,
+                            helper.make_node("Reshape", [node.input[0], f"{flat}_shape"], [flat]),
+                        )
+                    )
+                    node.input[0] = flat
+                    default = 0
                 if default is None:
                     continue
                 axis = default
@@ -292,6 +311,23 @@ def lift(
             node.op_type = "Reshape"
             del node.attribute[:]
             set_input(node, 1, np.asarray(dims, np.int64))
+        elif op == "Gemm":  # 2-D only: a MatMul of the k-axis operands, scaled, plus C
+            _gemm_as_matmul(node, k, inits, graph, inserted)
+        elif op == "Einsum":  # k new indices lead every computed operand and the output
+            ranks = [len(shapes.get(i) or ()) if i not in inits else None for i in node.input]
+            if any(i not in inits and i not in shapes for i in node.input):
+                return False
+            given = [
+                r if r is not None else numpy_helper.to_array(inits[i]).ndim
+                for i, r in zip(node.input, ranks)
+            ]
+            parsed = parse_equation(str(attr(node, "equation"), "utf-8"), given)
+            if parsed is None:
+                return False
+            operands, rhs = parsed
+            new = "".join(c for c in _LETTERS if c not in "".join(operands))[:k]
+            lifted = [o if r is None else new + o for o, r in zip(operands, ranks)]
+            set_attr(node, "equation", ",".join(lifted) + "->" + new + rhs)
         elif op == "MeanVarianceNormalization":
             set_attr(node, "axes", _shift(attr(node, "axes") or [0, 2, 3], k))
         elif op == "Slice":
@@ -331,15 +367,63 @@ def lift(
         else:
             return False
     if inserted:
-        before = {n.output[0]: b for n, b in inserted}  # outputs are unique
+        before: dict[str, list[Any]] = {}  # outputs are unique
+        for n, b in inserted:
+            before.setdefault(n.output[0], []).append(b)
         nodes = []
         for n in graph.node:
-            if n.output and n.output[0] in before:
-                nodes.append(before[n.output[0]])
+            if n.output:
+                nodes.extend(before.get(n.output[0], []))
             nodes.append(n)
         del graph.node[:]
         graph.node.extend(nodes)
     return True
+
+
+def _gemm_as_matmul(node: Any, k: int, inits: dict, graph: Any, inserted: list) -> None:
+    """Rewrite ``Gemm`` (``alpha * A' @ B' + beta * C``, ``'`` a transpose if asked) as a
+    ``MatMul`` of operands with ``k`` leading axes, then ``Mul`` and ``Add``: the nodes before
+    it go to ``inserted``; the node itself becomes the last. A constant operand is
+    transposed and scaled in place of a node."""
+    from onnx import helper, numpy_helper
+
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    out = node.output[0]
+    step = iter(range(8))
+
+    def added(op: str, inputs: list[str], **kw: Any) -> str:
+        name = f"{out}__gemm_{next(step)}"
+        inserted.append((node, helper.make_node(op, inputs, [name], **kw)))
+        return name
+
+    def constant(value: np.ndarray) -> str:
+        name = f"{out}__gemm_{next(step)}"
+        graph.initializer.append(numpy_helper.from_array(value, name))
+        return name
+
+    def operand(name: str, transposed: bool, scale: float) -> str:
+        if name in inits:  # a constant: not lifted, transposed and scaled here
+            value = numpy_helper.to_array(inits[name])
+            if transposed:
+                value = value.T
+            return (
+                constant((value * scale).astype(value.dtype)) if transposed or scale != 1 else name
+            )
+        if transposed:
+            name = added("Transpose", [name], perm=[*range(k), k + 1, k])
+        if scale != 1:
+            name = added("Mul", [name, constant(np.asarray(scale, np.float32))])
+        return name
+
+    a = operand(node.input[0], bool(attrs.get("transA", 0)), 1.0)
+    b = operand(node.input[1], bool(attrs.get("transB", 0)), alpha)
+    c = node.input[2] if len(node.input) > 2 and node.input[2] and beta != 0 else None
+    del node.attribute[:]
+    if c is None:
+        node.op_type, node.input[:] = "MatMul", [a, b]
+        return
+    node.op_type, node.input[:] = "Add", [added("MatMul", [a, b]), operand(c, False, beta)]
 
 
 #: Recurrent operators, and their initial-state inputs (by position).
