@@ -100,6 +100,7 @@ def _resize_torch(mode, scale, align=None, size=None, antialias=False):
 
 # -- the cases: (ONNX model, per-sample shape, the same function in torch) ---------------
 C3 = w(2, 5, 3)
+VEC3, VEC4 = w(3), w(4)
 COND = np.array([[True, False, True, True]])
 SCATTER = np.array([0.0, 2.0, 0.0, -1.0], np.float32)
 
@@ -530,6 +531,17 @@ CASES = {
         model([node("MatMul", ["c", "x"], ["y"])], (2, 3, 4), {"c": C3}),
         (2, 3, 4),
         lambda x: torch.tensor(C3, dtype=x.dtype) @ x,
+    ),
+    # numpy's vectors: (n, 2, 3, 4) @ (4,) and (3,) @ (n, 2, 3, 4)
+    "MatMul_vector_second": (
+        model([node("MatMul", ["x", "v"], ["y"])], (2, 3, 4), {"v": VEC4}),
+        (2, 3, 4),
+        lambda x: x @ torch.tensor(VEC4, dtype=x.dtype),
+    ),
+    "MatMul_vector_first": (
+        model([node("MatMul", ["v", "x"], ["y"])], (2, 3, 4), {"v": VEC3}),
+        (2, 3, 4),
+        lambda x: torch.tensor(VEC3, dtype=x.dtype) @ x,
     ),
     "MatMul_attention": (
         model(
