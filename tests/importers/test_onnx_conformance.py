@@ -237,7 +237,8 @@ def _one_node(op, inputs, attrs=None, opset=18, out_type=None, inits=()):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def RNG_CONSTANT(shape):  # noqa: N802 (read as a value in the table below)
+def _random(shape):
+    """A float32 constant of ``shape`` (seeded)."""
     return np.random.default_rng(3).standard_normal(shape).astype(np.float32)
 
 
@@ -263,14 +264,14 @@ def RNG_CONSTANT(shape):  # noqa: N802 (read as a value in the table below)
         ("Einsum", {"x": (3, 4)}, {"equation": "ij->ji"}, None),
         ("Einsum", {"x": (3, 4)}, {"equation": "ij"}, None),  # implicit: ij->ij
         ("Einsum", {"a": (5,), "b": (5,)}, {"equation": "i,i"}, None),  # a scalar: 2 axes
-        ("Einsum", {"x": (3, 4)}, {"equation": "ij,jk->ki"}, RNG_CONSTANT((4, 2))),
+        ("Einsum", {"x": (3, 4)}, {"equation": "ij,jk->ki"}, _random((4, 2))),
         (
             "Gemm",
             {"a": (4, 3), "b": (4, 5), "c": (3, 5)},
             {"transA": 1, "alpha": 0.5, "beta": 2.0},
             None,
         ),
-        ("Gemm", {"a": (4, 3)}, {"transA": 1, "transB": 1, "alpha": 3.0}, RNG_CONSTANT((5, 4))),
+        ("Gemm", {"a": (4, 3)}, {"transA": 1, "transB": 1, "alpha": 3.0}, _random((5, 4))),
         ("Compress", {"x": (3, 4)}, {}, np.array([1, 0, 1, 1, 0, 1], bool)),  # no axis
     ],
 )

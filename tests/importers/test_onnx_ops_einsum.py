@@ -168,6 +168,17 @@ def test_unsupported_equations_are_refused_naming_them(equation, shape, words):
     assert repr(equation) in str(err.value)
 
 
+def test_a_repeated_index_of_two_sizes_is_a_format_error():
+    """``bii`` over a (3, 4) sample: no diagonal; the sizes named, before anything is built."""
+    from xai_core.errors import ModelFormatError
+
+    data = one_node_model("Einsum", {"equation": "bii->bi"}, shape=(3, 4))
+    with pytest.raises(
+        ModelFormatError, match=r"index 'i', repeated in one operand, has sizes \[3, 4\]"
+    ):
+        xai.from_onnx(data)
+
+
 def test_three_operands_are_refused():
     """More than two operands: refused, the equation named."""
     eq = "bi,bi,bi->bi"

@@ -26,6 +26,7 @@ constants of the model's own shapes, which the rewrite then shifts as it does an
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -244,24 +245,20 @@ def lift(
         rank = None if shape is None else len(shape)
         if op in _UNCHANGED or op in unchanged:
             continue
-        if op in _AXIS:
+        if op == "Compress" and attr(node, "axis") is None:  # of the flattened tensor:
+            flat = f"{node.output[0]}__input_0_flattened"  # a Reshape to k axes and one
+            shape = np.asarray([1] * k + [-1], np.int64)
+            graph.initializer.append(numpy_helper.from_array(shape, f"{flat}_shape"))
+            reshape = helper.make_node("Reshape", [node.input[0], f"{flat}_shape"], [flat])
+            inserted.append((node, reshape))
+            node.input[0] = flat
+            set_attr(node, "axis", k)
+        elif op in _AXIS:
             axis = attr(node, "axis")
             if axis is None:
                 default = _AXIS[op]
                 if op in ("Softmax", "LogSoftmax", "Hardmax") and opset < 13:
                     default = 1
-                if op == "Compress":  # of the flattened tensor: a Reshape to k axes and one
-                    flat = f"{node.output[0]}__input_0_flattened"
-                    shape = np.asarray([1] * k + [-1], np.int64)
-                    graph.initializer.append(numpy_helper.from_array(shape, f"{flat}_shape"))
-                    inserted.append(
-                        (
-                            node,
-                            helper.make_node("Reshape", [node.input[0], f"{flat}_shape"], [flat]),
-                        )
-                    )
-                    node.input[0] = flat
-                    default = 0
                 if default is None:
                     continue
                 axis = default
@@ -314,19 +311,18 @@ def lift(
         elif op == "Gemm":  # 2-D only: a MatMul of the k-axis operands, scaled, plus C
             _gemm_as_matmul(node, k, inits, graph, inserted)
         elif op == "Einsum":  # k new indices lead every computed operand and the output
-            ranks = [len(shapes.get(i) or ()) if i not in inits else None for i in node.input]
-            if any(i not in inits and i not in shapes for i in node.input):
+            computed = [i not in inits for i in node.input]
+            if any(c and i not in shapes for i, c in zip(node.input, computed)):
                 return False
-            given = [
-                r if r is not None else numpy_helper.to_array(inits[i]).ndim
-                for i, r in zip(node.input, ranks)
+            ranks = [
+                len(shapes[i]) if c else len(inits[i].dims) for i, c in zip(node.input, computed)
             ]
-            parsed = parse_equation(str(attr(node, "equation"), "utf-8"), given)
+            parsed = parse_equation(str(attr(node, "equation"), "utf-8"), ranks)
             if parsed is None:
                 return False
             operands, rhs = parsed
             new = "".join(c for c in _LETTERS if c not in "".join(operands))[:k]
-            lifted = [o if r is None else new + o for o, r in zip(operands, ranks)]
+            lifted = [new + o if c else o for o, c in zip(operands, computed)]
             set_attr(node, "equation", ",".join(lifted) + "->" + new + rhs)
         elif op == "MeanVarianceNormalization":
             set_attr(node, "axes", _shift(attr(node, "axes") or [0, 2, 3], k))
@@ -390,7 +386,7 @@ def _gemm_as_matmul(node: Any, k: int, inits: dict, graph: Any, inserted: list) 
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
     out = node.output[0]
-    step = iter(range(8))
+    step = itertools.count()
 
     def added(op: str, inputs: list[str], **kw: Any) -> str:
         name = f"{out}__gemm_{next(step)}"

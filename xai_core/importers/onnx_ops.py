@@ -402,11 +402,10 @@ def op_conv_transpose(b: Builder, node: IRNode) -> None:
     x = node.inputs[0]
     one_d = w.ndim == 3
     if one_d:
-        shape = b.g.shape_of(b.node_of(node, x))
-        if len(shape) != 2:
-            raise b.fail(node, f"a 1-D kernel needs (channels, steps) samples; got {shape}.")
-        attrs, size = _as_2d(node), (1, int(shape[1]))
-        x = b.add(node, nn.Reshape((shape[0], 1, shape[1])), x, suffix="/row")
+        steps = _series_steps(b, node, x)
+        attrs, size = _as_2d(node), (1, steps)
+        channels = b.g.shape_of(b.node_of(node, x))[0]
+        x = b.add(node, nn.Reshape((channels, 1, steps)), x, suffix="/row")
         w = w[:, :, None, :]
     elif w.ndim == 4:
         attrs, size = node, _spatial(b, node, x)

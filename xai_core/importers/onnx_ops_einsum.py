@@ -99,7 +99,13 @@ class _Operand:
         o = self
         for c in dict.fromkeys(x for x in self.letters if self.letters.count(x) > 1):
             kept = "".join(x for x in o.letters if x != c)
-            m, n = o.letters.count(c), o.sizes(b)[o.letters.index(c)]
+            sizes = {d for x, d in zip(o.letters, o.sizes(b)) if x == c}
+            if len(sizes) != 1:
+                raise ModelFormatError(
+                    f"{b.where}: Einsum node {node.name!r}: index {c!r}, repeated in one "
+                    f"operand, has sizes {sorted(sizes)}."
+                )
+            m, (n,) = o.letters.count(c), sizes
             if o.node is None:
                 o = _Operand(kept + c, None, np.einsum(f"{o.letters}->{kept}{c}", o.value))
                 continue
