@@ -148,11 +148,12 @@ class PlaygroundApp:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._syncing = threading.local()  # set while the app itself moves the play button
         self.epoch = 0
         self.reset()
         for name, control in self.controls.items():
             control.observe(lambda _, name=name: self._knob_changed(name), names="value")
-        self.buttons["play"].observe(lambda ch: self._play_toggled(ch["new"]), names="value")
+        self.buttons["play"].observe(self._play_clicked, names="value")
         self.buttons["step"].on_click(lambda _: self.step())
         self.buttons["reset"].on_click(lambda _: self.reset())
 
@@ -263,10 +264,9 @@ class PlaygroundApp:
             if self.playing:
                 return
             self._stop.clear()
+            self._show_playing(True)  # before the thread starts, which turns it off when done
             self._thread = threading.Thread(target=self._run, name="playground", daemon=True)
             self._thread.start()
-        if not self.buttons["play"].value:
-            self.buttons["play"].value = True
 
     def pause(self) -> None:
         """Stop background training after the epoch that is running; waits for it."""
@@ -274,19 +274,29 @@ class PlaygroundApp:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-        if self.buttons["play"].value:
-            self.buttons["play"].value = False
+        self._show_playing(False)
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until background training stops (the ``epochs`` knob's epoch or a pause)."""
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _play_toggled(self, on: bool) -> None:
-        if on:
+    def _play_clicked(self, change: dict) -> None:
+        """The play button moved: by the user, play or pause; by the app, nothing more."""
+        if getattr(self._syncing, "on", False):
+            return
+        if change["new"]:
             self.play()
         else:
             self.pause()
+
+    def _show_playing(self, on: bool) -> None:
+        """Move the play button to ``on`` without it acting as a click."""
+        self._syncing.on = True
+        try:
+            self.buttons["play"].value = on
+        finally:
+            self._syncing.on = False
 
     def _run(self) -> None:
         try:
@@ -299,8 +309,7 @@ class PlaygroundApp:
         finally:
             self._show()
             self._stop.set()
-            if self.buttons["play"].value:
-                self.buttons["play"].value = False
+            self._show_playing(False)
 
     # -- display -------------------------------------------------------------------------------
     def _show(self) -> None:

@@ -151,6 +151,23 @@ def test_epochs_do_not_depend_on_how_they_were_run():
     _assert_same_weights(a.net, b.__class__(a.data, resolution=9).net)
 
 
+def test_play_finishing_before_its_button_shows_it_stops_once(monkeypatch):
+    """Training that ends before play() returns (here the thread runs at start()) leaves the
+    button off and the app stopped: the app's own button moves are not clicks."""
+    import xai_playground.app as app_module
+
+    class AtOnce(app_module.threading.Thread):
+        def start(self):
+            self.run()
+
+    app = _app(epochs=2)
+    monkeypatch.setattr(app_module.threading, "Thread", AtOnce)
+    app.play()
+    assert app.epoch == 2 and not app.playing and not app.buttons["play"].value
+    app.buttons["play"].value = True  # a click: plays again, already at the last epoch
+    assert app.epoch == 2 and not app.buttons["play"].value
+
+
 def test_a_live_knob_acts_on_the_running_network():
     """The learning rate changes at the next epoch; the weights and the epoch count carry on."""
     app = _app()
