@@ -60,6 +60,15 @@ def T(v):
 
 S4, B4 = RNG.standard_normal(4).astype(np.float32), RNG.standard_normal(4).astype(np.float32)
 S5 = RNG.standard_normal(5).astype(np.float32)
+# per-axis (4 channels) and blocked (pairs along the last axis of 5: 3 blocks) quantisation
+Q4, Z4 = np.float32([0.01, 0.02, 0.015, 0.05]), np.uint8([128, 120, 3, 250])
+QB = (0.2 + RNG.random((1, 4, 6, 3))).astype(np.float32)
+ZB = RNG.integers(-3, 3, (1, 4, 6, 3)).astype(ml_dtypes.int4)
+
+
+def _blocks(v: np.ndarray) -> np.ndarray:
+    """Blocked scales or zero points (1, 4, 6, 3) repeated to the sample's (1, 4, 6, 5)."""
+    return np.repeat(v.astype(np.float64), 2, axis=-1)[..., :5]
 
 
 def _where_computed() -> bytes:
@@ -230,6 +239,55 @@ CASES = {
         ),
         lambda x: torch.clamp(torch.round(x / 0.02) + 3, -128, 127) + 0 * x.sum(),
     ),
+    "QuantizeLinear_per_axis_uint8": Case(
+        model("QuantizeLinear", inits={"s": Q4, "z": Z4}, out=TensorProto.UINT8),
+        lambda x: (
+            torch.clamp(torch.round(x / T(Q4)[:, None, None]) + T(Z4)[:, None, None], 0, 255)
+            + 0 * x.sum()
+        ),
+    ),
+    "QuantizeLinear_blocked_int4": Case(
+        model(
+            "QuantizeLinear",
+            {"axis": -1, "block_size": 2},
+            inits={"s": QB, "z": ZB},
+            opset=21,
+            out=TensorProto.INT4,
+        ),
+        lambda x: (
+            torch.clamp(torch.round(x / T(_blocks(QB))) + T(_blocks(ZB)), -8, 7) + 0 * x.sum()
+        ),
+        ort=False,  # no int4 QuantizeLinear kernel
+    ),
+    "QuantizeLinear_int16": Case(
+        model(
+            "QuantizeLinear",
+            inits={"s": np.float32(1e-3), "z": np.int16(-7)},
+            opset=21,
+            out=TensorProto.INT16,
+        ),
+        lambda x: torch.clamp(torch.round(x / 1e-3) - 7, -32768, 32767) + 0 * x.sum(),
+    ),
+    "QuantizeLinear_float8e4m3fn": Case(
+        model(
+            "QuantizeLinear",
+            inits={"s": np.float32(0.004), "z": np.zeros((), ml_dtypes.float8_e4m3fn)},
+            opset=19,
+            out=TensorProto.FLOAT8E4M3FN,
+        ),
+        lambda x: (x / 0.004).clamp(-448, 448).to(torch.float8_e4m3fn).to(x.dtype),
+        ort=False,
+    ),
+    "DequantizeLinear_blocked": Case(
+        model(
+            "DequantizeLinear",
+            {"axis": -1, "block_size": 2},
+            inits={"s": QB, "z": ZB.astype(np.float32)},
+            opset=21,
+        ),
+        lambda x: (x - T(_blocks(ZB))) * T(_blocks(QB)),
+        ort=False,  # onnxruntime's takes integer inputs only
+    ),
 }
 IDS = sorted(CASES)
 
@@ -301,6 +359,20 @@ def test_operator_saves_and_loads(case, tmp_path):
             model("Add", inits={"m": np.array([0.0, -np.inf, 0.0, 0.0, 0.0], np.float32)}),
             "NaN or infinite values",
         ),
+        (
+            model("QuantizeLinear", inits={"s": np.float32([0.1, 0.2])}, out=TensorProto.UINT8),
+            r"scale of shape \(2,\) along axis 1 of size 4",
+        ),
+        (
+            model(
+                "QuantizeLinear",
+                {"axis": 1, "block_size": 2},
+                inits={"s": np.ones((3, 2, 6, 5), np.float32)},
+                opset=21,
+                out=TensorProto.UINT8,
+            ),
+            "varying along the batch axis",
+        ),
     ],
     ids=[
         "tile_batch",
@@ -312,6 +384,8 @@ def test_operator_saves_and_loads(case, tmp_path):
         "unsqueeze_batch",
         "squeeze_batch",
         "infinite_constant",
+        "quantize_axis_size",
+        "quantize_blocks_along_batch",
     ],
 )
 def test_refusals_name_the_limit(data, words):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 
 from xai_core import nn
@@ -22,6 +23,7 @@ from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import Builder, _axis, _store, cast_activation
 from xai_core.importers.onnx_ops_pool_windows import needs_windows, pool_by_windows
 from xai_core.importers.onnx_registry import register
+from xai_core.nn.elementwise_math import CAST_TYPES
 
 __all__: list[str] = []
 
@@ -166,50 +168,113 @@ def _like_type(b: Builder, node: IRNode) -> int:
     return onnx.helper.np_dtype_to_tensor_dtype(np.asarray(b.value(node, like)).dtype)
 
 
+#: The integer types a ``QuantizeLinear`` writes, by ONNX's name: their ranges.
+_QUANTISED_INTEGERS = {
+    t: (int(ml_dtypes.iinfo(t).min), int(ml_dtypes.iinfo(t).max))
+    for t in ("int2", "uint2", "int4", "uint4", "int8", "uint8", "int16", "uint16")
+}
+
+
+def _quantisation_constants(
+    b: Builder, node: IRNode, x: str, name: str, values: np.ndarray
+) -> np.ndarray:
+    """A scale or zero point of ``(De)QuantizeLinear`` reshaped to broadcast over ``x``'s
+    batch: one value (per tensor), a 1-D one along ``axis`` (per axis), or, with
+    ``block_size``, one of ``x``'s rank whose ``axis`` holds one value per block (blocked,
+    repeated here to ``x``'s size). Returns an array of ``x``'s rank (the batch axis 1)."""
+    rank = b.rank(node, x)
+    sample = _shape(b, node, x)
+    block = int(node.attrs.get("block_size", 0) or 0)
+    if values.size == 1 and not block:
+        return values.reshape([1] * rank)
+    axis = int(node.attrs.get("axis", 1))
+    a = _axis(b, node, axis, rank)  # per sample
+    if block:
+        want = list(sample)
+        want[a] = -(-sample[a] // block)
+        batch = values.shape[0] if values.ndim else 0
+        if (
+            values.ndim != rank
+            or batch not in (1, b.batch)
+            or list(values.shape[1:]) != want
+            or np.any(values != values[:1])
+        ):
+            raise b.fail(
+                node,
+                f"the {name} of shape {values.shape} for blocks of {block} along axis {axis} of "
+                f"a (batch, *{tuple(sample)}) input: expected (batch, *{tuple(want)}), the same "
+                f"for every sample; a {name} varying along the batch axis is not supported.",
+            )
+        return np.repeat(values[:1], block, axis=a + 1)[
+            (slice(None),) * (a + 1) + (slice(0, sample[a]),)
+        ]
+    if values.ndim != 1 or values.size != sample[a]:
+        raise b.fail(
+            node,
+            f"the {name} of shape {values.shape} along axis {axis} of size {sample[a]}: one "
+            "value, or a 1-D one of that size (per axis), or blocks (block_size).",
+        )
+    shape = [1] * rank
+    shape[a + 1] = values.size
+    return values.reshape(shape)
+
+
 def op_quantize_linear(b: Builder, node: IRNode) -> None:
-    """``QuantizeLinear`` of an activation: ``clip(round(x / scale) + zero_point)`` per
-    tensor (one scale, one zero point), int8 or uint8; the gradient is 0 (rounding)."""
+    """``QuantizeLinear`` of an activation: ``clip(round(x / scale) + zero_point)`` for an
+    integer output (int2 to int16, uint2 to uint16), ``x / scale`` rounded to a float8 type
+    (saturating unless ``saturate=0``) or ``x / scale + zero_point`` to float4; per tensor,
+    per axis or blocked, constant scale and zero point. The gradient is 0 for integers
+    (rounding), the cast's for floats."""
+    import onnx
+
     x = node.inputs[0]
-    scale = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64)
-    zp = np.asarray(b.numbers(node, node.inputs[2])) if _given(node, 2) else np.zeros((), np.uint8)
-    if scale.size != 1 or zp.size != 1:
-        raise b.fail(node, "one scale and one zero point (per-tensor quantisation) only.")
-    if zp.dtype not in (np.int8, np.uint8) or node.attrs.get("output_dtype", 0):
-        raise b.fail(node, f"int8 and uint8 outputs only; the zero point is {zp.dtype}.")
     if not b.is_act(x):
         raise b.fail(node, "a constant input: nothing to compute.")
-    info = np.iinfo(zp.dtype)
+    scale = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64)
+    zp = np.asarray(b.value(node, node.inputs[2])) if _given(node, 2) else None
+    declared = int(node.attrs.get("output_dtype", 0) or 0)
+    if zp is not None:
+        to = str(zp.dtype)
+    elif declared:
+        to = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(declared)))
+    else:
+        to = "uint8"
+    if to not in _QUANTISED_INTEGERS and to not in CAST_TYPES:
+        raise b.fail(node, f"an output of type {to}: integers of 2 to 16 bits or float8/float4.")
+    if node.attrs.get("precision", 0) not in (0, onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
+        raise b.fail(node, "a division in a precision other than the network's float.")
     rank = b.rank(node, x)
-    ones = [1] * rank
-    scaled = b.add(
-        node,
-        nn.Multiply(),
-        [
-            b.node_of(node, x),
-            b.value_node(node, np.full(ones, 1 / float(scale.reshape(-1)[0])), rank),
-        ],
-        suffix="/scaled",
+    scale = _quantisation_constants(b, node, x, "scale", scale)
+    zp = (
+        None
+        if zp is None
+        else _quantisation_constants(b, node, x, "zero point", zp.astype(np.float64))
     )
-    rounded = b.add(node, nn.Round(), scaled, suffix="/rounded")
-    shifted = b.add(
-        node,
-        nn.Add(),
-        [rounded, b.value_node(node, np.full(ones, float(zp.reshape(-1)[0])), rank)],
-        suffix="/shifted",
+    out = b.add(
+        node, nn.Divide(), [b.node_of(node, x), b.value_node(node, scale, rank)], suffix="/scaled"
     )
-    b.add(node, nn.Clip(float(info.min), float(info.max)), shifted)
+    if to in _QUANTISED_INTEGERS:
+        out = b.add(node, nn.Round(), out, suffix="/rounded")
+        if zp is not None and np.any(zp != 0):
+            out = b.add(node, nn.Add(), [out, b.value_node(node, zp, rank)], suffix="/shifted")
+        b.add(node, nn.Clip(*map(float, _QUANTISED_INTEGERS[to])), out)
+    elif to.startswith("float8"):  # the zero point of a float8 is 0 and not read
+        b.add(node, nn.CastTo(to, saturate=bool(node.attrs.get("saturate", 1))), out)
+    else:
+        if zp is not None and np.any(zp != 0):
+            out = b.add(node, nn.Add(), [out, b.value_node(node, zp, rank)], suffix="/shifted")
+        b.add(node, nn.CastTo(to), out)
 
 
 def op_dequantize_linear(b: Builder, node: IRNode) -> None:
-    """``DequantizeLinear``: ``(x - zero_point) * scale``, per tensor (one scale) or per
-    axis (a 1-D scale along ``axis``, not the batch's); constant scale and zero point.
+    """``DequantizeLinear``: ``(x - zero_point) * scale``, per tensor, per axis (a 1-D scale
+    along ``axis``, not the batch's) or blocked (``block_size``); constant scale and zero
+    point.
 
     ``x`` arrives as floats holding its integers (or float8, float4 values) exactly; the
     subtraction and product are the network's, so the gradient is ``scale``.
     """
     x = node.inputs[0]
-    if node.attrs.get("block_size", 0):
-        raise b.fail(node, "blocked quantisation (block_size) is not supported.")
     scale = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64)
     zp = np.asarray(b.numbers(node, node.inputs[2]), np.float64) if _given(node, 2) else None
     if not b.is_act(x):
@@ -220,33 +285,12 @@ def op_dequantize_linear(b: Builder, node: IRNode) -> None:
         _store(b, node, out.astype(b.g.dtype))
         return
     rank = b.rank(node, x)
-    shape = [1] * rank
-    if scale.size == 1:
-        if zp is not None and zp.size != 1:
-            raise b.fail(node, f"one scale and a zero point of shape {zp.shape}.")
-        scale, zp = scale.reshape(-1)[:1], None if zp is None else zp.reshape(-1)[:1]
-    else:
-        if scale.ndim != 1 or (zp is not None and zp.shape != scale.shape):
-            raise b.fail(
-                node,
-                f"a scale of shape {scale.shape} and a zero point of shape "
-                f"{None if zp is None else zp.shape}: per tensor or 1-D per axis only.",
-            )
-        axis = int(node.attrs.get("axis", 1))
-        a = _axis(b, node, axis, rank)  # per sample
-        size = b.g.shape_of(b.node_of(node, x))[a]
-        if size != scale.size:
-            raise b.fail(node, f"{scale.size} scales for axis {axis} of size {size}.")
-        shape[a + 1] = scale.size
     src = b.node_of(node, x)
     if zp is not None and np.any(zp != 0):
-        src = b.add(
-            node,
-            nn.Subtract(),
-            [src, b.value_node(node, zp.reshape(shape), rank)],
-            suffix="/centred",
-        )
-    b.add(node, nn.Multiply(), [src, b.value_node(node, scale.reshape(shape), rank)])
+        zp = _quantisation_constants(b, node, x, "zero point", zp)
+        src = b.add(node, nn.Subtract(), [src, b.value_node(node, zp, rank)], suffix="/centred")
+    scale = _quantisation_constants(b, node, x, "scale", scale)
+    b.add(node, nn.Multiply(), [src, b.value_node(node, scale, rank)])
 
 
 def op_size(b: Builder, node: IRNode) -> None:
@@ -279,14 +323,14 @@ for _op, _fn, _since, _folds, _limits in [
         op_quantize_linear,
         10,
         False,
-        "per tensor; int8 or uint8; constant scale and zero point (gradient 0)",
+        "per tensor, per axis or blocked; integers of 2 to 16 bits, float8, float4; constant scale and zero point",
     ),
     (
         "DequantizeLinear",
         op_dequantize_linear,
         10,
         False,
-        "per tensor or per axis (not the batch's); constant scale and zero point; not blocked",
+        "per tensor, per axis or blocked (not along the batch axis); constant scale and zero point",
     ),
     ("Size", op_size, 1, True, "folded: a constant, or an activation with a fixed batch size"),
 ]:
