@@ -275,6 +275,74 @@ def test_gru_both_reset_forms_equal_torch_autograd(lbr, direction):
     compare(g, fn, rng.normal(size=(n, t, features)), params)
 
 
+def _lstm_peephole_reference(x, w, r, b, p, c0):
+    """ONNX's LSTM equations with peepholes (gates i, o, f, c; P = [Pi, Po, Pf]), in torch."""
+    k = r.shape[1]
+    pi, po, pf = p[:k], p[k : 2 * k], p[2 * k :]
+    h = torch.zeros(x.shape[0], k, dtype=x.dtype)
+    c = c0.expand(x.shape[0], k)
+    ys = []
+    for t in range(x.shape[1]):
+        g = x[:, t] @ w.T + h @ r.T + b[: 4 * k] + b[4 * k :]
+        i = torch.sigmoid(g[:, :k] + pi * c)
+        f = torch.sigmoid(g[:, 2 * k : 3 * k] + pf * c)
+        c = f * c + i * torch.tanh(g[:, 3 * k :])
+        o = torch.sigmoid(g[:, k : 2 * k] + po * c)
+        h = o * torch.tanh(c)
+        ys.append(h)
+    return torch.stack(ys, 1), c
+
+
+@pytest.mark.parametrize("output", ["sequence", "cell"])
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+def test_lstm_peepholes_equal_onnx_equations_under_torch_autograd(direction, output):
+    """An LSTM with peepholes (i, f read the last cell, o the new one) and a non-zero initial
+    cell: values, input gradients and every parameter's gradient, P's included."""
+    rng = np.random.default_rng(9)
+    n, t, features, k = 3, 5, 3, 4
+    g = nn.Graph((t, features), dtype="float64")
+    g.add(nn.LSTM(k, direction, output, peepholes=True), name="lstm")
+    c0 = rng.normal(size=(1, k))
+    g.set_params("lstm", initial_c=c0)
+    params = {
+        ("lstm", "weight"): rng.normal(size=(1, 4 * k, features)),
+        ("lstm", "recurrent_weight"): rng.normal(size=(1, 4 * k, k)) * 0.5,
+        ("lstm", "bias"): rng.normal(size=(1, 8 * k)),
+        ("lstm", "peephole"): rng.normal(size=(1, 3 * k)),
+    }
+
+    def fn(x, p):
+        xs = x.flip(1) if direction == "reverse" else x
+        ys, c = _lstm_peephole_reference(
+            xs,
+            *(p[("lstm", key)][0] for key in ("weight", "recurrent_weight", "bias", "peephole")),
+            torch.tensor(c0[0]),
+        )
+        if output == "cell":
+            return c[:, None]
+        ys = ys.flip(1) if direction == "reverse" else ys
+        return ys[:, :, None]
+
+    compare(g, fn, rng.normal(size=(n, t, features)), params)
+
+
+def test_lstm_peepholes_save_load_and_run_on_every_backend(tmp_path):
+    """Peepholes are saved and loaded (weights + JSON) and run on gpu and tpu as on cpu."""
+    net = nn.Sequential(
+        [nn.LSTM(4, peepholes=True, output="hidden"), nn.Flatten()], input_shape=(6, 3), seed=1
+    )
+    X = np.random.default_rng(2).normal(size=(5, 6, 3)).astype("float32")
+    ref = xai.ModelRunner(net, "cpu").predict(X)
+    net.save(tmp_path / "lstm.npz")
+    np.testing.assert_array_equal(
+        xai.ModelRunner(xai.load_model(tmp_path / "lstm.npz"), "cpu").predict(X), ref
+    )
+    for name in ("gpu", "tpu"):
+        np.testing.assert_allclose(
+            xai.ModelRunner(net, name).predict(X), ref, atol=5e-2 if name == "tpu" else 1e-5
+        )
+
+
 def test_lstm_initial_states_and_reverse_equal_torch():
     """Buffers initial_h / initial_c start the recurrence, as torch's (h0, c0) do."""
     torch.manual_seed(1)

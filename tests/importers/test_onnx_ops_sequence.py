@@ -176,6 +176,30 @@ def test_time_major_recurrent_after_a_transpose_equals_onnxruntime(op):
     check(m.SerializeToString(), X)
 
 
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_lstm_peepholes_equal_onnxruntime(direction):
+    """An LSTM with peepholes P (time major, after PyTorch's transpose) equals onnxruntime."""
+    rng = np.random.default_rng(6)
+    t, features, h = 5, 3, 4
+    d = 2 if direction == "bidirectional" else 1
+    inits = rnn_inits("LSTM", d, h, features, rng)
+    inits["P"] = rng.normal(size=(d, 3 * h))
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+        helper.make_node(
+            "LSTM",
+            ["xt", "W", "R", "B", "", "", "", "P"],
+            ["ys"],
+            hidden_size=h,
+            direction=direction,
+        ),
+        helper.make_node("Transpose", ["ys"], ["y"], perm=[2, 0, 1, 3]),  # (N, T, D, H)
+    ]
+    data = model(nodes, inits, (t, features))
+    assert [layer.peepholes for layer in xai.from_onnx(data) if layer.kind == "lstm"] == [True]
+    check(data, rng.normal(size=(3, t, features)).astype(np.float32))
+
+
 @pytest.mark.parametrize(
     ("attrs", "words"),
     [

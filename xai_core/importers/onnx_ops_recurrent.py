@@ -7,11 +7,12 @@ whose batch axis was moved to position 1, as PyTorch's export writes (a ``Transp
 a batch-first activation: a view, :mod:`xai_core.importers.onnx_batch_views`). A time-major
 ``X`` whose first axis is the network's batch axis would run the recurrence across
 samples, and is refused. ``Y`` and ``Y_h`` / ``Y_c`` come back in the layout asked for,
-as views again for ``layout=0``. Each output something reads is a node of its own (the
+as views again for ``layout=0``. An LSTM's peepholes ``P`` (not all zero) make an LSTM
+layer with ``peepholes=True``. Each output something reads is a node of its own (the
 recurrence runs once per output read); an output nothing reads is not built.
 
 Refused, named: activations other than the defaults, ``activation_alpha`` / ``beta``,
-``clip``, ``input_forget=1``, peepholes ``P`` that are not zero, ``sequence_lens`` not
+``clip``, ``input_forget=1``, ``sequence_lens`` not
 equal to the steps for every sample, and initial states computed at run time or varying
 over the batch.
 """
@@ -188,14 +189,21 @@ def _recurrent(b: Builder, node: IRNode) -> None:
         lens = np.asarray(b.numbers(node, node.inputs[4]))
         if not np.all(lens == steps):
             raise b.fail(node, f"sequence_lens {lens.tolist()} other than the {steps} steps.")
-    if node.op == "LSTM" and _given(node, 7) and np.any(b.numbers(node, node.inputs[7])):
-        raise b.fail(node, "peephole weights P are not supported.")
+    peephole = None
+    if node.op == "LSTM" and _given(node, 7):
+        peephole = np.asarray(b.numbers(node, node.inputs[7]))
+        if peephole.shape != (d, 3 * h):
+            raise b.fail(node, f"P of shape {peephole.shape}; expected ({d}, {3 * h}).")
+        if not np.any(peephole):
+            peephole = None
     bias = (
         np.asarray(b.numbers(node, node.inputs[3]))
         if _given(node, 3)
         else np.zeros((d, 2 * gh), dtype=w.dtype)
     )
     params = {"weight": w, "recurrent_weight": r, "bias": bias}
+    if peephole is not None:
+        params["peephole"] = peephole
     for key, i in zip(_STATES[node.op], (5, 6)):
         state = _state(b, node, i, layout, d, h)
         params[key] = np.zeros((d, h)) if state is None else state
@@ -205,7 +213,7 @@ def _recurrent(b: Builder, node: IRNode) -> None:
         if not out or (read is not None and out not in read):
             continue  # an output nothing reads is not built
         if node.op == "LSTM":
-            layer = nn.LSTM(h, direction, kind)
+            layer = nn.LSTM(h, direction, kind, peepholes=peephole is not None)
         else:
             lbr = bool(node.attrs.get("linear_before_reset", 0))
             layer = nn.GRU(h, direction, kind, linear_before_reset=lbr)
@@ -231,5 +239,5 @@ _LIMITS = (
     "export); forward, reverse, bidirectional; constant initial states the same for every "
     "sample; default activations only; no clip{extra}, no sequence_lens shorter than the steps"
 )
-register("LSTM", op_lstm, since=7, limits=_LIMITS.format(extra=", no input_forget, no peepholes"))
+register("LSTM", op_lstm, since=7, limits=_LIMITS.format(extra=", no input_forget") + "; peepholes")
 register("GRU", op_gru, since=7, limits=_LIMITS.format(extra="") + "; linear_before_reset")

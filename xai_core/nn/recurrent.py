@@ -86,6 +86,32 @@ def _lstm_dgates(a, c_prev, c, dh, dcell):
     )
 
 
+def _lstm_peephole_step(p, q, c_prev, pi, po, pf):
+    """Activated gates and the new cell of a step with peepholes: i and f read
+    ``c_{t-1}``, o reads ``c_t`` (ONNX's ``P`` = [Pi, Po, Pf])."""
+    g = p + q
+    k = g.shape[-1] // 4
+    i = _sigmoid(g[:, :k] + pi * c_prev)
+    f = _sigmoid(g[:, 2 * k : 3 * k] + pf * c_prev)
+    cand = np.tanh(g[:, 3 * k :])
+    c = f * c_prev + i * cand
+    o = _sigmoid(g[:, k : 2 * k] + po * c)
+    return np.concatenate([i, o, f, cand, c], axis=1)
+
+
+def _lstm_peephole_dcell(a, c, dh, dc, po):
+    """d loss / d c_t with peepholes: through ``h_t`` and through o's pre-activation."""
+    k = a.shape[1] // 4
+    o, tc = a[:, k : 2 * k], np.tanh(c)
+    return dc + dh * o * (1 - tc * tc) + po * dh * tc * o * (1 - o)
+
+
+def _lstm_peephole_dprev(a, dcell, g, pi, pf):
+    """d loss / d c_{t-1} with peepholes: through f, and i's and f's pre-activations."""
+    k = a.shape[1] // 4
+    return dcell * a[:, 2 * k : 3 * k] + pi * g[:, :k] + pf * g[:, 2 * k : 3 * k]
+
+
 def _times(a, b):
     return a * b
 
@@ -320,6 +346,8 @@ class LSTM(_Recurrent):
         H) (ONNX's ``Y`` with the batch axis outside), or the last hidden or cell state,
         shape (directions, H) (``Y_h``, ``Y_c``). A reverse direction's last state is the
         one at step 0.
+    peepholes : bool, default=False
+        Gates that read the cell (ONNX's ``P``): i and f the last step's, o this step's.
     name : str, optional
 
     Attributes
@@ -330,6 +358,8 @@ class LSTM(_Recurrent):
         ONNX's ``R``.
     bias : ndarray of shape (directions, 8 * H)
         ONNX's ``B``: the input biases, then the recurrent ones.
+    peephole : ndarray of shape (directions, 3 * H)
+        ONNX's ``P`` (Pi, Po, Pf), with ``peepholes=True`` only.
     initial_h, initial_c : ndarray of shape (directions, H)
         Buffers: the states before the first step, the same for every sample (zeros).
 
@@ -339,15 +369,50 @@ class LSTM(_Recurrent):
     PyTorch; a time-major ONNX tensor is the same values with its batch axis moved,
     which the ONNX importer reads as such). Per step ``t``, with ``g = x_t W.T + h R.T +
     Wb + Rb`` split into i, o, f, c: ``c_t = sigma(f) c_{t-1} + sigma(i) tanh(c)``,
-    ``h_t = sigma(o) tanh(c_t)``.
+    ``h_t = sigma(o) tanh(c_t)``. With peepholes, ``Pi c_{t-1}`` and ``Pf c_{t-1}`` join
+    the pre-activations of i and f, and ``Po c_t`` that of o.
     """
 
     kind: ClassVar[str] = "lstm"
     n_gates: ClassVar[int] = 4
     outputs: ClassVar[tuple[str, ...]] = ("sequence", "hidden", "cell")
 
+    def __init__(
+        self,
+        hidden_size: int,
+        direction: str = "forward",
+        output: str = "sequence",
+        peepholes: bool = False,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(hidden_size, direction, output, name)
+        self.peepholes = bool(peepholes)
+
+    peephole = _util.parameter("peephole")
+
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        shapes = super().param_shapes()
+        if self.peepholes:
+            shapes["peephole"] = (self.n_directions, 3 * self.hidden_size)
+        return shapes
+
+    def build(self, input_shape, rng, dtype):
+        out = super().build(input_shape, rng, dtype)
+        if self.peepholes:
+            shape = self.param_shapes()["peephole"]
+            self.params["peephole"] = _uniform(rng, shape, self.hidden_size, dtype)
+        return out
+
+    def get_config(self):
+        return {**super().get_config(), "peepholes": self.peepholes}
+
     def _state_names(self):
         return ("initial_h", "initial_c")
+
+    def _peepholes(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(Pi, Po, Pf)`` of direction ``d``, each (H,)."""
+        pi, po, pf = np.split(self.peephole[d], 3)
+        return pi, po, pf
 
     def _run(self, xs, d, backend, keep):
         n, t, _ = xs.shape
@@ -358,9 +423,15 @@ class LSTM(_Recurrent):
         c = np.broadcast_to(self.buffers["initial_c"][d], (n, self.hidden_size)).astype(p.dtype)
         hs, cs, acts = [h], [c], []
         rt = self.recurrent_weight[d].T
+        peep = self._peepholes(d) if self.peepholes else None
         for step in range(t):
-            a = backend.elementwise(_lstm_gates, p[:, step], backend.matmul(h, rt), ops=4)
-            c = backend.elementwise(_lstm_cell, a, c, ops=3)
+            q = backend.matmul(h, rt)
+            if peep is None:
+                a = backend.elementwise(_lstm_gates, p[:, step], q, ops=4)
+                c = backend.elementwise(_lstm_cell, a, c, ops=3)
+            else:
+                ac = backend.elementwise(_lstm_peephole_step, p[:, step], q, c, *peep, ops=13)
+                a, c = ac[:, :h4], ac[:, h4:]
             h = backend.elementwise(_lstm_hidden, a, c, ops=2)
             hs.append(h)
             cs.append(c)
@@ -374,20 +445,37 @@ class LSTM(_Recurrent):
         t = xs.shape[1]
         r = self.recurrent_weight[d]
         dpre = np.empty(acts.shape, dtype=acts.dtype)
+        peep = self._peepholes(d) if self.peepholes else None
         for step in range(t - 1, -1, -1):
             if dys is not None:
                 dh = backend.elementwise(_add, dh, dys[:, step])
             a, c = acts[:, step], cs[:, step + 1]
-            dcell = backend.elementwise(_lstm_dcell, a, c, dh, dc, ops=5)
+            if peep is None:
+                dcell = backend.elementwise(_lstm_dcell, a, c, dh, dc, ops=5)
+            else:
+                dcell = backend.elementwise(_lstm_peephole_dcell, a, c, dh, dc, peep[1], ops=10)
             g = backend.elementwise(_lstm_dgates, a, cs[:, step], c, dh, dcell, ops=12)
             dpre[:, step] = g
-            dc = backend.elementwise(
-                _times, dcell, a[:, 2 * self.hidden_size : 3 * self.hidden_size]
-            )
+            if peep is None:
+                dc = backend.elementwise(
+                    _times, dcell, a[:, 2 * self.hidden_size : 3 * self.hidden_size]
+                )
+            else:
+                dc = backend.elementwise(_lstm_peephole_dprev, a, dcell, g, peep[0], peep[2], ops=5)
             if step:
                 dh = backend.matmul(g, r)
         states = hs[:, :-1] if param_grads else None
-        return self._param_grads(xs, d, backend, dpre, dpre, states, input_grad)
+        dx, grads = self._param_grads(xs, d, backend, dpre, dpre, states, input_grad)
+        if param_grads and peep is not None:  # sum over rows and steps of gate x cell
+            k = self.hidden_size
+            grads["peephole"] = np.concatenate(
+                [
+                    backend.reduce(np.sum, dpre[..., :k] * cs[:, :-1], (0, 1)),
+                    backend.reduce(np.sum, dpre[..., k : 2 * k] * cs[:, 1:], (0, 1)),
+                    backend.reduce(np.sum, dpre[..., 2 * k : 3 * k] * cs[:, :-1], (0, 1)),
+                ]
+            )
+        return dx, grads
 
 
 class GRU(_Recurrent):
