@@ -430,6 +430,59 @@ def test_gather_layer_adds_repeated_indices_in_the_gradient():
     np.testing.assert_allclose(xai.ModelRunner(g).gradient(X, 4), x.grad.numpy(), atol=1e-6)
 
 
+def _gather_elements_model(index: np.ndarray, axis: int, batch) -> bytes:
+    """``GatherElements(x, index)`` of an input (batch, 4, 5) of a fixed or open batch."""
+    graph = helper.make_graph(
+        [node("GatherElements", ["x", "index"], ["y"], axis=axis)],
+        "gather_elements",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(index, "index")],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("axis", "shape"), [(1, (4, 5)), (-1, (4, 7)), (2, (2, 3))], ids=["rows", "repeats", "fewer"]
+)
+def test_gather_elements_of_a_computed_tensor_equals_onnxruntime_and_torch(axis, shape):
+    """Constant indices (negative ones too), the same for every sample, of a computed
+    tensor: onnxruntime's values; torch.gather's gradient, repeated picks summed."""
+    rng = np.random.default_rng(11)
+    a = axis % 3
+    one = rng.integers(-(4 if a == 1 else 5), 4 if a == 1 else 5, (1, *shape))
+    index = np.repeat(one, 3, axis=0)
+    data = _gather_elements_model(index, axis, 3)
+    net = xai.from_onnx(data)
+    X = _batch((4, 5), n=3)
+    np.testing.assert_allclose(net.forward(X, xai.get_backend("cpu")), ort_run(data, X), rtol=1e-6)
+    x = torch.tensor(X, dtype=torch.float64, requires_grad=True)
+    size = 4 if a == 1 else 5
+    want = torch.gather(x, a, torch.tensor(np.where(index < 0, index + size, index)))
+    seed = rng.normal(size=want.shape)
+    (want * torch.tensor(seed)).sum().backward()
+    backend = xai.get_backend("cpu", dtype="float64")
+    record = nn.Record()
+    net.forward(X.astype(np.float64), backend, record=record)
+    gX, _ = net.vjp(seed, backend, record, param_grads=False)
+    np.testing.assert_allclose(gX, x.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("index", "batch", "fragment"),
+    [
+        (np.zeros((1, 4, 5), np.int64), "n", "must be the batch size"),
+        (np.arange(6).reshape(3, 2, 1) % 4, 3, "the same indices for every sample"),
+    ],
+    ids=["open-batch", "varying"],
+)
+def test_gather_elements_indices_that_are_not_per_sample_are_refused(index, batch, fragment):
+    with pytest.raises(CapabilityError, match=fragment):
+        xai.from_onnx(_gather_elements_model(index, 1, batch))
+
+
 REFUSALS = [
     (
         "view_read_by_an_argmax",

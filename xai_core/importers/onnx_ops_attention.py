@@ -245,19 +245,52 @@ def _folded(fn: Callable[..., np.ndarray], arity: int) -> Callable[[Builder, IRN
 
 
 def _gather_elements(b: Builder, node: IRNode) -> None:
+    """``GatherElements``: folded on constants (position and token-type ids); of a computed
+    tensor by constant indices along an axis other than the batch's, the same for every
+    sample, a flattening ``Reshape`` and one :class:`~xai_core.nn.Gather` of the elements'
+    flat positions (its backward pass adds the gradient back to the elements read)."""
+    from xai_core.importers.onnx_ops import _axis
     from xai_core.importers.onnx_ops_tensor import _plain
 
-    if b.is_act(node.inputs[0]) or b.is_act(node.inputs[1]):
-        raise b.fail(node, "only constants are gathered here (position and token-type ids).")
-    data, index = (_plain(b, node, i) for i in node.inputs[:2])
+    if b.is_act(node.inputs[1]):
+        raise b.fail(node, "the indices must be constants; they are computed at run time.")
+    computed = b.is_act(node.inputs[0])
+    index = _plain(b, node, node.inputs[1])
+    if index.dtype.kind not in "iu":
+        raise b.fail(node, f"indices of type {index.dtype}; integers are expected.")
+    shape = (
+        (0, *b.g.shape_of(b.node_of(node, node.inputs[0])))
+        if computed
+        else _plain(b, node, node.inputs[0]).shape
+    )
     axis = int(node.attrs.get("axis", 0))
-    if data.ndim != index.ndim:
-        raise b.fail(node, f"data of rank {data.ndim} and indices of rank {index.ndim} differ.")
-    a = axis + data.ndim if axis < 0 else axis
-    size = data.shape[a]
+    if len(shape) != index.ndim:
+        raise b.fail(node, f"data of rank {len(shape)} and indices of rank {index.ndim} differ.")
+    a = _axis(b, node, axis, len(shape)) + 1 if computed else axis % len(shape)
+    size = shape[a]
     if np.any(index < -size) or np.any(index >= size):
         raise b.fail(node, f"an index is outside axis {axis} of size {size}.")
-    _store(b, node, np.take_along_axis(data, np.where(index < 0, index + size, index), axis=a))
+    index = np.where(index < 0, index + size, index)
+    if not computed:
+        data = _plain(b, node, node.inputs[0])
+        _store(b, node, np.take_along_axis(data, index, axis=a))
+        return
+    if index.shape[0] != b.batch or np.any(index != index[:1]):
+        raise b.fail(
+            node,
+            f"indices of shape {index.shape}: their first axis must be the batch size "
+            f"({b.batch or 'not fixed'}) and hold the same indices for every sample.",
+        )
+    sample = index[0]
+    if any(n > m for d, (n, m) in enumerate(zip(sample.shape, shape[1:])) if d != a - 1):
+        raise b.fail(
+            node, f"indices of shape {index.shape} exceed the data's (batch, *{shape[1:]})."
+        )
+    where = list(np.indices(sample.shape, sparse=True))
+    where[a - 1] = sample
+    flat = np.ravel_multi_index(tuple(where), shape[1:])
+    src = b.add(node, nn.Reshape((int(np.prod(shape[1:])),)), node.inputs[0], suffix="/flat")
+    b.add(node, nn.Gather(0, flat), src)
 
 
 def _logical(kind: str, fn: Callable[..., np.ndarray]) -> Callable[[Builder, IRNode], None]:
@@ -286,4 +319,10 @@ for _op, _fn in [("And", np.logical_and), ("Or", np.logical_or), ("Xor", np.logi
     )
 # The comparisons, IsNaN and IsInf are onnx_ops_elementwise's (constants folded, activations
 # as layers); ``Where(IsNaN(x), c, x)`` after a masked softmax becomes one ReplaceNaN here.
-register("GatherElements", _gather_elements, since=11, folds=True, limits="on constants (ids)")
+register(
+    "GatherElements",
+    _gather_elements,
+    since=11,
+    folds=True,
+    limits="constant indices, the same for every sample, not along the batch axis",
+)
