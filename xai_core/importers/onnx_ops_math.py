@@ -2,8 +2,7 @@
 
 The unary functions (``HardSigmoid``, ``Erf``, ``Gelu``, ``Sqrt``, ``Exp``, ...) become the
 layers of :mod:`xai_core.nn.elementwise` and fold at import when their input is a
-constant; ``Pow`` takes a constant exponent (or a constant positive base, as
-``exp(x log base)``); ``LayerNormalization`` becomes :class:`~xai_core.nn.LayerNormalization`;
+constant; ``Pow`` takes a constant exponent, a constant base or both computed; ``LayerNormalization`` becomes :class:`~xai_core.nn.LayerNormalization`;
 ``Softmax`` and ``LogSoftmax`` work on any axis, with the opset's own semantics (before
 opset 13 the input is coerced to 2-D at ``axis``); the reductions take their axes from the
 attribute or, from the opset that moved them there, from the second input. Each converter
@@ -131,7 +130,7 @@ def _pow_by_constant(b: Builder, node: IRNode, x: str, exponent: np.ndarray) -> 
 
 def op_pow(b: Builder, node: IRNode) -> None:
     """``Pow``: a constant exponent (of at most :data:`_EXPONENTS` distinct values), a
-    constant positive base, both computed (:class:`~xai_core.nn.Exponentiate`), or folded."""
+    constant base or both computed (:class:`~xai_core.nn.Exponentiate`), or folded."""
     x, y = node.inputs[:2]
     if not b.is_act(x) and not b.is_act(y):
         with np.errstate(all="ignore"):
@@ -145,13 +144,9 @@ def op_pow(b: Builder, node: IRNode) -> None:
     if b.is_act(x) and b.is_act(y):
         b.add(node, nn.Exponentiate(), [x, y])
         return
-    base = _constant(b, node, x).astype(np.float64)
-    if not np.all(base > 0):
-        raise b.fail(node, "a constant base must be positive (base ** x is exp(x log base)).")
-    rank = b.rank(node, y)
-    log_base = b.value_node(node, np.log(base), rank)
-    scaled = b.add(node, nn.Multiply(), [y, log_base], suffix="/x_log_base")
-    b.add(node, nn.Exp(), scaled)
+    # a constant base: numpy's power, exact where the power is (whole bases and exponents)
+    base = b.value_node(node, _constant(b, node, x).astype(np.float64), b.rank(node, y))
+    b.add(node, nn.Exponentiate(), [base, y])
 
 
 def op_sum(b: Builder, node: IRNode) -> None:
@@ -332,8 +327,8 @@ for _op, _fn, _since, _until, _limits in [
         op_pow,
         7,
         None,
-        "a constant exponent (at most 8 distinct values, broadcast), a constant positive base, "
-        "or both computed (torch's gradients); both constant: folded",
+        "a constant exponent (at most 8 distinct values, broadcast), a constant base, or both "
+        "computed (numpy's power, torch's gradients); both constant: folded",
     ),
     ("PRelu", op_prelu, 7, None, "a constant slope broadcast per sample"),
     ("Sum", op_sum, 8, None, "broadcasting"),
