@@ -158,7 +158,7 @@ def test_weights_given_as_inputs_are_constants_of_the_run():
 def test_integer_models_run_exactly_and_overflow_is_refused():
     """A model of integer inputs alone, of operators exact on integers in float64, equals
     onnx's reference (int64 values near 2**40 included); a uint8 difference below 0, which
-    ONNX wraps around, is refused; so is an operator not exact on integers (Pow)."""
+    ONNX wraps around, is refused; so is an operator not exact on integers (PRelu)."""
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
@@ -169,7 +169,7 @@ def test_integer_models_run_exactly_and_overflow_is_refused():
             [helper.make_tensor_value_info(k, elem, [3, 4]) for k in "ab"],
             [helper.make_tensor_value_info("y", elem, None)],
         )
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
 
     rng = np.random.default_rng(3)
     a, b = rng.integers(-(2**40), 2**40, (2, 3, 4))
@@ -181,11 +181,16 @@ def test_integer_models_run_exactly_and_overflow_is_refused():
         (got,) = XaiBackend.prepare(m).run(list(feeds.values()))
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got, want)
+    # powers up to 19 ** 12 (about 2.2e15, below 2**53), negative bases included
+    feeds = {"a": rng.integers(-19, 20, (3, 4)), "b": rng.integers(0, 13, (3, 4))}
+    (want,) = ReferenceEvaluator(model("Pow", TensorProto.INT64)).run(None, feeds)
+    (got,) = XaiBackend.prepare(model("Pow", TensorProto.INT64)).run(list(feeds.values()))
+    np.testing.assert_array_equal(got, want)
     x = np.full((3, 4), 2, np.uint8)
     with pytest.raises(CapabilityError, match="wraps"):
         XaiBackend.prepare(model("Sub", TensorProto.UINT8)).run([x, x + 1])
-    with pytest.raises(CapabilityError, match="Pow are not"):
-        XaiBackend.prepare(model("Pow", TensorProto.INT32))
+    with pytest.raises(CapabilityError, match="PRelu are not"):
+        XaiBackend.prepare(model("PRelu", TensorProto.INT32))
 
 
 @pytest.mark.parametrize("elem", ["INT32", "INT64", "UINT32"])
@@ -424,7 +429,7 @@ def test_shape_arithmetic_is_folded_to_run_as_one_sample():
 )
 def test_dequantize_linear_per_tensor_and_per_axis_equals_onnxruntime(elem, axis, per_axis):
     """``(x - zero_point) * scale`` of integer tensors of a batch axis, one scale or one per
-    channel of ``axis``, equals onnxruntime's; a blocked one is refused by name."""
+    channel of ``axis`` or one per block of ``axis`` (``block_size``), equals onnxruntime's."""
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
@@ -457,12 +462,21 @@ def test_dequantize_linear_per_tensor_and_per_axis_equals_onnxruntime(elem, axis
     (got,) = XaiBackend.prepare(model()).run([x])
     assert got.dtype == np.float32 and got.shape == shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
-    if per_axis:
-        blocked = model()
+    if per_axis and axis % 3:  # blocks of 2 along the axis, the same for both samples
+        blocks = [*shape]
+        blocks[axis] = -(-shape[axis] // 2)
+        scale = np.repeat((rng.random((1, *blocks[1:])) * 0.1 + 0.01).astype(np.float32), 2, 0)
+        zp = np.repeat(rng.integers(-3, 4, (1, *blocks[1:])), 2, 0).astype(dtype)
+        blocked = model(block_size=2)
         blocked.opset_import[0].version = 21
-        blocked.graph.node[0].attribute.append(helper.make_attribute("block_size", 2))
-        with pytest.raises(CapabilityError, match="block_size"):
-            XaiBackend.prepare(blocked).run([x])
+        del blocked.graph.initializer[:]
+        blocked.graph.initializer.extend(
+            [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")]
+        )
+        sess = ort.InferenceSession(blocked.SerializeToString(), providers=["CPUExecutionProvider"])
+        (want,) = sess.run(None, {"x": x})
+        (got,) = XaiBackend.prepare(blocked).run([x])
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
 def test_a_shape_the_model_returns_is_not_folded_when_lifting():

@@ -123,12 +123,14 @@ WEIGHT_INPUTS: dict[str, frozenset[int]] = {
 #: Add, Sub, Mul, CumSum, ReduceSum while the result stays in the declared type's range
 #: (checked, as ONNX wraps around) and within 2**53; ``Mod`` (``x - y * floor(x / y)``,
 #: or ``trunc`` for ``fmod=1``: the float64 quotient of such integers rounds to the exact
-#: one's floor and trunc). An integer ``Div`` is too, followed by its truncation toward
-#: zero (:func:`_truncated_division`).
+#: one's floor and trunc); ``Pow`` (numpy's ``power``, within an ulp, so exact where the
+#: power is a float64 integer; a negative exponent's fraction is refused with the output).
+#: An integer ``Div`` is too, followed by its truncation toward zero
+#: (:func:`_truncated_division`).
 INTEGER_EXACT = frozenset(
     "Abs Add And ArgMax ArgMin Cast CastLike Ceil Clip Concat Constant CumSum DepthToSpace "
     "Equal Expand Flatten Floor Gather Greater GreaterOrEqual Identity Less LessOrEqual Max "
-    "MaxPool Min Mod Mul Neg Not Or Pad ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
+    "MaxPool Min Mod Mul Neg Not Or Pad Pow ReduceMax ReduceMin ReduceSum Relu Reshape Round Sign "
     "Slice SpaceToDepth Squeeze Sub Tile Transpose Trilu Unsqueeze Where Xor".split()
 )
 

@@ -51,6 +51,7 @@ _AXIS: dict[str, int | None] = {
     "Concat": None,
     "DequantizeLinear": 1,
     "Gather": 0,
+    "GatherElements": 0,
     "Hardmax": None,
     "LayerNormalization": None,
     "LogSoftmax": None,
@@ -263,6 +264,14 @@ def lift(
                     continue
                 axis = default
             set_attr(node, "axis", _shift([axis], k)[0])
+            # constants of the input's rank: GatherElements' indices, blocked scales
+            blocked = op.endswith("QuantizeLinear") and attr(node, "block_size")
+            for i in (1,) if op == "GatherElements" else (1, 2) if blocked else ():
+                given = constant(node, i)
+                if given is False:
+                    return False
+                if given is not None:
+                    set_input(node, i, given.reshape((1,) * k + given.shape))
         elif op == "CumSum":
             axis = constant(node, 1)
             if axis is None or axis is False:
