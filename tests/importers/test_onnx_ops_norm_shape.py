@@ -221,6 +221,10 @@ CASES = {
         model("Equal", inputs=["x", "x"], out=TensorProto.BOOL),
         lambda x: (x == x).to(x.dtype) + 0 * x.sum(),
     ),
+    "Cast_to_bool": Case(
+        model("Cast", {"to": TensorProto.BOOL}, out=TensorProto.BOOL),
+        lambda x: (x != 0).to(x.dtype) + 0 * x.sum(),
+    ),
     "Unsqueeze": Case(
         model("Unsqueeze", inits={"a": np.array([-1, 2])}), lambda x: x[:, :, None, :, :, None]
     ),

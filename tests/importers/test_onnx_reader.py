@@ -92,8 +92,63 @@ def test_not_onnx_and_bad_arguments(tmp_path):
     with pytest.raises(xai.CapabilityError, match="different batch sizes"):
         xai.from_onnx(_model([helper.make_node("Add", ["a", "b"], ["y"])], inputs=two))
     free = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "features"])]
-    with pytest.raises(xai.ModelFormatError, match="known sample sizes"):
+    with pytest.raises(xai.ModelFormatError, match="sample sizes must be known"):
         xai.from_onnx(_model([helper.make_node("Relu", ["x"], ["y"])], inputs=free))
+
+
+def test_symbolic_sample_sizes_are_fixed_by_input_shapes():
+    """A torch export with a free height and width names the input and the argument;
+    ``input_shapes`` fixes them and the network equals onnxruntime at that size."""
+    import io
+
+    import onnxruntime as ort
+    import torch
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1)
+    ).eval()
+    buf = io.BytesIO()
+    torch.onnx.export(
+        module,
+        (torch.zeros(1, 3, 8, 8),),
+        buf,
+        input_names=["image"],
+        output_names=["y"],
+        dynamic_axes={"image": {0: "n", 2: "height", 3: "width"}},
+        dynamo=False,
+    )
+    data = buf.getvalue()
+    with pytest.raises(xai.ModelFormatError, match=r"input_shapes=\{'image': \(3, 128, 128\)\}"):
+        xai.from_onnx(data)
+    X = np.random.default_rng(0).normal(size=(2, 3, 20, 24)).astype(np.float32)
+    (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"image": X})
+    for shapes in [(3, 20, 24), {"image": [3, 20, 24]}]:
+        net = xai.from_onnx(data, input_shapes=shapes)
+        assert net.input_shape == (3, 20, 24)
+        np.testing.assert_allclose(net.predict(X), want.reshape(2, -1), rtol=1e-5, atol=1e-6)
+
+
+def test_input_shapes_of_several_inputs_and_its_errors():
+    """Every input with free sizes is named at once; a mapping fixes them; an unknown name,
+    a shape of the wrong rank and a change of a fixed size are refused naming them."""
+    free = [helper.make_tensor_value_info(k, TensorProto.FLOAT, ["n", "seq", 4]) for k in "ab"]
+    m = _model([helper.make_node("Add", ["a", "b"], ["y"])], inputs=free)
+    with pytest.raises(xai.ModelFormatError, match=r"'a' declares .*'b' declares"):
+        xai.from_onnx(m)
+    net = xai.from_onnx(m, input_shapes={"a": (5, 4), "b": (5, 4)})
+    a, b = np.ones((2, 5, 4), np.float32), np.full((2, 5, 4), 2.0, np.float32)
+    np.testing.assert_array_equal(net.predict_outputs({"a": a, "b": b})[net.outputs[0]], a + b)
+    with pytest.raises(xai.UnknownNameError, match="Available: a, b"):
+        xai.from_onnx(m, input_shapes={"c": (5, 4)})
+    with pytest.raises(xai.ValidationError, match="a mapping of input name to shape"):
+        xai.from_onnx(m, input_shapes=(5, 4))
+    with pytest.raises(xai.ValidationError, match=r"2 positive integers.*got \(5,\)"):
+        xai.from_onnx(m, input_shapes={"a": (5,), "b": (5, 4)})
+    with pytest.raises(
+        xai.ValidationError, match="axis 2 the size 3; the ONNX model fixes it at 4"
+    ):
+        xai.from_onnx(m, input_shapes={"a": (5, 3), "b": (5, 4)})
 
 
 def test_file_path_and_class_names_from_metadata(tmp_path):

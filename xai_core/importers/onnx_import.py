@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xai_core import nn
@@ -116,6 +116,7 @@ def from_onnx(
     output_names: Sequence[str] | None = None,
     dtype: Any = "float32",
     fold_batch_norm: bool = True,
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[int] | None = None,
 ) -> nn.Graph:
     """Import an ONNX model as a native graph network.
 
@@ -139,6 +140,11 @@ def from_onnx(
         :meth:`~xai_core.nn.Graph.fold_batch_norm`. The batch norm's node stays as an
         identity (``net.folded_batch_norms`` lists them). ``False`` keeps every batch norm
         a layer of its own.
+    input_shapes : mapping of str to tuple of int, or tuple of int, optional
+        Sample shapes (without the batch axis) for inputs whose sizes the file leaves
+        symbolic, such as a transformer's sequence length or an image's height and width:
+        ``{"input_ids": (128,)}``, or one shape for a model of one input. A native network
+        has fixed sample shapes; the sizes the file fixes must be given as they are.
 
     Returns
     -------
@@ -158,8 +164,9 @@ def from_onnx(
     --------
     >>> net = xai.from_onnx("model.onnx")
     >>> xai.explain(net, X, method="ig", backend="tpu")
+    >>> text = xai.from_onnx("bert.onnx", input_shapes={"input_ids": (64,)})
     """
-    ir = read_onnx(path_or_model)
+    ir = read_onnx(path_or_model, input_shapes)
     ir.meta.setdefault("class_names", _class_names(ir.meta.get("metadata", {})))
     net = build_onnx(ir, output_names=output_names, dtype=dtype)
     if fold_batch_norm:

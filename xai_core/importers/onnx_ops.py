@@ -810,13 +810,19 @@ _SATURATING = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fn
 
 def cast_activation(b: Builder, node: IRNode, dtype: np.dtype) -> None:
     """A cast of the activation ``node.inputs[0]`` to ``dtype``: to float32 or float64 an
-    identity (the network's own dtype); to a narrower type (:data:`nn.CAST_TYPES`) its
-    values rounded to that type's, as ``x.astype(dtype)`` rounds them."""
+    identity (the network's own dtype); to bool 1.0 where it is nonzero (gradient 0); to a
+    narrower type (:data:`nn.CAST_TYPES`) its values rounded to that type's, as
+    ``x.astype(dtype)`` rounds them."""
     from xai_core.nn.elementwise_math import CAST_TYPES
 
     name = np.dtype(dtype).name
     if name in ("float32", "float64"):
         b.add(node, nn.Identity(), node.inputs[0])
+        return
+    if name == "bool":  # nonzero (NaN too) is true, held as 1.0: ``x or 0``
+        rank = b.rank(node, node.inputs[0])
+        zero = b.value_node(node, np.zeros([1] * rank), rank)
+        b.add(node, nn.Compare("or"), [b.node_of(node, node.inputs[0]), zero])
         return
     if name not in CAST_TYPES:
         raise b.fail(
@@ -909,7 +915,7 @@ for _op, _fn, _limits in [
     (
         "Cast",
         op_cast,
-        "constants to any type; computed tensors to float32/float64, float16, bfloat16, float8, int4, 8- and 16-bit integers",
+        "constants to any type; computed tensors to float32/float64, bool, float16, bfloat16, float8, int4, 8- and 16-bit integers",
     ),
 ]:
     register(_op, _fn, folds=_op not in ("Cast", "Squeeze", "Unsqueeze"), limits=_limits)

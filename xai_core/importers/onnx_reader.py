@@ -12,12 +12,13 @@ from __future__ import annotations
 import heapq
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from xai_core.errors import CapabilityError, ModelFormatError, ValidationError
+from xai_core.errors import CapabilityError, ModelFormatError, UnknownNameError, ValidationError
 from xai_core.importers.ir import IRGraph, IRNode, check_size
 from xai_core.importers.onnx_external import ExternalData
 from xai_core.optional import require
@@ -398,11 +399,68 @@ def _sample_shape(vi: Any, where: str) -> tuple[int, ...]:
     return tuple(int(d) for d in dims[1:])
 
 
-def read_onnx(source: Any) -> IRGraph:
+def fix_input_shapes(model: Any, input_shapes: Any, where: str) -> Any:
+    """A copy of ``model`` whose graph inputs declare the per-sample shapes of
+    ``input_shapes``: a mapping of input name to shape, or one shape for a model of one
+    input. Each shape is the input's without the batch axis; it replaces the symbolic
+    sizes (``"sequence"``) and must agree with the sizes the file fixes.
+
+    Raises
+    ------
+    UnknownNameError
+        A name that is not one of the graph's inputs.
+    ValidationError
+        A shape that is not positive integers of the input's rank, or that changes a size
+        the file fixes.
+    """
+    onnx = _onnx()
+    weights = {t.name for t in model.graph.initializer}
+    inputs = [vi for vi in model.graph.input if vi.name not in weights]
+    if not isinstance(input_shapes, Mapping):
+        if len(inputs) != 1:
+            raise ValidationError(
+                f"input_shapes must be a mapping of input name to shape for a model of "
+                f"{len(inputs)} inputs ({', '.join(vi.name for vi in inputs)}); got "
+                f"{input_shapes!r}."
+            )
+        input_shapes = {inputs[0].name: input_shapes}
+    by_name = {vi.name: vi for vi in inputs}
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    targets = {vi.name: vi for vi in fixed.graph.input}
+    for name, shape in input_shapes.items():
+        if name not in by_name:
+            raise UnknownNameError("input of input_shapes", name, list(by_name))
+        try:
+            sample = tuple(int(d) for d in shape)
+            ok = all(d >= 1 and d == s for d, s in zip(sample, shape, strict=True))
+        except (TypeError, ValueError):
+            ok = False
+        dims = _dims(by_name[name])
+        if not ok or dims is None or len(sample) != len(dims) - 1:
+            raise ValidationError(
+                f"input_shapes[{name!r}] must be the input's shape without the batch axis, "
+                f"{len(dims) - 1 if dims else 'its'} positive integers (it declares "
+                f"{dims}); got {shape!r}."
+            )
+        for axis, (size, declared) in enumerate(zip(sample, dims[1:]), 1):
+            if isinstance(declared, int) and declared > 0 and declared != size:
+                raise ValidationError(
+                    f"input_shapes[{name!r}] gives axis {axis} the size {size}; {where} fixes "
+                    f"it at {declared} ({dims})."
+                )
+            dim = targets[name].type.tensor_type.shape.dim[axis]
+            dim.Clear()
+            dim.dim_value = size
+    return fixed
+
+
+def read_onnx(source: Any, input_shapes: Any = None) -> IRGraph:
     """Read an ONNX model (path, bytes or ModelProto) into an :class:`IRGraph`.
 
     Tensors kept in external files are read from the files beside a model given by its
     path (:class:`~xai_core.importers.onnx_external.ExternalData` states the checks).
+    ``input_shapes`` fixes the inputs' symbolic sample sizes (:func:`fix_input_shapes`).
 
     Raises
     ------
@@ -418,6 +476,8 @@ def read_onnx(source: Any) -> IRGraph:
     """
     onnx = _onnx()
     model, where = load_onnx_model(source)
+    if input_shapes is not None:
+        model = fix_input_shapes(model, input_shapes, where)
     directory = Path(source).parent if isinstance(source, (str, os.PathLike)) else None
     external = ExternalData(directory, where)
     graph = model.graph
@@ -431,6 +491,19 @@ def read_onnx(source: Any) -> IRGraph:
         raise CapabilityError(f"{where}: the graph has no input (every input is an initializer).")
     if not graph.output:
         raise ModelFormatError(f"{where}: the graph has no output.")
+    symbolic = {
+        vi.name: tuple(d if isinstance(d, int) and d > 0 else 128 for d in dims[1:])
+        for vi in inputs
+        if (dims := _dims(vi)) and len(dims) >= 2 and not all(isinstance(d, int) for d in dims[1:])
+    }
+    if symbolic:  # every input at once, with the argument that fixes them
+        listed = ", ".join(
+            f"{vi.name!r} declares {_dims(vi)}" for vi in inputs if vi.name in symbolic
+        )
+        raise ModelFormatError(
+            f"{where}: the inputs' sample sizes must be known; {listed}. Fix them with "
+            f"from_onnx(..., input_shapes={symbolic}) (128 standing for each symbolic size)."
+        )
     shapes = [_sample_shape(vi, where) for vi in inputs]
     dims = _dims(inputs[0])
     batches = {vi.name: _dims(vi)[0] for vi in inputs if isinstance(_dims(vi)[0], int)}
