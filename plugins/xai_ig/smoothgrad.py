@@ -35,6 +35,9 @@ class SmoothGrad(Explainer):
     stdev : float, default=0.15
         Noise standard deviation as a fraction of each row's value range
         ``max(x) - min(x)`` (the paper's noise level; 0.1 to 0.2 works well on images).
+    stdevs : float, optional
+        The noise standard deviation itself, the same for every row, as Captum's
+        ``NoiseTunnel.attribute(stdevs=...)`` takes it; given, it replaces ``stdev``.
     nt_type : {"smoothgrad", "smoothgrad_sq", "vargrad"}, default="smoothgrad"
         Mean of the samples' attributions, mean of their squares, or their variance.
     base : {"saliency", "gradient_x_input", "ig"}, default="saliency"
@@ -68,6 +71,7 @@ class SmoothGrad(Explainer):
     constraints: ClassVar[dict] = {
         "n_samples": Int(1),
         "stdev": Float(inclusive=True),
+        "stdevs": Float(inclusive=True, allow_none=True),
         "nt_type": Choice(NT_TYPES),
         "base": Choice(tuple(BASES)),
         "base_options": TypeOf((dict,), "a dict"),
@@ -79,6 +83,7 @@ class SmoothGrad(Explainer):
         self,
         n_samples: int = 50,
         stdev: float = 0.15,
+        stdevs: float | None = None,
         nt_type: str = "smoothgrad",
         base: str = "saliency",
         base_options: dict[str, Any] | None = None,
@@ -88,6 +93,7 @@ class SmoothGrad(Explainer):
     ) -> None:
         self.n_samples = n_samples
         self.stdev = stdev
+        self.stdevs = stdevs
         self.nt_type = nt_type
         self.base = base
         self.base_options = base_options
@@ -140,7 +146,10 @@ class SmoothGrad(Explainer):
         rows_global = self.rows(n)
         rngs = self.row_rngs(n, 1)
         flat = np.asarray(X, dtype=np.float64).reshape(n, n_features)
-        sigma = stdev * (flat.max(axis=1) - flat.min(axis=1))
+        if self.stdevs is None:
+            sigma = stdev * (flat.max(axis=1) - flat.min(axis=1))
+        else:
+            sigma = np.full(n, float(self.stdevs))
 
         values = np.empty((n, *shape), dtype=np.float64)
         base_values = np.empty(n, dtype=np.float64)

@@ -257,3 +257,40 @@ def test_black_box_gets_a_capability_error(rows, method):
     box = xai.as_model(lambda X: np.asarray(X).sum(1), input_shape=(4,))
     with pytest.raises(xai.CapabilityError, match="black box"):
         xai.explain(box, rows, method=method)
+
+
+@pytest.mark.parametrize("nt_type", ["smoothgrad", "smoothgrad_sq", "vargrad"])
+def test_smoothgrad_with_stdevs_equals_captum_noise_tunnel_fed_the_same_noise(nt_type, monkeypatch):
+    """``stdevs`` is Captum's absolute noise: fed the draws SmoothGrad made (row ``r``'s
+    stream ``[seed, r, 1]``), ``NoiseTunnel(Saliency)`` gives the same values."""
+    torch = pytest.importorskip("torch")
+    captum_attr = pytest.importorskip("captum.attr")
+    from xai_core.attribution.seeds import rngs_for_rows
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(2, 3, 3), torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(12, 3)
+    )
+    X = np.random.default_rng(4).normal(size=(3, 2, 4, 4))
+    net = xai.from_torch(module, torch.zeros(1, 2, 4, 4), dtype="float64")
+    module = module.double()
+    m, stdevs, target = 5, 0.3, np.array([0, 2, 1])
+    e = xai.explain(
+        net,
+        X,
+        method="smoothgrad",
+        backend=cpu64(),
+        target=target,
+        n_samples=m,
+        stdevs=stdevs,
+        nt_type=nt_type,
+        seed=3,
+    )
+    np.testing.assert_array_equal(e.meta["sigma"], np.full(3, stdevs))
+    draws = np.concatenate([r.standard_normal((m, 2, 4, 4)) for r in rngs_for_rows(3, range(3), 1)])
+    # Captum scales its draws by stdevs held in float32; these are scaled in float64
+    monkeypatch.setattr(torch, "normal", lambda mean, std: torch.tensor(draws) * stdevs)
+    want = captum_attr.NoiseTunnel(captum_attr.Saliency(module)).attribute(
+        torch.tensor(X), nt_type=nt_type, nt_samples=m, stdevs=stdevs, target=torch.tensor(target)
+    )
+    np.testing.assert_allclose(e.values, want.numpy(), rtol=1e-10, atol=1e-12)
