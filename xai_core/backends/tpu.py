@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,6 +16,7 @@ from xai_core.backends.memory import MemorySystem, memory_cost
 from xai_core.backends.presets import TPU_PRESETS
 from xai_core.errors import CapabilityError, ValidationError
 from xai_core.kernels.int8_product import exact_int8_product
+from xai_core.kernels.weight_cache import derived
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.validation import check_bool, check_choice, check_float, check_positive_int
 
@@ -83,6 +86,21 @@ def int8_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     exact = exact_int8_product(a, b)
     check_int32_sums(exact, a.shape[1])
     return exact.astype(np.int32)
+
+
+#: Per thread: whether the matrix products' operands are already bf16 values.
+_ROUNDED = threading.local()
+
+
+@contextmanager
+def _operands_rounded() -> Iterator[None]:
+    """A scope whose products' operands were rounded to bf16 by the caller."""
+    before = getattr(_ROUNDED, "on", False)
+    _ROUNDED.on = True
+    try:
+        yield
+    finally:
+        _ROUNDED.on = before
 
 
 class TPUBackend(Backend):
@@ -383,10 +401,34 @@ class TPUBackend(Backend):
         )
 
     def _inputs(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The operands as the matrix units see them: int8 as they are, else rounded to bf16."""
+        """The operands as the matrix units see them: int8 as they are, else rounded to bf16
+        (unless the caller rounded them: :func:`_operands_rounded`)."""
         if self.int8:
             return a, b
+        if getattr(_ROUNDED, "on", False):
+            return np.asarray(a, np.float32), np.asarray(b, np.float32)
         return systolic.round_bf16(a), systolic.round_bf16(b)
+
+    def conv2d(
+        self,
+        x: np.ndarray,
+        weight: np.ndarray,
+        bias: np.ndarray | None,
+        geometry: Any,
+        record: dict | None = None,
+    ) -> np.ndarray:
+        """The im2col convolution of the base class, its operands rounded to bf16 first: the
+        input once (not once per window that reads it, ``kh * kw`` times) and the weight
+        once per explanation (:func:`~xai_core.kernels.weight_cache.derived`). Rounding is
+        elementwise, so the values and the counts are those of rounding the column matrix."""
+        if self.int8:
+            return super().conv2d(x, weight, bias, geometry, record)
+        from xai_core.kernels.conv_ops import conv2d_im2col
+
+        x = systolic.round_bf16(x)
+        weight = derived(weight, "bf16", systolic.round_bf16)
+        with _operands_rounded():
+            return conv2d_im2col(self, x, weight, bias, geometry, record)
 
     def _product(self, a_in: np.ndarray, b_in: np.ndarray) -> np.ndarray:
         """The closed mode's values: exact int32 or fp32 sums of the rounded operands."""

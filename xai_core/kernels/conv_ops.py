@@ -53,6 +53,11 @@ def add_channel_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
 
 
+def _add_row_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``y + b`` for y of shape (pixels, channels), in place when ``y`` is writable."""
+    return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
+
+
 def _group_cols(cols: np.ndarray, groups: int) -> np.ndarray:
     """The column matrix (rows, groups * k) as a stack (groups, rows, k), a view when it can be.
 
@@ -100,9 +105,13 @@ def conv2d_im2col(
     w = weight.reshape(f, -1)
     oh, ow = geom.out_hw(x.shape[2:])
     if g == 1:
-        y = backend.matmul(cols, w.T)
-        # (n * oh * ow, filters) -> contiguous (n, filters, oh * ow)
-        y = np.ascontiguousarray(y.reshape(n, oh * ow, f).transpose(0, 2, 1))
+        y = backend.matmul(cols, w.T)  # (n * oh * ow, filters): one row per pixel
+        if record is not None:
+            record["cols"], record["x_shape"] = cols, x.shape
+        if bias is not None:
+            y = backend.elementwise(_add_row_bias, y, bias)
+        # an NCHW view of the channels-last rows, as the cpu backend's products give
+        return y.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
     else:
         y = backend.batched_matmul(_group_cols(cols, g), w.reshape(g, fg, kg).transpose(0, 2, 1))
         # (groups, n * oh * ow, filters / groups) -> contiguous (n, filters, oh * ow)
