@@ -87,6 +87,17 @@ class SeriesLayout:
             return X[:, :, None]
         return X.transpose(0, 2, 1) if self.order == "ct" else X
 
+    def from_tc(self, X: Any) -> np.ndarray:
+        """Rows of shape ``(n, steps, channels)`` back in this layout (:meth:`to_tc`'s inverse)."""
+        X = np.asarray(X)
+        if X.shape[1:] != (self.steps, self.channels):
+            raise ShapeError(
+                f"rows must have shape (n, {self.steps}, {self.channels}); got {X.shape}."
+            )
+        if self.order == "t":
+            return X[:, :, 0]
+        return X.transpose(0, 2, 1) if self.order == "ct" else X
+
 
 def series_layout(shape: Sequence[int], *, order: str | None = None) -> SeriesLayout:
     """The layout of a series sample shape.

@@ -21,8 +21,10 @@ from xai_core import (
 )
 from xai_core.attribution.options import Alias, Bool, Choice, Float, ImageShape, Int, TypeOf
 from xai_core.attribution.seeds import rngs_for_rows
+from xai_core.series import series_layout
 from xai_core.validation import check_array
 from xai_lime.image import (
+    SeriesImage,
     cosine_distances_to_all_on,
     image_layout_of,
     perturb,
@@ -36,7 +38,7 @@ from xai_lime.tabular import DISCRETIZERS, TabularSampler
 
 __all__ = ["LimeExplainer"]
 
-MODES = ("auto", "tabular", "image")
+MODES = ("auto", "tabular", "image", "series")
 SOLVERS = ("batched", "lime")
 NEIGHBOURHOODS = ("shared", "per_row")
 #: Perturbed values held at once (rows x samples x features); bounds memory per block.
@@ -54,9 +56,11 @@ class LimeExplainer(Explainer):
 
     Parameters
     ----------
-    mode : {"auto", "tabular", "image"}, default="auto"
-        ``"auto"``: images when samples have two or more dimensions or ``image_shape``
-        is given, tabular otherwise.
+    mode : {"auto", "tabular", "image", "series"}, default="auto"
+        ``"auto"``: a series when the model reads series (a network with sequence
+        layers: ``series_order``), images when samples have two or more dimensions or
+        ``image_shape`` is given, tabular otherwise. A series is explained per window of
+        consecutive steps, every channel of a window switched off together.
     n_samples : int, optional
         Perturbed samples per row (sample 0 is the row itself); lime's defaults, 5000
         for tables and 1000 for images. Alias ``num_samples`` (lime's spelling).
@@ -92,12 +96,15 @@ class LimeExplainer(Explainer):
     image_shape : tuple of int, optional
         Images given as flat samples: ``(height, width)``, ``(height, width, channels)``
         or ``(channels, height, width)``, e.g. ``(28, 28)`` for 784 pixels.
-    segmentation : {"slic", "quickshift", "felzenszwalb", "grid"} or callable
-        Images: superpixels; see :mod:`xai_lime.image`. A callable maps an image of shape
-        (height, width, channels) to integer labels of shape (height, width).
+    segmentation : {"slic", "quickshift", "felzenszwalb", "grid"} or callable, optional
+        Images: superpixels, ``"slic"`` by default; see :mod:`xai_lime.image`. A callable
+        maps an image of shape (height, width, channels) to integer labels of shape
+        (height, width). Series: ten windows of near-equal length by default, or
+        ``"grid"``'s windows of ``size`` steps (a series is an image one row high, its
+        channels the colours).
     segmentation_params : dict, optional
         Images: keyword arguments of the scikit-image function, or ``{"size": s}`` for
-        the grid's s-by-s cells.
+        the grid's s-by-s cells. Series: ``{"size": s}``, windows of ``s`` steps.
     hide_color : float, optional
         Images: value of a switched-off superpixel; default its mean colour (lime's).
     neighbourhood : {"shared", "per_row"}, default="shared"
@@ -190,7 +197,7 @@ class LimeExplainer(Explainer):
         training_labels: Any = None,
         sample_around_instance: bool = False,
         image_shape: Sequence[int] | None = None,
-        segmentation: str | Callable[[np.ndarray], np.ndarray] = "slic",
+        segmentation: str | Callable[[np.ndarray], np.ndarray] | None = None,
         segmentation_params: Mapping[str, Any] | None = None,
         hide_color: float | None = None,
         solver: str = "batched",
@@ -230,10 +237,12 @@ class LimeExplainer(Explainer):
         return explain_lime_texts(model, texts, **options)
 
     # -- checks -----------------------------------------------------------------------
-    def _resolve_mode(self, X: np.ndarray, model_shape: Any = None) -> str:
+    def _resolve_mode(self, X: np.ndarray, model_shape: Any = None, series: bool = False) -> str:
         if self.mode != "auto":
             return self.mode
         known = self.image_shape is not None or model_shape is not None
+        if series and not known:
+            return "series"
         return "image" if X.ndim > 2 or known else "tabular"
 
     def _model_image_shape(self, runner: ModelRunner) -> Any:
@@ -289,9 +298,13 @@ class LimeExplainer(Explainer):
         X = np.asarray(X)
         target = np.asarray(target, dtype=np.int64)
         self.run_seed()
-        mode = self._resolve_mode(X, self._model_image_shape(runner))
+        order = getattr(runner.model, "series_order", None)
+        mode = self._resolve_mode(X, self._model_image_shape(runner), isinstance(order, str))
         if mode == "tabular":
             return self._explain_tabular(runner, X, target)
+        if mode == "series":
+            layout = SeriesImage(series_layout(X.shape[1:], order=order if X.ndim == 3 else None))
+            return self._explain_image(runner, X, target, layout)
         return self._explain_image(runner, X, target)
 
     def estimate_cost(self, runner: ModelRunner, X: np.ndarray) -> Cost | None:
@@ -417,15 +430,31 @@ class LimeExplainer(Explainer):
         return Explanation(values=values, base_values=runs[0].intercept, target=target, meta=meta)
 
     # -- images -----------------------------------------------------------------------
-    def _explain_image(self, runner: ModelRunner, X: np.ndarray, target: np.ndarray) -> Explanation:
-        image_shape = self.image_shape
-        if image_shape is None:
-            image_shape = self._model_image_shape(runner)
-        layout = image_layout_of(X.shape[1:], image_shape)
+    def _explain_image(
+        self,
+        runner: ModelRunner,
+        X: np.ndarray,
+        target: np.ndarray,
+        series: SeriesImage | None = None,
+    ) -> Explanation:
+        """Images, or a series as an image one row high (``series``)."""
+        kind = "image" if series is None else "series"
+        if series is None:
+            image_shape = self.image_shape
+            if image_shape is None:
+                image_shape = self._model_image_shape(runner)
+            layout: Any = image_layout_of(X.shape[1:], image_shape)
+            named = self.segmentation or "slic"
+        else:
+            layout = series
+            named = self.segmentation or ("grid" if self.segmentation_params else "windows")
         for name in ("background", "training_labels", "categorical_features"):
             if getattr(self, name) is not None:
-                raise ValidationError(f"{name} applies to tabular mode; got it in image mode.")
-        seg_fn = segmentation_function(self.segmentation, self.segmentation_params)
+                raise ValidationError(f"{name} applies to tabular mode; got it in {kind} mode.")
+        if named == "windows":
+            seg_fn = series.windows(10)
+        else:
+            seg_fn = segmentation_function(named, self.segmentation_params)
         n_rows = len(X)
         n_samples = int(self.n_samples) if self.n_samples is not None else 1000
         kernel_width = float(self.kernel_width) if self.kernel_width is not None else 0.25
@@ -479,13 +508,14 @@ class LimeExplainer(Explainer):
         weights = np.stack([runs[0].coef[i][segments[i]] for i in range(n_rows)])  # (n, H, W)
         hwc = np.broadcast_to(weights[..., None], (*weights.shape, layout.channels))
         values = layout.from_hwc(np.ascontiguousarray(hwc), X.shape[1:])
-        meta = self._meta(runs, n_samples, kernel_width, "image", timings)
+        meta = self._meta(runs, n_samples, kernel_width, kind, timings)
         meta["segments"] = segments
         meta["n_segments"] = n_segments
-        meta["image_shape"] = layout.shape  # reports draw heatmaps of these images
-        meta["segmentation"] = (
-            self.segmentation if isinstance(self.segmentation, str) else "callable"
-        )
+        if series is None:
+            meta["image_shape"] = layout.shape  # reports draw heatmaps of these images
+        else:
+            meta["series_order"] = series.layout.order
+        meta["segmentation"] = named if isinstance(named, str) else "callable"
         return Explanation(values=values, base_values=runs[0].intercept, target=target, meta=meta)
 
     # -- meta -------------------------------------------------------------------------

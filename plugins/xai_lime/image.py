@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from xai_core import ShapeError, UnknownNameError, ValidationError
 from xai_core.images import MAX_CHANNELS, ImageLayout, sample_layout
+from xai_core.series import SeriesLayout
 from xai_core.validation import check_int
 
 __all__ = [
+    "SeriesImage",
     "SEGMENTATIONS",
     "image_layout_of",
     "cosine_distances_to_all_on",
@@ -141,6 +144,47 @@ def _unit_range(image: np.ndarray) -> np.ndarray:
     lo, hi = float(image.min()), float(image.max())
     img = image.astype(np.float64)
     return (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img)
+
+
+@dataclass(frozen=True)
+class SeriesImage:
+    """A series seen as an image one row high: its steps the columns, its channels the
+    colours, so superpixels are windows of steps (the ``"grid"`` segmentation) and a
+    switched-off window hides every channel of it.
+
+    Attributes
+    ----------
+    layout : xai_core.series.SeriesLayout
+    """
+
+    layout: SeriesLayout
+
+    @property
+    def height(self) -> int:
+        return 1
+
+    @property
+    def width(self) -> int:
+        return self.layout.steps
+
+    @property
+    def channels(self) -> int:
+        return self.layout.channels
+
+    def windows(self, count: int) -> Callable[[np.ndarray, int], np.ndarray]:
+        """A segmentation ``fn(image, seed)`` into ``count`` windows of near-equal length
+        (as many as there are steps, if fewer)."""
+        steps = self.width
+        labels = (np.arange(steps)[None] * min(count, steps)) // steps
+        return lambda image, seed: labels
+
+    def to_hwc(self, X: Any) -> np.ndarray:
+        """Rows as images of shape (n, 1, steps, channels)."""
+        return self.layout.to_tc(X)[:, None]
+
+    def from_hwc(self, images: Any, sample_shape: Any = None) -> np.ndarray:
+        """Images of shape (n, 1, steps, channels) back as rows of the series' layout."""
+        return self.layout.from_tc(np.asarray(images)[:, 0])
 
 
 def _grid(shape: tuple[int, int], size: int) -> np.ndarray:

@@ -32,6 +32,13 @@ def test_an_explicit_order_settles_it_and_to_tc_transposes():
     np.testing.assert_array_equal(layout.to_tc(X), X.transpose(0, 2, 1))
     with pytest.raises(xai.ShapeError, match=r"\(n, 4, 6\)"):
         layout.to_tc(X[:, :3])
+    np.testing.assert_array_equal(layout.from_tc(layout.to_tc(X)), X)  # its inverse
+    for order, shape in [("tc", (6, 4)), ("t", (6,))]:
+        rows = np.arange(2 * np.prod(shape)).reshape(2, *shape)
+        one = series_layout(shape, order=order)
+        np.testing.assert_array_equal(one.from_tc(one.to_tc(rows)), rows)
+    with pytest.raises(xai.ShapeError, match=r"\(n, 6, 4\)"):
+        layout.from_tc(X)
 
 
 @pytest.mark.parametrize("shape", [(), (2, 3, 4)], ids=["scalar", "three-axes"])

@@ -615,7 +615,7 @@ def test_native_network_equals_its_black_box_and_runs_on_the_tpu(cancer):
         (
             {"mode": "audio"},
             xai.UnknownNameError,
-            "Unknown mode 'audio'. Available: auto, image, tabular",
+            "Unknown mode 'audio'. Available: auto, image, series, tabular",
         ),
         ({"n_samples": 0}, xai.ValidationError, "n_samples must be an integer >= 2"),
         ({"n_samples": 1}, xai.ValidationError, "n_samples"),
@@ -782,3 +782,63 @@ def test_a_pasted_lime_call_selects_as_many_features_as_lime(cancer):
 
     a, b = lime_run(1), lime_run(2)
     assert top_k_jaccard(e.values, a, 4).mean() >= top_k_jaccard(b, a, 4).mean() - 0.25
+
+
+def _series_net(order: str):
+    """A Conv1D - LSTM network reading 3 channels of 30 steps in ``order``."""
+    nn = xai.nn
+    layers = [nn.Conv1D(4, 5, padding="same", layout="NCW" if order == "ct" else "NWC"), nn.Tanh()]
+    if order == "ct":
+        layers.append(nn.Transpose((1, 0)))
+    layers += [nn.LSTM(5, output="hidden"), nn.Flatten(), nn.Dense(2)]
+    shape = (3, 30) if order == "ct" else (30, 3)
+    return nn.Sequential(layers, input_shape=shape, seed=0)
+
+
+@pytest.mark.parametrize("order", ["ct", "tc"])
+def test_series_are_explained_per_window_of_steps(order):
+    """A network reading series gets windows of steps as superpixels (ten of near-equal
+    length by default, or ``size`` steps), every channel of a window sharing its weight;
+    seeded."""
+    net = _series_net(order)
+    X = np.random.default_rng(3).normal(size=(2, *net.input_shape)).astype(np.float32)
+    e = xai.explain(net, X, method="lime", target=1, **quiet(n_samples=200))
+    assert e.meta["mode"] == "series" and e.meta["series_order"] == order
+    assert e.meta["segmentation"] == "windows" and e.meta["n_segments"].tolist() == [10, 10]
+    np.testing.assert_array_equal(e.meta["segments"][0], np.arange(30)[None] // 3)
+    tc = e.values if order == "tc" else e.values.transpose(0, 2, 1)
+    assert np.all(tc == tc[:, :, :1]) and not np.all(tc == 0)  # one weight per window
+    np.testing.assert_array_equal(
+        xai.explain(net, X, method="lime", target=1, **quiet(n_samples=200)).values, e.values
+    )
+    five = xai.explain(
+        net, X, method="lime", target=1, segmentation_params={"size": 5}, **quiet(n_samples=50)
+    )
+    assert five.meta["segmentation"] == "grid" and five.meta["n_segments"].tolist() == [6, 6]
+
+
+def test_series_weights_agree_with_lime_image_on_the_same_windows():
+    """On a series seen as an image one row high (lime's three colours its channels),
+    the weights agree with LimeImageExplainer's on the same windows as lime with itself."""
+    net = _series_net("tc")
+    X = np.random.default_rng(4).normal(size=(3, 30, 3)).astype(np.float32)
+    e = xai.explain(net, X, method="lime", target=0, **quiet(n_samples=1000))
+
+    def lime_run(seed, i):
+        ex = LimeImageExplainer(random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = ex.explain_instance(
+                X[i][None].astype(np.float64),
+                lambda b: net.predict(np.asarray(b, np.float32)[:, 0]),
+                labels=(0,),
+                top_labels=None,
+                num_samples=1000,
+                segmentation_fn=lambda img: np.arange(30)[None] // 3,
+            )
+        return lime_weights(out.local_exp[0], 10)
+
+    for i in range(3):
+        ours = e.values[i, ::3, 0]
+        a, b = lime_run(1, i), lime_run(2, i)
+        assert np.corrcoef(ours, a)[0, 1] > np.corrcoef(b, a)[0, 1] - 0.03
