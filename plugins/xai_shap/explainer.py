@@ -10,10 +10,11 @@ import numpy as np
 
 from xai_core import CapabilityError, Cost, Explainer, Explanation, ModelRunner, ValidationError
 from xai_core.attribution.options import Alias, Bool, Choice, ImageShape, Int, TypeOf
+from xai_core.series import series_layout
 from xai_shap import algorithms as alg
 from xai_shap.background import resolve_background
 from xai_shap.game import CountedModel
-from xai_shap.groups import FeatureGroups, resolve_groups
+from xai_shap.groups import FeatureGroups, resolve_groups, series_windows
 from xai_shap.hierarchy import LINKAGES
 
 __all__ = ["ShapExplainer"]
@@ -73,7 +74,9 @@ class ShapExplainer(Explainer):
         ``(H, W)``, ``(H, W, C)`` or ``(C, H, W)`` (C <= 4) of flattened images, e.g. ``(28, 28)``.
     groups : array-like of int of shape input_shape, optional
         Any grouping of the features (superpixels from a segmenter, blocks of one-hot
-        columns): each distinct label is one player.
+        columns): each distinct label is one player. Without it, a network reading series
+        (``series_order``) is explained by ten windows of consecutive steps, each with
+        every channel of its steps.
     all_classes : bool, default=False
         Also explain every output: ``meta["all_values"]`` of shape (n_samples, n_outputs,
         *input_shape) and ``meta["all_base_values"]`` of shape (n_samples, n_outputs).
@@ -166,14 +169,21 @@ class ShapExplainer(Explainer):
         self.fixed_context = fixed_context
 
     def players(self, runner: ModelRunner, X: np.ndarray) -> FeatureGroups:
-        """The players of the game on rows ``X``: features, the given groups, or image patches.
+        """The players of the game on rows ``X``: features, the given groups, image patches
+        or windows of a series' steps.
 
         Images are recognised from ``image_shape`` or, without ``groups``, from the shape the
-        model records (a CNN records its images).
+        model records (a CNN records its images); series from the order a network reading
+        series records (``series_order``), unless ``groups``, ``image_shape`` or
+        ``patch_size`` is given.
         """
         image_shape = self.image_shape
         if image_shape is None and self.groups is None:
             image_shape = getattr(runner.model, "image_shape", None)
+        order = getattr(runner.model, "series_order", None)
+        given = (self.groups, image_shape, self.patch_size)
+        if isinstance(order, str) and all(v is None for v in given):
+            return series_windows(series_layout(X.shape[1:], order=order if X.ndim == 3 else None))
         return resolve_groups(
             X.shape[1:], groups=self.groups, patch_size=self.patch_size, image_shape=image_shape
         )

@@ -19,6 +19,7 @@ import numpy as np
 
 from xai_core import ShapeError, ValidationError
 from xai_core.images import ImageLayout, sample_layout
+from xai_core.series import SeriesLayout
 
 __all__ = ["DEFAULT_PATCH", "FeatureGroups", "resolve_groups"]
 
@@ -36,8 +37,8 @@ class FeatureGroups:
         The player (``0 .. n_groups - 1``) of each feature, in flattened (C) order.
     n_groups : int
         Number of players.
-    kind : {"features", "patches", "groups"}
-        Single features, image patches or user-given groups.
+    kind : {"features", "patches", "windows", "groups"}
+        Single features, image patches, windows of a series' steps or user-given groups.
     description : str
         One line for ``meta`` and reports.
     image_shape : tuple of int or None
@@ -110,6 +111,19 @@ def _check_patch(patch_size: Any) -> tuple[int, int]:
             f"patch_size must be a positive integer or a pair (height, width); got {patch_size!r}."
         )
     return int(patch[0]), int(patch[1])
+
+
+def series_windows(layout: SeriesLayout, count: int = 10) -> FeatureGroups:
+    """Players of a series: ``count`` windows of consecutive steps of near-equal length (as
+    many as there are steps, if fewer), every channel of a step in its step's window."""
+    steps = layout.steps
+    n = min(count, steps)
+    per_step = (np.arange(steps) * n) // steps
+    shape = [1] * len(layout.shape)
+    shape[layout.time_axis] = steps
+    labels = np.broadcast_to(per_step.reshape(shape), layout.shape).reshape(-1).astype(np.int64)
+    desc = f"{n} windows of {steps} steps ({layout.channels} channel(s) each)"
+    return FeatureGroups(labels, n, "windows", desc)
 
 
 def resolve_groups(

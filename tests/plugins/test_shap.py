@@ -702,3 +702,26 @@ def test_a_pasted_kernel_explainer_call_gives_shaps_values():
     expected = reference.shap_values(X, nsamples=2**5 - 2, l1_reg=False, silent=True)
     np.testing.assert_allclose(e.values, expected, rtol=0, atol=1e-8)
     assert e.meta["max_evals"] == 2**5 - 2
+
+
+@pytest.mark.parametrize("order", ["ct", "tc"])
+def test_series_windows_are_the_players_and_exact_equals_brute_force(order):
+    """A network reading series plays ten windows of steps, every channel of a step in its
+    window; exact SHAP equals the definition over those windows."""
+    nn = xai.nn
+    conv = nn.Conv1D(3, 3, padding="same", layout="NCW" if order == "ct" else "NWC")
+    layers = [conv, nn.Tanh(), *([nn.Transpose((1, 0))] if order == "ct" else [])]
+    shape = (2, 23) if order == "ct" else (23, 2)
+    layers += [nn.GRU(4, output="hidden"), nn.Flatten(), nn.Dense(2)]
+    net = nn.Sequential(layers, input_shape=shape, seed=1, dtype="float64")
+    rng = np.random.default_rng(5)
+    X, bg = rng.normal(size=(2, *shape)), rng.normal(size=(3, *shape))
+    e = xai.explain(net, X, method="shap", background=bg, target=1, backend=f64())
+    assert e.meta["algorithm"] == "exact" and "image_shape" not in e.meta
+    steps = (np.arange(23) * 10) // 23  # windows of 2 or 3 steps
+    window = np.broadcast_to(steps[None] if order == "ct" else steps[:, None], shape)
+    np.testing.assert_array_equal(e.meta["groups"], window)
+    f = lambda rows: net.forward(rows.reshape(-1, *shape), f64())  # noqa: E731
+    flat = lambda a: a.reshape(len(a), -1)  # noqa: E731
+    expected = [brute_force_shapley(f, x, flat(bg), window.reshape(-1))[:, 1] for x in flat(X)]
+    np.testing.assert_allclose(e.meta["group_values"], np.array(expected), rtol=0, atol=1e-10)
