@@ -8,7 +8,7 @@ Run from the repository root::
    bundled MNIST sample for ``--epochs`` epochs, then times its forward pass over
    ``--images`` digits on the ``cpu`` backend and on the ``tpu`` backend (bf16, a
    128 x 128 array, exact cycle counts, closed form), median of ``--repeats``, and prints
-   the ratio (goal: at most 3x). Also prints the test accuracy in fp32 (cpu), bf16
+   the ratio (goal: at most 1.5x). Also prints the test accuracy in fp32 (cpu), bf16
    (tpu) and int8 (the quantised network on ``edgetpu``) and the simulated cycles.
 2. Times one 128 x 784 x 256 GEMM on a 128 x 128 array with exact cycle counts: the
    closed-form cost model alone, the full ``tpu`` matmul (bf16 values and counts), and
@@ -67,7 +67,7 @@ def bench_forward(args: argparse.Namespace) -> None:
     print(f"\nCNN forward pass over {len(X)} images (median of {args.repeats}):")
     print(f"  cpu backend (fp32)                      {t_cpu * 1e3:9.1f} ms")
     print(f"  tpu backend (bf16, 128x128, ws)         {t_tpu * 1e3:9.1f} ms")
-    print(f"  ratio tpu / cpu                         {t_tpu / t_cpu:9.2f}x   (goal: <= 3x)")
+    print(f"  ratio tpu / cpu                         {t_tpu / t_cpu:9.2f}x   (goal: <= 1.5x)")
     print(
         f"  simulated: {c['matmuls']} GEMMs, {c['macs']:.4g} MACs, {c['cycles']:.6g} cycles "
         f"({c['matmul_cycles']:.6g} on the array), utilisation {c['utilization']:.3f}, "
