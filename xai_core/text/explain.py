@@ -211,6 +211,8 @@ def explain_text(
             f"the model takes {seq} tokens per text; the texts were padded to "
             f"{enc.ids.shape[1]}: pass max_length={seq}."
         )
+    if tok is not None:
+        tok.check_fits(layer)
     check_token_ids(enc.ids, layer.vocab_size, "the texts' token ids")
     if baseline_token is None:
         base_id = enc.pad_id

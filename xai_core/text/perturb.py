@@ -165,6 +165,7 @@ def text_model(
                 f"max_length={seq}."
             )
         _, layer = embedding_node(net)
+        tok.check_fits(layer)
         check_token_ids(enc.ids, layer.vocab_size, "the texts' token ids")
         runner = ModelRunner(net, get_backend(backend), batch_size=batch_size)
         names = net.output_names

@@ -155,6 +155,26 @@ class TextTokenizer:
             "the tokenizer has no pad token; pass pad_id= (the id padding is filled with)."
         )
 
+    @property
+    def vocab_size(self) -> int | None:
+        """How many ids the tokenizer can give (added tokens included); None for a callable."""
+        if self.kind == "tokenizers":
+            return int(self.tokenizer.get_vocab_size(with_added_tokens=True))
+        if self.kind == "transformers":
+            return int(len(self.tokenizer))
+        return None
+
+    def check_fits(self, embedding: Any) -> None:
+        """Refuse a tokenizer that can give ids ``embedding`` (an
+        :class:`~xai_core.nn.Embedding`) has no row for: it is not the model's."""
+        size = self.vocab_size
+        if size is not None and size > embedding.vocab_size:
+            raise ValidationError(
+                f"tokenizer has a vocabulary of {size} tokens; the model's Embedding "
+                f"{embedding.name!r} has {embedding.vocab_size} rows, so some of its ids have "
+                "no embedding: it is not the tokenizer this model was trained with."
+            )
+
     def token_id(self, token: str | int) -> int:
         """The id of ``token`` (an id is returned as it is)."""
         if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
