@@ -87,6 +87,16 @@ class SeriesLayout:
             return X[:, :, None]
         return X.transpose(0, 2, 1) if self.order == "ct" else X
 
+    def step_names(self) -> tuple[str, ...]:
+        """A name per value of a sample, in its flattened order: ``"step 4"`` for one
+        channel, else ``"channel 1, step 4"``."""
+        if self.order == "t":
+            return tuple(f"step {t}" for t in range(self.steps))
+        pairs = [(c, t) for t in range(self.steps) for c in range(self.channels)]
+        if self.order == "ct":
+            pairs.sort()
+        return tuple(f"channel {c}, step {t}" for c, t in pairs)
+
     def from_tc(self, X: Any) -> np.ndarray:
         """Rows of shape ``(n, steps, channels)`` back in this layout (:meth:`to_tc`'s inverse)."""
         X = np.asarray(X)

@@ -581,6 +581,53 @@ def test_flat_pixel_features_render_as_images():
     ]
 
 
+@pytest.mark.parametrize("order", ["ct", "tc"])
+def test_series_rows_draw_each_channel_over_its_steps(order):
+    """A series explanation (``series_order``) draws a panel per channel: one cell per step
+    coloured by its attribution on the row's symmetric scale, the input as a line over it;
+    its features are named by channel and step; long series are averaged into 200 columns."""
+    rng = np.random.default_rng(2)
+    shape = (2, 6) if order == "ct" else (6, 2)
+    values = np.zeros((1, *shape))
+    tc = values[0] if order == "tc" else values[0].T  # (steps, channels) view
+    tc[4, 1], tc[2, 0] = 3.0, -1.5
+    e = xai.Explanation(
+        values=values,
+        base_values=np.zeros(1),
+        target=[0],
+        data=rng.normal(size=(1, *shape)),
+        method="ig",
+        backend="cpu",
+        meta={"series_order": order},
+    )
+    html = e._repr_html_()
+    classes = [a.get("class", "") for t, a in _Page(html).tags if t == "img"]
+    assert "xai-series" in classes and "xai-heatmap" not in classes
+    assert "channel 1, step 4" in html  # the top feature, by channel and step
+    fills = _series_cells(html)
+    assert len(fills) == 12  # two panels of six steps, channel 0 first
+    half = np.rint((255 + np.array(NEGATIVE)) / 2).astype(int)  # half of the largest |value|
+    assert fills[2] == "rgb({},{},{})".format(*half)
+    assert fills[6 + 4] == "rgb(178,24,43)" and fills[0] == "rgb(255,255,255)"
+    (svg,) = [s for s in _svgs(html) if "Series of row 0" in s]
+    assert len([t for t, _ in _Page(svg).tags if t == "polyline"]) == 2
+    long = xai.Explanation(
+        values=rng.normal(size=(1, 1000)),
+        base_values=np.zeros(1),
+        target=[0],
+        method="ig",
+        backend="cpu",
+        meta={"series_order": "t"},
+    )
+    assert len(_series_cells(long._repr_html_())) == 200
+
+
+def _series_cells(html: str) -> list[str]:
+    """The fills of the step cells of row 0's series chart."""
+    (svg,) = [s for s in _svgs(html) if "Series of row 0" in s]
+    return [a["fill"] for t, a in _Page(svg).tags if t == "rect" and "rgb(" in a.get("fill", "")]
+
+
 def test_saved_files_get_ordinary_permissions(tmp_path):
     """Reports, explanations and models are readable by others as after open(path, "w") (umask 022)."""
     import os

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 
 from xai_core.images import ImageLayout
-from xai_core.report._colormap import NEGATIVE, POSITIVE, heatmap_rgb
+from xai_core.report._colormap import NEGATIVE, POSITIVE, diverging, heatmap_rgb
 from xai_core.report._html import format_number, isolate
 from xai_core.report._png import png_data_uri
 from xai_core.report._scalebar import heatmap_with_scale
 
-__all__ = ["bar_chart", "heatmaps", "shorten", "swarm_offsets"]
+__all__ = ["bar_chart", "heatmaps", "series_chart", "shorten", "swarm_offsets"]
 
 _LABEL_CHARS = 30
 
@@ -129,6 +129,74 @@ def bar_chart(
         "value_x": label_width + bar_width + 6,
         "bar_height": 12,
         "bars": bars,
+    }
+
+
+#: Most channels a series chart draws, and most columns (steps are averaged into them).
+SERIES_PANELS, SERIES_COLUMNS = 4, 200
+
+
+def series_chart(values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
+    """Geometry of one row's series chart (macro ``series_chart``): a panel per channel (at
+    most :data:`SERIES_PANELS`), each step's attribution as the colour behind it on one
+    symmetric scale for the row, and the input as a line over it.
+
+    Parameters
+    ----------
+    values : ndarray of shape (steps, channels)
+    data : ndarray of shape (steps, channels), optional
+        The input; steps beyond :data:`SERIES_COLUMNS` are averaged into that many columns.
+    """
+    label_width, plot_width, panel_height, gap = 74, 360, 44, 6
+    steps, channels = values.shape
+    shown = min(channels, SERIES_PANELS)
+    columns = min(steps, SERIES_COLUMNS)
+    edges = np.linspace(0, steps, columns + 1).round().astype(int)
+
+    def binned(a: np.ndarray) -> np.ndarray:  # (columns, channels): each column's mean
+        a = np.nan_to_num(np.asarray(a, dtype=np.float64)[:, :shown], posinf=0.0, neginf=0.0)
+        return np.add.reduceat(a, edges[:-1], axis=0) / np.diff(edges)[:, None]
+
+    v = binned(values)
+    vmax = float(np.max(np.abs(v))) if v.size else 0.0
+    colours = diverging(v, vmax if vmax > 0 else 1.0)
+    step_w = plot_width / columns
+    panels = []
+    for c in range(shown):
+        top = c * (panel_height + gap)
+        cells = [
+            {
+                "x": round(label_width + j * step_w, 2),
+                "w": round(step_w + 0.05, 2),  # overlap a hair: no seams between cells
+                "fill": "rgb({},{},{})".format(*np.rint(colours[j, c]).astype(int)),
+            }
+            for j in range(columns)
+        ]
+        line = ""
+        if data is not None:
+            d = binned(data)[:, c]
+            lo, hi = float(d.min()), float(d.max())
+            y = (d - lo) / (hi - lo) if hi > lo else np.full_like(d, 0.5)
+            xs = label_width + (np.arange(columns) + 0.5) * step_w
+            ys = top + 3 + (1 - y) * (panel_height - 6)
+            line = " ".join(f"{x:.1f},{yy:.1f}" for x, yy in zip(xs, ys))
+        panels.append({"label": f"channel {c}", "y": top, "cells": cells, "line": line})
+    height = shown * (panel_height + gap) - gap
+    more = channels - shown
+    alt = (
+        f"{shown} of {channels} channel(s) over {steps} steps, attributions up to "
+        f"{format_number(vmax, 3)} in magnitude as the colour behind each step"
+    )
+    return {
+        "alt": alt,
+        "width": label_width + plot_width + 4,
+        "height": height,
+        "label_width": label_width,
+        "plot_width": plot_width,
+        "panel_height": panel_height,
+        "panels": panels,
+        "more": more,
+        "vmax": vmax,
     }
 
 

@@ -24,7 +24,7 @@ from xai_core.images import sample_layout
 from xai_core.model.runner import ModelRunner
 from xai_core.plugin.hookspecs import hookimpl
 from xai_core.plugin.records import ReportSection
-from xai_core.report._figures import bar_chart, heatmaps, shorten
+from xai_core.report._figures import bar_chart, heatmaps, series_chart, shorten
 from xai_core.report._folding import fold_rows
 from xai_core.report._global import global_summary
 from xai_core.report._html import environment, format_number, isolate, new_id, plain
@@ -166,8 +166,13 @@ def render_explanation(e: Explanation) -> str:
     n_features = int(np.prod(e.values.shape[1:]))
     layout = explanation_layout(e)
     image_shape = None if layout is None else layout.shape
+    series = _series_layout(e) if layout is None else None
     names = e.feature_names or (
-        layout.pixel_names() if layout is not None else tuple(f"x{i}" for i in range(n_features))
+        layout.pixel_names()
+        if layout is not None
+        else series.step_names()
+        if series is not None
+        else tuple(f"x{i}" for i in range(n_features))
     )
     rows, top_json = _explanation_rows(e, _RowFigures.of(e, shown, n_features, layout), names)
     prov = explanation_provenance(e)
@@ -244,6 +249,7 @@ class _RowFigures:
     vmax: np.ndarray
     height: int
     width: int
+    series: list[dict[str, Any] | None]
 
     @classmethod
     def of(cls, e: Explanation, shown: int, n_features: int, layout: Any) -> _RowFigures:
@@ -264,6 +270,14 @@ class _RowFigures:
                 e.values[:shown], data_rows, layout, HEATMAP_SIDE
             )
             top_data = None  # pixel intensities add nothing to the bar labels
+        series: list[dict[str, Any] | None] = [None] * shown
+        lay = _series_layout(e) if layout is None else None
+        if lay is not None:
+            tc = lay.to_tc(e.values[:shown])
+            data_tc = None if e.data is None else lay.to_tc(np.asarray(e.data[:shown]))
+            series = [
+                series_chart(tc[i], None if data_tc is None else data_tc[i]) for i in range(shown)
+            ]
         return cls(
             order=order,
             top_values=np.take_along_axis(flat, order, axis=1),
@@ -277,7 +291,19 @@ class _RowFigures:
             vmax=vmax,
             height=height,
             width=width,
+            series=series,
         )
+
+
+def _series_layout(e: Explanation) -> Any:
+    """The series layout of ``e``'s rows when a network reading series made it
+    (``meta["series_order"]``), else None."""
+    order = e.meta.get("series_order")
+    if not isinstance(order, str) or e.values.ndim not in (2, 3):
+        return None
+    from xai_core.series import series_layout
+
+    return series_layout(e.values.shape[1:], order=order if e.values.ndim == 3 else None)
 
 
 def _target_label(e: Explanation, t: int) -> str:
@@ -307,6 +333,7 @@ def _explanation_rows(
                 "total_abs": float(f.total_abs[i]),
                 "top_name": top_names[0] if top_names else "",
                 "heatmap": f.pictures[i],
+                "series": f.series[i],
                 "image_width": f.width,
                 "image_height": f.height,
                 "vmax": float(f.vmax[i]),
