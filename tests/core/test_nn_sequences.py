@@ -293,35 +293,40 @@ def _lstm_peephole_reference(x, w, r, b, p, c0):
     return torch.stack(ys, 1), c
 
 
-@pytest.mark.parametrize("output", ["sequence", "cell"])
-@pytest.mark.parametrize("direction", ["forward", "reverse"])
+@pytest.mark.parametrize("output", ["sequence", "hidden", "cell"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 def test_lstm_peepholes_equal_onnx_equations_under_torch_autograd(direction, output):
-    """An LSTM with peepholes (i, f read the last cell, o the new one) and a non-zero initial
-    cell: values, input gradients and every parameter's gradient, P's included."""
+    """An LSTM with peepholes (i, f read the last cell, o the new one) and non-zero initial
+    cells, each direction and output: values, input gradients and every parameter's
+    gradient, P's included."""
     rng = np.random.default_rng(9)
     n, t, features, k = 3, 5, 3, 4
+    d = 2 if direction == "bidirectional" else 1
     g = nn.Graph((t, features), dtype="float64")
     g.add(nn.LSTM(k, direction, output, peepholes=True), name="lstm")
-    c0 = rng.normal(size=(1, k))
+    c0 = rng.normal(size=(d, k))
     g.set_params("lstm", initial_c=c0)
+    keys = ("weight", "recurrent_weight", "bias", "peephole")
     params = {
-        ("lstm", "weight"): rng.normal(size=(1, 4 * k, features)),
-        ("lstm", "recurrent_weight"): rng.normal(size=(1, 4 * k, k)) * 0.5,
-        ("lstm", "bias"): rng.normal(size=(1, 8 * k)),
-        ("lstm", "peephole"): rng.normal(size=(1, 3 * k)),
+        ("lstm", "weight"): rng.normal(size=(d, 4 * k, features)),
+        ("lstm", "recurrent_weight"): rng.normal(size=(d, 4 * k, k)) * 0.5,
+        ("lstm", "bias"): rng.normal(size=(d, 8 * k)),
+        ("lstm", "peephole"): rng.normal(size=(d, 3 * k)),
     }
 
     def fn(x, p):
-        xs = x.flip(1) if direction == "reverse" else x
-        ys, c = _lstm_peephole_reference(
-            xs,
-            *(p[("lstm", key)][0] for key in ("weight", "recurrent_weight", "bias", "peephole")),
-            torch.tensor(c0[0]),
-        )
-        if output == "cell":
-            return c[:, None]
-        ys = ys.flip(1) if direction == "reverse" else ys
-        return ys[:, :, None]
+        outs = []
+        for j in range(d):
+            back = direction == "reverse" or j == 1
+            xs = x.flip(1) if back else x
+            ys, c = _lstm_peephole_reference(
+                xs, *(p[("lstm", key)][j] for key in keys), torch.tensor(c0[j])
+            )
+            if output == "sequence":
+                outs.append(ys.flip(1) if back else ys)
+            else:
+                outs.append(ys[:, -1] if output == "hidden" else c)
+        return torch.stack(outs, 2 if output == "sequence" else 1)
 
     compare(g, fn, rng.normal(size=(n, t, features)), params)
 

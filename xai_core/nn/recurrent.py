@@ -382,8 +382,9 @@ class LSTM(_Recurrent):
         hidden_size: int,
         direction: str = "forward",
         output: str = "sequence",
-        peepholes: bool = False,
         name: str | None = None,
+        *,
+        peepholes: bool = False,
     ) -> None:
         super().__init__(hidden_size, direction, output, name)
         self.peepholes = bool(peepholes)
@@ -404,7 +405,8 @@ class LSTM(_Recurrent):
         return out
 
     def get_config(self):
-        return {**super().get_config(), "peepholes": self.peepholes}
+        config = super().get_config()
+        return {**config, "peepholes": True} if self.peepholes else config
 
     def _state_names(self):
         return ("initial_h", "initial_c")
@@ -468,11 +470,12 @@ class LSTM(_Recurrent):
         dx, grads = self._param_grads(xs, d, backend, dpre, dpre, states, input_grad)
         if param_grads and peep is not None:  # sum over rows and steps of gate x cell
             k = self.hidden_size
+            gates = (dpre[..., :k], dpre[..., k : 2 * k], dpre[..., 2 * k : 3 * k])
+            cells = (cs[:, :-1], cs[:, 1:], cs[:, :-1])  # i, f read c_{t-1}; o reads c_t
             grads["peephole"] = np.concatenate(
                 [
-                    backend.reduce(np.sum, dpre[..., :k] * cs[:, :-1], (0, 1)),
-                    backend.reduce(np.sum, dpre[..., k : 2 * k] * cs[:, 1:], (0, 1)),
-                    backend.reduce(np.sum, dpre[..., 2 * k : 3 * k] * cs[:, :-1], (0, 1)),
+                    backend.reduce(np.sum, backend.elementwise(_times, g, c), (0, 1))
+                    for g, c in zip(gates, cells)
                 ]
             )
         return dx, grads
