@@ -87,6 +87,12 @@ class SeriesLayout:
             return X[:, :, None]
         return X.transpose(0, 2, 1) if self.order == "ct" else X
 
+    def windows(self, count: int) -> np.ndarray:
+        """The window (``0 .. count - 1``) of each step, ``count`` windows of consecutive
+        steps of near-equal length (as many as there are steps, if fewer): shape (steps,)."""
+        n = min(int(count), self.steps)
+        return (np.arange(self.steps) * n) // self.steps
+
     def step_names(self) -> tuple[str, ...]:
         """A name per value of a sample, in its flattened order: ``"step 4"`` for one
         channel, else ``"channel 1, step 4"``."""

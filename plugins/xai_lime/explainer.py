@@ -237,11 +237,12 @@ class LimeExplainer(Explainer):
         return explain_lime_texts(model, texts, **options)
 
     # -- checks -----------------------------------------------------------------------
-    def _resolve_mode(self, X: np.ndarray, model_shape: Any = None, series: bool = False) -> str:
+    def _resolve_mode(self, runner: ModelRunner, X: np.ndarray) -> str:
+        """``mode``, or what ``"auto"`` makes of the model and the rows."""
         if self.mode != "auto":
             return self.mode
-        known = self.image_shape is not None or model_shape is not None
-        if series and not known:
+        known = self.image_shape is not None or self._model_image_shape(runner) is not None
+        if isinstance(getattr(runner.model, "series_order", None), str) and not known:
             return "series"
         return "image" if X.ndim > 2 or known else "tabular"
 
@@ -298,12 +299,12 @@ class LimeExplainer(Explainer):
         X = np.asarray(X)
         target = np.asarray(target, dtype=np.int64)
         self.run_seed()
-        order = getattr(runner.model, "series_order", None)
-        mode = self._resolve_mode(X, self._model_image_shape(runner), isinstance(order, str))
+        mode = self._resolve_mode(runner, X)
         if mode == "tabular":
             return self._explain_tabular(runner, X, target)
         if mode == "series":
-            layout = SeriesImage(series_layout(X.shape[1:], order=order if X.ndim == 3 else None))
+            order = getattr(runner.model, "series_order", None) if X.ndim == 3 else None
+            layout = SeriesImage(series_layout(X.shape[1:], order=order))
             return self._explain_image(runner, X, target, layout)
         return self._explain_image(runner, X, target)
 
@@ -311,17 +312,14 @@ class LimeExplainer(Explainer):
         """Model rows and peak memory of this request (:mod:`xai_lime.cost`), before any work."""
         from xai_lime.cost import lime_cost
 
-        return lime_cost(self, runner, X, self._resolve_mode(X, self._model_image_shape(runner)))
+        return lime_cost(self, runner, X, self._resolve_mode(runner, X))
 
     def _seeds(self) -> list[int]:
         return [self.run_seed() + s for s in range(int(self.stability_seeds) + 1)]
 
     def prepare(self, runner: ModelRunner, X: np.ndarray) -> dict[str, Any]:
         """Tables without a background: all rows of ``X`` become it (see :class:`Explainer`)."""
-        if (
-            self.background is not None
-            or self._resolve_mode(X, self._model_image_shape(runner)) != "tabular"
-        ):
+        if self.background is not None or self._resolve_mode(runner, X) != "tabular":
             return {}
         rows = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
         self._training(rows, X.dtype)  # warns, once, as one call on all rows would
@@ -451,8 +449,14 @@ class LimeExplainer(Explainer):
         for name in ("background", "training_labels", "categorical_features"):
             if getattr(self, name) is not None:
                 raise ValidationError(f"{name} applies to tabular mode; got it in {kind} mode.")
-        if named == "windows":
-            seg_fn = series.windows(10)
+        if named == "windows" and series is not None:
+            if self.segmentation_params:
+                raise ValidationError(
+                    "segmentation='windows' (ten windows) takes no segmentation_params; "
+                    "segmentation='grid' with {'size': s} makes windows of s steps."
+                )
+            labels = series.layout.windows(10)[None]  # the image is one row high
+            seg_fn = lambda image, seed: labels  # noqa: E731
         else:
             seg_fn = segmentation_function(named, self.segmentation_params)
         n_rows = len(X)

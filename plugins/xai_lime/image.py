@@ -171,13 +171,6 @@ class SeriesImage:
     def channels(self) -> int:
         return self.layout.channels
 
-    def windows(self, count: int) -> Callable[[np.ndarray, int], np.ndarray]:
-        """A segmentation ``fn(image, seed)`` into ``count`` windows of near-equal length
-        (as many as there are steps, if fewer)."""
-        steps = self.width
-        labels = (np.arange(steps)[None] * min(count, steps)) // steps
-        return lambda image, seed: labels
-
     def to_hwc(self, X: Any) -> np.ndarray:
         """Rows as images of shape (n, 1, steps, channels)."""
         return self.layout.to_tc(X)[:, None]

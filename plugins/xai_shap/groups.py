@@ -117,8 +117,8 @@ def series_windows(layout: SeriesLayout, count: int = 10) -> FeatureGroups:
     """Players of a series: ``count`` windows of consecutive steps of near-equal length (as
     many as there are steps, if fewer), every channel of a step in its step's window."""
     steps = layout.steps
-    n = min(count, steps)
-    per_step = (np.arange(steps) * n) // steps
+    per_step = layout.windows(count)
+    n = int(per_step.max()) + 1
     shape = [1] * len(layout.shape)
     shape[layout.time_axis] = steps
     labels = np.broadcast_to(per_step.reshape(shape), layout.shape).reshape(-1).astype(np.int64)

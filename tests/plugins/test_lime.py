@@ -815,6 +815,14 @@ def test_series_are_explained_per_window_of_steps(order):
         net, X, method="lime", target=1, segmentation_params={"size": 5}, **quiet(n_samples=50)
     )
     assert five.meta["segmentation"] == "grid" and five.meta["n_segments"].tolist() == [6, 6]
+    again = xai.explain(net, X, method="lime", target=1, segmentation="windows", **quiet())
+    np.testing.assert_array_equal(
+        again.values, xai.explain(net, X, method="lime", target=1, **quiet()).values
+    )
+    with pytest.raises(xai.ValidationError, match="takes no segmentation_params"):
+        xai.explain(net, X, method="lime", segmentation="windows", segmentation_params={"size": 2})
+    with pytest.raises(xai.UnknownNameError, match="Unknown segmentation 'windows'"):
+        xai.explain(net, X, method="lime", mode="image", segmentation="windows", **quiet())
 
 
 def test_series_weights_agree_with_lime_image_on_the_same_windows():
