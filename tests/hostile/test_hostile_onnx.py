@@ -241,7 +241,7 @@ CASES: dict[str, tuple[onnx.ModelProto | bytes, Any]] = {
     ),
     "input-without-sample-shape": (
         _model([_relu("x", "y")], inputs=[_vi("x", ["n", "features"])]),
-        (ModelFormatError, ("input 'x' must have shape (batch, *sample)",)),
+        (ModelFormatError, ("sample sizes must be known; 'x' declares", "input_shapes=")),
     ),
     "declared-shape-disagrees": (
         _model(

@@ -375,7 +375,21 @@ def test_operator_saves_and_loads(case, tmp_path):
                 opset=21,
                 out=TensorProto.UINT8,
             ),
-            "varying along the batch axis",
+            r"first axis must be 1 or the batch size \(not fixed\)",
+        ),
+        (
+            model(
+                "QuantizeLinear",
+                {"axis": 1, "block_size": 2, "output_dtype": TensorProto.INT8},
+                inits={"s": np.float32(0.1), "z": np.uint8(0)},
+                opset=21,
+                out=TensorProto.INT8,
+            ),
+            "output_dtype int8 and a zero point of type uint8 disagree",
+        ),
+        (
+            model("QuantizeLinear", inits={"s": np.float32(0.1), "z": np.float16(0)}),
+            "an output of type float16",
         ),
     ],
     ids=[
@@ -389,7 +403,9 @@ def test_operator_saves_and_loads(case, tmp_path):
         "squeeze_batch",
         "infinite_constant",
         "quantize_axis_size",
-        "quantize_blocks_along_batch",
+        "quantize_blocks_open_batch",
+        "quantize_output_dtype_mismatch",
+        "quantize_to_float16",
     ],
 )
 def test_refusals_name_the_limit(data, words):

@@ -137,6 +137,7 @@ def test_input_shapes_of_several_inputs_and_its_errors():
     with pytest.raises(xai.ModelFormatError, match=r"'a' declares .*'b' declares"):
         xai.from_onnx(m)
     net = xai.from_onnx(m, input_shapes={"a": (5, 4), "b": (5, 4)})
+    assert m.graph.input[0].type.tensor_type.shape.dim[1].dim_param == "seq"  # not changed
     a, b = np.ones((2, 5, 4), np.float32), np.full((2, 5, 4), 2.0, np.float32)
     np.testing.assert_array_equal(net.predict_outputs({"a": a, "b": b})[net.outputs[0]], a + b)
     with pytest.raises(xai.UnknownNameError, match="Available: a, b"):

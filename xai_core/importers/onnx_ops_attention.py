@@ -266,6 +266,8 @@ def _gather_elements(b: Builder, node: IRNode) -> None:
     axis = int(node.attrs.get("axis", 0))
     if len(shape) != index.ndim:
         raise b.fail(node, f"data of rank {len(shape)} and indices of rank {index.ndim} differ.")
+    if not -len(shape) <= axis < len(shape):
+        raise b.fail(node, f"axis {axis} of a rank-{len(shape)} tensor is out of range.")
     a = _axis(b, node, axis, len(shape)) + 1 if computed else axis % len(shape)
     size = shape[a]
     if np.any(index < -size) or np.any(index >= size):

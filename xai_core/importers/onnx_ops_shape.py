@@ -175,6 +175,10 @@ _QUANTISED_INTEGERS = {
 }
 
 
+#: The float types a ``QuantizeLinear`` writes.
+_QUANTISED_FLOATS = tuple(t for t in CAST_TYPES if t.startswith(("float8", "float4")))
+
+
 def _quantisation_constants(
     b: Builder, node: IRNode, x: str, name: str, values: np.ndarray
 ) -> np.ndarray:
@@ -192,19 +196,19 @@ def _quantisation_constants(
     if block:
         want = list(sample)
         want[a] = -(-sample[a] // block)
-        batch = values.shape[0] if values.ndim else 0
-        if (
-            values.ndim != rank
-            or batch not in (1, b.batch)
-            or list(values.shape[1:]) != want
-            or np.any(values != values[:1])
-        ):
+        where = f"the {name} of shape {values.shape} for blocks of {block} along axis {axis}"
+        if values.ndim != rank or list(values.shape[1:]) != want:
             raise b.fail(
                 node,
-                f"the {name} of shape {values.shape} for blocks of {block} along axis {axis} of "
-                f"a (batch, *{tuple(sample)}) input: expected (batch, *{tuple(want)}), the same "
-                f"for every sample; a {name} varying along the batch axis is not supported.",
+                f"{where} of a (batch, *{tuple(sample)}) input: expected (batch, *{tuple(want)}).",
             )
+        if values.shape[0] not in (1, b.batch):
+            raise b.fail(
+                node,
+                f"{where}: its first axis must be 1 or the batch size ({b.batch or 'not fixed'}).",
+            )
+        if np.any(values != values[:1]):
+            raise b.fail(node, f"{where} varies along the batch axis; it must not.")
         return np.repeat(values[:1], block, axis=a + 1)[
             (slice(None),) * (a + 1) + (slice(0, sample[a]),)
         ]
@@ -233,13 +237,11 @@ def op_quantize_linear(b: Builder, node: IRNode) -> None:
     scale = np.asarray(b.numbers(node, node.inputs[1]), dtype=np.float64)
     zp = np.asarray(b.value(node, node.inputs[2])) if _given(node, 2) else None
     declared = int(node.attrs.get("output_dtype", 0) or 0)
-    if zp is not None:
-        to = str(zp.dtype)
-    elif declared:
-        to = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(declared)))
-    else:
-        to = "uint8"
-    if to not in _QUANTISED_INTEGERS and to not in CAST_TYPES:
+    named = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(declared))) if declared else None
+    if zp is not None and named is not None and named != str(zp.dtype):
+        raise b.fail(node, f"output_dtype {named} and a zero point of type {zp.dtype} disagree.")
+    to = str(zp.dtype) if zp is not None else named or "uint8"
+    if to not in _QUANTISED_INTEGERS and to not in _QUANTISED_FLOATS:
         raise b.fail(node, f"an output of type {to}: integers of 2 to 16 bits or float8/float4.")
     if node.attrs.get("precision", 0) not in (0, onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
         raise b.fail(node, "a division in a precision other than the network's float.")
@@ -284,6 +286,8 @@ def op_dequantize_linear(b: Builder, node: IRNode) -> None:
         out = (v - (0.0 if zp is None else float(zp.reshape(-1)[0]))) * float(scale.reshape(-1)[0])
         _store(b, node, out.astype(b.g.dtype))
         return
+    if zp is not None and zp.size > 1 and zp.shape != scale.shape:
+        raise b.fail(node, f"a scale of shape {scale.shape} and a zero point of shape {zp.shape}.")
     rank = b.rank(node, x)
     src = b.node_of(node, x)
     if zp is not None and np.any(zp != 0):

@@ -399,11 +399,12 @@ def _sample_shape(vi: Any, where: str) -> tuple[int, ...]:
     return tuple(int(d) for d in dims[1:])
 
 
-def fix_input_shapes(model: Any, input_shapes: Any, where: str) -> Any:
-    """A copy of ``model`` whose graph inputs declare the per-sample shapes of
-    ``input_shapes``: a mapping of input name to shape, or one shape for a model of one
-    input. Each shape is the input's without the batch axis; it replaces the symbolic
-    sizes (``"sequence"``) and must agree with the sizes the file fixes.
+def fix_input_shapes(model: Any, input_shapes: Any, where: str, *, copy: bool) -> Any:
+    """``model`` (a copy of it with ``copy``) whose graph inputs declare the per-sample
+    shapes of ``input_shapes``: a mapping of input name to shape, or one shape for a model
+    of one input. Each shape is the input's without the batch axis; it replaces the
+    symbolic sizes (``"sequence"``) and must agree with the sizes the file fixes. Every
+    shape is checked before the model is changed.
 
     Raises
     ------
@@ -425,9 +426,7 @@ def fix_input_shapes(model: Any, input_shapes: Any, where: str) -> Any:
             )
         input_shapes = {inputs[0].name: input_shapes}
     by_name = {vi.name: vi for vi in inputs}
-    fixed = onnx.ModelProto()
-    fixed.CopyFrom(model)
-    targets = {vi.name: vi for vi in fixed.graph.input}
+    sizes: list[tuple[str, int, int]] = []  # (input, axis, size), all checked first
     for name, shape in input_shapes.items():
         if name not in by_name:
             raise UnknownNameError("input of input_shapes", name, list(by_name))
@@ -449,10 +448,17 @@ def fix_input_shapes(model: Any, input_shapes: Any, where: str) -> Any:
                     f"input_shapes[{name!r}] gives axis {axis} the size {size}; {where} fixes "
                     f"it at {declared} ({dims})."
                 )
-            dim = targets[name].type.tensor_type.shape.dim[axis]
-            dim.Clear()
-            dim.dim_value = size
-    return fixed
+            sizes.append((name, axis, size))
+    if copy:  # the caller's model stays as it is
+        fixed = onnx.ModelProto()
+        fixed.CopyFrom(model)
+        model = fixed
+    targets = {vi.name: vi for vi in model.graph.input}
+    for name, axis, size in sizes:
+        dim = targets[name].type.tensor_type.shape.dim[axis]
+        dim.Clear()
+        dim.dim_value = size
+    return model
 
 
 def read_onnx(source: Any, input_shapes: Any = None) -> IRGraph:
@@ -476,8 +482,8 @@ def read_onnx(source: Any, input_shapes: Any = None) -> IRGraph:
     """
     onnx = _onnx()
     model, where = load_onnx_model(source)
-    if input_shapes is not None:
-        model = fix_input_shapes(model, input_shapes, where)
+    if input_shapes is not None:  # a model read here is changed in place, the caller's copied
+        model = fix_input_shapes(model, input_shapes, where, copy=model is source)
     directory = Path(source).parent if isinstance(source, (str, os.PathLike)) else None
     external = ExternalData(directory, where)
     graph = model.graph
