@@ -194,14 +194,16 @@ def test_ids_outside_the_vocabulary_are_refused(setup):
         xai.explain(net, ["x"], tokenizer=lambda t: [2, 40, 3], backend=be)
 
 
-def test_a_tokenizer_with_more_tokens_than_the_table_is_refused():
-    """A tokenizer of 19 tokens against a table of 12 rows is not the model's, even when the
-    texts' own ids happen to fit: refused naming both sizes, before any model call."""
+def test_a_tokenizer_with_more_tokens_than_the_table_is_named():
+    """A tokenizer of 19 tokens against a table of 12 rows may not be the model's: a warning
+    names both sizes when the texts' ids fit; an id past the table is refused."""
     torch.manual_seed(0)
     small = xai.from_torch(Classifier(vocab=12).eval(), np.zeros((1, SEQ), np.int64))
     for method in ("ig", "lime"):
-        with pytest.raises(ValidationError, match="vocabulary of 19 tokens.*has 12 rows"):
+        with pytest.warns(xai.XaiWarning, match="vocabulary of 19 tokens.*has 12 rows"):
             xai.explain(small, ["the cat"], tokenizer=_wordpiece(), method=method)
+        with pytest.warns(xai.XaiWarning), pytest.raises(ValidationError, match=r"\[0, 12\)"):
+            xai.explain(small, ["the dog runs"], tokenizer=_wordpiece(), method=method)
 
 
 def test_torch_module_is_traced_on_the_ids():

@@ -18,13 +18,14 @@ with a special token, ``[SEP]``, keeps it).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from xai_core.errors import ValidationError
+from xai_core.errors import ValidationError, XaiWarning
 
 __all__ = ["Encoded", "TextTokenizer", "check_texts"]
 
@@ -165,14 +166,18 @@ class TextTokenizer:
         return None
 
     def check_fits(self, embedding: Any) -> None:
-        """Refuse a tokenizer that can give ids ``embedding`` (an
-        :class:`~xai_core.nn.Embedding`) has no row for: it is not the model's."""
+        """Warn when the tokenizer can give ids ``embedding`` (an
+        :class:`~xai_core.nn.Embedding`) has no row for: it may not be the model's. (Tokens
+        added to a tokenizer without resizing the model's table do this too; an id that
+        actually arrives out of range is refused by the embedding's own check.)"""
         size = self.vocab_size
         if size is not None and size > embedding.vocab_size:
-            raise ValidationError(
+            warnings.warn(
                 f"tokenizer has a vocabulary of {size} tokens; the model's Embedding "
                 f"{embedding.name!r} has {embedding.vocab_size} rows, so some of its ids have "
-                "no embedding: it is not the tokenizer this model was trained with."
+                "no embedding: check that it is the tokenizer this model was trained with.",
+                XaiWarning,
+                stacklevel=3,
             )
 
     def token_id(self, token: str | int) -> int:
