@@ -279,3 +279,54 @@ def test_an_int8_gemm_whose_sums_overflow_int32_is_refused():
     with pytest.raises(xai.CapabilityError, match="int32"):
         int8_gemm(a, a.T.copy())
     assert int8_gemm(a[:, :1000], a[:, :1000].T.copy())[0, 0] == 1000 * 2**14
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_convolution_rounds_once_with_the_values_and_counts_of_the_column_matrix(
+    groups, monkeypatch
+):
+    """The tpu's convolution rounds its input and weight to bf16 before im2col: the values
+    equal the products of the bf16-rounded column matrix (ml_dtypes' rounding) summed in
+    fp32, and every counter equals the base class's im2col convolution's, on an input that
+    is a channels-last view (as a previous convolution returns it); a failure inside leaves
+    the products rounding again."""
+    from xai_core.backends import tpu as tpu_module
+    from xai_core.backends.base import Backend
+    from xai_core.kernels.conv_ops import ConvGeometry
+
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 6, 7, 4)).astype(np.float32).transpose(0, 3, 1, 2)  # NCHW view
+    w = rng.normal(size=(6, 4 // groups, 3, 3)).astype(np.float32)
+    bias = rng.normal(size=6).astype(np.float32)
+    geom = ConvGeometry((3, 3), (1, 2), (1, 1, 0, 1), (1, 1), groups)
+    fast, base = xai.get_backend("tpu"), xai.get_backend("tpu")
+    y = fast.conv2d(x, w, bias, geom)
+    want = Backend.conv2d(base, x, w, bias, geom)  # rounds the column matrix in each product
+    np.testing.assert_array_equal(y, want)
+    assert fast.counters == base.counters
+    x16 = x.astype(ml_dtypes.bfloat16).astype(np.float64)
+    w16 = w.astype(ml_dtypes.bfloat16).astype(np.float64)
+    t = torch_conv(x16, w16, bias, geom)
+    np.testing.assert_allclose(y, t, rtol=1e-5, atol=1e-5)
+    from xai_core.kernels import conv_ops
+
+    def broken(*args, **kwargs):
+        assert tpu_module._ROUNDED.on
+        raise RuntimeError("inside the convolution")
+
+    monkeypatch.setattr(conv_ops, "conv2d_im2col", broken)
+    with pytest.raises(RuntimeError, match="inside"):
+        fast.conv2d(x, w, bias, geom)
+    assert not tpu_module._ROUNDED.on
+
+
+def torch_conv(x, w, bias, geom):
+    """The same convolution in float64 by torch, the oracle of the products' sums."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    top, bottom, left, right = geom.pads
+    xt = F.pad(torch.tensor(x), (left, right, top, bottom))
+    y = F.conv2d(xt, torch.tensor(w), torch.tensor(bias, dtype=torch.float64), geom.strides,
+                 dilation=geom.dilation, groups=geom.groups)  # fmt: skip
+    return y.numpy()

@@ -611,15 +611,18 @@ def test_series_rows_draw_each_channel_over_its_steps(order):
     assert fills[6 + 4] == "rgb(178,24,43)" and fills[0] == "rgb(255,255,255)"
     (svg,) = [s for s in _svgs(html) if "Series of row 0" in s]
     assert len([t for t, _ in _Page(svg).tags if t == "polyline"]) == 2
+    steps = np.zeros((1, 1000))
+    steps[0, 5:10] = 2.0  # the second column of five steps, averaged: full red
     long = xai.Explanation(
-        values=rng.normal(size=(1, 1000)),
+        values=steps,
         base_values=np.zeros(1),
         target=[0],
         method="ig",
         backend="cpu",
         meta={"series_order": "t"},
     )
-    assert len(_series_cells(long._repr_html_())) == 200
+    cells = _series_cells(long._repr_html_())
+    assert len(cells) == 200 and cells[1] == "rgb(178,24,43)" and cells[0] == cells[2]
 
 
 def _series_cells(html: str) -> list[str]:

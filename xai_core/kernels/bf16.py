@@ -40,16 +40,19 @@ def round_bf16(x: Any) -> np.ndarray:
     Parameters
     ----------
     x : array-like
-        Any shape. A C- or Fortran-ordered array is read in place (a convolution's column
-        matrix is often the transpose of a contiguous one); others are copied first.
+        Any shape. An array whose axes, reordered, are contiguous (C or Fortran order, a
+        convolution's column matrix, a channels-last view of an NCHW tensor) is read in
+        place; others are copied first.
 
     Returns
     -------
     ndarray of float32, the shape of ``x``, in its memory order
     """
     x = np.asarray(x, dtype=np.float32)
-    fortran = x.flags.f_contiguous and not x.flags.c_contiguous
-    rows = x.T if fortran else np.ascontiguousarray(x).reshape(x.shape)
+    order = np.argsort([-abs(s) for s in x.strides], kind="stable")  # outermost axis first
+    rows = x.transpose(order)
+    if not rows.flags.c_contiguous:
+        rows = np.ascontiguousarray(rows)
     out = np.empty(rows.shape, np.float32)
     _round(rows.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint32))
-    return out.T if fortran else out
+    return out.transpose(np.argsort(order))

@@ -47,15 +47,14 @@ class ConvGeometry(NamedTuple):
         )
 
 
+def add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``y + b``, ``b`` broadcast from the last axis, in place when ``y`` owns its memory."""
+    return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
+
+
 def add_channel_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``y + b`` for y of shape (n, channels, pixels), in place when ``y`` is writable."""
-    b = b[:, None]
-    return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
-
-
-def _add_row_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``y + b`` for y of shape (pixels, channels), in place when ``y`` is writable."""
-    return np.add(y, b, out=y) if y.flags.writeable and y.flags.owndata else y + b
+    return add_bias(y, b[:, None])
 
 
 def _group_cols(cols: np.ndarray, groups: int) -> np.ndarray:
@@ -104,21 +103,18 @@ def conv2d_im2col(
     fg, kg = f // g, cols.shape[1] // g
     w = weight.reshape(f, -1)
     oh, ow = geom.out_hw(x.shape[2:])
-    if g == 1:
-        y = backend.matmul(cols, w.T)  # (n * oh * ow, filters): one row per pixel
-        if record is not None:
-            record["cols"], record["x_shape"] = cols, x.shape
-        if bias is not None:
-            y = backend.elementwise(_add_row_bias, y, bias)
-        # an NCHW view of the channels-last rows, as the cpu backend's products give
-        return y.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
-    else:
-        y = backend.batched_matmul(_group_cols(cols, g), w.reshape(g, fg, kg).transpose(0, 2, 1))
-        # (groups, n * oh * ow, filters / groups) -> contiguous (n, filters, oh * ow)
-        y = np.ascontiguousarray(y.reshape(g, n, oh * ow, fg).transpose(1, 0, 3, 2))
-        y = y.reshape(n, f, oh * ow)
     if record is not None:
         record["cols"], record["x_shape"] = cols, x.shape
+    if g == 1:
+        y = backend.matmul(cols, w.T)  # (n * oh * ow, filters): one row per pixel
+        if bias is not None:
+            y = backend.elementwise(add_bias, y, bias)
+        # an NCHW view of the channels-last rows, as the cpu backend's products give
+        return y.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
+    y = backend.batched_matmul(_group_cols(cols, g), w.reshape(g, fg, kg).transpose(0, 2, 1))
+    # (groups, n * oh * ow, filters / groups) -> contiguous (n, filters, oh * ow)
+    y = np.ascontiguousarray(y.reshape(g, n, oh * ow, fg).transpose(1, 0, 3, 2))
+    y = y.reshape(n, f, oh * ow)
     if bias is not None:
         y = backend.elementwise(add_channel_bias, y, bias)
     return y.reshape(n, f, oh, ow)

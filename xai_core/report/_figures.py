@@ -158,6 +158,7 @@ def series_chart(values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
         return np.add.reduceat(a, edges[:-1], axis=0) / np.diff(edges)[:, None]
 
     v = binned(values)
+    d_all = None if data is None else binned(data)
     vmax = float(np.max(np.abs(v))) if v.size else 0.0
     colours = diverging(v, vmax if vmax > 0 else 1.0)
     step_w = plot_width / columns
@@ -173,8 +174,8 @@ def series_chart(values: np.ndarray, data: np.ndarray | None) -> dict[str, Any]:
             for j in range(columns)
         ]
         line = ""
-        if data is not None:
-            d = binned(data)[:, c]
+        if d_all is not None:
+            d = d_all[:, c]
             lo, hi = float(d.min()), float(d.max())
             y = (d - lo) / (hi - lo) if hi > lo else np.full_like(d, 0.5)
             xs = label_width + (np.arange(columns) + 0.5) * step_w
