@@ -121,9 +121,14 @@ def _baselines(value: Any, X: np.ndarray, rows: np.ndarray, n_rows: int | None) 
 
 
 class _Ablation(Explainer):
-    """What occlusion and feature ablation share: baselines, blocks, progress, cost."""
+    """What occlusion and feature ablation share: baselines, blocks, progress, cost.
+
+    The rows' values are only copied, never computed with, so rows with missing values
+    (NaN) of a model that handles them are explained (:attr:`Explainer.handles_missing`).
+    """
 
     requires: ClassVar[frozenset[str]] = frozenset({"predict"})
+    handles_missing: ClassVar[bool] = True
     constraints: ClassVar[dict] = {
         "perturbations_per_eval": Int(1, allow_none=True),
         "progress": Progress(),
