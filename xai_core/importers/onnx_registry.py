@@ -122,6 +122,7 @@ def _load() -> None:
         onnx_ops_norm,
         onnx_ops_recurrent,
         onnx_ops_resize,
+        onnx_ops_sdpa,
         onnx_ops_shape,
         onnx_ops_tensor,
     )
