@@ -70,6 +70,11 @@ def build_onnx(
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
     # the tensors something reads: a converter of several outputs builds only those
     b.read = {i for node in ir.nodes for i in node.inputs} | set(ir.output_names)
+    b.readers = {}  # tensor -> the nodes reading it, for converters that look one step on
+    for node in ir.nodes:
+        for i in node.inputs:
+            b.readers.setdefault(i, []).append(node)
+    b.graph_outputs = set(ir.output_names)
     for node in ir.nodes:
         try:
             conv = converters[node.op]

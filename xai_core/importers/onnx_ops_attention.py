@@ -107,6 +107,34 @@ def _batch_range(b: Builder, node: IRNode) -> bool:
     return True
 
 
+def _merged(b: Builder) -> dict[str, tuple[str, int]]:
+    """``Flatten(x, axis > 1)`` of activations: ``x``'s batch axis merged with its next axes."""
+    return b.__dict__.setdefault("merged", {})
+
+
+def _gather_merged(b: Builder, node: IRNode) -> None:
+    """``Gather(Flatten(x, axis), batch_index * rows + i)`` along axis 0, as transformers'
+    mask functions read each sample's mask: the index a batch constant (the batch term
+    held as 0, :func:`_batch_range`), so each sample's rows ``i`` of its own ``x`` are read:
+    a per-sample ``Reshape`` and :class:`~xai_core.nn.Gather`. ``from_torch`` checks the
+    result on two batches, as for every batch constant."""
+    x, axis = _merged(b)[node.inputs[0]]
+    index = node.inputs[1]
+    if int(node.attrs.get("axis", 0)) != 0 or index not in _batch_consts(b):
+        raise b.fail(
+            node,
+            "a Flatten that merges the batch axis with others is read only by a Gather along "
+            "axis 0 by an index computed from the batch size (a per-sample mask lookup).",
+        )
+    idx = np.asarray(b.const[index])
+    sample = b.g.shape_of(b.node_of(node, x))
+    rows = int(np.prod(sample[: axis - 1]))
+    if idx.dtype.kind not in "iu" or idx.shape[:1] != (1,) or idx.min() < 0 or idx.max() >= rows:
+        raise b.fail(node, f"indices of shape {idx.shape} outside a sample's {rows} rows.")
+    flat = b.add(node, nn.Reshape((rows, int(np.prod(sample[axis - 1 :])))), x, suffix="/rows")
+    b.add(node, nn.Gather(0, idx[0]), flat)
+
+
 def _nan_tests(b: Builder) -> dict[str, str]:
     return b.__dict__.setdefault("nan_tests", {})
 
@@ -143,6 +171,12 @@ def before(b: Builder, node: IRNode) -> bool:
     if node.op == "Concat" and _concat_constants(b, node):
         return True
     if node.op == "Range" and _batch_range(b, node):
+        return True
+    if node.op == "Flatten" and b.is_act(node.inputs[0]) and int(node.attrs.get("axis", 1)) > 1:
+        _merged(b)[node.outputs[0]] = (node.inputs[0], int(node.attrs["axis"]))
+        return True  # built by the Gather that reads it (a mask indexed per sample)
+    if node.op == "Gather" and node.inputs[0] in _merged(b):
+        _gather_merged(b, node)
         return True
     if node.op == "Flatten" and node.inputs[0] in b.const:
         data = np.asarray(b.const[node.inputs[0]])

@@ -234,11 +234,39 @@ def op_where(b: Builder, node: IRNode) -> None:
         _store(b, node, np.where(c, b.value(node, x), b.value(node, y)))
         return
     rank = max(b.rank(node, i) for i in (cond, x, y) if b.is_act(i))
+    masks = _feeds_softmax_scores(b, node)
     ins = [
-        i if b.is_act(i) else b.value_node(node, _plain(b, node, i).astype(float), rank)
+        i
+        if b.is_act(i)
+        else b.value_node(node, _masked(_plain(b, node, i).astype(float), masks), rank)
         for i in (cond, x, y)
     ]
     b.add(node, nn.Where(), ins)
+
+
+#: What a -inf attention mask holds here: exp of it underflows to exactly 0 beside any
+#: finite score, so the softmax weights are the same (a network holds no infinities).
+MASKED_SCORE = -1e30
+
+
+def _masked(value: np.ndarray, masks: bool) -> np.ndarray:
+    """``value`` with -inf as :data:`MASKED_SCORE` when it masks softmax scores."""
+    return np.where(np.isneginf(value), MASKED_SCORE, value) if masks else value
+
+
+def _feeds_softmax_scores(b: Builder, node: IRNode) -> bool:
+    """Whether ``node``'s output is an additive attention mask: read only by ``Add`` nodes
+    whose outputs only a ``Softmax`` over the last axis reads (torch's masked attention)."""
+    readers = getattr(b, "readers", {})
+    out = node.outputs[0]
+    adds = readers.get(out, [])
+    if not adds or out in getattr(b, "graph_outputs", ()) or any(r.op != "Add" for r in adds):
+        return False
+    softmaxes = [r for add in adds for r in readers.get(add.outputs[0], [None])]
+    return all(
+        r is not None and r.op == "Softmax" and b.opset >= 13 and int(r.attrs.get("axis", -1)) == -1
+        for r in softmaxes
+    )
 
 
 def _split_sizes(b: Builder, node: IRNode, size: int) -> list[int]:

@@ -1,0 +1,113 @@
+"""A transformers text classifier exported to ONNX as users export it (input ids and an
+attention mask as run-time inputs, batch and sequence length dynamic) imports and runs
+with any mask, as onnxruntime runs it."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+import xai_core as xai
+from xai_core.errors import CapabilityError
+
+pytestmark = pytest.mark.slow  # the export and import take several seconds
+
+SEQ = 8
+
+
+@pytest.fixture(scope="module")
+def exported():
+    """A 2-layer BERT (random weights, 3 classes) exported with dynamic batch and length."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64, num_labels=3,
+    )  # fmt: skip
+    model = BertForSequenceClassification(config).eval()
+    ids = torch.randint(1, 100, (2, SEQ))
+    mask = torch.ones(2, SEQ, dtype=torch.int64)
+    buf = io.BytesIO()
+    axes = {0: "batch", 1: "sequence"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (ids, mask), buf, input_names=["input_ids", "attention_mask"],
+            output_names=["logits"], opset_version=17, dynamo=False,
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "logits": {0: "batch"}},
+        )  # fmt: skip
+    return model, buf.getvalue()
+
+
+def test_a_run_time_attention_mask_is_read_per_sample_as_onnxruntime_reads_it(exported):
+    """Fixed to 8 tokens by input_shapes, the network equals onnxruntime and torch for
+    masks of several lengths in one batch (transformers' per-sample mask lookup is a
+    Gather of the flattened batch, read here per sample)."""
+    import onnxruntime as ort
+
+    model, data = exported
+    with pytest.raises(xai.ModelFormatError, match="input_shapes="):
+        xai.from_onnx(data)
+    net = xai.from_onnx(data, input_shapes={"input_ids": (SEQ,), "attention_mask": (SEQ,)})
+    assert net.inputs == ("input_ids", "attention_mask")
+    rng = np.random.default_rng(3)
+    ids = rng.integers(1, 100, (4, SEQ))
+    mask = (np.arange(SEQ)[None] < np.array([[8], [5], [3], [1]])).astype(np.int64)
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, {"input_ids": ids, "attention_mask": mask})
+    got = net.predict_outputs(
+        {"input_ids": ids.astype(np.float32), "attention_mask": mask.astype(np.float32)}
+    )
+    np.testing.assert_allclose(got[net.outputs[0]], want, rtol=1e-4, atol=1e-6)
+    with torch.no_grad():
+        logits = model(torch.tensor(ids), attention_mask=torch.tensor(mask)).logits.numpy()
+    np.testing.assert_allclose(got[net.outputs[0]], logits, rtol=1e-4, atol=1e-6)
+
+
+def _where_model(reader: str) -> bytes:
+    """``Where(x > 0, 0, -inf)`` read by ``reader`` (an ``Add`` then ``Softmax``, or a ``Relu``)."""
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["keep"]),
+        helper.make_node("Where", ["keep", "zero", "minus_inf"], ["bias"], name="mask"),
+    ]
+    if reader == "softmax":
+        nodes += [
+            helper.make_node("Add", ["x", "bias"], ["scores"]),
+            helper.make_node("Softmax", ["scores"], ["y"], axis=-1),
+        ]
+    else:
+        nodes.append(helper.make_node("Relu", ["bias"], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "where",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.float32(0), "zero"),
+            numpy_helper.from_array(np.float32(-np.inf), "minus_inf"),
+        ],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def test_a_minus_infinity_mask_is_held_finite_only_before_a_softmax():
+    """``-inf`` in a Where that masks softmax scores gives the weights onnxruntime gives
+    (exactly 0 where masked); anywhere else it is refused, as every infinite constant is."""
+    import onnxruntime as ort
+
+    X = np.array([[1.0, -2.0, 0.5, -0.1, 3.0], [0.2, 0.3, -1.0, 2.0, -3.0]], np.float32)
+    data = _where_model("softmax")
+    (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": X})
+    got = xai.from_onnx(data).predict(X)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+    assert np.all(got[X <= 0] == 0)
+    with pytest.raises(CapabilityError, match="infinite"):
+        xai.from_onnx(_where_model("relu"))
