@@ -4,6 +4,7 @@ with any mask, as onnxruntime runs it."""
 
 from __future__ import annotations
 
+import copy
 import io
 import warnings
 
@@ -111,3 +112,40 @@ def test_a_minus_infinity_mask_is_held_finite_only_before_a_softmax():
     assert np.all(got[X <= 0] == 0)
     with pytest.raises(CapabilityError, match="infinite"):
         xai.from_onnx(_where_model("relu"))
+
+
+def test_texts_on_the_exported_classifier_feed_its_mask_and_equal_captum(exported):
+    """``xai.explain(net, texts, tokenizer=...)`` on the two-input network feeds each text's
+    attention mask: IG per token equals Captum's LayerIntegratedGradients on the torch
+    model's word embeddings given the same mask and a baseline of padding (float64), and
+    LIME and SHAP run on it."""
+    from captum.attr import LayerIntegratedGradients
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    model, data = exported
+    words = ["[PAD]", "[UNK]", *(f"w{i}" for i in range(2, 100))]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    texts = ["w5 w17 w3 w40 w8 w9 w61", "w12 w2 w90", "w33 w7 w7 w50 w1"]
+    net = xai.from_onnx(
+        data, dtype="float64", input_shapes={"input_ids": (SEQ,), "attention_mask": (SEQ,)}
+    )
+    be = xai.get_backend("cpu", dtype="float64")
+    e = xai.explain(net, texts, tokenizer=tok, backend=be, target=1, steps=16)
+    assert e.meta["networks"] == 3  # one mask per text length
+    enc = [tok.encode(t).ids for t in texts]
+    ids = torch.tensor([row + [0] * (SEQ - len(row)) for row in enc])
+    mask = (ids != 0).long()
+    module = copy.deepcopy(model).double()
+
+    def forward(i, m):
+        return module(i, attention_mask=m).logits
+
+    ref = LayerIntegratedGradients(forward, module.bert.embeddings.word_embeddings).attribute(
+        ids, baselines=torch.zeros_like(ids), additional_forward_args=(mask,), target=1, n_steps=16
+    )
+    ref = ref.sum(-1).detach().numpy() * mask.numpy()
+    assert np.abs(e.values - ref).max() / np.abs(ref).max() < 1e-6
+    for method in ("lime", "shap"):
+        other = xai.explain(net, texts, tokenizer=tok, backend=be, target=1, method=method)
+        assert other.values.shape == e.values.shape and np.isfinite(other.values).all()

@@ -71,6 +71,41 @@ def embedding_node(net: Any) -> tuple[str, Embedding]:
     return found[0]
 
 
+def text_inputs(net: Any, mask: np.ndarray) -> tuple[str, dict[str, np.ndarray]]:
+    """The input the token ids go to, and the value of every other input of ``net`` per
+    text: an attention mask (an input named ``*mask*``: 1 at the texts' tokens, 0 at
+    padding) or token types (``*token_type*``, ``*segment*``: zeros). ``mask`` is the texts'
+    (n_texts, seq_len) booleans.
+
+    Raises
+    ------
+    CapabilityError
+        Another input, which texts do not give (named).
+    """
+    name, _ = embedding_node(net)
+    (node,) = [n for n in net.nodes if n.name == name]
+    ids = [i for i in node.inputs if i in net.inputs][0]
+    others: dict[str, np.ndarray] = {}
+    for other in (i for i in net.inputs if i != ids):
+        low = other.lower()
+        if "mask" in low:
+            others[other] = mask.astype(np.float64)
+        elif "token_type" in low or "segment" in low:
+            others[other] = np.zeros(mask.shape)
+        else:
+            raise CapabilityError(
+                f"the network's input {other!r} is neither the token ids ({ids!r}), an "
+                "attention mask (a name with 'mask') nor token types ('token_type'): texts "
+                "give no value for it; fix it with net.with_inputs."
+            )
+        if others[other].shape[1:] != net._input_shapes[other]:
+            raise CapabilityError(
+                f"the network's input {other!r} takes per-sample shape "
+                f"{net._input_shapes[other]}; the texts give {others[other].shape[1:]}."
+            )
+    return ids, others
+
+
 def integration_nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """Captum's ``alphas`` and step sizes for ``rule`` with ``steps`` nodes (float64)."""
     if rule == "gausslegendre":

@@ -202,7 +202,7 @@ def explain_text(
         ]
     else:
         net = import_model(model, enc.ids, output_names=output_names)
-        groups = [(net, np.arange(len(enc.ids)))]
+        groups = _mask_groups(net, enc)
     the_model = groups[0][0]
     value, layer = embedding_node(the_model)
     seq = _model_length(the_model)
@@ -319,6 +319,22 @@ def explain_text(
         meta=meta,
     )
     return merge_words(e, enc) if merge == "words" else e
+
+
+def _mask_groups(net: Any, enc: Encoded) -> list[tuple[Any, np.ndarray]]:
+    """``net`` and every row, or, for a network that also takes an attention mask (and
+    token types), one network per distinct mask with those inputs fixed, and its rows."""
+    from xai_core.text.attribute import text_inputs
+
+    if len(getattr(net, "inputs", ()) or ()) < 2:
+        return [(net, np.arange(len(enc.ids)))]
+    _, others = text_inputs(net, enc.mask)
+    keys = [b"".join(v[i].tobytes() for v in others.values()) for i in range(len(enc.ids))]
+    groups = []
+    for key in dict.fromkeys(keys):
+        rows = np.flatnonzero([k == key for k in keys])
+        groups.append((net.with_inputs({k: v[rows[0]] for k, v in others.items()}), rows))
+    return groups
 
 
 def _add_counters(total: dict[str, float], counted: dict[str, Any]) -> None:
