@@ -174,3 +174,18 @@ def one_node_model(
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model.SerializeToString()
+
+
+def input_gradient(net, feeds: dict, name: str, seed: np.ndarray, backend) -> np.ndarray:
+    """The backward pass of ``seed`` to the input ``name`` of a network of several inputs:
+    per row, the others fixed to that row's values (``net.with_inputs``)."""
+    from xai_core.nn import Record
+
+    rows = []
+    for i in range(len(seed)):
+        single = net.with_inputs(**{k: v[i] for k, v in feeds.items() if k != name})
+        record = Record()
+        single.forward(feeds[name][i : i + 1], backend, record=record)
+        gx, _ = single.vjp(seed[i : i + 1], backend, record, param_grads=False)
+        rows.append(gx[0])
+    return np.stack(rows)

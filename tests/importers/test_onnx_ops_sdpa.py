@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 import xai_core as xai
+from tests.importers.conftest import input_gradient
 from xai_core.errors import CapabilityError
-from xai_core.nn import Record
 
 RNG = np.random.default_rng(23)
 B, S, D = 3, 5, 4
@@ -111,14 +111,8 @@ def test_attention_gradients_equal_torch_sdpa(case):
     seed = RNG.standard_normal(y.shape)
     wants = torch.autograd.grad(y, [t[k] for k in "qkv"], torch.tensor(seed))
     for name, want in zip("qkv", wants, strict=True):
-        rows = []
-        for i in range(B):
-            single = net.with_inputs(**{k: v[i] for k, v in feeds.items() if k != name})
-            record = Record()
-            single.forward(feeds[name][i : i + 1], backend, record=record)
-            gx, _ = single.vjp(seed[i : i + 1], backend, record, param_grads=False)
-            rows.append(gx[0])
-        np.testing.assert_allclose(np.stack(rows), want.numpy(), rtol=1e-9, atol=1e-12)
+        got = input_gradient(net, feeds, name, seed, backend)
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def test_attention_products_are_gemms_on_the_tpu():
