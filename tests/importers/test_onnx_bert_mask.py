@@ -149,3 +149,18 @@ def test_texts_on_the_exported_classifier_feed_its_mask_and_equal_captum(exporte
     for method in ("lime", "shap"):
         other = xai.explain(net, texts, tokenizer=tok, backend=be, target=1, method=method)
         assert other.values.shape == e.values.shape and np.isfinite(other.values).all()
+
+
+def test_a_flatten_merging_the_batch_axis_is_refused_unless_a_gather_reads_it():
+    """Only a Gather by a batch-derived index reads a Flatten that merges the batch axis;
+    anything else reading it (here: nothing but the graph's output) is refused by name."""
+    graph = helper.make_graph(
+        [helper.make_node("Flatten", ["x"], ["y"], axis=2)],
+        "flatten",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    with pytest.raises(CapabilityError, match=r"only Flatten\(axis=1\) keeps the batch axis"):
+        xai.from_onnx(m.SerializeToString())

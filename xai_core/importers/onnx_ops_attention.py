@@ -112,6 +112,20 @@ def _merged(b: Builder) -> dict[str, tuple[str, int]]:
     return b.__dict__.setdefault("merged", {})
 
 
+def _merges_for_gathers(b: Builder, node: IRNode) -> bool:
+    """Whether ``node`` is a ``Flatten`` of an activation merging its batch axis with
+    others, read only by ``Gather`` nodes (else its own converter refuses it, by name)."""
+    if not b.is_act(node.inputs[0]) or int(node.attrs.get("axis", 1)) <= 1:
+        return False
+    out = node.outputs[0]
+    readers = getattr(b, "readers", {}).get(out, [])
+    return (
+        bool(readers)
+        and out not in getattr(b, "graph_outputs", ())
+        and all(r.op == "Gather" and r.inputs[0] == out for r in readers)
+    )
+
+
 def _gather_merged(b: Builder, node: IRNode) -> None:
     """``Gather(Flatten(x, axis), batch_index * rows + i)`` along axis 0, as transformers'
     mask functions read each sample's mask: the index a batch constant (the batch term
@@ -172,9 +186,9 @@ def before(b: Builder, node: IRNode) -> bool:
         return True
     if node.op == "Range" and _batch_range(b, node):
         return True
-    if node.op == "Flatten" and b.is_act(node.inputs[0]) and int(node.attrs.get("axis", 1)) > 1:
+    if node.op == "Flatten" and _merges_for_gathers(b, node):
         _merged(b)[node.outputs[0]] = (node.inputs[0], int(node.attrs["axis"]))
-        return True  # built by the Gather that reads it (a mask indexed per sample)
+        return True  # built by the Gathers that read it (a mask indexed per sample)
     if node.op == "Gather" and node.inputs[0] in _merged(b):
         _gather_merged(b, node)
         return True
