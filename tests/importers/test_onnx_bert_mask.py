@@ -149,6 +149,18 @@ def test_texts_on_the_exported_classifier_feed_its_mask_and_equal_captum(exporte
     for method in ("lime", "shap"):
         other = xai.explain(net, texts, tokenizer=tok, backend=be, target=1, method=method)
         assert other.values.shape == e.values.shape and np.isfinite(other.values).all()
+    # what LIME and SHAP call: the network fed each text's own mask, as onnxruntime is
+    import onnxruntime as ort
+
+    from xai_core.text.perturb import text_model
+
+    tm = text_model(net, texts, tok, backend=be)
+    (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(
+        None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+    )
+    np.testing.assert_allclose(
+        tm.predict_ids(ids.numpy(), mask.numpy().astype(bool)), want, rtol=1e-4, atol=1e-6
+    )
 
 
 def test_a_flatten_merging_the_batch_axis_is_refused_unless_a_gather_reads_it():
@@ -164,3 +176,49 @@ def test_a_flatten_merging_the_batch_axis_is_refused_unless_a_gather_reads_it():
     m.ir_version = 8
     with pytest.raises(CapabilityError, match=r"only Flatten\(axis=1\) keeps the batch axis"):
         xai.from_onnx(m.SerializeToString())
+
+
+def _merged_gather(multiplier: int) -> bytes:
+    """``Gather(Flatten(x, axis=2), Unsqueeze(Range(0, n) * multiplier) + [[0, 2]])`` of
+    x (n, 3, 4): rows 0 and 2 of each sample when the multiplier is its 3 rows."""
+
+    def const(name, value):
+        return numpy_helper.from_array(np.array(value, np.int64), name)
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["samples"]),
+        helper.make_node("Mul", ["samples", "multiplier"], ["first_rows"]),
+        helper.make_node("Unsqueeze", ["first_rows", "axis1"], ["first"]),
+        helper.make_node("Add", ["first", "positions"], ["index"]),
+        helper.make_node("Flatten", ["x"], ["rows"], axis=2),
+        helper.make_node("Gather", ["rows", "index"], ["y"], axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "merged",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [const("zero", 0), const("one", 1), const("multiplier", multiplier),
+         const("axis1", [1]), const("positions", [[0, 2]])],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("multiplier", [3, 1, 0])
+def test_a_per_sample_lookup_of_the_flattened_batch_is_read_only_in_its_own_form(multiplier):
+    """Range(0, n) * rows + position reads each sample's own rows (onnxruntime's values);
+    another multiplier mixes the batch's samples and is refused naming the form."""
+    import onnxruntime as ort
+
+    data = _merged_gather(multiplier)
+    if multiplier != 3:
+        with pytest.raises(CapabilityError, match=r"Range\(0, batch size\) \* 3"):
+            xai.from_onnx(data)
+        return
+    X = np.random.default_rng(0).standard_normal((4, 3, 4)).astype(np.float32)
+    (want,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": X})
+    np.testing.assert_allclose(xai.from_onnx(data).predict(X).reshape(want.shape), want)

@@ -191,3 +191,58 @@ def test_a_cache_leads_the_keys_and_every_output_equals_onnxruntime():
     assert len(net.outputs) == 4
     for name, w in zip(net.outputs, want, strict=True):
         np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=1e-6)
+
+
+def _run_time_mask_model(boolean: bool, mode: int, softcap: float) -> bytes:
+    """Attention whose mask is computed from an input ``m`` (batch, 2, S, S): ``m > 0``
+    (booleans) or ``m`` itself (floats), every output read, the fourth in ``mode``."""
+    nodes = []
+    mask = "m"
+    if boolean:
+        nodes.append(helper.make_node("Greater", ["m", "zero"], ["keep"]))
+        mask = "keep"
+    outs = ["y", "pk", "pv", "qk"]
+    nodes.append(
+        helper.make_node(
+            "Attention", ["q", "k", "v", mask], outs, qk_matmul_output_mode=mode, softcap=softcap
+        )
+    )
+    shapes = {"q": (2, S, D), "k": (2, S, D), "v": (2, S, D), "m": (2, S, S)}
+    graph = helper.make_graph(
+        nodes,
+        "run_time_mask",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["n", *s]) for n, s in shapes.items()],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        [numpy_helper.from_array(np.float32(0), "zero")],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    m.ir_version = 10
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+@pytest.mark.parametrize("boolean", [False, True], ids=["float", "bool"])
+def test_a_mask_computed_at_run_time_equals_onnx_reference_in_every_output(boolean, mode):
+    """A mask computed at run time (floats added; booleans from a comparison, True
+    attending) with a softcap: Y and qk_matmul_output in each mode equal onnx's reference
+    (every query keeps its diagonal key, so none attends nothing)."""
+    from onnx.reference import ReferenceEvaluator
+
+    data = _run_time_mask_model(boolean, mode, softcap=2.0)
+    if boolean and mode == 2:  # its masked scores are -inf, which a network holds no more
+        with pytest.raises(CapabilityError, match="mode 2 of a masked score is -inf"):
+            xai.from_onnx(data)
+        return
+    feeds = _feeds(((2, S, D),) * 3) | {"m": RNG.standard_normal((B, 2, S, S)).astype(np.float32)}
+    feeds["m"][:, :, np.arange(S), np.arange(S)] = 1.0
+    want = ReferenceEvaluator(data).run(None, feeds)
+    net = xai.from_onnx(data)
+    got = net.predict_outputs(feeds)
+    for name, w in zip(net.outputs, want, strict=True):
+        np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=1e-6)
+
+
+def test_window_sizes_below_minus_one_are_refused():
+    data = model(((2, S, D),) * 3, {"is_causal": 1, "left_window_size": -2})
+    with pytest.raises(CapabilityError, match="window sizes -2"):
+        xai.from_onnx(data)

@@ -71,6 +71,7 @@ def build_onnx(
     # the tensors something reads: a converter of several outputs builds only those
     b.read = {i for node in ir.nodes for i in node.inputs} | set(ir.output_names)
     b.readers = {}  # tensor -> the nodes reading it, for converters that look one step on
+    b.producers = {o: node for node in ir.nodes for o in node.outputs}  # and one step back
     for node in ir.nodes:
         for i in node.inputs:
             b.readers.setdefault(i, []).append(node)

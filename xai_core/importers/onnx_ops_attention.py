@@ -104,7 +104,35 @@ def _batch_range(b: Builder, node: IRNode) -> bool:
         raise b.fail(node, "a range over the batch size must start at 0 with step 1.")
     _store(b, node, np.zeros(1, dtype=np.int64))
     _batch_consts(b).add(node.outputs[0])
+    _sample_indices(b).add(node.outputs[0])
     return True
+
+
+def _sample_indices(b: Builder) -> set[str]:
+    """The outputs of ``Range(0, batch size)`` (:func:`_batch_range`)."""
+    return b.__dict__.setdefault("sample_indices", set())
+
+
+def _stride_of_sample_index(b: Builder, name: str) -> int | None:
+    """``k`` when ``name`` is ``Range(0, batch size) * k`` for a constant ``k`` (either
+    wrapped in ``Unsqueeze`` nodes), else None: the batch term of an index into a batch
+    merged with ``k`` rows."""
+    producers = getattr(b, "producers", {})
+
+    def unsqueezed(t: str) -> str:  # what a chain of Unsqueeze nodes started from
+        while t not in _sample_indices(b) and getattr(producers.get(t), "op", "") == "Unsqueeze":
+            t = producers[t].inputs[0]
+        return t
+
+    mul = producers.get(unsqueezed(name))
+    if mul is None or mul.op != "Mul":
+        return None
+    for index, k in (mul.inputs[:2], mul.inputs[1::-1]):
+        if unsqueezed(index) in _sample_indices(b) and k not in _batch_consts(b):
+            value = np.asarray(b.const.get(k, b.shape.get(k, np.array([]))))
+            if value.size == 1 and value.dtype.kind in "iu":
+                return int(value.reshape(-1)[0])
+    return None
 
 
 def _merged(b: Builder) -> dict[str, tuple[str, int]]:
@@ -134,15 +162,29 @@ def _gather_merged(b: Builder, node: IRNode) -> None:
     result on two batches, as for every batch constant."""
     x, axis = _merged(b)[node.inputs[0]]
     index = node.inputs[1]
-    if int(node.attrs.get("axis", 0)) != 0 or index not in _batch_consts(b):
+    sample = b.g.shape_of(b.node_of(node, x))
+    rows = int(np.prod(sample[: axis - 1]))
+    add = getattr(b, "producers", {}).get(index)
+    strides = (
+        [_stride_of_sample_index(b, i) for i in add.inputs[:2]]
+        if add is not None and add.op == "Add"
+        else []
+    )
+    if (
+        int(node.attrs.get("axis", 0)) != 0
+        or index not in _batch_consts(b)
+        or sorted(strides, key=lambda s: s is None) != [rows, None]
+    ):
         raise b.fail(
             node,
             "a Flatten that merges the batch axis with others is read only by a Gather along "
-            "axis 0 by an index computed from the batch size (a per-sample mask lookup).",
+            f"axis 0 by Range(0, batch size) * {rows} + a constant position (a per-sample "
+            "mask lookup).",
         )
+    local = add.inputs[strides.index(None)]
+    if local in _batch_consts(b) or local not in b.const:
+        raise b.fail(node, "the position added to the sample's index must be a constant.")
     idx = np.asarray(b.const[index])
-    sample = b.g.shape_of(b.node_of(node, x))
-    rows = int(np.prod(sample[: axis - 1]))
     if idx.dtype.kind not in "iu" or idx.shape[:1] != (1,) or idx.min() < 0 or idx.max() >= rows:
         raise b.fail(node, f"indices of shape {idx.shape} outside a sample's {rows} rows.")
     flat = b.add(node, nn.Reshape((rows, int(np.prod(sample[axis - 1 :])))), x, suffix="/rows")

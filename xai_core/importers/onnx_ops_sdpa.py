@@ -11,8 +11,10 @@ of activations (a GEMM on every backend, counted like any other), the softmax th
 - ``scale`` (default ``1 / sqrt(head_size)``), ``softcap`` (``c * tanh(x / c)`` before the
   bias).
 - ``attn_mask``: a constant (booleans, True attending, or floats added; shorter than the
-  keys, padded masked), or floats computed at run time of shape (batch, heads or 1, seq,
-  keys), added (a query whose computed mask is -inf everywhere gets NaN, not zeros).
+  keys, padded masked), or one computed at run time of shape (batch, heads or 1, seq,
+  keys): floats added, booleans (a comparison's or a cast's) as 0 or -1e30. A query that
+  the computed mask, with the constant bias, leaves attending no key does not get ONNX's
+  zeros: the -1e30 keys, or NaN for a computed -inf everywhere, take its weight.
 - The constant bias is the sum of what masks the scores: a constant ``attn_mask``,
   ``is_causal`` (a query attends the keys up to its own position) and the sliding window
   (``left_window_size``, ``right_window_size``). A masked score gets a large finite
@@ -27,8 +29,10 @@ scaled (and softcapped, as onnx's reference gives them), with the bias (refused 
 is -inf), or the softmax weights.
 
 Refused, naming them: a computed mask of another shape, an external cache
-(``nonpad_kv_seqlen``), a computed mask with ``qk_matmul_output_mode=2`` of -inf scores,
-and a ``softmax_precision`` other than the network's float.
+(``nonpad_kv_seqlen``), ``qk_matmul_output_mode=2`` where a constant or boolean mask masks
+a score (it would be -inf), inputs of different ranks, window sizes below -1, and a
+``softmax_precision`` other than float32 or float64 (the softmax runs in the network's
+dtype).
 """
 
 from __future__ import annotations
@@ -38,12 +42,13 @@ import numpy as np
 from xai_core import nn
 from xai_core.importers.ir import IRNode
 from xai_core.importers.onnx_ops import Builder
+from xai_core.importers.onnx_ops_tensor import MASKED_SCORE
 from xai_core.importers.onnx_registry import register
 
 __all__ = ["op_attention"]
 
 #: The bias of a masked score: its exp underflows to exactly 0 beside any attended score.
-MASKED = -1e30
+MASKED = MASKED_SCORE
 
 
 def _given(node: IRNode, k: int) -> bool:
@@ -69,7 +74,26 @@ def _heads(b: Builder, node: IRNode, name: str, heads: int | None) -> tuple[str,
     return moved, (heads, seq, hidden // heads)
 
 
-def _bias(b: Builder, node: IRNode, sq: int, skv: int, past: int) -> np.ndarray:
+#: Operators whose outputs are booleans (held as 1.0 and 0.0 in a network).
+_BOOLEAN_OPS = frozenset(
+    "And Equal Greater GreaterOrEqual IsInf IsNaN Less LessOrEqual Not Or Xor".split()
+)
+
+
+def _is_boolean(b: Builder, name: str) -> bool:
+    """Whether the computed tensor ``name`` holds ONNX booleans: a comparison's or logical
+    operator's output, or a ``Cast`` to bool."""
+    import onnx
+
+    made = getattr(b, "producers", {}).get(name)
+    if made is None:
+        return False
+    return made.op in _BOOLEAN_OPS or (
+        made.op == "Cast" and made.attrs.get("to") == onnx.TensorProto.BOOL
+    )
+
+
+def _bias(b: Builder, node: IRNode, hq: int, sq: int, skv: int, past: int) -> np.ndarray:
     """The constant added to the scores, (heads or 1, sq, skv) or (sq, skv), -inf masked;
     query ``i`` is at position ``past + i`` (after a cache of ``past`` steps)."""
     bias = np.zeros((sq, skv))
@@ -79,6 +103,14 @@ def _bias(b: Builder, node: IRNode, sq: int, skv: int, past: int) -> np.ndarray:
             if mask.shape[0] != 1 and (mask.shape[0] != b.batch or np.any(mask != mask[:1])):
                 raise b.fail(node, f"attn_mask of shape {mask.shape} varies over the batch.")
             mask = mask[0]
+        if (
+            mask.ndim < 1
+            or mask.shape[-1] > skv
+            or (mask.ndim > 1 and mask.shape[-2] not in (1, sq))
+        ):
+            raise b.fail(node, f"attn_mask of shape {mask.shape} for {sq} queries and {skv} keys.")
+        if mask.ndim == 3 and mask.shape[0] not in (1, hq):
+            raise b.fail(node, f"attn_mask of shape {mask.shape} for {hq} heads.")
         if mask.shape[-1] < skv:  # padded masked, as ONNX pads it
             pad = [(0, 0)] * (mask.ndim - 1) + [(0, skv - mask.shape[-1])]
             mask = np.pad(mask, pad, constant_values=False if mask.dtype == bool else -np.inf)
@@ -89,6 +121,8 @@ def _bias(b: Builder, node: IRNode, sq: int, skv: int, past: int) -> np.ndarray:
         bias = bias + np.where(k <= q, 0.0, -np.inf)
     left = int(node.attrs.get("left_window_size", -1))
     right = int(node.attrs.get("right_window_size", -1))
+    if min(left, right) < -1:
+        raise b.fail(node, f"window sizes {left}, {right}: -1 (unbounded) or at least 0.")
     if left >= 0:
         bias = bias + np.where(q - k <= left, 0.0, -np.inf)
     if right >= 0:
@@ -113,7 +147,10 @@ def op_attention(b: Builder, node: IRNode) -> None:
         raise b.fail(node, "a softmax_precision other than the network's float.")
     q_heads = node.attrs.get("q_num_heads")
     kv_heads = node.attrs.get("kv_num_heads")
-    three_d = len(b.g.shape_of(b.node_of(node, node.inputs[0]))) == 2
+    ranks = [len(b.g.shape_of(b.node_of(node, i))) + 1 for i in node.inputs[:3]]
+    if len(set(ranks)) != 1:
+        raise b.fail(node, f"Q, K and V of ranks {ranks}; they must be all 3-D or all 4-D.")
+    three_d = ranks[0] == 3
     q, (hq, sq, dq) = _heads(b, node, node.inputs[0], q_heads)
     k, (hk, skv, dk) = _heads(b, node, node.inputs[1], kv_heads)
     v, (hv, sv, dv) = _heads(b, node, node.inputs[2], kv_heads)
@@ -157,7 +194,9 @@ def op_attention(b: Builder, node: IRNode) -> None:
         scores = b.add(node, nn.Tanh(), scores, suffix="/softcap_tanh")
         outer = b.value_node(node, np.full((1, 1, 1), softcap), 4)
         scores = b.add(node, nn.Multiply(), [scores, outer], suffix="/softcapped")
-    if _given(node, 3) and b.is_act(node.inputs[3]):  # a float mask computed at run time
+    if qk_out and mode in (0, 1):  # the scaled (and softcapped) products, as onnx's reference
+        b.act[qk_out] = scores
+    if _given(node, 3) and b.is_act(node.inputs[3]):  # a mask computed at run time
         mask = b.node_of(node, node.inputs[3])
         shape = b.g.shape_of(mask)
         if len(shape) != 3 or shape[1:] != (sq, skv) or shape[0] not in (1, hq):
@@ -167,15 +206,23 @@ def op_attention(b: Builder, node: IRNode) -> None:
                 f"heads or 1, {sq}, {skv}) is read per sample (a 2-D or 3-D mask has no "
                 "batch axis; give it as a constant).",
             )
+        if _is_boolean(b, node.inputs[3]):  # held as 1 and 0: True attends, False masks
+            shifted = b.add(
+                node, nn.Add(), [mask, b.value_node(node, -np.ones((1, 1, 1, 1)), 4)],
+                suffix="/mask_shifted",
+            )  # fmt: skip
+            mask = b.add(
+                node, nn.Multiply(), [shifted, b.value_node(node, np.full((1, 1, 1, 1), -MASKED), 4)],
+                suffix="/mask_bias",
+            )  # fmt: skip
         scores = b.add(node, nn.Add(), [scores, mask], suffix="/mask_added")
-    bias = _bias(b, node, sq, skv, past)
+    bias = _bias(b, node, hq, sq, skv, past)
     bias = bias.reshape((1,) * (3 - bias.ndim) + bias.shape)
     none = np.isneginf(bias).all(axis=-1, keepdims=True)  # queries attending no key
-    if qk_out and mode in (0, 1):  # the scaled (and softcapped) products, as onnx's reference
-        b.act[qk_out] = scores
-    if qk_out and mode == 2 and np.isinf(bias).any():
+    computed_bool = _given(node, 3) and b.is_act(node.inputs[3]) and _is_boolean(b, node.inputs[3])
+    if qk_out and mode == 2 and (np.isinf(bias).any() or computed_bool):
         raise b.fail(node, "qk_matmul_output_mode 2 of a masked score is -inf; not computed.")
-    if np.any(np.isinf(bias)) or np.any(bias):
+    if np.any(bias):
         finite = np.where(np.isneginf(bias), MASKED, bias)
         finite = np.where(none, 0.0, finite)
         scores = b.add(

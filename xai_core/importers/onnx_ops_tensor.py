@@ -260,7 +260,8 @@ def _feeds_softmax_scores(b: Builder, node: IRNode) -> bool:
     readers = getattr(b, "readers", {})
     out = node.outputs[0]
     adds = readers.get(out, [])
-    if not adds or out in getattr(b, "graph_outputs", ()) or any(r.op != "Add" for r in adds):
+    outputs = getattr(b, "graph_outputs", ())
+    if not adds or out in outputs or any(r.op != "Add" or r.outputs[0] in outputs for r in adds):
         return False
     softmaxes = [r for add in adds for r in readers.get(add.outputs[0], [None])]
     return all(

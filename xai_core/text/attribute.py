@@ -82,9 +82,9 @@ def text_inputs(net: Any, mask: np.ndarray) -> tuple[str, dict[str, np.ndarray]]
     CapabilityError
         Another input, which texts do not give (named).
     """
-    name, _ = embedding_node(net)
+    name, _ = embedding_node(net)  # it reads one of the network's inputs
     (node,) = [n for n in net.nodes if n.name == name]
-    ids = [i for i in node.inputs if i in net.inputs][0]
+    ids = next(i for i in node.inputs if i in net.inputs)
     others: dict[str, np.ndarray] = {}
     for other in (i for i in net.inputs if i != ids):
         low = other.lower()
