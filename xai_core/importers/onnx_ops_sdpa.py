@@ -249,6 +249,6 @@ register(
     op_attention,
     since=23,
     limits="Q, K, V computed (3-D or 4-D, grouped heads); scale, softcap; a constant mask "
-    "(bool or float) or a computed 4-D float one, is_causal, sliding windows; a past key/value "
+    "(bool or float) or a computed 4-D one, is_causal, sliding windows; a past key/value "
     "cache; qk_matmul_output; no nonpad_kv_seqlen",
 )
