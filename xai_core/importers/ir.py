@@ -64,6 +64,9 @@ class IRGraph:
     output_name : str
     declared : dict of str to tuple
         Declared per-sample shapes of intermediate tensors, where the file states them.
+    types : dict of str to int
+        The element type (ONNX's ``TensorProto`` code) of the inputs and intermediate
+        tensors, where the file states them or shape inference finds them.
     meta : dict
         Source-specific facts: class names, producer, layout.
     more_inputs : dict of str to tuple of int
@@ -79,6 +82,7 @@ class IRGraph:
     input_shape: tuple[int, ...]
     output_name: str
     declared: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    types: dict[str, int] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     more_inputs: dict[str, tuple[int, ...]] = field(default_factory=dict)
     more_outputs: list[str] = field(default_factory=list)

@@ -68,14 +68,7 @@ def build_onnx(
     for name, shape in ir.more_inputs.items():
         g.add_input(name, shape)
     b = Builder(g, ir.initializers, where, opset=opset, batch=ir.meta.get("batch"))
-    # the tensors something reads: a converter of several outputs builds only those
-    b.read = {i for node in ir.nodes for i in node.inputs} | set(ir.output_names)
-    b.readers = {}  # tensor -> the nodes reading it, for converters that look one step on
-    b.producers = {o: node for node in ir.nodes for o in node.outputs}  # and one step back
-    for node in ir.nodes:
-        for i in node.inputs:
-            b.readers.setdefault(i, []).append(node)
-    b.graph_outputs = set(ir.output_names)
+    b.index_graph(ir.nodes, ir.output_names, ir.types)
     for node in ir.nodes:
         try:
             conv = converters[node.op]

@@ -77,6 +77,32 @@ class Builder:
         self._suffixes: dict[str, int] = {}  # for unique_node_name
         self._constants: dict[tuple[str, int], str] = {}  # (tensor, rank) -> Constant node
         self._made: set[str] = set()  # native nodes added by this builder
+        # the graph around each node, for converters that look a step on or back
+        self.readers: dict[str, list[IRNode]] = {}  # tensor -> the nodes reading it
+        self.producers: dict[str, IRNode] = {}  # tensor -> the node writing it
+        self.graph_outputs: set[str] = set()
+        self.types: dict[str, int] = {}  # tensor -> ONNX element type, where known
+
+    def index_graph(
+        self, nodes: list[IRNode], outputs: list[str], types: dict[str, int] | None = None
+    ) -> None:
+        """Record who reads and writes each tensor of ``nodes``, the graph's outputs, and
+        the tensors' element types where known."""
+        self.types = dict(types or {})
+        self.producers = {o: node for node in nodes for o in node.outputs}
+        self.readers = {}
+        for node in nodes:
+            for i in node.inputs:
+                self.readers.setdefault(i, []).append(node)
+        self.graph_outputs = set(outputs)
+
+    @property
+    def read(self) -> set[str] | None:
+        """The tensors something reads (a converter of several outputs builds only those);
+        None before :meth:`index_graph`: every output counts as read."""
+        if not self.readers and not self.graph_outputs:
+            return None
+        return set(self.readers) | self.graph_outputs
 
     # -- what a tensor is ---------------------------------------------------------------
     def fail(self, node: IRNode, message: str) -> CapabilityError:
@@ -191,6 +217,11 @@ class Builder:
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _given(node: IRNode, i: int) -> bool:
+    """Whether ``node``'s input ``i`` is given (present and not the empty name)."""
+    return len(node.inputs) > i and bool(node.inputs[i])
+
+
 def _f32(value: Any) -> float:
     """An ONNX float attribute (float32) as the shortest Python float that rounds back to it."""
     return float(str(np.float32(value)))

@@ -117,7 +117,7 @@ def _stride_of_sample_index(b: Builder, name: str) -> int | None:
     """``k`` when ``name`` is ``Range(0, batch size) * k`` for a constant ``k`` (either
     wrapped in ``Unsqueeze`` nodes), else None: the batch term of an index into a batch
     merged with ``k`` rows."""
-    producers = getattr(b, "producers", {})
+    producers = b.producers
 
     def unsqueezed(t: str) -> str:  # what a chain of Unsqueeze nodes started from
         while t not in _sample_indices(b) and getattr(producers.get(t), "op", "") == "Unsqueeze":
@@ -146,10 +146,10 @@ def _merges_for_gathers(b: Builder, node: IRNode) -> bool:
     if not b.is_act(node.inputs[0]) or int(node.attrs.get("axis", 1)) <= 1:
         return False
     out = node.outputs[0]
-    readers = getattr(b, "readers", {}).get(out, [])
+    readers = b.readers.get(out, [])
     return (
         bool(readers)
-        and out not in getattr(b, "graph_outputs", ())
+        and out not in b.graph_outputs
         and all(r.op == "Gather" and r.inputs[0] == out for r in readers)
     )
 
@@ -164,7 +164,7 @@ def _gather_merged(b: Builder, node: IRNode) -> None:
     index = node.inputs[1]
     sample = b.g.shape_of(b.node_of(node, x))
     rows = int(np.prod(sample[: axis - 1]))
-    add = getattr(b, "producers", {}).get(index)
+    add = b.producers.get(index)
     strides = (
         [_stride_of_sample_index(b, i) for i in add.inputs[:2]]
         if add is not None and add.op == "Add"

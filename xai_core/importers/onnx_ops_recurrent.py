@@ -23,7 +23,7 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.importers.ir import IRNode
-from xai_core.importers.onnx_ops import BATCH, Builder
+from xai_core.importers.onnx_ops import BATCH, Builder, _given
 from xai_core.importers.onnx_registry import register
 
 __all__ = ["batch_fill", "check_fill_readers", "fill_slice", "op_gru", "op_lstm"]
@@ -89,10 +89,6 @@ def check_fill_readers(b: Builder, node: IRNode) -> None:
                 f"input {name!r} is a constant of the batch size's shape (ConstantOfShape); "
                 "only an LSTM's or GRU's initial state may be one here.",
             )
-
-
-def _given(node: IRNode, i: int) -> bool:
-    return len(node.inputs) > i and bool(node.inputs[i])
 
 
 def _refuse_attributes(b: Builder, node: IRNode, directions: int) -> None:
@@ -208,7 +204,7 @@ def _recurrent(b: Builder, node: IRNode) -> None:
         state = _state(b, node, i, layout, d, h)
         params[key] = np.zeros((d, h)) if state is None else state
     kinds = ("sequence", "hidden", "cell")
-    read = getattr(b, "read", None)
+    read = b.read
     for out, kind in zip(node.outputs, kinds):
         if not out or (read is not None and out not in read):
             continue  # an output nothing reads is not built

@@ -41,18 +41,11 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.importers.ir import IRNode
-from xai_core.importers.onnx_ops import Builder
+from xai_core.importers.onnx_ops import Builder, _given
 from xai_core.importers.onnx_ops_tensor import MASKED_SCORE
 from xai_core.importers.onnx_registry import register
 
 __all__ = ["op_attention"]
-
-#: The bias of a masked score: its exp underflows to exactly 0 beside any attended score.
-MASKED = MASKED_SCORE
-
-
-def _given(node: IRNode, k: int) -> bool:
-    return len(node.inputs) > k and bool(node.inputs[k])
 
 
 def _heads(b: Builder, node: IRNode, name: str, heads: int | None) -> tuple[str, tuple]:
@@ -74,22 +67,11 @@ def _heads(b: Builder, node: IRNode, name: str, heads: int | None) -> tuple[str,
     return moved, (heads, seq, hidden // heads)
 
 
-#: Operators whose outputs are booleans (held as 1.0 and 0.0 in a network).
-_BOOLEAN_OPS = frozenset(
-    "And Equal Greater GreaterOrEqual IsInf IsNaN Less LessOrEqual Not Or Xor".split()
-)
-
-
-def _is_boolean(b: Builder, name: str) -> bool:
-    """Whether the computed tensor ``name`` holds ONNX booleans: a comparison's or logical
-    operator's output, or a ``Cast`` to bool."""
-    import onnx
-
-    made = getattr(b, "producers", {}).get(name)
-    if made is None:
-        return False
-    return made.op in _BOOLEAN_OPS or (
-        made.op == "Cast" and made.attrs.get("to") == onnx.TensorProto.BOOL
+def _by(b: Builder, node: IRNode, layer: nn.Layer, src: str, value: float, suffix: str) -> str:
+    """``layer`` (an ``Add`` or ``Multiply``) of the per-sample (heads, seq, seq) tensor
+    ``src`` and the number ``value``."""
+    return b.add(
+        node, layer, [src, b.value_node(node, np.full((1, 1, 1), value), 4)], suffix=suffix
     )
 
 
@@ -183,17 +165,12 @@ def op_attention(b: Builder, node: IRNode) -> None:
     scale = 1 / np.sqrt(dq) if scale is None else float(scale)
     kt = b.add(node, nn.Transpose((0, 2, 1)), k, suffix="/k_t")
     scores = b.add(node, nn.MatMul(), [q, kt], suffix="/scores")
-    scores = b.add(
-        node, nn.Multiply(), [scores, b.value_node(node, np.full((1, 1, 1), scale), 4)],
-        suffix="/scaled",
-    )  # fmt: skip
+    scores = _by(b, node, nn.Multiply(), scores, scale, "/scaled")
     softcap = float(node.attrs.get("softcap", 0.0) or 0.0)
     if softcap > 0:
-        inner = b.value_node(node, np.full((1, 1, 1), 1 / softcap), 4)
-        scores = b.add(node, nn.Multiply(), [scores, inner], suffix="/softcap_in")
+        scores = _by(b, node, nn.Multiply(), scores, 1 / softcap, "/softcap_in")
         scores = b.add(node, nn.Tanh(), scores, suffix="/softcap_tanh")
-        outer = b.value_node(node, np.full((1, 1, 1), softcap), 4)
-        scores = b.add(node, nn.Multiply(), [scores, outer], suffix="/softcapped")
+        scores = _by(b, node, nn.Multiply(), scores, softcap, "/softcapped")
     if qk_out and mode in (0, 1):  # the scaled (and softcapped) products, as onnx's reference
         b.act[qk_out] = scores
     if _given(node, 3) and b.is_act(node.inputs[3]):  # a mask computed at run time
@@ -206,24 +183,25 @@ def op_attention(b: Builder, node: IRNode) -> None:
                 f"heads or 1, {sq}, {skv}) is read per sample (a 2-D or 3-D mask has no "
                 "batch axis; give it as a constant).",
             )
-        if _is_boolean(b, node.inputs[3]):  # held as 1 and 0: True attends, False masks
-            shifted = b.add(
-                node, nn.Add(), [mask, b.value_node(node, -np.ones((1, 1, 1, 1)), 4)],
-                suffix="/mask_shifted",
-            )  # fmt: skip
-            mask = b.add(
-                node, nn.Multiply(), [shifted, b.value_node(node, np.full((1, 1, 1, 1), -MASKED), 4)],
-                suffix="/mask_bias",
-            )  # fmt: skip
+        kind = b.types.get(node.inputs[3])
+        if kind is None:
+            raise b.fail(node, "attn_mask computed at run time of a type the file does not state.")
+        if kind == onnx.TensorProto.BOOL:  # held as 1 and 0: True attends, False masks
+            shifted = _by(b, node, nn.Add(), mask, -1.0, "/mask_shifted")
+            mask = _by(b, node, nn.Multiply(), shifted, -MASKED_SCORE, "/mask_bias")
         scores = b.add(node, nn.Add(), [scores, mask], suffix="/mask_added")
     bias = _bias(b, node, hq, sq, skv, past)
     bias = bias.reshape((1,) * (3 - bias.ndim) + bias.shape)
     none = np.isneginf(bias).all(axis=-1, keepdims=True)  # queries attending no key
-    computed_bool = _given(node, 3) and b.is_act(node.inputs[3]) and _is_boolean(b, node.inputs[3])
+    computed_bool = (
+        _given(node, 3)
+        and b.is_act(node.inputs[3])
+        and b.types.get(node.inputs[3]) == onnx.TensorProto.BOOL
+    )
     if qk_out and mode == 2 and (np.isinf(bias).any() or computed_bool):
         raise b.fail(node, "qk_matmul_output_mode 2 of a masked score is -inf; not computed.")
     if np.any(bias):
-        finite = np.where(np.isneginf(bias), MASKED, bias)
+        finite = np.where(np.isneginf(bias), MASKED_SCORE, bias)
         finite = np.where(none, 0.0, finite)
         scores = b.add(
             node, nn.Add(), [scores, b.value_node(node, finite[None], 4)], suffix="/masked"

@@ -20,7 +20,7 @@ import numpy as np
 
 from xai_core import nn
 from xai_core.importers.ir import IRNode
-from xai_core.importers.onnx_ops import Builder, _axis, _store, cast_activation
+from xai_core.importers.onnx_ops import Builder, _axis, _given, _store, cast_activation
 from xai_core.importers.onnx_ops_pool_windows import needs_windows, pool_by_windows
 from xai_core.importers.onnx_registry import register
 from xai_core.nn.elementwise_math import CAST_TYPES
@@ -30,10 +30,6 @@ __all__: list[str] = []
 
 def _shape(b: Builder, node: IRNode, x: str) -> tuple[int, ...]:
     return b.g.shape_of(b.node_of(node, x))
-
-
-def _given(node: IRNode, k: int) -> bool:
-    return len(node.inputs) > k and bool(node.inputs[k])
 
 
 def _times(b: Builder, node: IRNode, src: str, matrix: np.ndarray, suffix: str) -> str:

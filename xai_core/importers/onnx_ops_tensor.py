@@ -23,6 +23,7 @@ from xai_core.importers.onnx_ops import (
     Builder,
     _axis,
     _check_bytes,
+    _given,
     _kernel_attrs,
     _pads,
     _spatial,
@@ -45,10 +46,6 @@ def _plain(b: Builder, node: IRNode, name: str) -> np.ndarray:
     if _has_batch(v):
         raise b.fail(node, f"input {name!r} depends on the batch size; it must not here.")
     return v.astype(np.int64) if v.dtype == object else v
-
-
-def _given(node: IRNode, i: int) -> bool:
-    return len(node.inputs) > i and bool(node.inputs[i])
 
 
 # -- pooling with ceil_mode ---------------------------------------------------------------
@@ -257,10 +254,10 @@ def _masked(value: np.ndarray, masks: bool) -> np.ndarray:
 def _feeds_softmax_scores(b: Builder, node: IRNode) -> bool:
     """Whether ``node``'s output is an additive attention mask: read only by ``Add`` nodes
     whose outputs only a ``Softmax`` over the last axis reads (torch's masked attention)."""
-    readers = getattr(b, "readers", {})
+    readers = b.readers
     out = node.outputs[0]
     adds = readers.get(out, [])
-    outputs = getattr(b, "graph_outputs", ())
+    outputs = b.graph_outputs
     if not adds or out in outputs or any(r.op != "Add" or r.outputs[0] in outputs for r in adds):
         return False
     softmaxes = [r for add in adds for r in readers.get(add.outputs[0], [None])]

@@ -556,6 +556,10 @@ def read_onnx(source: Any, input_shapes: Any = None) -> IRGraph:
         infos = [*inferred.value_info, *inferred.output]
     except Exception:  # inference is a cross-check only; fall back to what the file states
         infos = [*graph.value_info, *graph.output]
+    types: dict[str, int] = {}
+    for vi in [*inputs, *infos]:
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            types[vi.name] = int(vi.type.tensor_type.elem_type)
     for vi in infos:
         d = _dims(vi)
         if d and all(isinstance(x, int) and x > 0 for x in d[1:]):
@@ -569,6 +573,7 @@ def read_onnx(source: Any, input_shapes: Any = None) -> IRGraph:
         more_inputs={vi.name: shape for vi, shape in zip(inputs[1:], shapes[1:])},
         more_outputs=[o.name for o in graph.output[1:]],
         declared=declared,
+        types=types,
         meta={
             "source": where,
             "producer": f"{model.producer_name} {model.producer_version}".strip(),
