@@ -30,7 +30,7 @@ import numpy as np
 
 from xai_core.errors import ShapeError, ValidationError
 
-__all__ = ["SERIES_ORDERS", "SeriesLayout", "series_layout"]
+__all__ = ["SERIES_ORDERS", "SeriesLayout", "recorded_layout", "series_layout"]
 
 #: Axis orders: one channel, channels last, channels first.
 SERIES_ORDERS = ("t", "tc", "ct")
@@ -145,3 +145,12 @@ def series_layout(shape: Sequence[int], *, order: str | None = None) -> SeriesLa
     if len(dims) == 1:
         return SeriesLayout(dims, "t")
     return SeriesLayout(dims, "tc" if dims[1] <= dims[0] else "ct")
+
+
+def recorded_layout(shape: Sequence[int], order: Any) -> SeriesLayout:
+    """The layout of samples of ``shape`` from a network that records ``order`` (its
+    ``series_order``, or an explanation's ``meta["series_order"]``): that order for a
+    sample of two axes, one channel for a sample of one, the rule of this module when
+    ``order`` is not a string."""
+    given = order if isinstance(order, str) and len(shape) == 2 else None
+    return series_layout(shape, order=given)

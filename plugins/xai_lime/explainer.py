@@ -21,7 +21,7 @@ from xai_core import (
 )
 from xai_core.attribution.options import Alias, Bool, Choice, Float, ImageShape, Int, TypeOf
 from xai_core.attribution.seeds import rngs_for_rows
-from xai_core.series import series_layout
+from xai_core.series import recorded_layout
 from xai_core.validation import check_array
 from xai_lime.image import (
     SeriesImage,
@@ -303,8 +303,8 @@ class LimeExplainer(Explainer):
         if mode == "tabular":
             return self._explain_tabular(runner, X, target)
         if mode == "series":
-            order = getattr(runner.model, "series_order", None) if X.ndim == 3 else None
-            layout = SeriesImage(series_layout(X.shape[1:], order=order))
+            order = getattr(runner.model, "series_order", None)
+            layout = SeriesImage(recorded_layout(X.shape[1:], order))
             return self._explain_image(runner, X, target, layout)
         return self._explain_image(runner, X, target)
 

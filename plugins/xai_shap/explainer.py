@@ -10,7 +10,7 @@ import numpy as np
 
 from xai_core import CapabilityError, Cost, Explainer, Explanation, ModelRunner, ValidationError
 from xai_core.attribution.options import Alias, Bool, Choice, ImageShape, Int, TypeOf
-from xai_core.series import series_layout
+from xai_core.series import recorded_layout
 from xai_shap import algorithms as alg
 from xai_shap.background import resolve_background
 from xai_shap.game import CountedModel
@@ -183,7 +183,7 @@ class ShapExplainer(Explainer):
         order = getattr(runner.model, "series_order", None)
         given = (self.groups, image_shape, self.patch_size)
         if isinstance(order, str) and all(v is None for v in given):
-            return series_windows(series_layout(X.shape[1:], order=order if X.ndim == 3 else None))
+            return series_windows(recorded_layout(X.shape[1:], order))
         return resolve_groups(
             X.shape[1:], groups=self.groups, patch_size=self.patch_size, image_shape=image_shape
         )

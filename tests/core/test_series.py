@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import xai_core as xai
-from xai_core.series import series_layout
+from xai_core.series import recorded_layout, series_layout
 
 nn = xai.nn
 
@@ -39,6 +39,9 @@ def test_an_explicit_order_settles_it_and_to_tc_transposes():
         np.testing.assert_array_equal(one.from_tc(one.to_tc(rows)), rows)
     with pytest.raises(xai.ShapeError, match=r"\(n, 6, 4\)"):
         layout.from_tc(X)
+    # a network's recorded order settles samples of two axes; one axis is one channel
+    assert recorded_layout((3, 8), "tc").order == "tc" and recorded_layout((8,), "tc").order == "t"
+    assert recorded_layout((3, 8), None).order == "ct"
 
 
 @pytest.mark.parametrize("shape", [(), (2, 3, 4)], ids=["scalar", "three-axes"])

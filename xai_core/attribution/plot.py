@@ -408,15 +408,16 @@ class ExplanationPlots:
         matplotlib.figure.Figure
             One panel per channel sharing the step axis, and a colour bar.
         """
-        from xai_core.series import series_layout
+        from xai_core.series import recorded_layout, series_layout
 
         if mode not in IMAGE_MODES:
             raise ValidationError(f"mode must be one of {IMAGE_MODES}; got {mode!r}.")
         e = self._e
         i = self._row(row)
-        if order is None and isinstance(e.meta.get("series_order"), str):
-            order = e.meta["series_order"] if e.values.ndim == 3 else None
-        layout = series_layout(e.values.shape[1:], order=order)
+        if order is None:
+            layout = recorded_layout(e.values.shape[1:], e.meta.get("series_order"))
+        else:
+            layout = series_layout(e.values.shape[1:], order=order)
         values = np.nan_to_num(layout.to_tc(e.values[[i]])[0].astype(np.float64))
         data = None if e.data is None else layout.to_tc(e.data[[i]])[0].astype(np.float64)
         picked = list(range(min(layout.channels, _MAX_SERIES_CHANNELS)))
@@ -473,10 +474,9 @@ class ExplanationPlots:
 
 
 def _series_channels(e: Explanation) -> int:
-    from xai_core.series import series_layout
+    from xai_core.series import recorded_layout
 
-    order = e.meta.get("series_order") if e.values.ndim == 3 else None
-    return series_layout(e.values.shape[1:], order=order).channels
+    return recorded_layout(e.values.shape[1:], e.meta.get("series_order")).channels
 
 
 def summary_png(e: Explanation, dpi: int = 80) -> bytes | None:

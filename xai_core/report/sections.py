@@ -301,9 +301,9 @@ def _series_layout(e: Explanation) -> Any:
     order = e.meta.get("series_order")
     if not isinstance(order, str) or e.values.ndim not in (2, 3):
         return None
-    from xai_core.series import series_layout
+    from xai_core.series import recorded_layout
 
-    return series_layout(e.values.shape[1:], order=order if e.values.ndim == 3 else None)
+    return recorded_layout(e.values.shape[1:], order)
 
 
 def _target_label(e: Explanation, t: int) -> str:
