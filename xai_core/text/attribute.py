@@ -25,6 +25,7 @@ backward walk stopping at the embedding
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -71,39 +72,55 @@ def embedding_node(net: Any) -> tuple[str, Embedding]:
     return found[0]
 
 
-def text_inputs(net: Any, mask: np.ndarray) -> tuple[str, dict[str, np.ndarray]]:
-    """The input the token ids go to, and the value of every other input of ``net`` per
-    text: an attention mask (an input named ``*mask*``: 1 at the texts' tokens, 0 at
-    padding) or token types (``*token_type*``, ``*segment*``: zeros). ``mask`` is the texts'
-    (n_texts, seq_len) booleans.
+@dataclass(frozen=True)
+class TextInputs:
+    """What each input of a network that reads texts takes: ``ids`` the token ids (the
+    input its Embedding reads); every other input an attention mask (a name with
+    ``mask``: 1 at the texts' tokens, 0 at padding) or token types (``token_type``,
+    ``segment``: zeros), in ``roles``."""
 
-    Raises
-    ------
-    CapabilityError
-        Another input, which texts do not give (named).
-    """
-    name, _ = embedding_node(net)  # it reads one of the network's inputs
-    (node,) = [n for n in net.nodes if n.name == name]
-    ids = next(i for i in node.inputs if i in net.inputs)
-    others: dict[str, np.ndarray] = {}
-    for other in (i for i in net.inputs if i != ids):
-        low = other.lower()
-        if "mask" in low:
-            others[other] = mask.astype(np.float64)
-        elif "token_type" in low or "segment" in low:
-            others[other] = np.zeros(mask.shape)
-        else:
-            raise CapabilityError(
-                f"the network's input {other!r} is neither the token ids ({ids!r}), an "
-                "attention mask (a name with 'mask') nor token types ('token_type'): texts "
-                "give no value for it; fix it with net.with_inputs."
-            )
-        if others[other].shape[1:] != net._input_shapes[other]:
-            raise CapabilityError(
-                f"the network's input {other!r} takes per-sample shape "
-                f"{net._input_shapes[other]}; the texts give {others[other].shape[1:]}."
-            )
-    return ids, others
+    ids: str
+    roles: dict[str, str]
+
+    @classmethod
+    def of(cls, net: Any) -> TextInputs:
+        """The inputs of ``net``, checked once: an input that is none of those is refused.
+
+        Raises
+        ------
+        CapabilityError
+            Another input, which texts do not give (named), or a mask input of another
+            per-sample shape than the ids'.
+        """
+        name, _ = embedding_node(net)  # it reads one of the network's inputs
+        (node,) = [n for n in net.nodes if n.name == name]
+        ids = next(i for i in node.inputs if i in net.inputs)
+        roles: dict[str, str] = {}
+        for other in (i for i in net.inputs if i != ids):
+            low = other.lower()
+            if "mask" in low:
+                roles[other] = "mask"
+            elif "token_type" in low or "segment" in low:
+                roles[other] = "zeros"
+            else:
+                raise CapabilityError(
+                    f"the network's input {other!r} is neither the token ids ({ids!r}), an "
+                    "attention mask (a name with 'mask') nor token types ('token_type'): "
+                    "texts give no value for it; fix it with net.with_inputs."
+                )
+            if net._input_shapes[other] != net._input_shapes[ids]:
+                raise CapabilityError(
+                    f"the network's input {other!r} takes per-sample shape "
+                    f"{net._input_shapes[other]}; the texts give {net._input_shapes[ids]}."
+                )
+        return cls(ids, roles)
+
+    def values(self, mask: np.ndarray) -> dict[str, np.ndarray]:
+        """Every input but the ids for texts of ``mask`` (n_texts, seq_len) booleans."""
+        return {
+            k: mask.astype(np.float64) if role == "mask" else np.zeros(mask.shape)
+            for k, role in self.roles.items()
+        }
 
 
 def integration_nodes(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:

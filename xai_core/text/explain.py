@@ -324,16 +324,18 @@ def explain_text(
 def _mask_groups(net: Any, enc: Encoded) -> list[tuple[Any, np.ndarray]]:
     """``net`` and every row, or, for a network that also takes an attention mask (and
     token types), one network per distinct mask with those inputs fixed, and its rows."""
-    from xai_core.text.attribute import text_inputs
+    from xai_core.text.attribute import TextInputs
 
     if len(getattr(net, "inputs", ()) or ()) < 2:
         return [(net, np.arange(len(enc.ids)))]
-    _, others = text_inputs(net, enc.mask)
-    keys = [b"".join(v[i].tobytes() for v in others.values()) for i in range(len(enc.ids))]
+    others = TextInputs.of(net).values(enc.mask)
+    rows = np.concatenate([v.reshape(len(enc.ids), -1) for v in others.values()], axis=1)
+    distinct, which = np.unique(rows, axis=0, return_inverse=True)
     groups = []
-    for key in dict.fromkeys(keys):
-        rows = np.flatnonzero([k == key for k in keys])
-        groups.append((net.with_inputs({k: v[rows[0]] for k, v in others.items()}), rows))
+    for g in range(len(distinct)):
+        members = np.flatnonzero(which.reshape(-1) == g)
+        fixed = {k: v[members[0]] for k, v in others.items()}
+        groups.append((net.with_inputs(fixed), members))
     return groups
 
 

@@ -155,7 +155,7 @@ def text_model(
         from xai_core.model.runner import ModelRunner
         from xai_core.nn.embedding import check_token_ids
         from xai_core.plugin.resolve import get_backend
-        from xai_core.text.attribute import embedding_node, text_inputs
+        from xai_core.text.attribute import TextInputs, embedding_node
 
         net = import_model(model, enc.ids, output_names=output_names)
         seq = _model_length(net)
@@ -169,16 +169,15 @@ def text_model(
         check_token_ids(enc.ids, layer.vocab_size, "the texts' token ids")
         runner = ModelRunner(net, get_backend(backend), batch_size=batch_size)
         names = net.output_names
-        several = len(getattr(net, "inputs", ()) or ()) > 1
-        ids_input, _ = text_inputs(net, enc.mask) if several else (None, {})
+        inputs = TextInputs.of(net) if len(getattr(net, "inputs", ()) or ()) > 1 else None
 
         def on_ids(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
             check_token_ids(ids, layer.vocab_size, "the perturbed token ids")
             ids = np.asarray(ids).astype(runner.input_dtype)
-            if not several:
+            if inputs is None:
                 return _outputs(runner.predict_validated(ids), len(ids), "the network")
-            _, others = text_inputs(net, np.asarray(mask, bool))  # each copy its text's mask
-            feeds = {ids_input: ids, **{k: v.astype(ids.dtype) for k, v in others.items()}}
+            others = inputs.values(np.asarray(mask, bool))  # each copy its text's mask
+            feeds = {inputs.ids: ids, **{k: v.astype(ids.dtype) for k, v in others.items()}}
             out = net.predict_outputs(feeds, runner.backend, batch_size=batch_size)
             return _outputs(out[net.outputs[0]], len(ids), "the network")
 
